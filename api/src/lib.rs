@@ -1,0 +1,1 @@
+//! The `netrollout.io/v1alpha1` API.
