@@ -1,0 +1,271 @@
+//! The three kinds users write. Field names, types and ranges follow the Go operator's
+//! `v1alpha1` (groups `network.schiff.telekom.de` and `network.t-caas.telekom.com`).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One VRF's route policy: which prefixes are imported into and exported from the cluster VRF.
+/// Several objects may name the same `vrf`; their policies are merged in `seq` order.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[kube(
+    group = "netrollout.io",
+    version = "v1alpha1",
+    kind = "VRFRouteConfiguration",
+    plural = "vrfrouteconfigurations",
+    shortname = "vrf",
+    category = "netrollout",
+    status = "InputStatus",
+    printcolumn(name = "VRF", type_ = "string", json_path = ".spec.vrf"),
+    printcolumn(name = "Sequence", type_ = "integer", json_path = ".spec.seq"),
+    printcolumn(name = "Community", type_ = "string", json_path = ".spec.community"),
+    printcolumn(
+        name = "Accepted",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Accepted\")].status"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct VRFRouteConfigurationSpec {
+    /// VRF this configuration refers to (at most 12 characters, so that prefixed interface names
+    /// fit the kernel's 15-byte limit).
+    #[schemars(
+        length(min = 1, max = 12),
+        regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+    )]
+    pub vrf: String,
+
+    /// BGP route target of the VRF, `ASN:number` or `IP:number`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[0-9.]+:[0-9]+$"))]
+    pub route_target: Option<String>,
+
+    /// VXLAN VNI of the VRF (layer-3 VNI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 16777215))]
+    pub vni: Option<i64>,
+
+    /// Routes imported from this VRF into the cluster VRF.
+    #[serde(default)]
+    pub import: Vec<PrefixItem>,
+
+    /// Routes exported from the cluster VRF into this VRF.
+    #[serde(default)]
+    pub export: Vec<PrefixItem>,
+
+    /// Aggregate routes that are announced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aggregate: Vec<String>,
+
+    /// Traffic from these prefixes is sent directly to this VRF (source-based routing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sbr_prefixes: Vec<String>,
+
+    /// Sequence of the generated route-map entry; at most 65534 because an explicit
+    /// default-deny may follow.
+    #[schemars(range(min = 1, max = 65534))]
+    pub seq: i32,
+
+    /// Community set on export; none when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub community: Option<String>,
+
+    /// Further communities set on export.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub communities: Vec<String>,
+
+    /// MTU of the VRF's interfaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1000, max = 9000))]
+    pub mtu: Option<i32>,
+
+    /// Loopback interfaces in the VRF, each with a per-node address allocated from `subnet`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loopbacks: Vec<VrfLoopback>,
+
+    /// Nodes to create the VRF on; all nodes when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<LabelSelector>,
+}
+
+/// One entry of an import or export prefix list.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[x_kube(validation = Rule::new("!has(self.ge) || !has(self.le) || self.ge <= self.le").message("ge must not be greater than le"))]
+#[serde(rename_all = "camelCase")]
+pub struct PrefixItem {
+    /// The network, e.g. `10.250.0.0/24`.
+    #[schemars(length(min = 1, max = 64))]
+    pub cidr: String,
+
+    /// Sequence in the generated prefix list; the list index when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 4294967295u32))]
+    pub seq: Option<i64>,
+
+    /// Minimum prefix length to match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 128))]
+    pub ge: Option<i32>,
+
+    /// Maximum prefix length to match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 128))]
+    pub le: Option<i32>,
+
+    /// Whether matching routes are permitted or denied.
+    pub action: PrefixAction,
+}
+
+/// What a prefix-list entry does with a matching route.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PrefixAction {
+    /// Let matching routes through.
+    #[default]
+    Permit,
+    /// Drop matching routes.
+    Deny,
+}
+
+/// A loopback interface inside a VRF whose address is allocated per node.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct VrfLoopback {
+    /// Interface name, e.g. `lo.mir`.
+    #[schemars(length(min = 1, max = 15))]
+    pub name: String,
+    /// The CIDR from which each node gets one address.
+    #[schemars(length(min = 1, max = 64))]
+    pub subnet: String,
+}
+
+/// One layer-2 network: a VLAN stretched over VXLAN, optionally routed in a VRF.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[kube(
+    group = "netrollout.io",
+    version = "v1alpha1",
+    kind = "Layer2NetworkConfiguration",
+    plural = "layer2networkconfigurations",
+    shortname = "layer2",
+    category = "netrollout",
+    status = "InputStatus",
+    printcolumn(name = "VLAN", type_ = "integer", json_path = ".spec.id"),
+    printcolumn(name = "VNI", type_ = "integer", json_path = ".spec.vni"),
+    printcolumn(name = "VRF", type_ = "string", json_path = ".spec.vrf"),
+    printcolumn(
+        name = "Gateway",
+        type_ = "string",
+        json_path = ".spec.anycastGateways"
+    ),
+    printcolumn(
+        name = "Accepted",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Accepted\")].status"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct Layer2NetworkConfigurationSpec {
+    /// VLAN id of the network.
+    #[schemars(range(min = 1, max = 4094))]
+    pub id: i32,
+
+    /// MTU of the network's interfaces.
+    #[schemars(range(min = 1000, max = 9000))]
+    pub mtu: i32,
+
+    /// VXLAN VNI of the network.
+    #[schemars(range(min = 1, max = 16777215))]
+    pub vni: i64,
+
+    /// Anycast gateway MAC address, when anycast is wanted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$"))]
+    pub anycast_mac: Option<String>,
+
+    /// Anycast gateway addresses (with prefix length) configured on the bridge.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub anycast_gateways: Vec<String>,
+
+    /// Advertise host routes for local neighbours.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub advertise_neighbors: bool,
+
+    /// Create a macvlan attach interface on the bridge.
+    #[serde(
+        default,
+        rename = "createMacVLANInterface",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub create_macvlan_interface: bool,
+
+    /// Enable ARP/ND suppression on the VXLAN device (off when omitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neigh_suppression: Option<bool>,
+
+    /// Do not segment the network into a VLAN sub-interface.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disable_segmentation: bool,
+
+    /// VRF to attach the network to; the default VRF when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 12))]
+    pub vrf: Option<String>,
+
+    /// Nodes to create the network on; all nodes when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<LabelSelector>,
+}
+
+/// An extra host routing table that routes can be exported to.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[kube(
+    group = "netrollout.io",
+    version = "v1alpha1",
+    kind = "RoutingTable",
+    plural = "routingtables",
+    shortname = "taas",
+    category = "netrollout",
+    status = "InputStatus",
+    printcolumn(name = "Table ID", type_ = "integer", json_path = ".spec.tableId"),
+    printcolumn(
+        name = "Accepted",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Accepted\")].status"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[x_kube(validation = Rule::new("!(self.tableId in [253, 254, 255])").message("tables 253 (default), 254 (main) and 255 (local) belong to the kernel"))]
+#[serde(rename_all = "camelCase")]
+pub struct RoutingTableSpec {
+    /// The host routing table id.
+    #[schemars(range(min = 1, max = 4294967295u32))]
+    pub table_id: i64,
+}
+
+/// Status of an input object: whether the configurator accepted it into a revision.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct InputStatus {
+    /// `Accepted` (True/False with reason and message) and future conditions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// The revision that last included this object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+}

@@ -1,0 +1,156 @@
+//! `NetworkConfigRevision`: an immutable, content-addressed snapshot of every input, and the
+//! progress of rolling it out.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::inputs::{Layer2NetworkConfigurationSpec, RoutingTableSpec, VRFRouteConfigurationSpec};
+
+/// A merged snapshot of all inputs. Only `spec.sequence` and `spec.paused` ever change.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[kube(
+    group = "netrollout.io",
+    version = "v1alpha1",
+    kind = "NetworkConfigRevision",
+    plural = "networkconfigrevisions",
+    shortname = "ncr",
+    category = "netrollout",
+    status = "NetworkConfigRevisionStatus",
+    printcolumn(name = "Sequence", type_ = "integer", json_path = ".spec.sequence"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Ready", type_ = "string", json_path = ".status.progress"),
+    printcolumn(name = "Failed", type_ = "integer", json_path = ".status.failed"),
+    printcolumn(
+        name = "Paused",
+        type_ = "boolean",
+        json_path = ".spec.paused",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Message",
+        type_ = "string",
+        json_path = ".status.message",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[x_kube(validation = Rule::new("self.hash == oldSelf.hash").message("a revision's content is immutable; change the inputs to get a new revision"))]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkConfigRevisionSpec {
+    /// Orders revisions: the newest revision has the highest sequence.
+    #[schemars(range(min = 1))]
+    pub sequence: i64,
+    /// `sha256:<hex>` of the snapshot's canonical JSON.
+    #[schemars(length(max = 71), regex(pattern = r"^sha256:[0-9a-f]{64}$"))]
+    pub hash: String,
+    /// Stops new dispatches of this revision; nodes already applying finish.
+    #[serde(default)]
+    pub paused: bool,
+    /// Every input, canonically sorted.
+    pub snapshot: Snapshot,
+}
+
+/// Every input object at one moment, sorted by name.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    /// `VRFRouteConfiguration` specs by object name.
+    #[serde(default)]
+    pub vrf_route_configurations: Vec<NamedInput<VRFRouteConfigurationSpec>>,
+    /// `Layer2NetworkConfiguration` specs by object name.
+    #[serde(default)]
+    pub layer2_network_configurations: Vec<NamedInput<Layer2NetworkConfigurationSpec>>,
+    /// `RoutingTable` specs by object name.
+    #[serde(default)]
+    pub routing_tables: Vec<NamedInput<RoutingTableSpec>>,
+}
+
+/// An input's spec under the name of its object.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct NamedInput<T> {
+    /// `metadata.name` of the input object.
+    pub name: String,
+    /// Its spec at snapshot time.
+    pub spec: T,
+}
+
+/// Rollout progress of a revision. Written only by the configurator.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkConfigRevisionStatus {
+    /// Where the rollout stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<RevisionPhase>,
+    /// Why it stands there, for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// `ready/total`, for `kubectl get ncr`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
+    /// Managed nodes this revision targets.
+    #[serde(default)]
+    pub total: i32,
+    /// Nodes waiting for a free slot.
+    #[serde(default)]
+    pub queued: i32,
+    /// Nodes dispatched and not yet finished.
+    #[serde(default)]
+    pub in_flight: i32,
+    /// Nodes that reported `Provisioned` for this revision.
+    #[serde(default)]
+    pub ready: i32,
+    /// Nodes that failed this revision.
+    #[serde(default)]
+    pub failed: i32,
+    /// Nodes whose agent did not pick the dispatch up in time.
+    #[serde(default)]
+    pub unresponsive: i32,
+    /// NotReady nodes skipped for now.
+    #[serde(default)]
+    pub skipped: i32,
+    /// Failed nodes with their reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_nodes: Vec<FailedNode>,
+    /// Standard conditions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+/// Lifecycle of a revision.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RevisionPhase {
+    /// Created, not yet dispatched.
+    Pending,
+    /// Being rolled out.
+    Progressing,
+    /// Every managed node runs it: a known-good revision.
+    Succeeded,
+    /// More nodes failed than `--max-failures` allows; never dispatched again unless retried.
+    Failed,
+    /// A newer revision replaced it.
+    Superseded,
+    /// Cannot be rolled out (e.g. identical to a failed revision).
+    Blocked,
+}
+
+/// A node that failed a revision.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedNode {
+    /// Node name.
+    pub node: String,
+    /// Machine-readable reason, e.g. `ProbeFailed`, `ApplyTimeout`.
+    pub reason: String,
+    /// What the agent reported.
+    #[serde(default)]
+    pub message: String,
+    /// When the failure was detected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<Time>,
+}

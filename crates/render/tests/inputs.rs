@@ -1,0 +1,250 @@
+//! The samples and the Go operator's manifests parse, validate and render; the same inputs in any
+//! order give the same revision.
+
+use std::path::{Path, PathBuf};
+
+use netrollout_api::{Layer2NetworkConfiguration, RoutingTable, VRFRouteConfiguration};
+use netrollout_render::{Node, Revision, from_objects, render};
+use proptest::prelude::*;
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[derive(Debug, Default)]
+struct Objects {
+    vrfs: Vec<VRFRouteConfiguration>,
+    layer2s: Vec<Layer2NetworkConfiguration>,
+    tables: Vec<RoutingTable>,
+}
+
+/// Parses every document; each must round-trip without losing a field (unknown fields would
+/// otherwise be dropped silently).
+fn load(text: &str, what: &str) -> Objects {
+    let mut out = Objects::default();
+    for doc in serde_saphyr::from_str_multiple::<Value, Vec<Value>>(text).unwrap() {
+        if doc.is_null() {
+            continue;
+        }
+        assert_eq!(doc["apiVersion"], "netrollout.io/v1alpha1", "{what}");
+        let kind = doc["kind"].as_str().unwrap().to_string();
+        let reserialized = match kind.as_str() {
+            "VRFRouteConfiguration" => push(&mut out.vrfs, &doc),
+            "Layer2NetworkConfiguration" => push(&mut out.layer2s, &doc),
+            "RoutingTable" => push(&mut out.tables, &doc),
+            other => panic!("{what}: unexpected kind {other}"),
+        };
+        assert_subset(
+            &doc["spec"],
+            &reserialized["spec"],
+            &format!("{what}: {kind} spec"),
+        );
+    }
+    out
+}
+
+fn push<T: serde::de::DeserializeOwned + serde::Serialize>(
+    list: &mut Vec<T>,
+    doc: &Value,
+) -> Value {
+    let obj: T = serde_json::from_value(doc.clone()).unwrap();
+    let back = serde_json::to_value(&obj).unwrap();
+    list.push(obj);
+    back
+}
+
+/// Every field of `input` is in `output` with the same value.
+fn assert_subset(input: &Value, output: &Value, path: &str) {
+    match (input, output) {
+        (Value::Object(i), Value::Object(o)) => {
+            for (k, v) in i {
+                let got = o
+                    .get(k)
+                    .unwrap_or_else(|| panic!("{path}.{k} was dropped on parsing"));
+                assert_subset(v, got, &format!("{path}.{k}"));
+            }
+        }
+        (Value::Array(i), Value::Array(o)) => {
+            assert_eq!(i.len(), o.len(), "{path}");
+            for (n, (a, b)) in i.iter().zip(o).enumerate() {
+                assert_subset(a, b, &format!("{path}[{n}]"));
+            }
+        }
+        (a, b) => assert_eq!(a, b, "{path}"),
+    }
+}
+
+fn nodes(n: usize) -> Vec<Node> {
+    (0..n)
+        .map(|i| Node {
+            name: format!("node-{i}"),
+            labels: [("netrollout.io/rack".to_string(), format!("r{}", i % 3))].into(),
+        })
+        .collect()
+}
+
+#[test]
+fn every_sample_parses_validates_and_renders() {
+    let mut all = Objects::default();
+    let mut files = 0;
+    for entry in std::fs::read_dir(repo().join("config/samples")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let o = load(&text, &path.display().to_string());
+        all.vrfs.extend(o.vrfs);
+        all.layer2s.extend(o.layer2s);
+        all.tables.extend(o.tables);
+        files += 1;
+    }
+    assert!(
+        files >= 3 && !all.vrfs.is_empty() && !all.layer2s.is_empty() && !all.tables.is_empty()
+    );
+    let snapshot = from_objects(&all.vrfs, &all.layer2s, &all.tables);
+    Revision::of(&snapshot).unwrap();
+    let rendered = render(&snapshot, &nodes(3)).unwrap();
+    let r1 = rendered.config("node-1").unwrap();
+    let r0 = rendered.config("node-0").unwrap();
+    assert_eq!(
+        r1.vrfs[0].policies.len(),
+        2,
+        "rack r1 gets both m2m policies"
+    );
+    assert_eq!(r0.vrfs[0].policies.len(), 1);
+    assert_eq!(r0.vrfs[0].vrf_interface, "vr.m2m");
+    assert_eq!(r0.vrfs[0].table_id, 2002026);
+    assert_eq!(
+        r0.layer2s.iter().map(|l| l.id).collect::<Vec<_>>(),
+        [501, 502]
+    );
+    assert_eq!(r0.routing_tables[0].interface, "tb.100");
+}
+
+#[test]
+fn the_go_operators_manifests_are_accepted_after_changing_only_the_api_version() {
+    let path = repo().join("../shared/compat/schiff-network-operator-configs.yaml");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{} must exist for the compatibility test: {e}",
+                path.display()
+            )
+        })
+        .replace(
+            "network.t-caas.telekom.com/v1alpha1",
+            "netrollout.io/v1alpha1",
+        )
+        .replace(
+            "network.schiff.telekom.de/v1alpha1",
+            "netrollout.io/v1alpha1",
+        );
+    let o = load(&text, "compat");
+    assert_eq!((o.vrfs.len(), o.layer2s.len()), (2, 3));
+    let snapshot = from_objects(&o.vrfs, &o.layer2s, &o.tables);
+    let rendered = render(&snapshot, &nodes(2)).unwrap();
+    let config = rendered.config("node-0").unwrap();
+    assert_eq!(
+        config
+            .vrfs
+            .iter()
+            .map(|v| v.name.as_str())
+            .collect::<Vec<_>>(),
+        ["c2m", "m2m"]
+    );
+    assert_eq!(config.layer2s.len(), 3);
+}
+
+fn arb_objects() -> impl Strategy<Value = Objects> {
+    (1usize..6, 0usize..8, 0usize..4).prop_map(|(v, l, t)| {
+        let vrfs = (0..v)
+            .map(|i| {
+                let mut o = VRFRouteConfiguration::new(
+                    &format!("vrf-{i}"),
+                    netrollout_api::VRFRouteConfigurationSpec {
+                        vrf: format!("v{}", i % 3),
+                        seq: 10 + i as i32,
+                        ..Default::default()
+                    },
+                );
+                o.spec.export.push(netrollout_api::PrefixItem {
+                    cidr: format!("10.{i}.0.0/16"),
+                    ..Default::default()
+                });
+                o
+            })
+            .collect();
+        let layer2s = (0..l)
+            .map(|i| {
+                Layer2NetworkConfiguration::new(
+                    &format!("l2-{i}"),
+                    netrollout_api::Layer2NetworkConfigurationSpec {
+                        id: 100 + i as i32,
+                        vni: 5000 + i as i64,
+                        mtu: 1500,
+                        vrf: Some("v0".into()),
+                        ..Default::default()
+                    },
+                )
+            })
+            .collect();
+        let tables = (0..t)
+            .map(|i| {
+                RoutingTable::new(
+                    &format!("t-{i}"),
+                    netrollout_api::RoutingTableSpec {
+                        table_id: 300 + i as i64,
+                    },
+                )
+            })
+            .collect();
+        Objects {
+            vrfs,
+            layer2s,
+            tables,
+        }
+    })
+}
+
+proptest! {
+    #[test]
+    fn the_same_inputs_in_any_order_give_the_same_hash(
+        objects in arb_objects(),
+        seed in any::<u64>(),
+    ) {
+        let base = Revision::of(&from_objects(&objects.vrfs, &objects.layer2s, &objects.tables)).unwrap();
+        let mut vrfs = objects.vrfs.clone();
+        let mut layer2s = objects.layer2s.clone();
+        let mut tables = objects.tables.clone();
+        shuffle(&mut vrfs, seed);
+        shuffle(&mut layer2s, seed.rotate_left(17));
+        shuffle(&mut tables, seed.rotate_left(33));
+        let shuffled = Revision::of(&from_objects(&vrfs, &layer2s, &tables)).unwrap();
+        prop_assert_eq!(&base, &shuffled);
+        // And any change of content changes the hash.
+        if let Some(first) = vrfs.first_mut() {
+            first.spec.seq += 1000;
+            let changed = Revision::of(&from_objects(&vrfs, &layer2s, &tables)).unwrap();
+            prop_assert_ne!(base.hash, changed.hash);
+        }
+    }
+}
+
+fn shuffle<T>(items: &mut [T], mut seed: u64) {
+    for i in (1..items.len()).rev() {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        items.swap(i, (seed >> 33) as usize % (i + 1));
+    }
+}
+
+#[test]
+fn objects_being_deleted_are_treated_as_gone() {
+    let keep = RoutingTable::new("keep", netrollout_api::RoutingTableSpec { table_id: 300 });
+    let mut going = RoutingTable::new("going", netrollout_api::RoutingTableSpec { table_id: 301 });
+    going.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+    ));
+    let snapshot = from_objects(&[], &[], &[keep.clone(), going]);
+    assert_eq!(snapshot, from_objects(&[], &[], &[keep]));
+}
