@@ -11,6 +11,11 @@
 //! - [`node`]: `NodeNetworkConfig`, the rendered config of one node and its apply status.
 //! - [`crds`]: every CRD of the group, and their YAML as committed under `config/crd/`.
 
+#![forbid(unsafe_code)]
+// The `#[kube(printcolumn(...))]` lists repeat `type_ = ...` by design; clippy mistakes them
+// for duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
+
 pub mod crds;
 pub mod inputs;
 pub mod node;

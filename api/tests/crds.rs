@@ -1,5 +1,7 @@
 //! The committed CRD YAML under `config/crd/` is exactly what the types generate.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
 use std::path::Path;
 
 #[test]

@@ -144,10 +144,14 @@ impl Compiler {
                     9000,
                 )
             });
-            if let Some(rt) = &route_target {
-                if !is_route_target(rt) {
-                    self.invalid.push(VRF_KIND, first, "spec.routeTarget", format!("{rt:?} is not a route target; write ASN:number or IPv4:number, e.g. 65188:2026"));
-                }
+            if let Some(rt) = &route_target
+                && !is_route_target(rt)
+            {
+                let message = format!(
+                    "{rt:?} is not a route target; write ASN:number or IPv4:number, e.g. 65188:2026"
+                );
+                self.invalid
+                    .push(VRF_KIND, first, "spec.routeTarget", message);
             }
             let table_id =
                 vni.unwrap_or_else(|| DERIVED_TABLE_BASE + fnv1a(vrf) % DERIVED_TABLE_SPAN);
@@ -342,15 +346,15 @@ impl Compiler {
                 );
             }
         }
-        if let (Some(ge), Some(le)) = (item.ge, item.le) {
-            if ge > le {
-                self.invalid.push(
-                    VRF_KIND,
-                    object,
-                    format!("{field}.ge"),
-                    format!("ge {ge} is greater than le {le}; ge must not exceed le"),
-                );
-            }
+        if let (Some(ge), Some(le)) = (item.ge, item.le)
+            && ge > le
+        {
+            self.invalid.push(
+                VRF_KIND,
+                object,
+                format!("{field}.ge"),
+                format!("ge {ge} is greater than le {le}; ge must not exceed le"),
+            );
         }
     }
 
@@ -399,10 +403,14 @@ impl Compiler {
                 1,
                 4094,
             );
-            if let Some(id) = id {
-                if let Some(other) = ids.insert(id, name) {
-                    self.invalid.push(LAYER2_KIND, name, "spec.id", format!("VLAN {id} is also used by {LAYER2_KIND} {other:?}; give each layer-2 network its own VLAN id"));
-                }
+            if let Some(id) = id
+                && let Some(other) = ids.insert(id, name)
+            {
+                let message = format!(
+                    "VLAN {id} is also used by {LAYER2_KIND} {other:?}; \
+                     give each layer-2 network its own VLAN id"
+                );
+                self.invalid.push(LAYER2_KIND, name, "spec.id", message);
             }
             let vni = self.vni(LAYER2_KIND, name, "spec.vni", spec.vni);
             let mtu = in_range(

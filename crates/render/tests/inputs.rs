@@ -1,6 +1,8 @@
 //! The samples and the Go operator's manifests parse, validate and render; the same inputs in any
 //! order give the same revision.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
 use std::path::{Path, PathBuf};
 
 use netrollout_api::{Layer2NetworkConfiguration, RoutingTable, VRFRouteConfiguration};

@@ -1,5 +1,7 @@
 //! Invalid inputs: every problem is reported at once, naming the object, the field and a fix.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
 use netrollout_api::{
     Layer2NetworkConfiguration as L2, Layer2NetworkConfigurationSpec as L2Spec, PrefixItem,
     RoutingTable, RoutingTableSpec, VRFRouteConfiguration as Vrf,
