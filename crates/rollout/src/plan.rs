@@ -141,12 +141,14 @@ impl<'a> Pass<'a> {
         }
     }
 
-    /// More than `max_failures` failed (Ready) nodes fail a revision in progress.
+    /// More than `max_failures` failed (Ready) nodes fail a revision that is not known-good.
+    /// Superseded revisions count too: their nodes finish applying, and a bad config must be
+    /// remembered as Failed should the same content become the target again.
     fn detect_failures(&mut self) {
         for i in 0..self.revs.len() {
             if !matches!(
                 self.phases[i],
-                RevisionPhase::Pending | RevisionPhase::Progressing
+                RevisionPhase::Pending | RevisionPhase::Progressing | RevisionPhase::Superseded
             ) {
                 continue;
             }
@@ -177,7 +179,10 @@ impl<'a> Pass<'a> {
                 })
                 .collect();
             if failures.len() > self.settings.max_failures {
-                let names: Vec<&str> = failures.iter().map(|f| f.node.as_str()).collect();
+                let names: Vec<String> = failures
+                    .iter()
+                    .map(|f| format!("{} ({})", f.node, f.reason))
+                    .collect();
                 let reason = format!(
                     "{} node(s) failed revision {} (more than --max-failures={}): {}; rollout halted",
                     failures.len(),

@@ -84,6 +84,12 @@ impl<'a> Pass<'a> {
             .map(|(n, _)| *n)
             .collect();
         dispatch_order(&mut eligible);
+        // Waves: nodes move only when a whole wave fits (the limit, or all that is left), so a
+        // healthy rollout takes exactly ceil(N / limit) waves. Joining nodes sort first, so they
+        // go in the next wave.
+        if free < self.limit.min(eligible.len()) {
+            return (Vec::new(), 0, 0);
+        }
         eligible.truncate(free);
 
         // A joining node gets the newest Succeeded revision until the target has a success.

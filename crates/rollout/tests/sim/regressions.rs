@@ -1,0 +1,1 @@
+//! Named regression scenarios, one per rule of ROLLOUT.md.
