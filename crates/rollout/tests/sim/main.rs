@@ -13,6 +13,7 @@
 mod agent;
 mod check;
 mod regressions;
+mod regressions_failure;
 mod rng;
 mod scenario;
 mod world;
