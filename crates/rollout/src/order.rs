@@ -4,46 +4,62 @@
 //! round-robin over `topology.kubernetes.io/zone`; then by name. The node running the
 //! configurator goes last.
 
-use std::cmp::Ordering;
+use std::collections::BTreeMap;
 
 use crate::state::Node;
 
-/// Sort `nodes` into dispatch order (stable for equal keys, deterministic for distinct names).
+/// Sort `nodes` into dispatch order (deterministic: node names are unique).
 pub fn dispatch_order(nodes: &mut Vec<&Node>) {
-    fn class(n: &Node) -> (bool, bool, bool) {
-        (
+    let all = std::mem::take(nodes);
+    let n = all.len();
+    *nodes = first_in_dispatch_order(all, n);
+}
+
+/// The first `take` of `nodes` in dispatch order, without sorting the rest: each (class, zone)
+/// group only ever serves its `take` alphabetically first nodes, so the work is linear in the
+/// number of nodes plus `take log take` per group.
+pub fn first_in_dispatch_order<'a>(nodes: Vec<&'a Node>, take: usize) -> Vec<&'a Node> {
+    if take == 0 {
+        return Vec::new();
+    }
+    // (runs the configurator, has config, not a canary): false sorts first; then the zone.
+    type Group<'a> = ((bool, bool, bool), &'a str);
+    let mut groups: BTreeMap<Group<'a>, Vec<&'a Node>> = BTreeMap::new();
+    for n in nodes {
+        let class = (
             n.runs_configurator,
             n.spec_revision.is_some(),
             !n.is_canary(),
-        )
+        );
+        groups.entry((class, n.zone())).or_default().push(n);
     }
-    nodes.sort_by(|a, b| {
-        class(a)
-            .cmp(&class(b))
-            .then_with(|| a.zone().cmp(b.zone()))
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    // Rank of each node within its (class, zone) group: the round-robin turn it is served in.
-    let mut ranked: Vec<(usize, &Node)> = Vec::with_capacity(nodes.len());
-    let mut rank = 0;
-    for (i, n) in nodes.iter().enumerate() {
-        let same_group = i > 0 && {
-            let prev = nodes[i - 1];
-            class(prev) == class(n) && prev.zone() == n.zone()
-        };
-        rank = if same_group { rank + 1 } else { 0 };
-        ranked.push((rank, n));
+    for v in groups.values_mut() {
+        if v.len() > take {
+            v.select_nth_unstable_by(take, |a, b| a.name.cmp(&b.name));
+            v.truncate(take);
+        }
+        v.sort_unstable_by(|a, b| a.name.cmp(&b.name));
     }
-    ranked.sort_by(|(ra, a), (rb, b)| {
-        class(a)
-            .cmp(&class(b))
-            .then(ra.cmp(rb))
-            .then_with(|| a.zone().cmp(b.zone()))
-            .then_with(|| a.name.cmp(&b.name))
-            .then(Ordering::Equal)
-    });
-    nodes.clear();
-    nodes.extend(ranked.into_iter().map(|(_, n)| n));
+    let mut out = Vec::with_capacity(take.min(groups.values().map(Vec::len).sum()));
+    let mut groups = groups.into_iter().peekable();
+    while let Some(((class, _), first)) = groups.next() {
+        // All zones of one class, served round-robin: every zone's first node, then the
+        // second, and so on.
+        let mut zones = vec![first];
+        while let Some((_, v)) = groups.next_if(|((c, _), _)| *c == class) {
+            zones.push(v);
+        }
+        let turns = zones.iter().map(Vec::len).max().unwrap_or(0);
+        for turn in 0..turns {
+            for n in zones.iter().filter_map(|z| z.get(turn)) {
+                if out.len() == take {
+                    return out;
+                }
+                out.push(*n);
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

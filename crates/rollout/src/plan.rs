@@ -20,14 +20,14 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
     let d = p.decide();
     p.supersede(&d);
     let node_actions = p.maintain_nodes();
-    let in_flight = p.nodes.iter().filter(|(_, c)| c.in_flight()).count();
+    let in_flight = p.nodes.iter().filter(|m| m.cond.in_flight()).count();
     let free = p.limit.saturating_sub(in_flight);
     let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free);
     p.progress(&d, goal_dispatched);
     let pruned = p.prune(&d);
     let summary = Summary {
         managed: p.nodes.len(),
-        not_ready: p.nodes.iter().filter(|(n, _)| !n.ready).count(),
+        not_ready: p.nodes.iter().filter(|m| !m.node.ready).count(),
         limit: p.limit,
         in_flight: in_flight + dispatched,
         target: d.goal.map(|g| state.revisions[g].name.clone()),
@@ -58,25 +58,55 @@ struct Pass<'a> {
     phases: Vec<RevisionPhase>,
     by_name: HashMap<&'a str, usize>,
     /// Managed nodes (not being deleted) with their condition.
-    nodes: Vec<(&'a Node, Cond<'a>)>,
-    /// Indexes into `nodes` by spec revision.
-    on_rev: HashMap<&'a str, Vec<usize>>,
+    nodes: Vec<Managed<'a>>,
+    /// Indexes into `nodes` by spec revision, indexed like `revs`.
+    on_rev: Vec<Vec<usize>>,
     all_nodes: &'a [Node],
     phase_actions: Vec<Action>,
 }
 
+/// A managed node, its condition and the index of its spec revision (if known).
+struct Managed<'a> {
+    node: &'a Node,
+    cond: Cond<'a>,
+    rev: Option<usize>,
+}
+
 impl<'a> Pass<'a> {
     fn new(state: &'a State, now: Timestamp, settings: &'a Settings) -> Self {
-        let nodes: Vec<(&Node, Cond<'_>)> = state
+        let by_name: HashMap<&str, usize> = state
+            .revisions
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.name.as_str(), i))
+            .collect();
+        // Most nodes share a few revisions: remember the last lookup instead of hashing each.
+        let mut last: Option<(&str, Option<usize>)> = None;
+        let mut lookup = |spec: Option<&'a str>| {
+            let spec = spec?;
+            match last {
+                Some((l, i)) if l == spec => i,
+                _ => {
+                    let i = by_name.get(spec).copied();
+                    last = Some((spec, i));
+                    i
+                }
+            }
+        };
+        let nodes: Vec<Managed<'_>> = state
             .nodes
             .iter()
             .filter(|n| !n.deleting)
-            .map(|n| (n, assess(n, now, settings)))
+            .map(|n| Managed {
+                node: n,
+                cond: assess(n, now, settings),
+                rev: lookup(n.spec_revision.as_deref()),
+            })
             .collect();
-        let mut on_rev: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, (n, _)) in nodes.iter().enumerate() {
-            if let Some(spec) = n.spec_revision.as_deref() {
-                on_rev.entry(spec).or_default().push(i);
+        let mut on_rev: Vec<Vec<usize>> = vec![Vec::new(); state.revisions.len()];
+        for (i, m) in nodes.iter().enumerate() {
+            if let Some(r) = m.rev {
+                on_rev[r].push(i);
             }
         }
         Self {
@@ -85,12 +115,7 @@ impl<'a> Pass<'a> {
             settings,
             limit: settings.update_limit.resolve(nodes.len()),
             phases: state.revisions.iter().map(|r| r.phase).collect(),
-            by_name: state
-                .revisions
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (r.name.as_str(), i))
-                .collect(),
+            by_name,
             nodes,
             on_rev,
             all_nodes: &state.nodes,
@@ -153,14 +178,11 @@ impl<'a> Pass<'a> {
                 continue;
             }
             let r = &self.revs[i];
-            let Some(idx) = self.on_rev.get(r.name.as_str()) else {
-                continue;
-            };
-            let failures: Vec<NodeFailure> = idx
+            let failures: Vec<NodeFailure> = self.on_rev[i]
                 .iter()
                 .filter_map(|&k| {
-                    let (n, c) = &self.nodes[k];
-                    let reason = match c {
+                    let Managed { node: n, cond, .. } = &self.nodes[k];
+                    let reason = match cond {
                         _ if !n.ready => return None,
                         Cond::Failed { message } => {
                             message.unwrap_or("agent reported Failed").to_owned()

@@ -1,19 +1,18 @@
 //! Bounded revision history: old finished revisions are pruned past the history limits.
 
-use std::collections::HashSet;
-
 use crate::action::Action;
 use crate::settings::HistoryLimits;
 use crate::state::{Revision, RevisionPhase};
 
 /// Prune actions for `revisions` (with their effective `phases`): Succeeded and Superseded ones
 /// past `limits.succeeded`, Failed and Blocked ones past `limits.failed`, oldest first. Revisions
-/// named in `keep` (referenced by a node, the target, the newest Succeeded) are never pruned,
+/// for which `keep` says so (referenced by a node, the target, the newest Succeeded; it is asked
+/// only about revisions past a limit) are never pruned,
 /// nor are Pending or Progressing ones.
 pub(crate) fn prune(
     revisions: &[Revision],
     phases: &[RevisionPhase],
-    keep: &HashSet<&str>,
+    keep: impl Fn(&str) -> bool,
     limits: HistoryLimits,
 ) -> Vec<Action> {
     let mut order: Vec<usize> = (0..revisions.len()).collect();
@@ -33,7 +32,7 @@ pub(crate) fn prune(
         };
         *seen += 1;
         let r = &revisions[i];
-        if *seen > limit && !keep.contains(r.name.as_str()) {
+        if *seen > limit && !keep(&r.name) {
             actions.push(Action::Prune {
                 revision: r.name.clone(),
                 reason: format!(
@@ -49,6 +48,7 @@ pub(crate) fn prune(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     #[test]
     fn only_finished_revisions_past_the_limit_and_not_kept_are_pruned_oldest_first() {
@@ -69,7 +69,7 @@ mod tests {
             succeeded: 2,
             failed: 1,
         };
-        let pruned: Vec<String> = prune(&revs, &phases, &keep, limits)
+        let pruned: Vec<String> = prune(&revs, &phases, |r| keep.contains(r), limits)
             .into_iter()
             .map(|a| match a {
                 Action::Prune { revision, .. } => revision,

@@ -1,11 +1,12 @@
 //! The node-level half of a pass: withdrawals, dispatch records, dispatches, progress, pruning.
 
+use std::cell::OnceCell;
 use std::collections::HashSet;
 
-use super::{Decision, Pass};
+use super::{Decision, Managed, Pass};
 use crate::action::{Action, DispatchKind, Mode, NodeDispatch};
 use crate::assess::Cond;
-use crate::order::dispatch_order;
+use crate::order::first_in_dispatch_order;
 use crate::state::{DispatchRecord, Node, RevisionPhase};
 
 impl<'a> Pass<'a> {
@@ -13,9 +14,9 @@ impl<'a> Pass<'a> {
     pub(super) fn maintain_nodes(&self) -> Vec<Action> {
         let mut withdrawals = Vec::new();
         let mut records = Vec::new();
-        for (n, c) in &self.nodes {
+        for Managed { node: n, cond, .. } in &self.nodes {
             let spec = n.spec_revision.as_deref().unwrap_or_default();
-            match c {
+            match cond {
                 Cond::Overdue { record } => withdrawals.push(Action::MarkUnresponsive {
                     node: n.name.clone(),
                     revision: spec.to_owned(),
@@ -71,32 +72,34 @@ impl<'a> Pass<'a> {
         }
         let goal = self.revs[g].name.as_str();
         let rolling_back = d.mode == Mode::RollingBack;
-        let mut eligible: Vec<&Node> = self
+        let eligible: Vec<&Node> = self
             .nodes
             .iter()
-            .filter(|(n, c)| {
-                n.ready
-                    && n.spec_revision.as_deref() != Some(goal)
-                    && matches!(c, Cond::Unconfigured | Cond::Settled | Cond::Failed { .. })
-                    && n.unresponsive_since
+            .filter(|m| {
+                m.node.ready
+                    && m.rev != Some(g)
+                    && matches!(
+                        m.cond,
+                        Cond::Unconfigured | Cond::Settled | Cond::Failed { .. }
+                    )
+                    && m.node
+                        .unresponsive_since
                         .is_none_or(|t| self.now >= t.saturating_add(self.settings.pickup_timeout))
             })
-            .map(|(n, _)| *n)
+            .map(|m| m.node)
             .collect();
-        dispatch_order(&mut eligible);
         // Waves: nodes move only when a whole wave fits (the limit, or all that is left), so a
         // healthy rollout takes exactly ceil(N / limit) waves. Joining nodes sort first, so they
         // go in the next wave.
         if free < self.limit.min(eligible.len()) {
             return (Vec::new(), 0, 0);
         }
-        eligible.truncate(free);
+        let eligible = first_in_dispatch_order(eligible, free);
 
         // A joining node gets the newest Succeeded revision until the target has a success.
-        let goal_has_success = self
-            .on_rev
-            .get(goal)
-            .is_some_and(|v| v.iter().any(|&k| self.nodes[k].1 == Cond::Settled));
+        let goal_has_success = self.on_rev[g]
+            .iter()
+            .any(|&k| self.nodes[k].cond == Cond::Settled);
         let join_rev = match self.newest(|p| p == RevisionPhase::Succeeded) {
             Some(s) if !goal_has_success && !rolling_back => self.revs[s].name.as_str(),
             _ => goal,
@@ -182,11 +185,11 @@ impl<'a> Pass<'a> {
         let mut succeeded = 0;
         let mut failed = 0;
         let mut waiting = goal_dispatched > 0;
-        for (n, c) in &self.nodes {
+        for Managed { node: n, cond, rev } in &self.nodes {
             if !n.ready || n.unresponsive_since.is_some() {
                 continue;
             }
-            match (n.spec_revision.as_deref() == Some(goal), c) {
+            match (*rev == Some(g), cond) {
                 (true, Cond::Settled) => succeeded += 1,
                 (true, Cond::Failed { .. } | Cond::TimedOut) => failed += 1,
                 _ => waiting = true,
@@ -199,7 +202,7 @@ impl<'a> Pass<'a> {
                 self.settings.max_failures
             );
             self.set_phase(g, RevisionPhase::Succeeded, reason, Vec::new());
-        } else if goal_dispatched > 0 || self.on_rev.contains_key(goal) {
+        } else if goal_dispatched > 0 || !self.on_rev[g].is_empty() {
             let reason = format!("rolling out revision {goal}: {succeeded} node(s) done");
             self.set_phase(g, RevisionPhase::Progressing, reason, Vec::new());
         }
@@ -208,18 +211,26 @@ impl<'a> Pass<'a> {
     /// Prune old history, keeping every revision a node refers to, the goal and the newest
     /// Succeeded revision.
     pub(super) fn prune(&self, d: &Decision) -> Vec<Action> {
-        let mut keep: HashSet<&str> = HashSet::new();
-        for n in self.all_nodes {
-            keep.extend(n.spec_revision.as_deref());
-            if let Some(r) = &n.dispatch {
-                keep.insert(r.revision.as_str());
-                keep.extend(r.previous.as_deref());
-            }
-        }
-        keep.extend(d.goal.map(|g| self.revs[g].name.as_str()));
-        if let Some(s) = self.newest(|p| p == RevisionPhase::Succeeded) {
-            keep.insert(self.revs[s].name.as_str());
-        }
-        crate::prune::prune(self.revs, &self.phases, &keep, self.settings.history)
+        // Built only if some revision is past a history limit.
+        let referenced: OnceCell<HashSet<&str>> = OnceCell::new();
+        let keep = |name: &str| {
+            let refs = referenced.get_or_init(|| {
+                let mut keep: HashSet<&str> = HashSet::new();
+                for n in self.all_nodes {
+                    keep.extend(n.spec_revision.as_deref());
+                    if let Some(r) = &n.dispatch {
+                        keep.insert(r.revision.as_str());
+                        keep.extend(r.previous.as_deref());
+                    }
+                }
+                keep.extend(d.goal.map(|g| self.revs[g].name.as_str()));
+                if let Some(s) = self.newest(|p| p == RevisionPhase::Succeeded) {
+                    keep.insert(self.revs[s].name.as_str());
+                }
+                keep
+            });
+            refs.contains(name)
+        };
+        crate::prune::prune(self.revs, &self.phases, keep, self.settings.history)
     }
 }
