@@ -24,9 +24,12 @@
 //! - [`action`]: the plan, its actions and summary.
 //! - `plan`: the planning pass ([`plan()`]); `plan/nodes.rs` holds its node-level half.
 //! - `assess`: each node's condition relative to its spec revision.
-//! - [`order`]: dispatch order.
+//! - [`order`]: dispatch order ([`order::first_in_dispatch_order`] picks a wave without sorting
+//!   the whole fleet).
 //! - `prune`: history limits.
 //! - [`time`]: caller-supplied instants.
+//!
+//! The contract and the decisions taken where ROLLOUT.md leaves room are in `docs/rollout.md`.
 #![forbid(unsafe_code)]
 
 pub mod action;

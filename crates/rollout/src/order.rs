@@ -97,6 +97,61 @@ mod tests {
         assert_eq!(names(&v), ["z0", "c9", "a1", "b1", "a2", "b2", "a3"]);
     }
 
+    /// The rule written out the slow, obvious way: sort by (class, zone, name), number each
+    /// node within its (class, zone) group, sort by (class, number, zone, name).
+    fn reference_order<'a>(nodes: &[&'a Node]) -> Vec<&'a Node> {
+        let class = |n: &Node| {
+            (
+                n.runs_configurator,
+                n.spec_revision.is_some(),
+                !n.is_canary(),
+            )
+        };
+        let mut v: Vec<&Node> = nodes.to_vec();
+        v.sort_by(|a, b| (class(a), a.zone(), &a.name).cmp(&(class(b), b.zone(), &b.name)));
+        let mut ranked: Vec<(usize, &Node)> = Vec::new();
+        for (i, n) in v.iter().enumerate() {
+            let same = i > 0 && class(v[i - 1]) == class(n) && v[i - 1].zone() == n.zone();
+            let rank = if same { ranked[i - 1].0 + 1 } else { 0 };
+            ranked.push((rank, n));
+        }
+        ranked.sort_by(|(ra, a), (rb, b)| {
+            (class(a), ra, a.zone(), &a.name).cmp(&(class(b), rb, b.zone(), &b.name))
+        });
+        ranked.into_iter().map(|(_, n)| n).collect()
+    }
+
+    #[test]
+    fn the_first_k_nodes_in_dispatch_order_match_the_full_order_for_any_k() {
+        let mut x: u64 = 42;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        for _ in 0..200 {
+            let all: Vec<Node> = (0..next(40))
+                .map(|i| {
+                    let mut node = n(
+                        &format!("n{:03}", next(1000) * 100 + i),
+                        &format!("z{}", next(4)),
+                        next(5) == 0,
+                        next(3) > 0,
+                    );
+                    node.runs_configurator = next(30) == 0;
+                    node
+                })
+                .collect();
+            let refs: Vec<&Node> = all.iter().collect();
+            let expected = names(&reference_order(&refs));
+            for k in 0..=refs.len() + 1 {
+                let got = names(&first_in_dispatch_order(refs.clone(), k));
+                assert_eq!(got, expected[..k.min(expected.len())], "k = {k}");
+            }
+        }
+    }
+
     #[test]
     fn the_node_running_the_configurator_goes_last_even_without_config() {
         let mut me = n("a0", "a", true, false);

@@ -343,3 +343,26 @@ fn a_healthy_fleet_of_twenty_nodes_with_limit_five_takes_four_waves() {
         Some(RevisionPhase::Succeeded)
     );
 }
+
+#[test]
+fn the_planner_depends_on_nothing_that_does_io() {
+    let manifest =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+    let deps = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .unwrap()
+        .split("\n[")
+        .next()
+        .unwrap();
+    let names: Vec<&str> = deps
+        .lines()
+        .filter_map(|l| l.split(['=', '.']).next().map(str::trim))
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(
+        names,
+        ["thiserror"],
+        "no tokio, kube, k8s-openapi, hyper or netlink in the planner"
+    );
+}
