@@ -148,6 +148,19 @@ impl Checker {
             .values()
             .max_by_key(|e| e.0)
             .is_some_and(|e| e.1.is_bad());
+        // Pauses: globally, or on the revision being rolled out (the newest, when it is good).
+        let newest_paused = before
+            .revisions
+            .iter()
+            .max_by_key(|r| r.sequence)
+            .is_some_and(|r| r.paused && !newest_is_bad);
+        let dispatches = p
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Dispatch { .. }));
+        if dispatches && (s.paused || newest_paused) {
+            return Err("pause: a dispatch while paused".into());
+        }
 
         for a in &p.actions {
             match a {

@@ -137,6 +137,8 @@ fn random_fleet_scenarios_keep_every_invariant_and_converge_once_healed() {
             "loses the API server",
             "ready=false",
             "leaving",
+            "global pause=true",
+            "paused=true",
         ],
     );
 }

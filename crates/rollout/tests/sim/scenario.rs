@@ -95,6 +95,10 @@ fn run_chaos(w: &mut World, timeouts: u64) -> Result<(), String> {
     for _ in 0..w.rng.range(1, 8) {
         random_node(w, zones);
     }
+    if w.rng.chance(30) {
+        let i = w.rng.below(w.state.nodes.len() as u64) as usize;
+        w.state.nodes[i].runs_configurator = true;
+    }
     for c in 1..=5 {
         if w.rng.chance(30) {
             w.bad.insert(rev_name(c));
@@ -132,6 +136,10 @@ fn run_chaos(w: &mut World, timeouts: u64) -> Result<(), String> {
     for a in w.agents.values_mut() {
         a.heal();
     }
+    w.settings.paused = false;
+    for r in &mut w.state.revisions {
+        r.paused = false;
+    }
     let n = w.state.nodes.len() as u64;
     let limit = w.settings.update_limit.resolve(n as usize) as u64;
     let cap = 20 + (n / limit + 2) * (timeouts + 6) + 2 * timeouts;
@@ -152,6 +160,17 @@ fn events(w: &mut World, zones: u64) {
     if w.rng.chance(8) {
         let c = w.rng.below(6);
         w.add_revision(c);
+    }
+    if w.rng.chance(2) {
+        w.settings.paused = !w.settings.paused;
+        w.log.push(format!("global pause={}", w.settings.paused));
+    }
+    if w.rng.chance(3) && !w.state.revisions.is_empty() {
+        let i = w.rng.below(w.state.revisions.len() as u64) as usize;
+        let r = &mut w.state.revisions[i];
+        r.paused = !r.paused;
+        w.log
+            .push(format!("revision {} paused={}", r.name, r.paused));
     }
     if w.rng.chance(4) && w.state.nodes.len() < 10 {
         random_node(w, zones);
