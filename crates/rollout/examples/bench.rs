@@ -2,8 +2,8 @@
 //! benchmark, measured, baseline, ratio, goal). Run in release:
 //! `cargo run --release -p netrollout-rollout --example bench`.
 //!
-//! 1. One planning pass over 10,000 nodes and 3 revisions (goal: under 5 ms). Baseline: cloning
-//!    the same input `State` once, the least work any caller does to hand the planner its input.
+//! 1. One planning pass over 10,000 nodes and 3 revisions (goal: under 5 ms). Baseline: sorting
+//!    the 10,000 node names once (the planner orders nodes, so no pass can be much cheaper).
 //! 2. The simulated rollout of 1,000 healthy nodes with update limit 50: waves used against the
 //!    ideal ceil(1000 / 50) = 20 (goal: ratio 1.00).
 
@@ -113,19 +113,21 @@ fn main() {
         },
         101,
     );
-    let clone = median(
+    let sort = median(
         || {
             let t = Instant::now();
-            black_box(black_box(&state).clone());
+            let mut names: Vec<&str> = state.nodes.iter().map(|n| n.name.as_str()).collect();
+            names.sort_unstable_by(|a, b| b.cmp(a));
+            black_box(names);
             t.elapsed()
         },
         101,
     );
     println!(
-        "rollout\tplan pass, 10000 nodes, 3 revisions\t{:.2} ms\t{:.2} ms (clone input)\t{:.2}\t< 5 ms",
+        "rollout\tplan pass, 10000 nodes, 3 revisions\t{:.2} ms\t{:.2} ms (sort node names)\t{:.2}\t< 5 ms",
         ms(pass),
-        ms(clone),
-        ms(pass) / ms(clone)
+        ms(sort),
+        ms(pass) / ms(sort)
     );
 
     let (waves, nodes) = simulated_rollout(1_000, 50);
