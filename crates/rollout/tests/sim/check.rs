@@ -245,6 +245,24 @@ impl Checker {
                             "invariant 6: {revision} Succeeded without a current success"
                         ));
                     }
+                    // Every counted node finished this very revision, or failed it by the apply timeout
+                    // (stale status never counts).
+                    let behind = before.nodes.iter().find(|n| {
+                        !n.deleting
+                            && n.ready
+                            && n.unresponsive_since.is_none()
+                            && !(n.spec_revision.as_deref() == Some(revision)
+                                && (n
+                                    .current_status()
+                                    .is_some_and(|st| st.phase != NodePhase::Provisioning)
+                                    || timed_out(n, now, s)))
+                    });
+                    if let Some(n) = behind {
+                        return Err(format!(
+                            "invariant 6: {revision} Succeeded while {} has not finished it: {n:?}",
+                            n.name
+                        ));
+                    }
                 }
                 _ => {}
             }
