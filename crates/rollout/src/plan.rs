@@ -272,8 +272,8 @@ impl<'a> Pass<'a> {
             ) && self.revs[i].sequence < seq
             {
                 let reason = format!(
-                    "superseded by newer revision {} (sequence {}); nodes applying it finish first",
-                    self.revs[by].name, self.revs[by].sequence
+                    "revision {} is superseded by newer revision {} (sequence {}); nodes applying it finish first",
+                    self.revs[i].name, self.revs[by].name, self.revs[by].sequence
                 );
                 self.set_phase(i, RevisionPhase::Superseded, reason, Vec::new());
             }

@@ -162,6 +162,18 @@ impl Checker {
             return Err("pause: a dispatch while paused".into());
         }
 
+        // Every action says why, naming what it acts on (for the log line and the Event).
+        for a in &p.actions {
+            let subject = match a {
+                Action::SetRevisionPhase { revision, .. }
+                | Action::Dispatch { revision, .. }
+                | Action::Prune { revision, .. } => revision,
+                Action::MarkUnresponsive { node, .. } | Action::RecordDispatch { node, .. } => node,
+            };
+            if !a.reason().contains(subject.as_str()) {
+                return Err(format!("action without a reason naming {subject}: {a:?}"));
+            }
+        }
         for a in &p.actions {
             match a {
                 Action::Dispatch {
