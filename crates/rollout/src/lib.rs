@@ -1,0 +1,51 @@
+//! The rollout planner of netrollout: a pure state machine that decides, from observed state
+//! and the current time, which nodes get which `NetworkConfigRevision` next.
+//!
+//! It implements "The plan" of `ROLLOUT.md`: a global update limit across revisions, dispatch
+//! order (unconfigured, canaries, zones round-robin, names, the configurator's node last),
+//! pickup and apply timeouts measured on the configurator's clock, failure budget, rollback
+//! only to known-good revisions, supersession, joins, pauses and bounded history. It does no
+//! I/O: no clock, no async, no Kubernetes client. The configurator converts API objects into
+//! [`State`], calls [`plan`] and executes the returned [`Action`]s in order.
+//!
+//! ```
+//! use netrollout_rollout::{plan, Action, Node, Revision, Settings, State, Timestamp};
+//! let state = State {
+//!     revisions: vec![Revision::new("ncr-abc", 1, "abc")],
+//!     nodes: vec![Node::new("node-a"), Node::new("node-b")],
+//! };
+//! let p = plan(&state, Timestamp::from_millis(0), &Settings::default());
+//! assert!(matches!(&p.actions[1], Action::Dispatch { nodes, .. } if nodes.len() == 1));
+//! ```
+//!
+//! # Layout
+//! - [`state`]: the observed state (revisions, nodes, dispatch records).
+//! - [`settings`]: update limit (`"5"` / `"20%"`), timeouts, failure budget, history limits.
+//! - [`action`]: the plan, its actions and summary.
+//! - `plan`: the planning pass ([`plan()`]); `plan/nodes.rs` holds its node-level half.
+//! - `assess`: each node's condition relative to its spec revision.
+//! - [`order`]: dispatch order ([`order::first_in_dispatch_order`] picks a wave without sorting
+//!   the whole fleet).
+//! - `prune`: history limits.
+//! - [`time`]: caller-supplied instants.
+//!
+//! The contract and the decisions taken where ROLLOUT.md leaves room are in `docs/rollout.md`.
+#![forbid(unsafe_code)]
+
+pub mod action;
+mod assess;
+pub mod order;
+mod plan;
+mod prune;
+pub mod settings;
+pub mod state;
+pub mod time;
+
+pub use action::{Action, DispatchKind, Mode, NodeDispatch, NodeFailure, Plan, Summary};
+pub use plan::plan;
+pub use settings::{HistoryLimits, ParseUpdateLimitError, Settings, UpdateLimit};
+pub use state::{
+    CANARY_LABEL, DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, State,
+    ZONE_LABEL,
+};
+pub use time::Timestamp;

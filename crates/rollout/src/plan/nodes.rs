@@ -1,0 +1,236 @@
+//! The node-level half of a pass: withdrawals, dispatch records, dispatches, progress, pruning.
+
+use std::cell::OnceCell;
+use std::collections::HashSet;
+
+use super::{Decision, Managed, Pass};
+use crate::action::{Action, DispatchKind, Mode, NodeDispatch};
+use crate::assess::Cond;
+use crate::order::first_in_dispatch_order;
+use crate::state::{DispatchRecord, Node, RevisionPhase};
+
+impl<'a> Pass<'a> {
+    /// Withdraw dispatches never picked up, record pickups, adopt specs without a record.
+    pub(super) fn maintain_nodes(&self) -> Vec<Action> {
+        let mut withdrawals = Vec::new();
+        let mut records = Vec::new();
+        for Managed { node: n, cond, .. } in &self.nodes {
+            let spec = n.spec_revision.as_deref().unwrap_or_default();
+            match cond {
+                Cond::Overdue { record } => withdrawals.push(Action::MarkUnresponsive {
+                    node: n.name.clone(),
+                    revision: spec.to_owned(),
+                    restore: record.previous.clone(),
+                    at: self.now,
+                    reason: format!(
+                        "agent on node {} did not pick up revision {spec} within the pickup timeout of {:?}; dispatch withdrawn (back to {}), retried later; not a config failure",
+                        n.name,
+                        self.settings.pickup_timeout,
+                        record.previous.as_deref().unwrap_or("no config")
+                    ),
+                }),
+                Cond::Applying { first_seen: true } => {
+                    if let Some(d) = n.current_dispatch() {
+                        records.push(Action::RecordDispatch {
+                            node: n.name.clone(),
+                            record: DispatchRecord { picked_up_at: Some(self.now), ..d.clone() },
+                            reason: format!(
+                                "agent on node {} started applying revision {spec}; the apply timeout runs from now",
+                                n.name
+                            ),
+                        });
+                    }
+                }
+                Cond::Untracked { provisioning } => records.push(Action::RecordDispatch {
+                    node: n.name.clone(),
+                    record: DispatchRecord {
+                        revision: spec.to_owned(),
+                        at: self.now,
+                        previous: None,
+                        picked_up_at: provisioning.then_some(self.now),
+                    },
+                    reason: format!(
+                        "node {} has spec revision {spec} without a dispatch record; adopted as dispatched now",
+                        n.name
+                    ),
+                }),
+                _ => {}
+            }
+        }
+        withdrawals.extend(records);
+        withdrawals
+    }
+
+    /// Up to `free` nodes get the goal (or, joining, the newest Succeeded) revision. Returns the
+    /// actions, the number of nodes dispatched, and how many of them got the goal.
+    pub(super) fn dispatch(&self, d: &Decision, free: usize) -> (Vec<Action>, usize, usize) {
+        let (Some(g), Mode::RollingOut | Mode::RollingBack) = (d.goal, &d.mode) else {
+            return (Vec::new(), 0, 0);
+        };
+        if free == 0 {
+            return (Vec::new(), 0, 0);
+        }
+        let goal = self.revs[g].name.as_str();
+        let rolling_back = d.mode == Mode::RollingBack;
+        let eligible: Vec<&Node> = self
+            .nodes
+            .iter()
+            .filter(|m| {
+                m.node.ready
+                    && m.rev != Some(g)
+                    && matches!(
+                        m.cond,
+                        Cond::Unconfigured | Cond::Settled | Cond::Failed { .. }
+                    )
+                    && m.node
+                        .unresponsive_since
+                        .is_none_or(|t| self.now >= t.saturating_add(self.settings.pickup_timeout))
+            })
+            .map(|m| m.node)
+            .collect();
+        // Waves: nodes move only when a whole wave fits (the limit, or all that is left), so a
+        // healthy rollout takes exactly ceil(N / limit) waves. Joining nodes sort first, so they
+        // go in the next wave.
+        if free < self.limit.min(eligible.len()) {
+            return (Vec::new(), 0, 0);
+        }
+        let eligible = first_in_dispatch_order(eligible, free);
+
+        // A joining node gets the newest Succeeded revision until the target has a success.
+        let goal_has_success = self.on_rev[g]
+            .iter()
+            .any(|&k| self.nodes[k].cond == Cond::Settled);
+        let join_rev = match self.newest(|p| p == RevisionPhase::Succeeded) {
+            Some(s) if !goal_has_success && !rolling_back => self.revs[s].name.as_str(),
+            _ => goal,
+        };
+
+        let mut groups: Vec<(&str, DispatchKind, Vec<NodeDispatch>)> = Vec::new();
+        let mut to_goal = 0;
+        for n in &eligible {
+            let (rev, kind) = match n.spec_revision.as_deref() {
+                None => (join_rev, DispatchKind::Join),
+                Some(spec) => {
+                    let bad = self
+                        .by_name
+                        .get(spec)
+                        .is_some_and(|&i| self.phases[i].is_bad());
+                    let kind = if bad || rolling_back {
+                        DispatchKind::Rollback
+                    } else {
+                        DispatchKind::Rollout
+                    };
+                    (goal, kind)
+                }
+            };
+            to_goal += usize::from(rev == goal);
+            let nd = NodeDispatch {
+                node: n.name.clone(),
+                record: DispatchRecord {
+                    revision: rev.to_owned(),
+                    at: self.now,
+                    previous: n.spec_revision.clone(),
+                    picked_up_at: None,
+                },
+            };
+            match groups.iter_mut().find(|(r, k, _)| *r == rev && *k == kind) {
+                Some(group) => group.2.push(nd),
+                None => groups.push((rev, kind, vec![nd])),
+            }
+        }
+        let actions = groups
+            .into_iter()
+            .map(|(rev, kind, nodes)| {
+                let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
+                let why = match kind {
+                    DispatchKind::Rollout => format!("rolling out revision {rev}"),
+                    DispatchKind::Join if rev == goal => {
+                        format!("nodes without config get revision {rev}")
+                    }
+                    DispatchKind::Join => format!(
+                        "nodes without config get the newest Succeeded revision {rev} (target {goal} has no success yet)"
+                    ),
+                    DispatchKind::Rollback => {
+                        format!("newest revision failed: moving nodes back to known-good revision {rev}")
+                    }
+                };
+                Action::Dispatch {
+                    revision: rev.to_owned(),
+                    kind,
+                    reason: format!(
+                        "{why}: {} node(s) ({}), update limit {}",
+                        nodes.len(),
+                        names.join(", "),
+                        self.limit
+                    ),
+                    nodes,
+                }
+            })
+            .collect();
+        (actions, eligible.len(), to_goal)
+    }
+
+    /// Mark the goal Progressing, or Succeeded once every counted node runs it.
+    pub(super) fn progress(&mut self, d: &Decision, goal_dispatched: usize) {
+        let (Some(g), Mode::RollingOut | Mode::Paused) = (d.goal, &d.mode) else {
+            return;
+        };
+        if !matches!(
+            self.phases[g],
+            RevisionPhase::Pending | RevisionPhase::Progressing | RevisionPhase::Superseded
+        ) {
+            return;
+        }
+        let goal = self.revs[g].name.as_str();
+        let mut succeeded = 0;
+        let mut failed = 0;
+        let mut waiting = goal_dispatched > 0;
+        for Managed { node: n, cond, rev } in &self.nodes {
+            if !n.ready || n.unresponsive_since.is_some() {
+                continue;
+            }
+            match (*rev == Some(g), cond) {
+                (true, Cond::Settled) => succeeded += 1,
+                (true, Cond::Failed { .. } | Cond::TimedOut) => failed += 1,
+                _ => waiting = true,
+            }
+        }
+        if !waiting && succeeded > 0 {
+            let reason = format!(
+                "all {} counted managed Ready node(s) run revision {goal} ({failed} failed, within --max-failures={})",
+                succeeded + failed,
+                self.settings.max_failures
+            );
+            self.set_phase(g, RevisionPhase::Succeeded, reason, Vec::new());
+        } else if goal_dispatched > 0 || !self.on_rev[g].is_empty() {
+            let reason = format!("rolling out revision {goal}: {succeeded} node(s) done");
+            self.set_phase(g, RevisionPhase::Progressing, reason, Vec::new());
+        }
+    }
+
+    /// Prune old history, keeping every revision a node refers to, the goal and the newest
+    /// Succeeded revision.
+    pub(super) fn prune(&self, d: &Decision) -> Vec<Action> {
+        // Built only if some revision is past a history limit.
+        let referenced: OnceCell<HashSet<&str>> = OnceCell::new();
+        let keep = |name: &str| {
+            let refs = referenced.get_or_init(|| {
+                let mut keep: HashSet<&str> = HashSet::new();
+                for n in self.all_nodes {
+                    keep.extend(n.spec_revision.as_deref());
+                    if let Some(r) = &n.dispatch {
+                        keep.insert(r.revision.as_str());
+                        keep.extend(r.previous.as_deref());
+                    }
+                }
+                keep.extend(d.goal.map(|g| self.revs[g].name.as_str()));
+                if let Some(s) = self.newest(|p| p == RevisionPhase::Succeeded) {
+                    keep.insert(self.revs[s].name.as_str());
+                }
+                keep
+            });
+            refs.contains(name)
+        };
+        crate::prune::prune(self.revs, &self.phases, keep, self.settings.history)
+    }
+}

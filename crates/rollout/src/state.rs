@@ -1,0 +1,182 @@
+//! The observed state the planner reads: revisions and nodes, in the planner's own types.
+//!
+//! The configurator converts `NetworkConfigRevision`, `Node` and `NodeNetworkConfig` objects
+//! (including the dispatch record it persisted as an annotation) into these.
+
+use std::collections::BTreeMap;
+
+use crate::time::Timestamp;
+
+/// Node label naming the node's zone; nodes are dispatched round-robin over zones.
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+/// Node label (value `"true"`) marking canary nodes, dispatched before all other configured nodes.
+pub const CANARY_LABEL: &str = "netrollout.io/canary";
+
+/// Everything the planner looks at in one pass.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct State {
+    /// All `NetworkConfigRevision`s, in any order.
+    pub revisions: Vec<Revision>,
+    /// The nodes matching `--node-selector` (the caller applies the selector), in any order,
+    /// including nodes being deleted.
+    pub nodes: Vec<Node>,
+}
+
+/// One `NetworkConfigRevision`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revision {
+    /// The object name (derived from the content hash); the identity used everywhere.
+    pub name: String,
+    /// `spec.sequence`: orders revisions (never the creation time).
+    pub sequence: u64,
+    /// Content hash of the snapshot.
+    pub hash: String,
+    /// `status.phase`.
+    pub phase: RevisionPhase,
+    /// `spec.paused`: no new dispatches of this revision.
+    pub paused: bool,
+}
+
+impl Revision {
+    /// A new revision in phase `Pending`, not paused.
+    pub fn new(name: impl Into<String>, sequence: u64, hash: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            sequence,
+            hash: hash.into(),
+            phase: RevisionPhase::Pending,
+            paused: false,
+        }
+    }
+}
+
+/// The rollout phase of a revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RevisionPhase {
+    /// Created, nothing dispatched yet (also: no status written yet).
+    Pending,
+    /// Being rolled out.
+    Progressing,
+    /// Every managed Ready node reached it: known-good, a rollback target.
+    Succeeded,
+    /// More than `max_failures` nodes failed it; never dispatched again until a person retries.
+    Failed,
+    /// A newer revision replaced it before it finished.
+    Superseded,
+    /// Never rolled out: its content is identical to a Failed revision.
+    Blocked,
+}
+
+impl RevisionPhase {
+    /// Whether a revision in this phase may never be dispatched.
+    pub fn is_bad(self) -> bool {
+        matches!(self, RevisionPhase::Failed | RevisionPhase::Blocked)
+    }
+}
+
+/// One managed node, with its `NodeNetworkConfig`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// Node name (also the name of its `NodeNetworkConfig`).
+    pub name: String,
+    /// The Node's `Ready` condition is True.
+    pub ready: bool,
+    /// The Node has a `deletionTimestamp`: it is leaving and dropped from all counts.
+    pub deleting: bool,
+    /// Node labels (zone and canary labels are read from here).
+    pub labels: BTreeMap<String, String>,
+    /// The configurator itself runs on this node: it is updated last.
+    pub runs_configurator: bool,
+    /// `spec.revision` of its `NodeNetworkConfig` (`None`: no config yet).
+    pub spec_revision: Option<String>,
+    /// The status its agent reported, if any.
+    pub status: Option<NodeStatus>,
+    /// The dispatch record the configurator persisted when it last changed the spec.
+    pub dispatch: Option<DispatchRecord>,
+    /// When the planner last marked it Unresponsive (persisted by the configurator; cleared by
+    /// the next dispatch). Such nodes are retried only after `pickup_timeout` has passed again.
+    pub unresponsive_since: Option<Timestamp>,
+}
+
+impl Node {
+    /// A Ready node with no labels and no config.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            ready: true,
+            deleting: false,
+            labels: BTreeMap::new(),
+            runs_configurator: false,
+            spec_revision: None,
+            status: None,
+            dispatch: None,
+            unresponsive_since: None,
+        }
+    }
+
+    /// The value of the zone label (`""` without one).
+    pub fn zone(&self) -> &str {
+        self.labels
+            .get(ZONE_LABEL)
+            .map(String::as_str)
+            .unwrap_or("")
+    }
+
+    /// Whether the node carries `netrollout.io/canary=true`.
+    pub fn is_canary(&self) -> bool {
+        self.labels.get(CANARY_LABEL).is_some_and(|v| v == "true")
+    }
+
+    /// The status, but only if it is about the current spec revision: stale status
+    /// (`observedRevision != spec.revision`) never counts.
+    pub fn current_status(&self) -> Option<&NodeStatus> {
+        let spec = self.spec_revision.as_deref()?;
+        self.status.as_ref().filter(|s| s.observed_revision == spec)
+    }
+
+    /// The dispatch record, but only if it is about the current spec revision.
+    pub fn current_dispatch(&self) -> Option<&DispatchRecord> {
+        let spec = self.spec_revision.as_deref()?;
+        self.dispatch.as_ref().filter(|d| d.revision == spec)
+    }
+}
+
+/// `NodeNetworkConfig.status`, written by the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    /// The revision this status is about.
+    pub observed_revision: String,
+    /// How far the agent got with it.
+    pub phase: NodePhase,
+    /// Agent clock; informational only (timeouts use the configurator's clock).
+    pub started_at: Option<Timestamp>,
+    /// Agent clock; informational only.
+    pub finished_at: Option<Timestamp>,
+    /// The agent's reason and message for a failure, if any.
+    pub message: Option<String>,
+}
+
+/// The phase an agent reports for the revision it observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NodePhase {
+    /// Applying: the node's spec must not change until it finishes.
+    Provisioning,
+    /// Applied and probed successfully.
+    Provisioned,
+    /// Probes failed; the agent restored its last-known-good config.
+    Failed,
+}
+
+/// What the configurator persisted when it changed a node's spec, so that a new leader can
+/// compute timeouts and withdraw a dispatch without any memory of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatchRecord {
+    /// The revision dispatched.
+    pub revision: String,
+    /// When (configurator clock).
+    pub at: Timestamp,
+    /// The spec revision the node had before (restored if the agent never picks it up).
+    pub previous: Option<String>,
+    /// When the configurator first saw the agent report Provisioning for it.
+    pub picked_up_at: Option<Timestamp>,
+}

@@ -1,0 +1,368 @@
+//! Named regression scenarios, one per rule of ROLLOUT.md "The plan" (failure handling is in
+//! `regressions_failure`). Each builds the API-visible state by hand (or drives the simulated
+//! fleet) and checks the planner's decision.
+
+use std::time::Duration;
+
+use netrollout_rollout::{
+    Action, CANARY_LABEL, DispatchKind, DispatchRecord, Mode, Node, NodePhase, NodeStatus, Plan,
+    Revision, RevisionPhase, Settings, State, Timestamp, UpdateLimit, ZONE_LABEL, plan,
+};
+
+use crate::agent::{Agent, Behavior};
+use crate::world::World;
+
+pub fn t(secs: u64) -> Timestamp {
+    Timestamp::from_millis(1_700_000_000_000).saturating_add(Duration::from_secs(secs))
+}
+
+pub fn rev(name: &str, sequence: u64, phase: RevisionPhase) -> Revision {
+    Revision {
+        phase,
+        ..Revision::new(name, sequence, format!("hash-of-{name}"))
+    }
+}
+
+/// A Ready node whose agent reported `phase` for `revision`, dispatched at t(0).
+pub fn on(name: &str, revision: &str, phase: NodePhase) -> Node {
+    let mut n = Node::new(name);
+    n.spec_revision = Some(revision.into());
+    n.status = Some(NodeStatus {
+        observed_revision: revision.into(),
+        phase,
+        started_at: None,
+        finished_at: None,
+        message: (phase == NodePhase::Failed).then(|| "probe failed: gateway unreachable".into()),
+    });
+    n.dispatch = Some(DispatchRecord {
+        revision: revision.into(),
+        at: t(0),
+        previous: None,
+        picked_up_at: (phase == NodePhase::Provisioning).then(|| t(0)),
+    });
+    n
+}
+
+pub fn limit(n: u32) -> Settings {
+    Settings {
+        update_limit: UpdateLimit::Count(n),
+        ..Settings::default()
+    }
+}
+
+/// `(revision, node)` for every node dispatched, in order.
+pub fn dispatched(p: &Plan) -> Vec<(String, String)> {
+    p.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Dispatch {
+                revision, nodes, ..
+            } => Some(
+                nodes
+                    .iter()
+                    .map(|n| (revision.clone(), n.node.clone()))
+                    .collect::<Vec<_>>(),
+            ),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+pub fn phase_changes(p: &Plan) -> Vec<(String, RevisionPhase)> {
+    p.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::SetRevisionPhase {
+                revision, phase, ..
+            } => Some((revision.clone(), *phase)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+#[test]
+fn the_target_is_the_newest_revision_by_sequence_never_by_list_order() {
+    let state = State {
+        revisions: vec![
+            rev("new", 7, RevisionPhase::Pending),
+            rev("old", 3, RevisionPhase::Succeeded),
+        ],
+        nodes: vec![on("a", "old", NodePhase::Provisioned)],
+    };
+    let p = plan(&state, t(1), &limit(1));
+    assert_eq!(p.summary.target.as_deref(), Some("new"));
+    assert_eq!(dispatched(&p), pairs(&[("new", "a")]));
+}
+
+#[test]
+fn many_nodes_are_dispatched_in_one_pass_up_to_a_percentage_limit_rounded_up() {
+    let mut state = State {
+        revisions: vec![rev("r1", 1, RevisionPhase::Pending)],
+        nodes: vec![],
+    };
+    state.nodes = (0..11).map(|i| Node::new(format!("n{i:02}"))).collect();
+    let s = Settings {
+        update_limit: UpdateLimit::Percent(20),
+        ..Settings::default()
+    };
+    let p = plan(&state, t(0), &s);
+    assert_eq!(p.summary.limit, 3);
+    assert_eq!(dispatched(&p).len(), 3, "{p:?}");
+}
+
+#[test]
+fn the_update_limit_is_global_across_revisions() {
+    let state = State {
+        revisions: vec![
+            rev("r1", 1, RevisionPhase::Superseded),
+            rev("r2", 2, RevisionPhase::Progressing),
+        ],
+        nodes: vec![
+            on("a", "r1", NodePhase::Provisioning),
+            on("b", "r2", NodePhase::Provisioning),
+            on("c", "r1", NodePhase::Provisioned),
+        ],
+    };
+    let p = plan(&state, t(10), &limit(2));
+    assert!(
+        dispatched(&p).is_empty(),
+        "two in flight on two revisions fill a limit of 2: {p:?}"
+    );
+    assert_eq!(p.summary.in_flight, 2);
+}
+
+#[test]
+fn stale_status_about_a_previous_revision_is_never_counted() {
+    // b was failed on r1, then got r2; its status still says "r1 Failed".
+    let mut b = on("b", "r1", NodePhase::Failed);
+    b.spec_revision = Some("r2".into());
+    b.dispatch = Some(DispatchRecord {
+        revision: "r2".into(),
+        at: t(0),
+        previous: Some("r1".into()),
+        picked_up_at: None,
+    });
+    let state = State {
+        revisions: vec![
+            rev("r1", 1, RevisionPhase::Superseded),
+            rev("r2", 2, RevisionPhase::Progressing),
+        ],
+        nodes: vec![on("a", "r2", NodePhase::Provisioned), b],
+    };
+    let p = plan(&state, t(5), &limit(1));
+    assert!(
+        phase_changes(&p).is_empty(),
+        "neither a failure of r2 nor a success: {p:?}"
+    );
+    assert_eq!(p.summary.in_flight, 1);
+}
+
+#[test]
+fn dispatch_order_is_unconfigured_then_canaries_then_zones_round_robin_and_the_configurators_node_last()
+ {
+    let zoned = |name: &str, zone: &str| {
+        let mut n = on(name, "r1", NodePhase::Provisioned);
+        n.labels.insert(ZONE_LABEL.into(), zone.into());
+        n
+    };
+    let mut canary = zoned("c", "z1");
+    canary.labels.insert(CANARY_LABEL.into(), "true".into());
+    let mut me = zoned("aa-configurator", "z1");
+    me.runs_configurator = true;
+    let state = State {
+        revisions: vec![
+            rev("r1", 1, RevisionPhase::Succeeded),
+            rev("r2", 2, RevisionPhase::Pending),
+        ],
+        nodes: vec![
+            me,
+            zoned("x1", "z1"),
+            zoned("x2", "z1"),
+            zoned("y1", "z2"),
+            canary,
+            Node::new("fresh"),
+        ],
+    };
+    let s = Settings {
+        update_limit: UpdateLimit::Percent(100),
+        ..Settings::default()
+    };
+    let order: Vec<String> = dispatched(&plan(&state, t(0), &s))
+        .into_iter()
+        .map(|d| d.1)
+        .collect();
+    assert_eq!(order, ["fresh", "c", "x1", "y1", "x2", "aa-configurator"]);
+}
+
+#[test]
+fn not_ready_nodes_are_skipped_counted_and_caught_up_once_ready() {
+    let mut state = State {
+        revisions: vec![
+            rev("r1", 1, RevisionPhase::Succeeded),
+            rev("r2", 2, RevisionPhase::Progressing),
+        ],
+        nodes: vec![
+            on("a", "r2", NodePhase::Provisioned),
+            on("b", "r1", NodePhase::Provisioned),
+        ],
+    };
+    state.nodes[1].ready = false;
+    let p = plan(&state, t(1), &limit(1));
+    assert!(dispatched(&p).is_empty());
+    assert_eq!(p.summary.not_ready, 1);
+    assert_eq!(
+        phase_changes(&p),
+        [("r2".to_string(), RevisionPhase::Succeeded)]
+    );
+    state.revisions[1].phase = RevisionPhase::Succeeded;
+    state.nodes[1].ready = true;
+    assert_eq!(
+        dispatched(&plan(&state, t(2), &limit(1))),
+        pairs(&[("r2", "b")])
+    );
+}
+
+#[test]
+fn a_joining_node_gets_the_newest_succeeded_revision_until_the_target_has_a_success() {
+    let mut state = State {
+        revisions: vec![
+            rev("good", 1, RevisionPhase::Succeeded),
+            rev("next", 2, RevisionPhase::Progressing),
+        ],
+        nodes: vec![
+            on("a", "next", NodePhase::Provisioning),
+            on("b", "good", NodePhase::Provisioned),
+            Node::new("joiner"),
+        ],
+    };
+    let p = plan(&state, t(1), &limit(3));
+    assert_eq!(dispatched(&p), pairs(&[("good", "joiner"), ("next", "b")]));
+    assert!(
+        matches!(
+            &p.actions[0],
+            Action::Dispatch {
+                kind: DispatchKind::Join,
+                ..
+            }
+        ),
+        "{p:?}"
+    );
+    // Once the target has one success, a joining node gets the target itself.
+    state.nodes[0] = on("a", "next", NodePhase::Provisioned);
+    assert_eq!(
+        dispatched(&plan(&state, t(2), &limit(3)))[0],
+        ("next".to_string(), "joiner".to_string())
+    );
+}
+
+#[test]
+fn a_leaving_node_is_dropped_from_all_counts_and_never_fails_a_revision() {
+    let mut gone = on("gone", "r2", NodePhase::Failed);
+    gone.deleting = true;
+    let state = State {
+        revisions: vec![
+            rev("r1", 1, RevisionPhase::Succeeded),
+            rev("r2", 2, RevisionPhase::Progressing),
+        ],
+        nodes: vec![gone, on("a", "r2", NodePhase::Provisioned)],
+    };
+    let p = plan(&state, t(1), &limit(1));
+    assert_eq!(p.summary.managed, 1);
+    assert_eq!(
+        phase_changes(&p),
+        [("r2".to_string(), RevisionPhase::Succeeded)]
+    );
+}
+
+#[test]
+fn a_paused_revision_or_a_global_pause_stops_new_dispatches_while_in_flight_nodes_finish() {
+    let mut state = State {
+        revisions: vec![
+            rev("r1", 1, RevisionPhase::Succeeded),
+            rev("r2", 2, RevisionPhase::Progressing),
+        ],
+        nodes: vec![
+            on("a", "r2", NodePhase::Provisioned),
+            on("b", "r1", NodePhase::Provisioned),
+        ],
+    };
+    state.revisions[1].paused = true;
+    let p = plan(&state, t(1), &limit(5));
+    assert_eq!(
+        (p.summary.mode.clone(), dispatched(&p)),
+        (Mode::Paused, vec![])
+    );
+    state.revisions[1].paused = false;
+    let s = Settings {
+        paused: true,
+        ..limit(5)
+    };
+    assert_eq!(plan(&state, t(1), &s).summary.mode, Mode::Paused);
+    assert_eq!(
+        dispatched(&plan(&state, t(1), &limit(5))),
+        pairs(&[("r2", "b")])
+    );
+}
+
+#[test]
+fn a_healthy_fleet_of_twenty_nodes_with_limit_five_takes_four_waves() {
+    let mut w = World::new(7, limit(5));
+    for i in 0..20 {
+        w.add_node(i % 3, false, Agent::new(Behavior::Healthy, 1));
+    }
+    let base = w.add_revision(0);
+    w.converge_on(&base);
+    let target = w.add_revision(1);
+    let mut waves = 0;
+    for _ in 0..40 {
+        w.step_agents();
+        let (p, _) = w.configurator_pass();
+        waves += usize::from(dispatched(&p).iter().any(|d| d.0 == target));
+        w.advance();
+    }
+    assert_eq!(waves, 4);
+    assert!(
+        w.state
+            .nodes
+            .iter()
+            .all(|n| n.spec_revision.as_ref() == Some(&target))
+    );
+    assert_eq!(
+        w.state
+            .revisions
+            .iter()
+            .find(|r| r.name == target)
+            .map(|r| r.phase),
+        Some(RevisionPhase::Succeeded)
+    );
+}
+
+#[test]
+fn the_planner_depends_on_nothing_that_does_io() {
+    let manifest =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+    let deps = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .unwrap()
+        .split("\n[")
+        .next()
+        .unwrap();
+    let names: Vec<&str> = deps
+        .lines()
+        .filter_map(|l| l.split(['=', '.']).next().map(str::trim))
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(
+        names,
+        ["thiserror"],
+        "no tokio, kube, k8s-openapi, hyper or netlink in the planner"
+    );
+}

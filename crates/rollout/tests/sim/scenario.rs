@@ -1,0 +1,285 @@
+//! Seeded scenarios: random chaos with invariants after every step and convergence once healed,
+//! and healthy fleets whose rollouts must take the ideal number of waves.
+
+use std::time::Duration;
+
+use netrollout_rollout::{Action, HistoryLimits, Mode, NodePhase, Plan, Settings, UpdateLimit};
+
+use crate::agent::{Agent, Behavior};
+use crate::check::Checker;
+use crate::world::{STEP_MS, World, rev_name};
+
+fn steps(n: u64) -> Duration {
+    Duration::from_millis(n * STEP_MS)
+}
+
+fn random_behavior(w: &mut World) -> Behavior {
+    match w.rng.below(100) {
+        0..=64 => Behavior::Healthy,
+        65..=71 => Behavior::Hang,
+        72..=78 => Behavior::HangApplying,
+        79..=89 => Behavior::Crashy,
+        _ => Behavior::FailProbe,
+    }
+}
+
+fn random_node(w: &mut World, zones: u64) {
+    let zone = w.rng.below(zones);
+    let canary = w.rng.chance(15);
+    let behavior = random_behavior(w);
+    let steps = w.rng.range(1, 3) as u32;
+    w.add_node(zone, canary, Agent::new(behavior, steps));
+}
+
+/// Plan, execute with faults, check every invariant. Returns the plan.
+fn pass(w: &mut World, checker: &mut Checker) -> Result<Plan, String> {
+    checker.check_blast_radius(&w.state, w.now, &w.settings)?;
+    let before = w.state.clone();
+    w.log.push(format!("t={} pass", w.step));
+    let (p, _) = w.configurator_pass();
+    checker.check_pass(&before, &p, &w.state, w.now, &w.settings)?;
+    Ok(p)
+}
+
+/// Whether the fleet has settled where the planner wants it.
+fn settled(w: &World, p: &Plan) -> bool {
+    if !p.actions.is_empty() || w.agents.values().any(Agent::busy) {
+        return false;
+    }
+    match (&p.summary.mode, &p.summary.target) {
+        (Mode::Halted | Mode::Idle, _) => true,
+        (_, Some(goal)) => w
+            .state
+            .nodes
+            .iter()
+            .filter(|n| !n.deleting && n.ready)
+            .all(|n| {
+                n.spec_revision.as_ref() == Some(goal)
+                    && n.current_status()
+                        .is_some_and(|s| s.phase != NodePhase::Provisioning)
+            }),
+        _ => false,
+    }
+}
+
+/// A random scenario: faults and churn for a while, then everything heals and the fleet must
+/// converge on the planner's target (or stay halted) within a bounded time.
+pub fn chaos(seed: u64) -> (Result<(), String>, Vec<String>) {
+    let mut rng = crate::rng::Rng::new(seed);
+    let pickup = rng.range(2, 6);
+    let apply = rng.range(1, 4);
+    let settings = Settings {
+        update_limit: if rng.chance(60) {
+            UpdateLimit::Count(rng.range(1, 3) as u32)
+        } else {
+            UpdateLimit::Percent(rng.range(10, 100) as u32)
+        },
+        apply_timeout: steps(apply),
+        pickup_timeout: steps(pickup),
+        max_failures: rng.range(0, 2) as usize,
+        history: HistoryLimits {
+            succeeded: rng.range(1, 10) as usize,
+            failed: rng.range(1, 20) as usize,
+        },
+        ..Settings::default()
+    };
+    let mut w = World::new(seed, settings);
+    w.log.push(format!("seed {seed}: {:?}", w.settings));
+    let r = run_chaos(&mut w, pickup + apply);
+    (r, w.log)
+}
+
+fn run_chaos(w: &mut World, timeouts: u64) -> Result<(), String> {
+    let mut checker = Checker::default();
+    let zones = w.rng.range(1, 3);
+    for _ in 0..w.rng.range(1, 8) {
+        random_node(w, zones);
+    }
+    if w.rng.chance(30) {
+        let i = w.rng.below(w.state.nodes.len() as u64) as usize;
+        w.state.nodes[i].runs_configurator = true;
+    }
+    for c in 1..=5 {
+        if w.rng.chance(30) {
+            w.bad.insert(rev_name(c));
+        }
+    }
+    if w.rng.chance(60) {
+        let s = w.add_revision(0);
+        w.converge_on(&s);
+    }
+    w.write_fail_pct = w.rng.range(0, 5);
+    w.crash_pct = w.rng.range(0, 5);
+    for _ in 0..w.rng.range(15, 40) {
+        events(w, zones);
+        w.step_agents();
+        pass(w, &mut checker)?;
+        w.advance();
+    }
+    // Heal: no more faults or churn; every agent behaves; every node is Ready.
+    w.log.push("== heal".into());
+    w.write_fail_pct = 0;
+    w.crash_pct = 0;
+    let leaving: Vec<String> = w
+        .state
+        .nodes
+        .iter()
+        .filter(|n| n.deleting)
+        .map(|n| n.name.clone())
+        .collect();
+    for n in leaving {
+        w.remove_node(&n);
+    }
+    for n in &mut w.state.nodes {
+        n.ready = true;
+    }
+    for a in w.agents.values_mut() {
+        a.heal();
+    }
+    w.settings.paused = false;
+    for r in &mut w.state.revisions {
+        r.paused = false;
+    }
+    let n = w.state.nodes.len() as u64;
+    let limit = w.settings.update_limit.resolve(n as usize) as u64;
+    let cap = 20 + (n / limit + 2) * (timeouts + 6) + 2 * timeouts;
+    for _ in 0..cap {
+        w.step_agents();
+        let p = pass(w, &mut checker)?;
+        if settled(w, &p) {
+            return Ok(());
+        }
+        w.advance();
+    }
+    Err(format!(
+        "liveness: the healed fleet did not settle within {cap} steps"
+    ))
+}
+
+fn events(w: &mut World, zones: u64) {
+    if w.rng.chance(8) {
+        let c = w.rng.below(6);
+        w.add_revision(c);
+    }
+    if w.rng.chance(2) {
+        w.settings.paused = !w.settings.paused;
+        w.log.push(format!("global pause={}", w.settings.paused));
+    }
+    if w.rng.chance(3) && !w.state.revisions.is_empty() {
+        let i = w.rng.below(w.state.revisions.len() as u64) as usize;
+        let r = &mut w.state.revisions[i];
+        r.paused = !r.paused;
+        w.log
+            .push(format!("revision {} paused={}", r.name, r.paused));
+    }
+    if w.rng.chance(4) && w.state.nodes.len() < 10 {
+        random_node(w, zones);
+    }
+    if !w.state.nodes.is_empty() {
+        let i = w.rng.below(w.state.nodes.len() as u64) as usize;
+        let name = w.state.nodes[i].name.clone();
+        if w.state.nodes[i].deleting && w.rng.chance(50) {
+            w.log.push(format!("gone {name}"));
+            w.remove_node(&name);
+        } else if w.rng.chance(3) {
+            w.log.push(format!("leaving {name}"));
+            w.state.nodes[i].deleting = true;
+        } else if w.rng.chance(4) {
+            let n = &mut w.state.nodes[i];
+            n.ready = !n.ready;
+            w.log.push(format!("{name} ready={}", n.ready));
+        } else if w.rng.chance(3) {
+            let down = w.rng.range(1, 6) as u32;
+            w.log.push(format!(
+                "{name}: agent loses the API server for {down} steps"
+            ));
+            if let Some(a) = w.agents.get_mut(&name) {
+                a.api_down = down;
+            }
+        }
+    }
+}
+
+/// A healthy fleet (agents that apply in one step, no faults) rolls a new revision out. The
+/// number of passes that dispatched it must be exactly ceil(N / limit), plus at most one per
+/// join or leave.
+pub fn waves(seed: u64) -> (Result<(), String>, Vec<String>) {
+    let mut rng = crate::rng::Rng::new(seed);
+    let n0 = rng.range(1, 12);
+    let churn = rng.chance(50);
+    let limit = if churn || rng.chance(50) {
+        UpdateLimit::Count(rng.range(1, 4) as u32)
+    } else {
+        UpdateLimit::Percent(rng.range(5, 100) as u32)
+    };
+    let settings = Settings {
+        update_limit: limit,
+        ..Settings::default()
+    };
+    let mut w = World::new(seed, settings);
+    let zones = rng.range(1, 3);
+    for _ in 0..n0 {
+        let z = rng.below(zones);
+        let canary = rng.chance(20);
+        w.add_node(z, canary, Agent::new(Behavior::Healthy, 1));
+    }
+    if rng.chance(50) {
+        let s = w.add_revision(0);
+        w.converge_on(&s);
+    }
+    let target = w.add_revision(1);
+    let ideal = (n0 as usize).div_ceil(limit.resolve(n0 as usize));
+    let (mut joins, mut leaves) = (0, 0);
+    let mut checker = Checker::default();
+    let mut waves = 0;
+    let result = (|| {
+        for step in 0..200 {
+            if churn && step < 8 && rng.chance(15) {
+                if rng.chance(50) {
+                    joins += 1;
+                    w.add_node(rng.below(zones), false, Agent::new(Behavior::Healthy, 1));
+                } else if w.state.nodes.len() > 1 {
+                    leaves += 1;
+                    let name = w.state.nodes[rng.below(w.state.nodes.len() as u64) as usize]
+                        .name
+                        .clone();
+                    w.log.push(format!("gone {name}"));
+                    w.remove_node(&name);
+                }
+            }
+            w.step_agents();
+            let p = pass(&mut w, &mut checker)?;
+            let dispatched = p
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::Dispatch { revision, .. } if *revision == target));
+            waves += usize::from(dispatched);
+            let done = w.state.nodes.iter().all(|n| {
+                n.spec_revision.as_ref() == Some(&target)
+                    && n.current_status()
+                        .is_some_and(|s| s.phase == NodePhase::Provisioned)
+            });
+            if done && settled(&w, &p) {
+                let allowed = ideal + joins + leaves;
+                let ok = if joins + leaves == 0 {
+                    waves == ideal
+                } else {
+                    waves <= allowed
+                };
+                w.log.push(format!(
+                    "waves {waves}, ideal {ideal}, joins {joins}, leaves {leaves}"
+                ));
+                return if ok {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "invariant 8: {waves} waves for {n0} nodes with limit {limit} (ideal {ideal}, joins {joins}, leaves {leaves})"
+                    ))
+                };
+            }
+            w.advance();
+        }
+        Err("invariant 8: the healthy rollout did not finish in 200 steps".to_string())
+    })();
+    (result, w.log)
+}

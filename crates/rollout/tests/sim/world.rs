@@ -1,0 +1,281 @@
+//! The simulated cluster: API objects (as the planner's `State`), agents, virtual time, and a
+//! configurator that plans and executes actions with injected faults (failed writes, crashes).
+
+use std::collections::{BTreeMap, HashSet};
+
+use netrollout_rollout::{
+    Action, CANARY_LABEL, Node, Plan, Revision, RevisionPhase, Settings, State, Timestamp,
+    ZONE_LABEL, plan,
+};
+
+use crate::agent::{Agent, Behavior};
+use crate::rng::Rng;
+
+/// Virtual time per step.
+pub const STEP_MS: u64 = 30_000;
+
+/// One simulated cluster.
+#[derive(Debug)]
+pub struct World {
+    /// What the API server holds, already in the planner's types.
+    pub state: State,
+    pub agents: BTreeMap<String, Agent>,
+    pub now: Timestamp,
+    pub settings: Settings,
+    /// Revision names whose content fails every probe.
+    pub bad: HashSet<String>,
+    pub rng: Rng,
+    /// Percent chance that one API write of the configurator fails (the rest of the plan is
+    /// then abandoned, as the contract says).
+    pub write_fail_pct: u64,
+    /// Percent chance that the configurator crashes somewhere in a pass.
+    pub crash_pct: u64,
+    /// Trace, printed when a scenario fails.
+    pub log: Vec<String>,
+    /// Steps taken so far.
+    pub step: u64,
+    next_seq: u64,
+    next_node: u32,
+}
+
+/// The revision name for a content id (names derive from content, as in the real system).
+pub fn rev_name(content: u64) -> String {
+    format!("ncr-{content}")
+}
+
+impl World {
+    pub fn new(seed: u64, settings: Settings) -> Self {
+        Self {
+            state: State::default(),
+            agents: BTreeMap::new(),
+            now: Timestamp::from_millis(1_700_000_000_000),
+            settings,
+            bad: HashSet::new(),
+            rng: Rng::new(seed),
+            write_fail_pct: 0,
+            crash_pct: 0,
+            log: Vec::new(),
+            step: 0,
+            next_seq: 1,
+            next_node: 0,
+        }
+    }
+
+    /// Add a Ready node with the given agent; returns its name.
+    pub fn add_node(&mut self, zone: u64, canary: bool, agent: Agent) -> String {
+        let name = format!("node-{:03}", self.next_node);
+        self.next_node += 1;
+        let mut n = Node::new(&name);
+        n.labels.insert(ZONE_LABEL.into(), format!("zone-{zone}"));
+        if canary {
+            n.labels.insert(CANARY_LABEL.into(), "true".into());
+        }
+        self.log.push(format!(
+            "join {name} zone-{zone} canary={canary} {:?}",
+            agent.behavior
+        ));
+        self.state.nodes.push(n);
+        self.agents.insert(name.clone(), agent);
+        name
+    }
+
+    pub fn node_mut(&mut self, name: &str) -> Option<&mut Node> {
+        self.state.nodes.iter_mut().find(|n| n.name == name)
+    }
+
+    /// Remove a node and its agent entirely (its deletion completed).
+    pub fn remove_node(&mut self, name: &str) {
+        self.state.nodes.retain(|n| n.name != name);
+        self.agents.remove(name);
+    }
+
+    /// The configurator renders a snapshot with this content (ROLLOUT.md "Revisions" rule 5):
+    /// same content reuses the object, raising its sequence unless it is Failed.
+    pub fn add_revision(&mut self, content: u64) -> String {
+        let name = rev_name(content);
+        let seq = self.next_seq;
+        match self.state.revisions.iter_mut().find(|r| r.name == name) {
+            Some(r) if r.phase == RevisionPhase::Failed => {
+                self.log.push(format!(
+                    "revision {name}: identical to failed revision, not rolled out"
+                ));
+            }
+            Some(r) => {
+                r.sequence = seq;
+                self.next_seq += 1;
+                self.log.push(format!(
+                    "revision {name}: existing, sequence raised to {seq}"
+                ));
+            }
+            None => {
+                self.state
+                    .revisions
+                    .push(Revision::new(&name, seq, format!("h{content}")));
+                self.next_seq += 1;
+                self.log
+                    .push(format!("revision {name}: created, sequence {seq}"));
+            }
+        }
+        name
+    }
+
+    /// Mark `rev` Succeeded and put every node on it, converged (the starting point of most
+    /// scenarios: a healthy fleet on a known-good revision).
+    pub fn converge_on(&mut self, rev: &str) {
+        for r in &mut self.state.revisions {
+            if r.name == rev {
+                r.phase = RevisionPhase::Succeeded;
+            }
+        }
+        for n in &mut self.state.nodes {
+            n.spec_revision = Some(rev.to_owned());
+            n.status = Some(netrollout_rollout::NodeStatus {
+                observed_revision: rev.to_owned(),
+                phase: netrollout_rollout::NodePhase::Provisioned,
+                started_at: None,
+                finished_at: None,
+                message: None,
+            });
+            let steps = self.agents.get(&n.name).map_or(1, |a| a.apply_steps);
+            let behavior = self
+                .agents
+                .get(&n.name)
+                .map_or(Behavior::Healthy, |a| a.behavior);
+            let mut a = Agent::converged(rev, steps);
+            a.behavior = behavior;
+            self.agents.insert(n.name.clone(), a);
+        }
+    }
+
+    /// Every agent of a node that is not being deleted takes one step.
+    pub fn step_agents(&mut self) {
+        let now = self.now;
+        for n in &mut self.state.nodes {
+            if n.deleting {
+                continue;
+            }
+            if let Some(a) = self.agents.get_mut(&n.name) {
+                a.step(n, now, &self.bad, &mut self.rng);
+            }
+        }
+    }
+
+    /// One configurator pass: plan from API-visible state, then execute in order, stopping at
+    /// the first failed write or a crash. Returns the plan and how many writes were executed.
+    pub fn configurator_pass(&mut self) -> (Plan, usize) {
+        let p = plan(&self.state, self.now, &self.settings);
+        let writes: usize = p.actions.iter().map(write_count).sum();
+        let crash_at = self
+            .rng
+            .chance(self.crash_pct)
+            .then(|| self.rng.below(writes as u64 + 1) as usize);
+        let mut done = 0;
+        'actions: for a in &p.actions {
+            self.log.push(format!("  {}", describe(a)));
+            for w in 0..write_count(a) {
+                if crash_at == Some(done) {
+                    self.log
+                        .push("  !! configurator crashed; a new leader plans from the API".into());
+                    break 'actions;
+                }
+                if self.rng.chance(self.write_fail_pct) {
+                    self.log
+                        .push("  !! API write failed; plan abandoned, retried next pass".into());
+                    break 'actions;
+                }
+                self.apply_write(a, w);
+                done += 1;
+            }
+        }
+        (p, done)
+    }
+
+    fn apply_write(&mut self, a: &Action, w: usize) {
+        match a {
+            Action::SetRevisionPhase {
+                revision, phase, ..
+            } => {
+                if let Some(r) = self
+                    .state
+                    .revisions
+                    .iter_mut()
+                    .find(|r| &r.name == revision)
+                {
+                    r.phase = *phase;
+                }
+            }
+            Action::MarkUnresponsive {
+                node, restore, at, ..
+            } => {
+                if let Some(n) = self.node_mut(node) {
+                    n.spec_revision = restore.clone();
+                    n.dispatch = None;
+                    n.unresponsive_since = Some(*at);
+                }
+            }
+            Action::RecordDispatch { node, record, .. } => {
+                if let Some(n) = self.node_mut(node) {
+                    n.dispatch = Some(record.clone());
+                }
+            }
+            Action::Dispatch { nodes, .. } => {
+                let d = &nodes[w];
+                if let Some(n) = self.node_mut(&d.node) {
+                    n.spec_revision = Some(d.record.revision.clone());
+                    n.dispatch = Some(d.record.clone());
+                    n.unresponsive_since = None;
+                }
+            }
+            Action::Prune { revision, .. } => self.state.revisions.retain(|r| &r.name != revision),
+        }
+    }
+
+    pub fn advance(&mut self) {
+        self.now = Timestamp::from_millis(self.now.as_millis() + STEP_MS);
+        self.step += 1;
+    }
+}
+
+/// How many API writes an action takes (a dispatch writes one object per node).
+fn write_count(a: &Action) -> usize {
+    match a {
+        Action::Dispatch { nodes, .. } => nodes.len(),
+        _ => 1,
+    }
+}
+
+fn describe(a: &Action) -> String {
+    match a {
+        Action::SetRevisionPhase {
+            revision,
+            phase,
+            reason,
+            ..
+        } => {
+            format!("phase {revision} -> {phase:?}: {reason}")
+        }
+        Action::MarkUnresponsive {
+            node,
+            revision,
+            restore,
+            ..
+        } => {
+            format!("unresponsive {node}: withdraw {revision}, back to {restore:?}")
+        }
+        Action::RecordDispatch { node, record, .. } => format!("record {node}: {record:?}"),
+        Action::Dispatch {
+            revision,
+            kind,
+            nodes,
+            ..
+        } => {
+            let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
+            format!(
+                "dispatch {revision} ({kind:?}) to {}: {}",
+                names.join(","),
+                a.reason()
+            )
+        }
+        Action::Prune { revision, .. } => format!("prune {revision}"),
+    }
+}
