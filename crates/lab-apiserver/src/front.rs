@@ -205,6 +205,11 @@ fn verb_of(r: &Req, t: &Target) -> &'static str {
 }
 
 fn discover(app: &App, segs: &[&str]) -> Result<Response, ApiError> {
+    if segs == ["openapi", "v2"] {
+        // An empty OpenAPI v2 document (valid, empty protobuf): kubectl only falls back to v2
+        // for kinds the server does not serve, and then reports the missing kind itself.
+        return Ok(bytes_response(200, vec![], "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"));
+    }
     let st = app.lock()?;
     let reg = &st.registry;
     let doc = match segs {
