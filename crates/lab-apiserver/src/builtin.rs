@@ -1,0 +1,84 @@
+//! Checking built-in kinds: each body is decoded into its `k8s-openapi` type (types and
+//! required fields) and encoded again; fields that did not survive the round trip are the
+//! unknown fields, rejected under `fieldValidation=Strict` and dropped otherwise.
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Node};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::resources::Builtin;
+
+/// The object as the typed decoder understood it, and the paths of fields it did not know.
+pub fn check(b: Builtin, obj: &Value) -> Result<(Value, Vec<String>), String> {
+    let typed = match b {
+        Builtin::Node => round::<Node>(obj),
+        Builtin::Namespace => round::<Namespace>(obj),
+        Builtin::Lease => round::<Lease>(obj),
+        Builtin::CoreEvent => round::<CoreEvent>(obj),
+        Builtin::Event => round::<Event>(obj),
+        Builtin::ConfigMap => round::<ConfigMap>(obj),
+        Builtin::Crd => round::<CustomResourceDefinition>(obj),
+    }?;
+    let mut unknown = vec![];
+    diff(obj, &typed, "", &mut unknown);
+    Ok((typed, unknown))
+}
+
+/// Checks a custom object's `metadata` the same way (types and unknown fields).
+pub fn check_meta(obj: &Value) -> Result<Vec<String>, String> {
+    let meta = &obj["metadata"];
+    let typed = round::<ObjectMeta>(meta)?;
+    let mut unknown = vec![];
+    diff(meta, &typed, "metadata", &mut unknown);
+    Ok(unknown)
+}
+
+fn round<T: DeserializeOwned + Serialize>(obj: &Value) -> Result<Value, String> {
+    let t: T = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
+    serde_json::to_value(&t).map_err(|e| e.to_string())
+}
+
+fn diff(orig: &Value, typed: &Value, path: &str, out: &mut Vec<String>) {
+    match (orig, typed) {
+        (Value::Object(o), Value::Object(t)) => {
+            for (k, v) in o {
+                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                match t.get(k) {
+                    Some(tv) => diff(v, tv, &p, out),
+                    None if v.is_null() => {}
+                    None => out.push(p),
+                }
+            }
+        }
+        (Value::Array(o), Value::Array(t)) => {
+            for (i, (ov, tv)) in o.iter().zip(t).enumerate() {
+                diff(ov, tv, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_config_map_with_an_unknown_field_is_reported() {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "bogus": 1}, "data": {"k": "v"}, "extra": true});
+        let (_, unknown) = check(Builtin::ConfigMap, &cm).unwrap();
+        assert_eq!(unknown, vec!["metadata.bogus".to_string(), "extra".to_string()]);
+    }
+
+    #[test]
+    fn a_config_map_with_a_wrongly_typed_field_does_not_decode() {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": 1}});
+        assert!(check(Builtin::ConfigMap, &cm).is_err());
+    }
+}

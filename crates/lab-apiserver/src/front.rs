@@ -1,0 +1,253 @@
+//! The HTTP front: routes every request (discovery, OpenAPI, fault control, resources),
+//! applies injected faults, and renders responses.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State as AxState};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use serde_json::Value;
+
+use crate::discovery;
+use crate::error::ApiError;
+use crate::faults::{FaultConfig, Faults, Outage};
+use crate::resources::ResourceType;
+use crate::store::State;
+use crate::verbs;
+
+/// Shared by every request.
+#[derive(Debug)]
+pub struct App {
+    /// All objects.
+    pub state: Arc<Mutex<State>>,
+    /// Fault injection.
+    pub faults: Faults,
+    /// `host:port` the server listens on.
+    pub addr: SocketAddr,
+    /// Buffer per watcher before a slow watcher is dropped.
+    pub watch_buffer: usize,
+    /// Bookmark period.
+    pub bookmark_every: Duration,
+}
+
+impl App {
+    /// Locks the state, turning a poisoned lock into a 500.
+    pub fn lock(&self) -> Result<MutexGuard<'_, State>, ApiError> {
+        self.state.lock().map_err(|_| ApiError::new(500, "InternalError", "state lock poisoned by an earlier panic"))
+    }
+}
+
+/// A request addressed to a resource.
+#[derive(Debug)]
+pub struct Target {
+    /// The resource type at the requested version.
+    pub rt: Arc<ResourceType>,
+    /// Namespace from the URL.
+    pub ns: Option<String>,
+    /// Object name from the URL.
+    pub name: Option<String>,
+    /// Subresource (`status`).
+    pub sub: Option<String>,
+}
+
+/// Everything a verb handler needs from the request.
+#[derive(Debug)]
+pub struct Req {
+    /// HTTP method.
+    pub method: Method,
+    /// Decoded query parameters.
+    pub query: HashMap<String, String>,
+    /// Request headers.
+    pub headers: HeaderMap,
+    /// Request body.
+    pub body: bytes::Bytes,
+}
+
+impl Req {
+    /// A query parameter.
+    pub fn q(&self, k: &str) -> Option<&str> {
+        self.query.get(k).map(String::as_str)
+    }
+
+    /// A header as text.
+    pub fn header(&self, k: header::HeaderName) -> &str {
+        self.headers.get(k).and_then(|v| v.to_str().ok()).unwrap_or_default()
+    }
+}
+
+/// The router's only handler.
+pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let body = match axum::body::to_bytes(body, 64 << 20).await {
+        Ok(b) => b,
+        Err(e) => return ApiError::bad_request(format!("cannot read request body: {e}")).into_response(),
+    };
+    let ct = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if !body.is_empty() && (ct.contains("protobuf") || ct.contains("cbor")) {
+        let msg = format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct})");
+        return ApiError::new(415, "UnsupportedMediaType", msg).into_response();
+    }
+    let query = parts.uri.query().map(parse_query).unwrap_or_default();
+    let r = Req { method: parts.method, query, headers: parts.headers, body };
+    match route(&app, parts.uri.path(), r).await {
+        Ok(resp) => resp,
+        Err(e) => e.into_response(),
+    }
+}
+
+fn parse_query(q: &str) -> HashMap<String, String> {
+    q.split('&')
+        .filter_map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            Some((decode(k)?, decode(v)?))
+        })
+        .collect()
+}
+
+fn decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                out.push(u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).ok()?, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// A JSON response with status 200 (or `code`).
+pub fn json_response(code: u16, v: &Value) -> Response {
+    bytes_response(code, serde_json::to_vec(v).unwrap_or_default(), "application/json")
+}
+
+/// A response from already encoded bytes.
+pub fn bytes_response(code: u16, body: Vec<u8>, content_type: &'static str) -> Response {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+async fn route(app: &App, path: &str, r: Req) -> Result<Response, ApiError> {
+    if let Some(rest) = path.strip_prefix("/lab/faults") {
+        return faults(app, rest, r);
+    }
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
+        ["healthz" | "readyz" | "livez", ..] => {
+            app.faults.before("get", "healthz", "").await?;
+            return Ok(bytes_response(200, b"ok".to_vec(), "text/plain"));
+        }
+        ["api", "v1", rest @ ..] if !rest.is_empty() => ("", "v1", rest),
+        ["apis", g, v, rest @ ..] if !rest.is_empty() => (g, v, rest),
+        _ => {
+            app.faults.before("get", "discovery", "").await?;
+            return discover(app, &segs);
+        }
+    };
+    let target = resolve(app, group, version, rest)?;
+    let verb = verb_of(&r, &target);
+    app.faults.before(verb, &target.rt.plural, &target.rt.kind).await?;
+    verbs::serve(app, target, verb, r)
+}
+
+fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Target, ApiError> {
+    let (ns, rest) = match rest {
+        ["namespaces", _, "status" | "finalize"] => (None, rest),
+        ["namespaces", ns, tail @ ..] if !tail.is_empty() => (Some(ns.to_string()), tail),
+        _ => (None, rest),
+    };
+    let (plural, name, sub) = match rest {
+        [p] => (*p, None, None),
+        [p, n] => (*p, Some(n.to_string()), None),
+        [p, n, s] => (*p, Some(n.to_string()), Some(s.to_string())),
+        _ => return Err(ApiError::no_resource()),
+    };
+    let rt = app.lock()?.registry.get(group, version, plural).ok_or_else(ApiError::no_resource)?;
+    if (!rt.namespaced && ns.is_some()) || (rt.namespaced && ns.is_none() && name.is_some()) {
+        return Err(ApiError::no_resource());
+    }
+    if sub.as_deref().is_some_and(|s| s != "status" || !rt.status_subresource) {
+        return Err(ApiError::no_resource());
+    }
+    Ok(Target { rt, ns, name, sub })
+}
+
+fn verb_of(r: &Req, t: &Target) -> &'static str {
+    let watch = matches!(r.q("watch"), Some("true" | "1"));
+    match (&r.method, t.name.is_some()) {
+        (&Method::GET, _) if watch => "watch",
+        (&Method::GET, true) => "get",
+        (&Method::GET, false) => "list",
+        (&Method::POST, _) => "create",
+        (&Method::PUT, _) => "update",
+        (&Method::PATCH, _) => "patch",
+        (&Method::DELETE, true) => "delete",
+        (&Method::DELETE, false) => "deletecollection",
+        _ => "unknown",
+    }
+}
+
+fn discover(app: &App, segs: &[&str]) -> Result<Response, ApiError> {
+    if segs == ["openapi", "v2"] {
+        // An empty OpenAPI v2 document (valid, empty protobuf): kubectl only falls back to v2
+        // for kinds the server does not serve, and then reports the missing kind itself.
+        return Ok(bytes_response(200, vec![], "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"));
+    }
+    let st = app.lock()?;
+    let reg = &st.registry;
+    let doc = match segs {
+        ["version"] => Some(discovery::version()),
+        ["api"] => Some(discovery::core_versions(&app.addr.to_string())),
+        ["apis"] => Some(discovery::group_list(reg)),
+        ["api", "v1"] => discovery::resource_list(reg, "", "v1"),
+        ["apis", g] => discovery::group(reg, g),
+        ["apis", g, v] => discovery::resource_list(reg, g, v),
+        ["openapi", "v3"] => Some(discovery::openapi_root(reg)),
+        ["openapi", "v3", rest @ ..] => discovery::openapi_doc(reg, &rest.join("/")),
+        _ => None,
+    };
+    doc.map(|d| json_response(200, &d)).ok_or_else(ApiError::no_resource)
+}
+
+/// `/lab/faults`: `GET` shows, `PUT` replaces the [`FaultConfig`];
+/// `POST /lab/faults/drop-watches`; `POST /lab/faults/outage?mode=fail|hang|none`.
+fn faults(app: &App, rest: &str, r: Req) -> Result<Response, ApiError> {
+    let f = &app.faults;
+    match (&r.method, rest) {
+        (&Method::GET, "" | "/") => {}
+        (&Method::PUT, "" | "/") => {
+            let cfg: FaultConfig = serde_json::from_slice(&r.body).map_err(|e| ApiError::bad_request(format!("invalid fault configuration: {e}")))?;
+            f.set(cfg);
+        }
+        (&Method::DELETE, "" | "/") => f.clear(),
+        (&Method::POST, "/drop-watches") => f.drop_watches(),
+        (&Method::POST, "/outage") => {
+            let mode = match r.q("mode").unwrap_or("fail") {
+                "fail" => Outage::Fail,
+                "hang" => Outage::Hang,
+                "none" => Outage::None,
+                other => return Err(ApiError::bad_request(format!("unknown outage mode {other:?}: use fail, hang or none"))),
+            };
+            f.set_outage(mode);
+        }
+        _ => return Err(ApiError::no_resource()),
+    }
+    Ok(json_response(200, &serde_json::to_value(f.config()).unwrap_or_default()))
+}

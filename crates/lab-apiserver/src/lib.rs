@@ -1,0 +1,51 @@
+//! The netrollout lab API server: an in-memory server that speaks enough of the Kubernetes
+//! REST API for `kubectl` (v1.32) and `kube::Client` (watchers, reflectors, controllers,
+//! leader election) to work against it unchanged. It is a test and lab tool; production
+//! always talks to a real cluster.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use netrollout_lab_apiserver::{Config, LabServer};
+//! let server = LabServer::start(Config::default()).await?;
+//! let client = server.client()?;
+//! server.faults().set_latency(std::time::Duration::from_millis(20));
+//! # drop(client);
+//! server.shutdown().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Layout:
+//! - [`server`]: [`LabServer`] and its [`Config`] (start, kubeconfig, client, shutdown).
+//! - `front`: routing of every HTTP request, discovery and `/lab/faults` endpoints.
+//! - `verbs`: get, list, watch, create, update, patch, delete, deletecollection; admission.
+//! - `store`: objects, the global resourceVersion, event window, finalizers, garbage collection.
+//! - `watch`: watcher registry and the streaming watch response with bookmarks.
+//! - [`resources`]: built-in kinds and kinds defined by CRDs.
+//! - `schema`: CRD `openAPIV3Schema` validation; `builtin`: typed checks of built-in kinds.
+//! - `patch`: merge, JSON, strategic-merge and apply patches.
+//! - `discovery`: discovery documents and OpenAPI v3; `table`: Table responses and JSONPath.
+//! - `selector`: label and field selectors; `object`: JSON object helpers.
+//! - [`faults`]: fault injection; `persist`: optional persistence to a file.
+//! - [`error`]: [`Error`] and the `Status`-rendering [`ApiError`].
+#![forbid(unsafe_code)]
+
+mod builtin;
+mod discovery;
+pub mod error;
+pub mod faults;
+mod front;
+mod object;
+mod patch;
+mod persist;
+pub mod resources;
+mod schema;
+mod selector;
+pub mod server;
+mod store;
+mod table;
+mod verbs;
+mod watch;
+
+pub use error::{ApiError, Error, Result};
+pub use faults::{ErrorRule, FaultConfig, Faults, Outage};
+pub use server::{Config, LabServer};

@@ -1,0 +1,49 @@
+//! `netrollout-lab-apiserver`: runs the lab API server until interrupted.
+//!
+//! `netrollout-lab-apiserver --listen 127.0.0.1:0 --kubeconfig <path> [--data <file>]` prints
+//! the address it listens on and writes a kubeconfig that kubectl and kube::Client accept.
+#![forbid(unsafe_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Parser;
+use netrollout_lab_apiserver::{Config, LabServer};
+
+/// A Kubernetes-API-compatible in-memory server for the netrollout lab and tests.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// Address to listen on (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// Write a kubeconfig for the server here.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Persist objects to this file and load them from it on start.
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// Events retained for resuming watches.
+    #[arg(long, default_value_t = 10_000)]
+    event_window: usize,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into())).with_writer(std::io::stderr).init();
+    let args = Args::parse();
+    let cfg = Config { listen: args.listen, kubeconfig: args.kubeconfig, data: args.data, event_window: args.event_window, ..Config::default() };
+    let server = LabServer::start(cfg).await.context("starting the lab API server")?;
+    println!("{}", server.url());
+    if let Some(k) = server.kubeconfig_path() {
+        eprintln!("kubeconfig written to {}", k.display());
+    }
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
+        _ = term.recv() => {}
+    }
+    server.shutdown().await.context("shutting down the lab API server")?;
+    Ok(())
+}

@@ -1,0 +1,192 @@
+//! [`LabServer`]: starting the server, its kubeconfig and client, and shutting it down.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::error::{Error, Result};
+use crate::faults::Faults;
+use crate::front::{App, handle};
+use crate::persist;
+use crate::store::State;
+
+/// How to start a [`LabServer`].
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to listen on; port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// Where to write a kubeconfig pointing at the server, if anywhere.
+    pub kubeconfig: Option<PathBuf>,
+    /// File to persist objects to (and load them from on start), if any.
+    pub data: Option<PathBuf>,
+    /// Number of recent events retained for resuming watches; older resourceVersions get 410 Gone.
+    pub event_window: usize,
+    /// Events buffered per watcher before a slow watcher's stream is ended.
+    pub watch_buffer: usize,
+    /// How often watches that allow bookmarks get one.
+    pub bookmark_interval: Duration,
+    /// How soon after a change the data file is rewritten.
+    pub persist_interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            kubeconfig: None,
+            data: None,
+            event_window: 10_000,
+            watch_buffer: 4096,
+            bookmark_interval: Duration::from_secs(1),
+            persist_interval: Duration::from_millis(200),
+        }
+    }
+}
+
+/// A running lab API server.
+#[derive(Debug)]
+pub struct LabServer {
+    addr: SocketAddr,
+    kubeconfig: Option<PathBuf>,
+    data: Option<PathBuf>,
+    state: Arc<Mutex<State>>,
+    faults: Faults,
+    stop: Option<oneshot::Sender<()>>,
+    serve: JoinHandle<()>,
+    persist: Option<JoinHandle<()>>,
+}
+
+impl LabServer {
+    /// Binds, loads persisted data, writes the kubeconfig and starts serving.
+    pub async fn start(cfg: Config) -> Result<Self> {
+        let mut state = State::new(cfg.event_window);
+        if let Some(path) = &cfg.data {
+            persist::load(path, &mut state)?;
+        }
+        let state = Arc::new(Mutex::new(state));
+        let listener = tokio::net::TcpListener::bind(cfg.listen).await.map_err(|source| Error::Bind { addr: cfg.listen.to_string(), source })?;
+        let addr = listener.local_addr().map_err(|source| Error::Bind { addr: cfg.listen.to_string(), source })?;
+        let faults = Faults::new(state.clone());
+        let app = Arc::new(App { state: state.clone(), faults: faults.clone(), addr, watch_buffer: cfg.watch_buffer, bookmark_every: cfg.bookmark_interval });
+        let router = axum::Router::new().fallback(handle).with_state(app);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let serve = tokio::spawn(async move {
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(shutdown).await {
+                tracing::error!(error = %e, "lab API server stopped with an error");
+            }
+        });
+        let persist = cfg.data.clone().map(|path| {
+            let state = state.clone();
+            let every = cfg.persist_interval;
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    if let Err(e) = persist::flush(&path, &state) {
+                        tracing::error!(error = %e, "cannot persist the lab API server's objects");
+                    }
+                }
+            })
+        });
+        let server = Self { addr, kubeconfig: cfg.kubeconfig.clone(), data: cfg.data, state, faults, stop: Some(stop), serve, persist };
+        if let Some(path) = &cfg.kubeconfig {
+            server.write_kubeconfig(path)?;
+        }
+        tracing::info!(url = %server.url(), "lab API server listening");
+        Ok(server)
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://<addr>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The kubeconfig path given in [`Config::kubeconfig`].
+    pub fn kubeconfig_path(&self) -> Option<&Path> {
+        self.kubeconfig.as_deref()
+    }
+
+    /// A kubeconfig (YAML) with one context, `netrollout-lab`, pointing at the server.
+    pub fn kubeconfig_yaml(&self) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: netrollout-lab\n  cluster:\n    server: {}\n\
+             users:\n- name: netrollout-lab\n  user: {{}}\ncontexts:\n- name: netrollout-lab\n  context:\n    \
+             cluster: netrollout-lab\n    user: netrollout-lab\n    namespace: default\ncurrent-context: netrollout-lab\n",
+            self.url()
+        )
+    }
+
+    /// Writes [`LabServer::kubeconfig_yaml`] to `path`.
+    pub fn write_kubeconfig(&self, path: &Path) -> Result<()> {
+        std::fs::write(path, self.kubeconfig_yaml()).map_err(|source| Error::File { path: path.display().to_string(), source })
+    }
+
+    /// A `kube::Client` for the server.
+    pub fn client(&self) -> Result<kube::Client> {
+        let err = |message: String| Error::Client { url: self.url(), message };
+        let uri: http::Uri = self.url().parse().map_err(|e: http::uri::InvalidUri| err(e.to_string()))?;
+        let mut config = kube::Config::new(uri);
+        config.default_namespace = "default".into();
+        kube::Client::try_from(config).map_err(|e| err(e.to_string()))
+    }
+
+    /// The fault-injection handle.
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// Number of objects stored.
+    pub fn object_count(&self) -> usize {
+        self.state.lock().map(|s| s.object_count()).unwrap_or_default()
+    }
+
+    /// Number of open watch streams (registered watchers).
+    pub fn watcher_count(&self) -> usize {
+        self.state.lock().map(|s| s.watchers.count()).unwrap_or_default()
+    }
+
+    /// The last resourceVersion handed out.
+    pub fn resource_version(&self) -> u64 {
+        self.state.lock().map(|s| s.rv).unwrap_or_default()
+    }
+
+    /// Stops serving (ending all watches), waits for open requests, and writes the data file.
+    pub async fn shutdown(mut self) -> Result<()> {
+        self.faults.set_outage(crate::faults::Outage::None);
+        if let Ok(mut st) = self.state.lock() {
+            st.watchers.drop_all();
+        }
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), &mut self.serve).await;
+        self.serve.abort();
+        if let Some(p) = self.persist.take() {
+            p.abort();
+        }
+        match &self.data {
+            Some(path) => persist::flush(path, &self.state),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for LabServer {
+    fn drop(&mut self) {
+        self.serve.abort();
+        if let Some(p) = self.persist.take() {
+            p.abort();
+        }
+    }
+}

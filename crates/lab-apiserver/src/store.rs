@@ -1,0 +1,401 @@
+//! The in-memory object store: every object, the global resourceVersion counter, the retained
+//! event window for resuming watches, and the write rules (finalizers, garbage collection,
+//! CRD registration). One [`State`] behind one mutex; callers hold the lock for one operation.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::object::{finalizers, meta_mut, meta_str, new_uid, now_timestamp, spec_part};
+use crate::resources::{Builtin, Registry, ResourceType, TypeKey, from_crd};
+use crate::watch::Watchers;
+
+/// The type of a watch event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Object created (or entered a watcher's selection).
+    Added,
+    /// Object changed.
+    Modified,
+    /// Object removed (or left a watcher's selection).
+    Deleted,
+}
+
+impl EventType {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, as retained in the window and sent to watchers.
+#[derive(Debug)]
+pub struct Event {
+    /// resourceVersion of the change.
+    pub rv: u64,
+    /// Storage key of the object's type.
+    pub key: TypeKey,
+    /// What happened.
+    pub kind: EventType,
+    /// The object after the change (before it, for deletions).
+    pub object: Arc<Value>,
+    /// The object before the change, for modifications.
+    pub prev: Option<Arc<Value>>,
+    encoded: OnceLock<Bytes>,
+}
+
+impl Event {
+    /// The newline-terminated JSON watch event, encoded once and shared by all watchers.
+    pub fn line(&self) -> Bytes {
+        self.encoded.get_or_init(|| encode_event(self.kind.as_str(), &self.object)).clone()
+    }
+}
+
+/// Encodes one `{"type":..,"object":..}` line.
+pub fn encode_event(kind: &str, object: &Value) -> Bytes {
+    let mut v = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+    v.push(b'\n');
+    Bytes::from(v)
+}
+
+type Objects = BTreeMap<(String, String), Arc<Value>>;
+
+/// Everything the server knows, guarded by one lock.
+#[derive(Debug)]
+pub struct State {
+    /// The last resourceVersion handed out.
+    pub rv: u64,
+    /// Servable types.
+    pub registry: Registry,
+    objects: HashMap<TypeKey, Objects>,
+    window: VecDeque<Arc<Event>>,
+    window_cap: usize,
+    /// Highest resourceVersion no longer in the window.
+    pub compacted: u64,
+    /// Registered watchers.
+    pub watchers: Watchers,
+    /// Whether something changed since the last persistence flush.
+    pub dirty: bool,
+}
+
+impl State {
+    /// An empty store with the built-in kinds and the default namespaces.
+    pub fn new(window_cap: usize) -> Self {
+        let mut s = Self {
+            rv: 0,
+            registry: Registry::with_builtins(),
+            objects: HashMap::new(),
+            window: VecDeque::new(),
+            window_cap: window_cap.max(1),
+            compacted: 0,
+            watchers: Watchers::default(),
+            dirty: false,
+        };
+        if let Some(ns) = s.registry.get("", "v1", "namespaces") {
+            for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+                let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+                let _ = s.create(&ns, "", obj);
+            }
+        }
+        s
+    }
+
+    /// Size of the retained event window.
+    pub fn window_cap(&self) -> usize {
+        self.window_cap
+    }
+
+    /// One object.
+    pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.objects.get(&*rt.key())?.get(&(ns.to_string(), name.to_string())).cloned()
+    }
+
+    /// Objects of a type in a namespace (all namespaces when `ns` is `None`), from `after` on.
+    pub fn list<'a>(&'a self, key: &str, ns: Option<&'a str>) -> impl Iterator<Item = (&'a (String, String), &'a Arc<Value>)> + 'a {
+        self.objects.get(key).into_iter().flat_map(move |m| {
+            let range: Box<dyn Iterator<Item = _>> = match ns {
+                Some(ns) => Box::new(m.range((ns.to_string(), String::new())..).take_while(move |((n, _), _)| n == ns)),
+                None => Box::new(m.iter()),
+            };
+            range
+        })
+    }
+
+    /// Number of stored objects.
+    pub fn object_count(&self) -> usize {
+        self.objects.values().map(BTreeMap::len).sum()
+    }
+
+    /// Retained events after `rv`, or `None` if some of them were already dropped.
+    pub fn events_since(&self, rv: u64) -> Option<impl Iterator<Item = &Arc<Event>>> {
+        (rv >= self.compacted).then(|| self.window.iter().filter(move |e| e.rv > rv))
+    }
+
+    /// Creates an object whose name is already set; sets uid, timestamps and resourceVersion.
+    pub fn create(&mut self, rt: &ResourceType, ns: &str, mut obj: Value) -> Result<Arc<Value>, ApiError> {
+        let key = rt.key();
+        let name = meta_str(&obj, "name").to_string();
+        if rt.namespaced && self.get_key("/namespaces", "", ns).is_none() {
+            return Err(ApiError::not_found("", "namespaces", ns));
+        }
+        if self.get_key(&key, ns, &name).is_some() {
+            return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+        }
+        self.rv += 1;
+        let m = meta_mut(&mut obj);
+        m.insert("uid".into(), json!(new_uid()));
+        m.insert("creationTimestamp".into(), json!(now_timestamp()));
+        m.insert("resourceVersion".into(), json!(self.rv.to_string()));
+        m.insert("generation".into(), json!(1));
+        m.remove("deletionTimestamp");
+        m.remove("deletionGracePeriodSeconds");
+        if rt.namespaced {
+            m.insert("namespace".into(), json!(ns));
+        } else {
+            m.remove("namespace");
+        }
+        if rt.status_subresource && rt.builtin.is_none() {
+            obj.as_object_mut().map(|o| o.remove("status"));
+        }
+        match rt.builtin {
+            Some(Builtin::Crd) => self.register_crd(None, &mut obj),
+            Some(Builtin::Namespace) => obj["status"] = json!({"phase": "Active"}),
+            _ => {}
+        }
+        let obj = Arc::new(obj);
+        self.objects.entry(key.clone()).or_default().insert((ns.to_string(), name), obj.clone());
+        self.commit(key, EventType::Added, obj.clone(), None);
+        Ok(obj)
+    }
+
+    /// Replaces an object (main resource or, with `status_only`, its status).
+    pub fn update(&mut self, rt: &ResourceType, ns: &str, name: &str, mut obj: Value, status_only: bool) -> Result<Arc<Value>, ApiError> {
+        let key = rt.key();
+        let old = self.get_key(&key, ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        let want_rv = meta_str(&obj, "resourceVersion");
+        if !want_rv.is_empty() && want_rv != meta_str(&old, "resourceVersion") {
+            return Err(ApiError::conflict(&rt.group, &rt.plural, name));
+        }
+        if status_only {
+            let status = obj.get("status").cloned().unwrap_or(Value::Null);
+            obj = (*old).clone();
+            obj["status"] = status;
+        } else if rt.status_subresource {
+            match old.get("status") {
+                Some(s) => obj["status"] = s.clone(),
+                None => {
+                    obj.as_object_mut().map(|o| o.remove("status"));
+                }
+            }
+        }
+        let deleting = old["metadata"].get("deletionTimestamp").cloned();
+        let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
+        let bump = !status_only && spec_part(&obj) != spec_part(&old);
+        let m = meta_mut(&mut obj);
+        for f in ["uid", "creationTimestamp", "name"] {
+            m.insert(f.into(), old["metadata"][f].clone());
+        }
+        if rt.namespaced {
+            m.insert("namespace".into(), json!(ns));
+        }
+        m.insert("generation".into(), json!(if bump { generation + 1 } else { generation }));
+        match deleting {
+            Some(ts) => {
+                m.insert("deletionTimestamp".into(), ts);
+                m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
+            None => {
+                m.remove("deletionTimestamp");
+                m.remove("deletionGracePeriodSeconds");
+            }
+        }
+        m.insert("resourceVersion".into(), old["metadata"]["resourceVersion"].clone());
+        if rt.builtin == Some(Builtin::Crd) && !status_only {
+            self.register_crd(Some(&old), &mut obj);
+        }
+        if obj == *old {
+            return Ok(old);
+        }
+        if obj["metadata"].get("deletionTimestamp").is_some() && finalizers(&obj).is_empty() {
+            return Ok(self.remove(key, ns, name, false));
+        }
+        Ok(self.store_modified(key, ns, name, obj, old))
+    }
+
+    /// Deletes an object: marks it while finalizers remain, else removes it and collects its
+    /// dependents (unless `orphan`). `precondition` is an expected resourceVersion or uid.
+    pub fn delete(&mut self, rt: &ResourceType, ns: &str, name: &str, precondition: (&str, &str), orphan: bool) -> Result<Arc<Value>, ApiError> {
+        let key = rt.key();
+        let cur = self.get_key(&key, ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        let (want_rv, want_uid) = precondition;
+        if (!want_rv.is_empty() && want_rv != meta_str(&cur, "resourceVersion")) || (!want_uid.is_empty() && want_uid != meta_str(&cur, "uid")) {
+            return Err(ApiError::conflict(&rt.group, &rt.plural, name));
+        }
+        Ok(self.delete_key(key, ns, name, orphan))
+    }
+
+    fn delete_key(&mut self, key: TypeKey, ns: &str, name: &str, orphan: bool) -> Arc<Value> {
+        let Some(cur) = self.get_key(&key, ns, name) else { return Arc::new(Value::Null) };
+        if finalizers(&cur).is_empty() {
+            return self.remove(key, ns, name, orphan);
+        }
+        if cur["metadata"].get("deletionTimestamp").is_some() {
+            return cur;
+        }
+        let mut new = (*cur).clone();
+        let m = meta_mut(&mut new);
+        m.insert("deletionTimestamp".into(), json!(now_timestamp()));
+        m.insert("deletionGracePeriodSeconds".into(), json!(0));
+        self.store_modified(key, ns, name, new, cur)
+    }
+
+    fn get_key(&self, key: &str, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.objects.get(key)?.get(&(ns.to_string(), name.to_string())).cloned()
+    }
+
+    fn store_modified(&mut self, key: TypeKey, ns: &str, name: &str, mut obj: Value, old: Arc<Value>) -> Arc<Value> {
+        self.rv += 1;
+        meta_mut(&mut obj).insert("resourceVersion".into(), json!(self.rv.to_string()));
+        let obj = Arc::new(obj);
+        self.objects.entry(key.clone()).or_default().insert((ns.to_string(), name.to_string()), obj.clone());
+        self.commit(key, EventType::Modified, obj.clone(), Some(old));
+        obj
+    }
+
+    /// Removes an object now, then everything that depended on it.
+    fn remove(&mut self, key: TypeKey, ns: &str, name: &str, orphan: bool) -> Arc<Value> {
+        let Some(old) = self.objects.get_mut(&key).and_then(|m| m.remove(&(ns.to_string(), name.to_string()))) else {
+            return Arc::new(Value::Null);
+        };
+        self.rv += 1;
+        let mut gone = (*old).clone();
+        meta_mut(&mut gone).insert("resourceVersion".into(), json!(self.rv.to_string()));
+        let gone = Arc::new(gone);
+        self.commit(key.clone(), EventType::Deleted, gone.clone(), None);
+        match &*key {
+            "apiextensions.k8s.io/customresourcedefinitions" => {
+                let (g, p) = (gone["spec"]["group"].as_str().unwrap_or_default(), gone["spec"]["names"]["plural"].as_str().unwrap_or_default());
+                self.registry.remove_all(g, p);
+                self.purge(&Arc::from(format!("{g}/{p}")), None);
+            }
+            "/namespaces" => {
+                let keys: Vec<TypeKey> = self.objects.keys().cloned().collect();
+                for k in keys {
+                    self.purge(&k, Some(name));
+                }
+            }
+            _ => {}
+        }
+        self.collect_dependents(meta_str(&gone, "uid"), orphan);
+        gone
+    }
+
+    /// Deletes every object of a type (in one namespace, if given).
+    fn purge(&mut self, key: &TypeKey, ns: Option<&str>) {
+        let names: Vec<(String, String)> = self.list(key, ns).map(|(k, _)| k.clone()).collect();
+        for (ns, name) in names {
+            self.delete_key(key.clone(), &ns, &name, false);
+        }
+    }
+
+    /// Background garbage collection: drops references to a removed owner and deletes
+    /// dependents left without owners.
+    fn collect_dependents(&mut self, uid: &str, orphan: bool) {
+        if uid.is_empty() {
+            return;
+        }
+        let mut found = vec![];
+        for (key, objs) in &self.objects {
+            for ((ns, name), o) in objs {
+                let refs = o["metadata"]["ownerReferences"].as_array();
+                if refs.is_some_and(|r| r.iter().any(|r| r["uid"] == uid)) {
+                    found.push((key.clone(), ns.clone(), name.clone(), o.clone()));
+                }
+            }
+        }
+        for (key, ns, name, o) in found {
+            let mut new = (*o).clone();
+            let refs = meta_mut(&mut new).get_mut("ownerReferences").and_then(Value::as_array_mut);
+            let left = refs.map(|r| {
+                r.retain(|r| r["uid"] != uid);
+                r.len()
+            });
+            if left == Some(0) {
+                meta_mut(&mut new).remove("ownerReferences");
+            }
+            if left == Some(0) && !orphan {
+                self.delete_key(key, &ns, &name, false);
+            } else {
+                self.store_modified(key, &ns, &name, new, o);
+            }
+        }
+    }
+
+    /// Registers the types a CRD defines and fills in its status.
+    fn register_crd(&mut self, old: Option<&Value>, crd: &mut Value) {
+        if let Some(old) = old {
+            self.registry.remove_all(old["spec"]["group"].as_str().unwrap_or_default(), old["spec"]["names"]["plural"].as_str().unwrap_or_default());
+        }
+        for t in from_crd(crd) {
+            self.registry.insert(t);
+        }
+        let now = now_timestamp();
+        let cond = |t: &str, reason: &str| json!({"type": t, "status": "True", "reason": reason, "message": "", "lastTransitionTime": now});
+        crd["status"] = json!({
+            "acceptedNames": crd["spec"]["names"],
+            "conditions": [cond("NamesAccepted", "NoConflicts"), cond("Established", "InitialNamesAccepted")],
+            "storedVersions": crd["spec"]["versions"].as_array().into_iter().flatten()
+                .filter(|v| v["storage"] == true).map(|v| v["name"].clone()).collect::<Vec<_>>(),
+        });
+    }
+
+    /// Records a change: the event window, watchers, and the dirty flag.
+    fn commit(&mut self, key: TypeKey, kind: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) {
+        let ev = Arc::new(Event { rv: self.rv, key, kind, object, prev, encoded: OnceLock::new() });
+        if self.window.len() >= self.window_cap
+            && let Some(old) = self.window.pop_front()
+        {
+            self.compacted = old.rv;
+        }
+        self.window.push_back(ev.clone());
+        self.watchers.dispatch(&ev);
+        self.dirty = true;
+    }
+
+    /// The resourceVersion and every object, CRDs first, for persistence.
+    pub fn snapshot(&self) -> (u64, Vec<Arc<Value>>) {
+        let mut keys: Vec<&TypeKey> = self.objects.keys().collect();
+        keys.sort_by_key(|k| (!k.ends_with("/customresourcedefinitions"), &***k));
+        let objects = keys.into_iter().flat_map(|k| self.objects[k].values().cloned()).collect();
+        (self.rv, objects)
+    }
+
+    /// Loads a [`State::snapshot`], keeping each object's metadata as it was saved.
+    pub fn restore(&mut self, snap: &Value) -> Result<(), String> {
+        let objs = snap["objects"].as_array().ok_or("no \"objects\" array")?;
+        for o in objs {
+            let (av, kind) = (o["apiVersion"].as_str().unwrap_or_default(), o["kind"].as_str().unwrap_or_default());
+            let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
+            let rt = self.registry.all().find(|t| t.group == group && t.version == version && t.kind == kind).cloned();
+            let rt = rt.ok_or_else(|| format!("object of unknown kind {av} {kind}"))?;
+            if rt.builtin == Some(Builtin::Crd) {
+                for t in from_crd(o) {
+                    self.registry.insert(t);
+                }
+            }
+            let id = (meta_str(o, "namespace").to_string(), meta_str(o, "name").to_string());
+            self.objects.entry(rt.key()).or_default().insert(id, Arc::new(o.clone()));
+        }
+        self.rv = snap["resourceVersion"].as_u64().ok_or("no resourceVersion")?;
+        self.compacted = self.rv;
+        self.window.clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,272 @@
+//! Watches: the registry of watchers (indexed by type and, for `metadata.name` field
+//! selectors, by name, so a write wakes only the watchers it concerns) and the streaming
+//! response that replays retained events, follows live ones and sends bookmarks.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::error::ApiError;
+use crate::resources::{ResourceType, TypeKey};
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::store::{Event, EventType, State, encode_event};
+use crate::table;
+
+/// What a watcher (or list) selects.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Namespace, or all.
+    pub ns: Option<String>,
+    /// `labelSelector`.
+    pub labels: LabelSelector,
+    /// `fieldSelector`.
+    pub fields: FieldSelector,
+}
+
+impl Filter {
+    /// Whether an object is selected.
+    pub fn matches(&self, obj: &Value) -> bool {
+        self.ns.as_deref().is_none_or(|ns| obj["metadata"]["namespace"].as_str().unwrap_or_default() == ns)
+            && self.labels.matches(obj)
+            && self.fields.matches(obj)
+    }
+
+    /// The event this watcher sees for a change, if any: an object moving into or out of the
+    /// selection is seen as added or deleted.
+    fn view(&self, ev: &Event) -> Option<EventType> {
+        let now = self.matches(&ev.object);
+        match (ev.kind, &ev.prev) {
+            (EventType::Modified, Some(prev)) => match (self.matches(prev), now) {
+                (true, true) => Some(EventType::Modified),
+                (false, true) => Some(EventType::Added),
+                (true, false) => Some(EventType::Deleted),
+                (false, false) => None,
+            },
+            (k, _) => now.then_some(k),
+        }
+    }
+}
+
+/// One event as delivered to one watcher.
+#[derive(Debug, Clone)]
+pub struct Item {
+    /// The change.
+    pub event: Arc<Event>,
+    /// How this watcher sees it.
+    pub kind: EventType,
+}
+
+#[derive(Debug)]
+struct Entry {
+    filter: Arc<Filter>,
+    tx: mpsc::Sender<Item>,
+}
+
+#[derive(Debug, Default)]
+struct TypeWatchers {
+    named: HashMap<String, Vec<Entry>>,
+    rest: Vec<Entry>,
+}
+
+/// All registered watchers.
+#[derive(Debug, Default)]
+pub struct Watchers {
+    by_type: HashMap<TypeKey, TypeWatchers>,
+}
+
+impl Watchers {
+    /// Registers a watcher.
+    pub fn add(&mut self, key: TypeKey, filter: Arc<Filter>, tx: mpsc::Sender<Item>) {
+        let tw = self.by_type.entry(key).or_default();
+        let list = match filter.fields.name() {
+            Some(n) => tw.named.entry(n.to_string()).or_default(),
+            None => &mut tw.rest,
+        };
+        list.retain(|e| !e.tx.is_closed());
+        list.push(Entry { filter, tx });
+    }
+
+    /// Sends an event to every watcher that selects it. A watcher whose buffer is full is
+    /// dropped (its stream ends and the client resumes from its last resourceVersion).
+    pub fn dispatch(&mut self, ev: &Arc<Event>) {
+        let Some(tw) = self.by_type.get_mut(&ev.key) else { return };
+        let name = ev.object["metadata"]["name"].as_str().unwrap_or_default();
+        let send = |list: &mut Vec<Entry>| {
+            list.retain(|e| match e.filter.view(ev) {
+                Some(kind) => e.tx.try_send(Item { event: ev.clone(), kind }).is_ok(),
+                None => !e.tx.is_closed(),
+            })
+        };
+        if let Some(list) = tw.named.get_mut(name) {
+            send(list);
+            if list.is_empty() {
+                tw.named.remove(name);
+            }
+        }
+        send(&mut tw.rest);
+    }
+
+    /// Ends every watch stream.
+    pub fn drop_all(&mut self) {
+        self.by_type.clear();
+    }
+
+    /// Number of registered watchers.
+    pub fn count(&self) -> usize {
+        self.by_type.values().map(|t| t.rest.len() + t.named.values().map(Vec::len).sum::<usize>()).sum()
+    }
+}
+
+/// Parameters of one watch request.
+#[derive(Debug, Clone)]
+pub struct WatchParams {
+    /// The type watched (as requested: version and columns).
+    pub rt: Arc<ResourceType>,
+    /// Selection.
+    pub filter: Filter,
+    /// Start after this resourceVersion; `None` or 0 starts with the current state.
+    pub rv: Option<u64>,
+    /// Send synthetic ADDED events for the current state, then an initial-events-end bookmark.
+    pub send_initial: bool,
+    /// `allowWatchBookmarks`.
+    pub bookmarks: bool,
+    /// `timeoutSeconds`.
+    pub timeout: Duration,
+    /// Render objects as `meta.k8s.io/v1` Tables (`kubectl get -w`).
+    pub table: bool,
+    /// Per-watcher buffer before a slow watcher is dropped.
+    pub buffer: usize,
+    /// Bookmark period.
+    pub bookmark_every: Duration,
+}
+
+/// Starts a watch: registers it under the lock (so no event is missed) and returns the
+/// streaming response.
+pub fn start(state: Arc<Mutex<State>>, p: WatchParams) -> Result<Response, ApiError> {
+    let (tx, rx) = mpsc::channel(p.buffer.max(16));
+    let filter = Arc::new(p.filter.clone());
+    let (initial, start_rv) = {
+        let mut st = state.lock().map_err(|_| ApiError::new(500, "InternalError", "state lock poisoned"))?;
+        let mut initial: Vec<(EventType, Arc<Value>)> = vec![];
+        match p.rv.filter(|rv| *rv > 0 && !p.send_initial) {
+            Some(rv) => match st.events_since(rv) {
+                Some(evs) => {
+                    for ev in evs.filter(|e| e.key == p.rt.key()) {
+                        if let Some(kind) = filter.view(ev) {
+                            initial.push((kind, ev.object.clone()));
+                        }
+                    }
+                }
+                None => {
+                    let err = ApiError::gone(rv, st.compacted + 1);
+                    let line = encode_event("ERROR", &err.status());
+                    return Ok(stream_response(Body::from(line)));
+                }
+            },
+            None => {
+                let ns = p.filter.ns.as_deref();
+                for (_, o) in st.list(&p.rt.key(), ns).filter(|(_, o)| filter.matches(o)) {
+                    initial.push((EventType::Added, o.clone()));
+                }
+            }
+        }
+        st.watchers.add(p.rt.key(), filter, tx);
+        (initial, st.rv)
+    };
+    let (out_tx, out_rx) = mpsc::channel::<Bytes>(64);
+    tokio::spawn(pump(state, p, initial, start_rv, rx, out_tx));
+    let body = Body::from_stream(futures::stream::unfold(out_rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
+    }));
+    Ok(stream_response(body))
+}
+
+fn stream_response(body: Body) -> Response {
+    let mut r = Response::new(body);
+    r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    r
+}
+
+struct Encoder {
+    rt: Arc<ResourceType>,
+    table: bool,
+    first: bool,
+}
+
+impl Encoder {
+    fn line(&mut self, kind: EventType, ev: Option<&Event>, obj: &Value) -> Bytes {
+        if self.table {
+            let t = table::table(&self.rt, &[obj], self.first, false);
+            self.first = false;
+            return encode_event(kind.as_str(), &t);
+        }
+        let av = self.rt.api_version();
+        match ev {
+            Some(ev) if ev.kind == kind && obj["apiVersion"] == *av => ev.line(),
+            _ if obj["apiVersion"] != *av => {
+                let mut o = obj.clone();
+                o["apiVersion"] = json!(av);
+                encode_event(kind.as_str(), &o)
+            }
+            _ => encode_event(kind.as_str(), obj),
+        }
+    }
+
+    fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        encode_event("BOOKMARK", &json!({"kind": self.rt.kind, "apiVersion": self.rt.api_version(), "metadata": meta}))
+    }
+}
+
+async fn pump(
+    state: Arc<Mutex<State>>,
+    p: WatchParams,
+    initial: Vec<(EventType, Arc<Value>)>,
+    start_rv: u64,
+    mut rx: mpsc::Receiver<Item>,
+    out: mpsc::Sender<Bytes>,
+) {
+    let mut enc = Encoder { rt: p.rt.clone(), table: p.table, first: true };
+    for (kind, obj) in &initial {
+        if out.send(enc.line(*kind, None, obj)).await.is_err() {
+            return;
+        }
+    }
+    if p.send_initial && p.bookmarks && out.send(enc.bookmark(start_rv, true)).await.is_err() {
+        return;
+    }
+    let deadline = tokio::time::sleep(p.timeout);
+    tokio::pin!(deadline);
+    let mut tick = tokio::time::interval(p.bookmark_every);
+    tick.tick().await;
+    loop {
+        let line = tokio::select! {
+            biased;
+            _ = &mut deadline => return,
+            _ = out.closed() => return,
+            item = rx.recv() => match item {
+                Some(item) => enc.line(item.kind, Some(&item.event), &item.event.object),
+                None => return,
+            },
+            _ = tick.tick(), if p.bookmarks && !p.table => {
+                let rv = match state.lock() {
+                    Ok(st) if rx.is_empty() => st.rv,
+                    _ => continue,
+                };
+                enc.bookmark(rv, false)
+            }
+        };
+        if out.send(line).await.is_err() {
+            return;
+        }
+    }
+}
