@@ -1,0 +1,48 @@
+//! Reconciles a node's network configuration with the Linux kernel over netlink.
+//!
+//! The agent converts a rendered NodeNetworkConfig into a [`Desired`] state of kernel objects
+//! (links with their kind data, addresses, routes, rules), then calls [`Dataplane::apply`]:
+//! **observe** the kernel ([`Dataplane::observe`]) → **diff** desired against observed, a pure
+//! function ([`diff`]) → ordered [`Op`]s (create before enslave, delete in reverse, change in
+//! place where the kernel allows) → **execute** via rtnetlink. A config already in place makes
+//! zero netlink writes ([`Report::writes`]). A failed op reports the op, the object and the
+//! kernel's error ([`Error::Kernel`]).
+//!
+//! Only managed objects are ever touched: links whose names carry a managed prefix
+//! ([`MANAGED_PREFIXES`]), addresses on them, and routes and rules tagged with protocol
+//! [`RTPROT_NETROLLOUT`]. Foreign links, addresses, routes and rules survive every apply.
+//!
+//! [`Dataplane::connect`] works in the caller's network namespace (the agent's case);
+//! [`Dataplane::in_netns`] works in a named one (tests, tools) without moving the process.
+//!
+//! Layout:
+//! - `model`: [`Desired`], [`Observed`] and their element types ([`Link`], [`Address`],
+//!   [`Route`], [`Rule`]), the managed prefixes and protocol tag.
+//! - `validate`: [`Desired::validate`] and the dependency order of links.
+//! - `diff`: the pure [`diff`].
+//! - `op`: [`Op`], one netlink write each.
+//! - `msg`: netlink request messages for ops (pure).
+//! - `observe`: netlink dumps into [`Observed`] (pure parsing).
+//! - `exec`: which ops may run concurrently; kernel answers as typed outcomes.
+//! - `dataplane`: the connection ([`Dataplane`]), observe, execute, apply, [`Report`].
+//! - `error`: [`Error`].
+#![forbid(unsafe_code)]
+
+mod dataplane;
+mod diff;
+mod error;
+mod exec;
+mod model;
+mod msg;
+mod observe;
+mod op;
+mod validate;
+
+pub use dataplane::{Dataplane, Report};
+pub use diff::diff;
+pub use error::{Error, Result};
+pub use model::{
+    Address, Desired, Family, Link, LinkKind, MANAGED_PREFIXES, MAX_NAME_LEN, Mac, Observed,
+    ObservedLink, RTPROT_NETROLLOUT, Route, Rule, VXLAN_PORT, Vxlan, is_managed,
+};
+pub use op::{LinkChange, Op};
