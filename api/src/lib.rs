@@ -48,3 +48,24 @@ pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 pub const NODE_CONDITION: &str = "NetworkConfigReady";
 /// Condition type the configurator sets on input objects.
 pub const ACCEPTED_CONDITION: &str = "Accepted";
+
+/// Annotation on a `Failed` `NetworkConfigRevision` that asks the configurator to retry it: the
+/// configurator clears `Failed`, raises `spec.sequence` so it is the target again, and removes the
+/// annotation. Any value works; `kubectl netrollout retry <rev>` sets the time.
+pub const RETRY_ANNOTATION: &str = "netrollout.io/retry";
+/// Annotation on a `NodeNetworkConfig` that asks its agent to try the current `spec.revision`
+/// once more although it failed on this node. Each new value is one retry; the agent remembers
+/// the last value it acted on in its state directory.
+pub const NODE_RETRY_ANNOTATION: &str = "netrollout.io/retry";
+/// Annotation on a `NodeNetworkConfig` where the configurator records its dispatch (JSON: the
+/// revision, when, and the revision the node had before) so that a new leader sees it.
+pub const DISPATCH_ANNOTATION: &str = "netrollout.io/dispatch";
+/// Name of the ConfigMap (in the configurator's namespace) whose `data.paused: "true"` pauses
+/// every rollout: no new dispatches; nodes already applying finish.
+pub const CONTROL_CONFIGMAP: &str = "netrollout-control";
+/// Key of [`CONTROL_CONFIGMAP`] that holds the global pause.
+pub const CONTROL_PAUSED_KEY: &str = "paused";
+/// Default namespace of the configurator, its Lease and the control ConfigMap.
+pub const DEFAULT_NAMESPACE: &str = "netrollout-system";
+/// Label the configurator puts on every `NodeNetworkConfig` it manages.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
