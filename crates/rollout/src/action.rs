@@ -135,6 +135,10 @@ pub struct Summary {
     pub in_flight: usize,
     /// The revision nodes are being moved to, if any.
     pub target: Option<String>,
+    /// Managed nodes that run the target and reported Provisioned for it.
+    pub target_updated: usize,
+    /// Managed nodes that failed the target (reported Failed, or the apply timed out).
+    pub target_failed: usize,
     /// What the planner is doing.
     pub mode: Mode,
 }

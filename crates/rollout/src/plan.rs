@@ -31,6 +31,8 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
         limit: p.limit,
         in_flight: in_flight + dispatched,
         target: d.goal.map(|g| state.revisions[g].name.clone()),
+        target_updated: p.on_target(&d, |c| *c == Cond::Settled),
+        target_failed: p.on_target(&d, |c| matches!(c, Cond::Failed { .. } | Cond::TimedOut)),
         mode: d.mode,
     };
     let mut actions = p.phase_actions;
@@ -215,6 +217,16 @@ impl<'a> Pass<'a> {
                 self.set_phase(i, RevisionPhase::Failed, reason, failures);
             }
         }
+    }
+
+    /// Managed nodes on the decision's target whose condition matches.
+    fn on_target(&self, d: &Decision, pred: impl Fn(&Cond<'_>) -> bool) -> usize {
+        d.goal.map_or(0, |g| {
+            self.on_rev[g]
+                .iter()
+                .filter(|&&k| pred(&self.nodes[k].cond))
+                .count()
+        })
     }
 
     fn newest(&self, pred: impl Fn(RevisionPhase) -> bool) -> Option<usize> {

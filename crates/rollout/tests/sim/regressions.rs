@@ -162,6 +162,7 @@ fn stale_status_about_a_previous_revision_is_never_counted() {
         "neither a failure of r2 nor a success: {p:?}"
     );
     assert_eq!(p.summary.in_flight, 1);
+    assert_eq!((p.summary.target_updated, p.summary.target_failed), (1, 0));
 }
 
 #[test]

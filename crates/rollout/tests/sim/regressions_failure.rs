@@ -70,6 +70,7 @@ fn failures_within_max_failures_let_the_rollout_continue() {
     );
     assert!(phase_changes(&p).is_empty(), "{p:?}");
     assert_eq!(dispatched(&p), s(&[("r2", "c")]));
+    assert_eq!((p.summary.target_updated, p.summary.target_failed), (1, 1));
 }
 
 #[test]
