@@ -1,0 +1,348 @@
+//! A running lab: the API server on the fabric, one namespace + agent per node, and the
+//! configurator(s) on the host. Dropping it kills every process; [`Lab::shutdown`] also removes
+//! the namespaces and links.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Node};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::ApiResource;
+use netrollout_lab_apiserver::{Config, LabServer};
+use serde_json::json;
+use tokio::process::{Child, Command};
+
+use crate::fabric;
+
+/// How to build a lab.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Nodes to start with.
+    pub nodes: usize,
+    /// Where kubeconfig, logs and agent state go.
+    pub state_dir: PathBuf,
+    /// Configurator replicas (the leader writes; the others stand by).
+    pub configurators: usize,
+    /// `--update-limit` of the configurator.
+    pub update_limit: String,
+    /// `--apply-timeout` of the configurator.
+    pub apply_timeout: String,
+    /// `--pickup-timeout` of the configurator.
+    pub pickup_timeout: String,
+    /// `--max-failures` of the configurator.
+    pub max_failures: u32,
+    /// Directory holding the `netrollout-agent` and `netrollout-configurator` binaries.
+    pub bin_dir: PathBuf,
+}
+
+/// A running lab.
+pub struct Lab {
+    /// The lab API server.
+    pub server: LabServer,
+    /// A client of it.
+    pub client: kube::Client,
+    opts: Options,
+    nodes: BTreeMap<String, (usize, Child)>,
+    configurators: BTreeMap<String, Child>,
+    next_index: usize,
+    /// Whether this kernel has VRF devices.
+    pub vrf: bool,
+}
+
+/// Namespace of the configurator's Lease and control ConfigMap.
+pub const NAMESPACE: &str = netrollout_api::DEFAULT_NAMESPACE;
+/// Name of the configurator's Lease.
+pub const LEASE: &str = "netrollout-configurator";
+
+impl Lab {
+    /// Builds the fabric, starts the API server, applies the CRDs and starts nodes and
+    /// configurators.
+    pub async fn start(opts: Options) -> Result<Self> {
+        for bin in ["netrollout-agent", "netrollout-configurator"] {
+            if !opts.bin_dir.join(bin).exists() {
+                bail!(
+                    "{bin} not found in {}; build the binaries first: cargo build --release --bins",
+                    opts.bin_dir.display()
+                );
+            }
+        }
+        fabric::check_privileges()?;
+        let leftovers = fabric::teardown();
+        if !leftovers.is_empty() {
+            eprintln!(
+                "removed leftovers of an earlier lab: {}",
+                leftovers.join(", ")
+            );
+        }
+        let vrf = fabric::kernel_has_vrf();
+        std::fs::create_dir_all(opts.state_dir.join("logs"))
+            .with_context(|| format!("creating {}", opts.state_dir.display()))?;
+        fabric::create_bridge()?;
+        let server = LabServer::start(Config {
+            listen: SocketAddr::from((fabric::HOST_IP, 0)),
+            kubeconfig: Some(opts.state_dir.join("kubeconfig")),
+            ..Config::default()
+        })
+        .await
+        .context("starting the lab API server")?;
+        let client = server.client()?;
+        let mut lab = Self {
+            server,
+            client,
+            opts,
+            nodes: BTreeMap::new(),
+            configurators: BTreeMap::new(),
+            next_index: 1,
+            vrf,
+        };
+        lab.install().await?;
+        for _ in 0..lab.opts.nodes {
+            lab.add_node().await?;
+        }
+        for i in 0..lab.opts.configurators {
+            lab.start_configurator(&format!("configurator-{i}"))?;
+        }
+        Ok(lab)
+    }
+
+    /// The kubeconfig users (and the lab's processes) connect with.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.opts.state_dir.join("kubeconfig")
+    }
+
+    /// Where a process's log goes.
+    pub fn log_path(&self, name: &str) -> PathBuf {
+        self.opts.state_dir.join("logs").join(format!("{name}.log"))
+    }
+
+    /// The lab's options.
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    async fn install(&self) -> Result<()> {
+        let pp = PatchParams::apply("netrollout-lab").force();
+        let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+            Api::all(self.client.clone());
+        for crd in netrollout_api::crds::all() {
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            crds.patch(&name, &pp, &Patch::Apply(&crd))
+                .await
+                .with_context(|| format!("applying CRD {name}"))?;
+        }
+        let ns: Api<Namespace> = Api::all(self.client.clone());
+        ns.patch(
+            NAMESPACE,
+            &pp,
+            &Patch::Apply(
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
+            ),
+        )
+        .await
+        .context("creating the configurator's namespace")?;
+        Ok(())
+    }
+
+    /// Adds a node: namespace on the fabric, Node object (Ready), and its agent. Returns its name.
+    pub async fn add_node(&mut self) -> Result<String> {
+        let index = self.next_index;
+        self.next_index += 1;
+        let name = format!("lab-node-{index}");
+        fabric::add_node(&name, index)?;
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let zone = format!("zone-{}", (index - 1) % 2);
+        let node: Node = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {
+                "kubernetes.io/hostname": name,
+                netrollout_api::ZONE_LABEL: zone,
+            }},
+        }))?;
+        nodes
+            .create(&PostParams::default(), &node)
+            .await
+            .with_context(|| format!("creating Node {name}"))?;
+        let now = k8s_openapi::jiff::Timestamp::now().to_string();
+        let status = json!({"status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "lab node", "lastHeartbeatTime": now, "lastTransitionTime": now}],
+            "addresses": [{"type": "InternalIP", "address": fabric::node_ip(index).to_string()}],
+        }});
+        nodes
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+            .await
+            .with_context(|| format!("marking Node {name} Ready"))?;
+        let child = self.spawn_agent(&name)?;
+        self.nodes.insert(name.clone(), (index, child));
+        Ok(name)
+    }
+
+    fn spawn_agent(&self, node: &str) -> Result<Child> {
+        let agent = self.opts.bin_dir.join("netrollout-agent");
+        let state = self.opts.state_dir.join("nodes").join(node);
+        std::fs::create_dir_all(&state)?;
+        let api = self.server.addr();
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &fabric::netns(node)])
+            .arg(agent)
+            .args(["--node-name", node])
+            .arg("--state-dir")
+            .arg(&state)
+            .args(crate::agent_probe_args(&api));
+        self.spawn(cmd, node)
+    }
+
+    fn spawn(&self, mut cmd: Command, name: &str) -> Result<Child> {
+        let log = std::fs::File::create(self.log_path(name))?;
+        cmd.env("KUBECONFIG", self.kubeconfig())
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .kill_on_drop(true);
+        let child = cmd.spawn().with_context(|| format!("starting {name}"))?;
+        if let Some(pid) = child.id() {
+            let pids = self.opts.state_dir.join("pids");
+            let mut text = std::fs::read_to_string(&pids).unwrap_or_default();
+            text.push_str(&format!("{pid}\n"));
+            std::fs::write(pids, text)?;
+        }
+        Ok(child)
+    }
+
+    /// Starts a configurator replica with the lab's rollout settings.
+    pub fn start_configurator(&mut self, id: &str) -> Result<()> {
+        let mut cmd = Command::new(self.opts.bin_dir.join("netrollout-configurator"));
+        cmd.env("POD_NAME", id)
+            .args(["--update-limit", &self.opts.update_limit])
+            .args(["--apply-timeout", &self.opts.apply_timeout])
+            .args(["--pickup-timeout", &self.opts.pickup_timeout])
+            .args(["--max-failures", &self.opts.max_failures.to_string()])
+            .args(["--lease-namespace", NAMESPACE, "--lease-name", LEASE])
+            .args([
+                "--metrics-addr",
+                "127.0.0.1:0",
+                "--health-addr",
+                "127.0.0.1:0",
+            ]);
+        let child = self.spawn(cmd, id)?;
+        self.configurators.insert(id.to_string(), child);
+        Ok(())
+    }
+
+    /// The configurator replica holding the Lease, if any.
+    pub async fn leader(&self) -> Result<Option<String>> {
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), NAMESPACE);
+        Ok(leases
+            .get_opt(LEASE)
+            .await?
+            .and_then(|l| l.spec?.holder_identity))
+    }
+
+    /// Kills a configurator replica with SIGKILL.
+    pub async fn kill_configurator(&mut self, id: &str) -> Result<()> {
+        let mut child = self
+            .configurators
+            .remove(id)
+            .with_context(|| format!("no configurator {id}"))?;
+        child.kill().await.with_context(|| format!("killing {id}"))
+    }
+
+    /// Names of the running nodes.
+    pub fn node_names(&self) -> Vec<String> {
+        self.nodes.keys().cloned().collect()
+    }
+
+    /// Applies input objects (VRF, Layer2, RoutingTable) with server-side apply.
+    pub async fn apply(&self, objects: &[DynamicObject]) -> Result<()> {
+        let pp = PatchParams::apply("netrollout-lab").force();
+        for obj in objects {
+            let ar = api_resource(obj)?;
+            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+            let name = obj.metadata.name.clone().unwrap_or_default();
+            api.patch(&name, &pp, &Patch::Apply(obj))
+                .await
+                .with_context(|| format!("applying {} {name}", ar.kind))?;
+        }
+        Ok(())
+    }
+
+    /// Deletes input objects.
+    pub async fn delete(&self, objects: &[DynamicObject]) -> Result<()> {
+        for obj in objects {
+            let ar = api_resource(obj)?;
+            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+            let name = obj.metadata.name.clone().unwrap_or_default();
+            api.delete(&name, &Default::default())
+                .await
+                .with_context(|| format!("deleting {} {name}", ar.kind))?;
+        }
+        Ok(())
+    }
+
+    /// Stops every process and removes the fabric.
+    pub async fn shutdown(mut self) -> Result<()> {
+        for (_, mut child) in std::mem::take(&mut self.configurators) {
+            let _ = child.kill().await;
+        }
+        for (_, (_, mut child)) in std::mem::take(&mut self.nodes) {
+            let _ = child.kill().await;
+        }
+        let _ = std::fs::remove_file(self.opts.state_dir.join("pids"));
+        fabric::teardown();
+        tokio::time::timeout(Duration::from_secs(5), self.server.shutdown())
+            .await
+            .ok();
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Lab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lab")
+            .field("server", &self.server.url())
+            .field("nodes", &self.nodes.keys().collect::<Vec<_>>())
+            .field(
+                "configurators",
+                &self.configurators.keys().collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+fn api_resource(obj: &DynamicObject) -> Result<ApiResource> {
+    let types = obj
+        .types
+        .as_ref()
+        .context("object without apiVersion/kind")?;
+    let plural = match types.kind.as_str() {
+        "VRFRouteConfiguration" => "vrfrouteconfigurations",
+        "Layer2NetworkConfiguration" => "layer2networkconfigurations",
+        "RoutingTable" => "routingtables",
+        other => bail!("the lab applies only netrollout.io inputs, not {other}"),
+    };
+    let gvk = kube::core::GroupVersionKind::try_from(types)?;
+    Ok(ApiResource::from_gvk_with_plural(&gvk, plural))
+}
+
+/// Kills the processes listed in a lab's pid file; returns how many it signalled.
+pub fn kill_recorded(state_dir: &Path) -> usize {
+    let Ok(text) = std::fs::read_to_string(state_dir.join("pids")) else {
+        return 0;
+    };
+    let mut killed = 0;
+    for pid in text.lines().filter(|l| !l.trim().is_empty()) {
+        let ok = std::process::Command::new("kill")
+            .args(["-9", pid.trim()])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        killed += usize::from(ok);
+    }
+    let _ = std::fs::remove_file(state_dir.join("pids"));
+    killed
+}

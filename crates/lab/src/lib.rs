@@ -1,0 +1,26 @@
+//! The netrollout lab: a whole cluster on one machine. The lab API server stands in for
+//! Kubernetes, a network namespace on a shared fabric bridge stands in for each node (running the
+//! real `netrollout-agent`), and the real `netrollout-configurator` rolls out the samples. Scenarios
+//! script failures and check the rollout's promises.
+//!
+//! Layout:
+//! - [`fabric`]: the host bridge and one namespace per node (iproute2).
+//! - [`cluster`]: [`cluster::Lab`]: API server, Node objects, agents and configurators.
+//! - [`inputs`]: the samples and the scenarios' configs.
+//! - [`progress`]: observing revisions and node configs; tables.
+//! - [`scenario`]: the scripted stories and their checks.
+
+#![forbid(unsafe_code)]
+
+pub mod cluster;
+pub mod fabric;
+pub mod inputs;
+pub mod progress;
+pub mod scenario;
+
+use std::net::SocketAddr;
+
+/// The agent's probe flags in the lab: the API server (through the fabric) must stay reachable.
+pub fn agent_probe_args(api: &SocketAddr) -> Vec<String> {
+    vec!["--probe-tcp".into(), api.to_string()]
+}

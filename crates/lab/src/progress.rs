@@ -1,0 +1,178 @@
+//! What the lab shows and checks: revisions and node configs as the API reports them, rendered
+//! as aligned tables.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+use kube::api::{Api, ListParams};
+use netrollout_api::{NetworkConfigRevision, NodeNetworkConfig, NodePhase, RevisionPhase};
+
+/// One look at the rollout.
+#[derive(Clone, Debug, Default)]
+pub struct Observed {
+    /// Revisions, newest (highest sequence) first.
+    pub revisions: Vec<NetworkConfigRevision>,
+    /// Node configs by node name.
+    pub configs: Vec<NodeNetworkConfig>,
+}
+
+impl Observed {
+    /// Lists revisions and node configs.
+    pub async fn fetch(client: &kube::Client) -> Result<Self> {
+        let ncr: Api<NetworkConfigRevision> = Api::all(client.clone());
+        let nnc: Api<NodeNetworkConfig> = Api::all(client.clone());
+        let mut revisions = ncr.list(&ListParams::default()).await?.items;
+        revisions.sort_by_key(|r| std::cmp::Reverse(r.spec.sequence));
+        let mut configs = nnc.list(&ListParams::default()).await?.items;
+        configs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        Ok(Self { revisions, configs })
+    }
+
+    /// The newest revision.
+    pub fn newest(&self) -> Option<&NetworkConfigRevision> {
+        self.revisions.first()
+    }
+
+    /// A revision's phase by name.
+    pub fn phase_of(&self, name: &str) -> Option<RevisionPhase> {
+        self.revisions
+            .iter()
+            .find(|r| r.metadata.name.as_deref() == Some(name))
+            .and_then(|r| r.status.as_ref()?.phase)
+    }
+
+    /// Nodes dispatched but not finished: their status does not yet report `Provisioned` or
+    /// `Failed` for their spec's revision.
+    pub fn in_flight(&self) -> Vec<&str> {
+        self.configs
+            .iter()
+            .filter(|c| !finished(c))
+            .filter_map(|c| c.metadata.name.as_deref())
+            .collect()
+    }
+
+    /// Nodes whose status says `Provisioned` for `revision`, which is also their spec.
+    pub fn provisioned_on(&self, revision: &str) -> Vec<&str> {
+        self.configs
+            .iter()
+            .filter(|c| {
+                c.spec.revision == revision
+                    && finished(c)
+                    && phase(c) == Some(NodePhase::Provisioned)
+            })
+            .filter_map(|c| c.metadata.name.as_deref())
+            .collect()
+    }
+
+    /// Nodes whose status says `Failed` for `revision`.
+    pub fn failed_on(&self, revision: &str) -> Vec<&str> {
+        self.configs
+            .iter()
+            .filter(|c| {
+                c.status.as_ref().is_some_and(|s| {
+                    s.observed_revision.as_deref() == Some(revision)
+                        && s.phase == Some(NodePhase::Failed)
+                })
+            })
+            .filter_map(|c| c.metadata.name.as_deref())
+            .collect()
+    }
+
+    /// Aligned tables of revisions and nodes.
+    pub fn render(&self) -> String {
+        let mut rows = vec![vec![
+            "REVISION".to_string(),
+            "SEQ".into(),
+            "PHASE".into(),
+            "READY".into(),
+            "IN-FLIGHT".into(),
+            "FAILED".into(),
+            "MESSAGE".into(),
+        ]];
+        for r in self.revisions.iter().take(5) {
+            let s = r.status.clone().unwrap_or_default();
+            rows.push(vec![
+                r.metadata.name.clone().unwrap_or_default(),
+                r.spec.sequence.to_string(),
+                s.phase
+                    .map(|p| format!("{p:?}"))
+                    .unwrap_or_else(|| "-".into()),
+                s.progress
+                    .clone()
+                    .unwrap_or_else(|| format!("{}/{}", s.ready, s.total)),
+                s.in_flight.to_string(),
+                s.failed.to_string(),
+                s.message.clone().unwrap_or_default(),
+            ]);
+        }
+        let mut out = table(&rows);
+        out.push('\n');
+        let mut rows = vec![vec![
+            "NODE".to_string(),
+            "SPEC".into(),
+            "OBSERVED".into(),
+            "PHASE".into(),
+            "MESSAGE".into(),
+        ]];
+        for c in &self.configs {
+            let s = c.status.clone().unwrap_or_default();
+            rows.push(vec![
+                c.metadata.name.clone().unwrap_or_default(),
+                c.spec.revision.clone(),
+                s.observed_revision.unwrap_or_else(|| "-".into()),
+                s.phase
+                    .map(|p| format!("{p:?}"))
+                    .unwrap_or_else(|| "-".into()),
+                s.message.unwrap_or_default(),
+            ]);
+        }
+        out.push_str(&table(&rows));
+        out
+    }
+}
+
+fn phase(c: &NodeNetworkConfig) -> Option<NodePhase> {
+    c.status.as_ref().and_then(|s| s.phase)
+}
+
+fn finished(c: &NodeNetworkConfig) -> bool {
+    c.status.as_ref().is_some_and(|s| {
+        s.observed_revision.as_deref() == Some(c.spec.revision.as_str())
+            && matches!(s.phase, Some(NodePhase::Provisioned | NodePhase::Failed))
+    })
+}
+
+/// Left-aligned columns separated by two spaces; long cells are cut.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let cut = |s: &str| {
+        if s.chars().count() > 60 {
+            format!("{}…", s.chars().take(59).collect::<String>())
+        } else {
+            s.to_string()
+        }
+    };
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| cut(c)).collect())
+        .collect();
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            let _ = write!(line, "{cell:<width$}  ", width = widths[i]);
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
