@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use futures::{StreamExt, TryStreamExt};
 use netlink_packet_route::AddressFamily;
-use netlink_packet_route::route::RouteMessage;
+use netlink_packet_route::link::LinkExtentMask;
+use netlink_packet_route::route::{RouteMessage, RouteProtocol};
 use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload};
 use rtnetlink::{Handle, IpVersion};
 use tokio::sync::oneshot;
@@ -15,7 +16,7 @@ use tokio::sync::oneshot;
 use crate::diff::diff;
 use crate::error::{Error, Result};
 use crate::exec::{Outcome, groups, outcome};
-use crate::model::{Desired, Observed};
+use crate::model::{Desired, Observed, RTPROT_NETROLLOUT};
 use crate::msg::request;
 use crate::observe::{ifindex, observed};
 use crate::op::Op;
@@ -46,7 +47,8 @@ impl Dataplane {
     /// Connects in the caller's own network namespace (the agent's case: it already runs in
     /// the node's namespace). Must be called inside a tokio runtime.
     pub fn connect() -> Result<Self> {
-        let (conn, handle, _) = rtnetlink::new_connection().map_err(Error::Connection)?;
+        let (conn, handle, _) =
+            rtnetlink::new_connection_with_strict_check().map_err(Error::Connection)?;
         tokio::spawn(conn);
         Ok(Self {
             handle,
@@ -90,14 +92,18 @@ impl Dataplane {
     /// Reads links, addresses, routes and rules (`ip -d link; ip addr; ip route show table
     /// all; ip rule`) and keeps the managed ones.
     pub async fn observe(&self) -> Result<Observed> {
-        // One dump at a time: the kernel allows a single dump in progress per socket.
+        // One dump at a time: the kernel allows a single dump in progress per socket. The
+        // socket checks strictly, so the kernel filters routes by protocol itself.
+        let t = std::time::Instant::now();
         let links = self
             .handle
             .link()
             .get()
+            .set_filter_mask(AddressFamily::Unspec, vec![LinkExtentMask::SkipStats])
             .execute()
             .try_collect::<Vec<_>>()
             .await;
+        let t_links = t.elapsed();
         let addrs = self
             .handle
             .address()
@@ -105,20 +111,9 @@ impl Dataplane {
             .execute()
             .try_collect::<Vec<_>>()
             .await;
-        let routes = self
-            .handle
-            .route()
-            .get(route_dump(AddressFamily::Inet))
-            .execute()
-            .try_collect::<Vec<_>>()
-            .await;
-        let r6 = self
-            .handle
-            .route()
-            .get(route_dump(AddressFamily::Inet6))
-            .execute()
-            .try_collect::<Vec<_>>()
-            .await;
+        let t_addrs = t.elapsed();
+        let routes = self.dump_routes(AddressFamily::Inet).await;
+        let r6 = self.dump_routes(AddressFamily::Inet6).await;
         let rules = self
             .handle
             .rule()
@@ -133,6 +128,7 @@ impl Dataplane {
             .execute()
             .try_collect::<Vec<_>>()
             .await;
+        tracing::debug!(?t_links, ?t_addrs, total = ?t.elapsed(), "dumps done");
         let dump = |what: &'static str| move |source| Error::Dump { what, source };
         let links = links.map_err(dump("links"))?;
         let addrs = addrs.map_err(dump("addresses"))?;
@@ -140,15 +136,32 @@ impl Dataplane {
         routes.extend(r6.map_err(dump("routes"))?);
         let mut rules = rules.map_err(dump("rules"))?;
         rules.extend(u6.map_err(dump("rules"))?);
-        Ok(observed(&links, &addrs, &routes, &rules))
+        let observed = observed(&links, &addrs, &routes, &rules);
+        tracing::debug!(total = ?t.elapsed(), "observe done");
+        Ok(observed)
+    }
+
+    async fn dump_routes(
+        &self,
+        family: AddressFamily,
+    ) -> Result<Vec<RouteMessage>, rtnetlink::Error> {
+        let mut m = RouteMessage::default();
+        m.header.address_family = family;
+        m.header.protocol = RouteProtocol::from(RTPROT_NETROLLOUT);
+        self.handle.route().get(m).execute().try_collect().await
     }
 
     /// Validates `desired`, observes, diffs and executes: the whole reconcile.
     pub async fn apply(&self, desired: &Desired) -> Result<Report> {
+        let t = std::time::Instant::now();
         desired.validate()?;
+        let validated = t.elapsed();
         let observed = self.observe().await?;
         let ops = diff(desired, &observed);
-        self.execute(&ops, &observed).await
+        let diffed = t.elapsed();
+        let report = self.execute(&ops, &observed).await;
+        tracing::debug!(?validated, ?diffed, total = ?t.elapsed(), "apply done");
+        report
     }
 
     /// Executes operations in order. Independent operations run concurrently; a group never
@@ -159,6 +172,7 @@ impl Dataplane {
         let mut report = Report::default();
         for range in groups(ops) {
             let group = &ops[range];
+            let started = std::time::Instant::now();
             let mut requests = Vec::with_capacity(group.len());
             for op in group {
                 let req =
@@ -188,7 +202,9 @@ impl Dataplane {
                 }
             }
             report.ops.extend(group.iter().cloned());
+            let sent = started.elapsed();
             self.refresh_index(group, &mut index).await?;
+            tracing::debug!(ops = group.len(), ?sent, total = ?started.elapsed(), "group done");
         }
         Ok(report)
     }
@@ -232,12 +248,6 @@ impl Dataplane {
     }
 }
 
-fn route_dump(family: AddressFamily) -> RouteMessage {
-    let mut m = RouteMessage::default();
-    m.header.address_family = family;
-    m
-}
-
 /// Sends one write request and waits for the acknowledgement; returns the kernel's errno (0
 /// for success).
 async fn send(
@@ -271,7 +281,8 @@ fn serve_in_netns(
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let (conn, handle, _) = rt.block_on(async { rtnetlink::new_connection() })?;
+        let (conn, handle, _) =
+            rt.block_on(async { rtnetlink::new_connection_with_strict_check() })?;
         Ok((rt, conn, handle))
     };
     match setup() {

@@ -158,23 +158,29 @@ pub(crate) fn link_order(desired: &Desired) -> Vec<&str> {
             dependents.entry(d).or_default().push(&link.name);
         }
     }
-    let mut ready: Vec<&str> = pending
+    // Level by level (all links without dependencies, then their dependents, ...), so that the
+    // executor can create each level's links concurrently.
+    let mut level: Vec<&str> = pending
         .iter()
         .filter(|(_, n)| **n == 0)
         .map(|(k, _)| *k)
         .collect();
-    ready.reverse();
     let mut order = Vec::with_capacity(pending.len());
-    while let Some(name) = ready.pop() {
-        order.push(name);
-        for dep in dependents.get(name).into_iter().flatten() {
-            if let Some(n) = pending.get_mut(dep) {
-                *n -= 1;
-                if *n == 0 {
-                    ready.push(dep);
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        for name in &level {
+            for dep in dependents.get(name).into_iter().flatten() {
+                if let Some(n) = pending.get_mut(dep) {
+                    *n -= 1;
+                    if *n == 0 {
+                        next.push(*dep);
+                    }
                 }
             }
         }
+        order.append(&mut level);
+        next.sort_unstable();
+        level = next;
     }
     order
 }
