@@ -4,19 +4,18 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use futures::{StreamExt, TryStreamExt};
-use netlink_packet_route::AddressFamily;
-use netlink_packet_route::link::LinkExtentMask;
-use netlink_packet_route::route::{RouteMessage, RouteProtocol};
+use futures::StreamExt;
+use rtnetlink::Handle;
 use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload};
-use rtnetlink::{Handle, IpVersion};
 use tokio::sync::oneshot;
 
 use crate::diff::diff;
+use crate::dump::DumpSocket;
 use crate::error::{Error, Result};
 use crate::exec::{Outcome, groups, outcome};
-use crate::model::{Desired, Observed, RTPROT_NETROLLOUT};
+use crate::model::{Desired, Observed};
 use crate::msg::request;
 use crate::observe::{ifindex, observed};
 use crate::op::Op;
@@ -39,6 +38,7 @@ pub struct Report {
 #[derive(Debug)]
 pub struct Dataplane {
     handle: Handle,
+    dumps: Arc<DumpSocket>,
     /// Dropping it stops the connection thread of a namespace connection.
     _stop: Option<oneshot::Sender<()>>,
 }
@@ -47,11 +47,12 @@ impl Dataplane {
     /// Connects in the caller's own network namespace (the agent's case: it already runs in
     /// the node's namespace). Must be called inside a tokio runtime.
     pub fn connect() -> Result<Self> {
-        let (conn, handle, _) =
-            rtnetlink::new_connection_with_strict_check().map_err(Error::Connection)?;
+        let (conn, handle, _) = rtnetlink::new_connection().map_err(Error::Connection)?;
+        let dumps = Arc::new(DumpSocket::open().map_err(Error::Connection)?);
         tokio::spawn(conn);
         Ok(Self {
             handle,
+            dumps,
             _stop: None,
         })
     }
@@ -73,7 +74,7 @@ impl Dataplane {
             .name("netrollout-netlink".into())
             .spawn(move || serve_in_netns(&path, ready_tx, stop_rx))
             .map_err(Error::Connection)?;
-        let handle = ready_rx
+        let (handle, dumps) = ready_rx
             .recv()
             .map_err(|_| Error::Namespace {
                 path: shown.clone(),
@@ -85,6 +86,7 @@ impl Dataplane {
             })?;
         Ok(Self {
             handle,
+            dumps: Arc::new(dumps),
             _stop: Some(stop_tx),
         })
     }
@@ -92,63 +94,17 @@ impl Dataplane {
     /// Reads links, addresses, routes and rules (`ip -d link; ip addr; ip route show table
     /// all; ip rule`) and keeps the managed ones.
     pub async fn observe(&self) -> Result<Observed> {
-        // One dump at a time: the kernel allows a single dump in progress per socket. The
-        // socket checks strictly, so the kernel filters routes by protocol itself.
-        let t = std::time::Instant::now();
-        let links = self
-            .handle
-            .link()
-            .get()
-            .set_filter_mask(AddressFamily::Unspec, vec![LinkExtentMask::SkipStats])
-            .execute()
-            .try_collect::<Vec<_>>()
-            .await;
-        let t_links = t.elapsed();
-        let addrs = self
-            .handle
-            .address()
-            .get()
-            .execute()
-            .try_collect::<Vec<_>>()
-            .await;
-        let t_addrs = t.elapsed();
-        let routes = self.dump_routes(AddressFamily::Inet).await;
-        let r6 = self.dump_routes(AddressFamily::Inet6).await;
-        let rules = self
-            .handle
-            .rule()
-            .get(IpVersion::V4)
-            .execute()
-            .try_collect::<Vec<_>>()
-            .await;
-        let u6 = self
-            .handle
-            .rule()
-            .get(IpVersion::V6)
-            .execute()
-            .try_collect::<Vec<_>>()
-            .await;
-        tracing::debug!(?t_links, ?t_addrs, total = ?t.elapsed(), "dumps done");
-        let dump = |what: &'static str| move |source| Error::Dump { what, source };
-        let links = links.map_err(dump("links"))?;
-        let addrs = addrs.map_err(dump("addresses"))?;
-        let mut routes = routes.map_err(dump("routes"))?;
-        routes.extend(r6.map_err(dump("routes"))?);
-        let mut rules = rules.map_err(dump("rules"))?;
-        rules.extend(u6.map_err(dump("rules"))?);
-        let observed = observed(&links, &addrs, &routes, &rules);
-        tracing::debug!(total = ?t.elapsed(), "observe done");
-        Ok(observed)
-    }
-
-    async fn dump_routes(
-        &self,
-        family: AddressFamily,
-    ) -> Result<Vec<RouteMessage>, rtnetlink::Error> {
-        let mut m = RouteMessage::default();
-        m.header.address_family = family;
-        m.header.protocol = RouteProtocol::from(RTPROT_NETROLLOUT);
-        self.handle.route().get(m).execute().try_collect().await
+        let dumps = self.dumps.clone();
+        let raw = tokio::task::spawn_blocking(move || dumps.all())
+            .await
+            .map_err(|e| Error::Connection(std::io::Error::other(e)))?
+            .map_err(|(what, source)| Error::Dump { what, source })?;
+        Ok(observed(
+            &raw.links,
+            &raw.addresses,
+            &raw.routes,
+            &raw.rules,
+        ))
     }
 
     /// Validates `desired`, observes, diffs and executes: the whole reconcile.
@@ -157,10 +113,11 @@ impl Dataplane {
         desired.validate()?;
         let validated = t.elapsed();
         let observed = self.observe().await?;
+        let observed_at = t.elapsed();
         let ops = diff(desired, &observed);
         let diffed = t.elapsed();
         let report = self.execute(&ops, &observed).await;
-        tracing::debug!(?validated, ?diffed, total = ?t.elapsed(), "apply done");
+        tracing::debug!(?validated, ?observed_at, ?diffed, total = ?t.elapsed(), "apply done");
         report
     }
 
@@ -209,40 +166,23 @@ impl Dataplane {
         Ok(report)
     }
 
-    /// Learns the indexes of links a group created and forgets deleted ones.
+    /// Learns the indexes of links a group created (one link dump) and forgets deleted ones.
     async fn refresh_index(&self, group: &[Op], index: &mut BTreeMap<String, u32>) -> Result<()> {
-        let mut created = Vec::new();
         for op in group {
-            match op {
-                Op::CreateLink(_) => created.extend(op.writes().into_iter().map(str::to_string)),
-                Op::DeleteLink(name) => {
-                    index.remove(name);
-                }
-                _ => {}
+            if let Op::DeleteLink(name) = op {
+                index.remove(name);
             }
         }
-        let found: Vec<_> = futures::stream::iter(created)
-            .map(|name| {
-                let handle = self.handle.clone();
-                async move {
-                    handle
-                        .link()
-                        .get()
-                        .match_name(name)
-                        .execute()
-                        .try_collect::<Vec<_>>()
-                        .await
-                }
-            })
-            .buffer_unordered(CONCURRENCY)
-            .try_collect()
-            .await
-            .map_err(|source| Error::Dump {
-                what: "created links",
-                source,
-            })?;
-        for msgs in found {
-            index.extend(ifindex(&msgs));
+        if group.iter().any(|op| matches!(op, Op::CreateLink(_))) {
+            let dumps = self.dumps.clone();
+            let links = tokio::task::spawn_blocking(move || dumps.links())
+                .await
+                .map_err(|e| Error::Connection(std::io::Error::other(e)))?
+                .map_err(|source| Error::Dump {
+                    what: "created links",
+                    source,
+                })?;
+            *index = ifindex(&links);
         }
         Ok(())
     }
@@ -271,7 +211,7 @@ async fn send(
 
 fn serve_in_netns(
     path: &PathBuf,
-    ready: std::sync::mpsc::Sender<std::io::Result<Handle>>,
+    ready: std::sync::mpsc::Sender<std::io::Result<(Handle, DumpSocket)>>,
     stop: oneshot::Receiver<()>,
 ) {
     let setup = || -> std::io::Result<_> {
@@ -281,16 +221,15 @@ fn serve_in_netns(
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let (conn, handle, _) =
-            rt.block_on(async { rtnetlink::new_connection_with_strict_check() })?;
-        Ok((rt, conn, handle))
+        let (conn, handle, _) = rt.block_on(async { rtnetlink::new_connection() })?;
+        Ok((rt, conn, handle, DumpSocket::open()?))
     };
     match setup() {
         Err(e) => {
             let _ = ready.send(Err(e));
         }
-        Ok((rt, conn, handle)) => {
-            if ready.send(Ok(handle)).is_ok() {
+        Ok((rt, conn, handle, dumps)) => {
+            if ready.send(Ok((handle, dumps))).is_ok() {
                 rt.block_on(async {
                     tokio::select! {
                         _ = conn => {}

@@ -22,7 +22,8 @@
 //! - `diff`: the pure [`diff`].
 //! - `op`: [`Op`], one netlink write each.
 //! - `msg`: netlink request messages for ops (pure).
-//! - `observe`: netlink dumps into [`Observed`] (pure parsing).
+//! - `dump`: fast dumps over a blocking socket, decoding only the attributes the model needs.
+//! - `observe`: netlink dump messages into [`Observed`] (pure).
 //! - `exec`: which ops may run concurrently; kernel answers as typed outcomes.
 //! - `dataplane`: the connection ([`Dataplane`]), observe, execute, apply, [`Report`].
 //! - `error`: [`Error`].
@@ -30,6 +31,7 @@
 
 mod dataplane;
 mod diff;
+mod dump;
 mod error;
 mod exec;
 mod model;
