@@ -3,6 +3,7 @@
 //! lower link, kind data). On a node with thousands of links this keeps observe in the tens
 //! of milliseconds, where decoding every attribute of every link costs several times that.
 
+use std::collections::HashSet;
 use std::io;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -18,11 +19,12 @@ use rtnetlink::packet_core::{
 };
 use rtnetlink::sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 
-use crate::model::RTPROT_NETROLLOUT;
+use crate::model::{RTPROT_NETROLLOUT, is_managed};
+use crate::observe::link_name;
 
-/// Link attributes the model reads: address, name, MTU, lower link, master, link info,
-/// lower link's namespace.
-const LINK_ATTRS: [u16; 7] = [1, 3, 4, 5, 10, 18, 37];
+/// Link attributes the model reads besides the link info: address, name, MTU, lower link,
+/// master, lower link's namespace.
+const LINK_ATTRS: [u16; 6] = [1, 3, 4, 5, 10, 37];
 
 /// Receive buffer size; the kernel sizes dump datagrams to fit (up to 32 KiB, more only for a
 /// single oversized message).
@@ -66,8 +68,15 @@ impl DumpSocket {
             ..Dumps::default()
         };
         let t_links = t.elapsed();
+        let managed: HashSet<u32> = d
+            .links
+            .iter()
+            .filter(|l| link_name(l).is_some_and(is_managed))
+            .map(|l| l.header.index)
+            .collect();
         self.dump(
             RouteNetlinkMessage::GetAddress(AddressMessage::default()),
+            &|p| wanted_address(p, &managed),
             |m| {
                 if let RouteNetlinkMessage::NewAddress(a) = m {
                     d.addresses.push(a);
@@ -80,7 +89,7 @@ impl DumpSocket {
             let mut r = RouteMessage::default();
             r.header.address_family = family;
             r.header.protocol = RouteProtocol::from(RTPROT_NETROLLOUT);
-            self.dump(RouteNetlinkMessage::GetRoute(r), |m| {
+            self.dump(RouteNetlinkMessage::GetRoute(r), &|_| true, |m| {
                 if let RouteNetlinkMessage::NewRoute(r) = m {
                     d.routes.push(r);
                 }
@@ -88,7 +97,7 @@ impl DumpSocket {
             .map_err(|e| ("routes", e))?;
             let mut r = RuleMessage::default();
             r.header.family = family;
-            self.dump(RouteNetlinkMessage::GetRule(r), |m| {
+            self.dump(RouteNetlinkMessage::GetRule(r), &|_| true, |m| {
                 if let RouteNetlinkMessage::NewRule(r) = m {
                     d.rules.push(r);
                 }
@@ -105,7 +114,7 @@ impl DumpSocket {
         req.attributes
             .push(LinkAttribute::ExtMask(vec![LinkExtentMask::SkipStats]));
         let mut out = Vec::new();
-        self.dump(RouteNetlinkMessage::GetLink(req), |m| {
+        self.dump(RouteNetlinkMessage::GetLink(req), &|_| true, |m| {
             if let RouteNetlinkMessage::NewLink(l) = m {
                 out.push(l);
             }
@@ -116,6 +125,7 @@ impl DumpSocket {
     fn dump(
         &self,
         req: RouteNetlinkMessage,
+        wanted: &dyn Fn(&[u8]) -> bool,
         mut each: impl FnMut(RouteNetlinkMessage),
     ) -> io::Result<()> {
         let is_link = matches!(req, RouteNetlinkMessage::GetLink(_));
@@ -160,6 +170,9 @@ impl DumpSocket {
                     }
                     _ => {}
                 }
+                if !wanted(nl.payload()) {
+                    continue;
+                }
                 let payload = if is_link {
                     keep_link_attrs(nl.payload(), &mut filtered)
                 } else {
@@ -171,7 +184,9 @@ impl DumpSocket {
     }
 }
 
-/// Copies the 16-byte `ifinfomsg` header and the wanted attributes of a link message.
+/// Copies the 16-byte `ifinfomsg` header and the wanted attributes of a link message; of the
+/// link info, only the kind data the model reads (vxlan, vrf, vlan) and a bridge port's
+/// neighbour suppression are kept.
 fn keep_link_attrs<'a>(payload: &[u8], out: &'a mut Vec<u8>) -> &'a [u8] {
     out.clear();
     let Some((header, attrs)) = payload.split_at_checked(16) else {
@@ -180,14 +195,80 @@ fn keep_link_attrs<'a>(payload: &[u8], out: &'a mut Vec<u8>) -> &'a [u8] {
     };
     out.extend_from_slice(header);
     for nla in NlasIterator::new(attrs).flatten() {
-        if LINK_ATTRS.contains(&(nla.kind() & 0x3fff)) {
-            let len = (usize::from(nla.length()) + 3) & !3;
-            let raw = nla.into_inner();
-            out.extend_from_slice(&raw[..len.min(raw.len())]);
-            out.resize((out.len() + 3) & !3, 0);
+        match nla.kind() & NLA_TYPE_MASK {
+            IFLA_LINKINFO => push_nla(out, nla.kind(), &link_info(nla.value())),
+            t if LINK_ATTRS.contains(&t) => push_nla(out, nla.kind(), nla.value()),
+            _ => {}
         }
     }
     out
+}
+
+const NLA_TYPE_MASK: u16 = 0x3fff;
+const IFLA_LINKINFO: u16 = 18;
+const IFLA_INFO_KIND: u16 = 1;
+const IFLA_INFO_DATA: u16 = 2;
+const IFLA_INFO_SLAVE_KIND: u16 = 4;
+const IFLA_INFO_SLAVE_DATA: u16 = 5;
+const IFLA_BRPORT_NEIGH_SUPPRESS: u16 = 32;
+
+fn link_info(value: &[u8]) -> Vec<u8> {
+    let name = |v: &[u8]| {
+        v.split(|b| *b == 0)
+            .next()
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default()
+    };
+    let (mut kind, mut port_kind) = (Vec::new(), Vec::new());
+    for nla in NlasIterator::new(value).flatten() {
+        match nla.kind() & NLA_TYPE_MASK {
+            IFLA_INFO_KIND => kind = name(nla.value()),
+            IFLA_INFO_SLAVE_KIND => port_kind = name(nla.value()),
+            _ => {}
+        }
+    }
+    let wanted_data = [&b"vxlan"[..], b"vrf", b"vlan"].contains(&kind.as_slice());
+    let mut out = Vec::new();
+    for nla in NlasIterator::new(value).flatten() {
+        match nla.kind() & NLA_TYPE_MASK {
+            IFLA_INFO_KIND | IFLA_INFO_SLAVE_KIND => push_nla(&mut out, nla.kind(), nla.value()),
+            IFLA_INFO_DATA if wanted_data => push_nla(&mut out, nla.kind(), nla.value()),
+            IFLA_INFO_SLAVE_DATA if port_kind == b"bridge" => {
+                let mut port = Vec::new();
+                for x in NlasIterator::new(nla.value()).flatten() {
+                    if x.kind() & NLA_TYPE_MASK == IFLA_BRPORT_NEIGH_SUPPRESS {
+                        push_nla(&mut port, x.kind(), x.value());
+                    }
+                }
+                push_nla(&mut out, nla.kind(), &port);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Appends one attribute (header, value, padding).
+fn push_nla(out: &mut Vec<u8>, kind: u16, value: &[u8]) {
+    // The value came out of an attribute of at most u16::MAX bytes, so it fits again.
+    let len = u16::try_from(4 + value.len()).unwrap_or(u16::MAX);
+    out.extend_from_slice(&len.to_ne_bytes());
+    out.extend_from_slice(&kind.to_ne_bytes());
+    out.extend_from_slice(value);
+    out.resize((out.len() + 3) & !3, 0);
+}
+
+/// Whether an address message is worth decoding: on a managed link and not IPv6 link-local.
+fn wanted_address(payload: &[u8], managed: &HashSet<u32>) -> bool {
+    const AF_INET6: u8 = 10;
+    const RT_SCOPE_LINK: u8 = 253;
+    match payload {
+        [family, _, _, scope, i0, i1, i2, i3, ..] => {
+            managed.contains(&u32::from_ne_bytes([*i0, *i1, *i2, *i3]))
+                && !(*family == AF_INET6 && *scope == RT_SCOPE_LINK)
+        }
+        _ => true,
+    }
 }
 
 fn invalid(e: impl std::fmt::Display) -> io::Error {
