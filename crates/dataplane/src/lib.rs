@@ -19,7 +19,7 @@
 //! - `model`: [`Desired`], [`Observed`] and their element types ([`Link`], [`Address`],
 //!   [`Route`], [`Rule`]), the managed prefixes and protocol tag.
 //! - `validate`: [`Desired::validate`] and the dependency order of links.
-//! - `diff`: the pure [`diff`].
+//! - `diff`: the pure [`diff`]; its tests (`diff_tests`) run ops on a model kernel.
 //! - `op`: [`Op`], one netlink write each.
 //! - `msg`: netlink request messages for ops (pure).
 //! - `dump`: fast dumps over a blocking socket, decoding only the attributes the model needs.
