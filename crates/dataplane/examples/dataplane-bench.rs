@@ -89,6 +89,25 @@ impl Drop for Ns {
     }
 }
 
+/// CPU time of the whole process (all threads, user and kernel): the kernel's netlink work
+/// runs on our threads, so this is the wall time the re-apply would take on an idle machine.
+fn cpu_time() -> Result<Duration> {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let u = getrusage(UsageWho::RUSAGE_SELF)?;
+    let us = |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000 + t.tv_usec() as u64;
+    Ok(Duration::from_micros(
+        us(u.user_time()) + us(u.system_time()),
+    ))
+}
+
+/// The 1-minute load average, printed with timings: on a busy machine they stretch.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -169,11 +188,12 @@ async fn main() -> Result<()> {
     let Some((_ns, dp, _ip_ns)) = last else {
         bail!("--runs must be at least 1")
     };
-    let mut times = Vec::new();
+    let (mut times, mut cpu) = (Vec::new(), Vec::new());
     for _ in 0..5 {
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), cpu_time()?);
         let report = dp.apply(&want).await?;
         times.push(t.elapsed());
+        cpu.push(cpu_time()? - c);
         ensure!(
             report.writes == 0,
             "re-apply made {} writes: {:?}",
@@ -182,9 +202,12 @@ async fn main() -> Result<()> {
         );
     }
     let t = median(times);
+    let cpu = median(cpu);
     println!(
-        "dataplane\tre-apply unchanged 1000 L2 (observe+diff)\t{}, 0 writes\tapply from scratch {}\t{:.3}x\t0 writes, < 50 ms",
+        "dataplane\tre-apply unchanged 1000 L2 (observe+diff)\t{}, 0 writes (cpu {}, load avg {})\tapply from scratch {}\t{:.3}x\t0 writes, < 50 ms",
         millis(t),
+        millis(cpu),
+        load_average(),
         secs(ours),
         t.as_secs_f64() / ours.as_secs_f64()
     );
