@@ -39,7 +39,7 @@ pub struct Report {
 pub struct Dataplane {
     handle: Handle,
     dumps: Arc<DumpSocket>,
-    /// Dropping it stops the connection thread of a namespace connection.
+    /// Dropping it stops the connection task (or thread, for a namespace connection).
     _stop: Option<oneshot::Sender<()>>,
 }
 
@@ -49,11 +49,17 @@ impl Dataplane {
     pub fn connect() -> Result<Self> {
         let (conn, handle, _) = rtnetlink::new_connection().map_err(Error::Connection)?;
         let dumps = Arc::new(DumpSocket::open().map_err(Error::Connection)?);
-        tokio::spawn(conn);
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = conn => {}
+                _ = stop_rx => {}
+            }
+        });
         Ok(Self {
             handle,
             dumps,
-            _stop: None,
+            _stop: Some(stop_tx),
         })
     }
 

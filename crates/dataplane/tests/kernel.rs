@@ -338,3 +338,31 @@ async fn a_missing_underlay_device_is_reported_by_name() {
             .contains("10:\tfrom all iif lx.1 lookup 7 proto 177")
     );
 }
+
+#[test]
+fn connect_works_in_the_namespace_the_caller_already_runs_in() {
+    let ns = TestNs::new();
+    let path = format!("/run/netns/{}", ns.name);
+    // Like the agent inside a node's namespace: this thread enters it, then connects.
+    let report = std::thread::spawn(move || {
+        let file = std::fs::File::open(path).unwrap();
+        nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let dp = netrollout_dataplane::Dataplane::connect().unwrap();
+            let mut desired = Desired::default();
+            add_layer2(&mut desired, 7, 1500);
+            let first = dp.apply(&desired).await.unwrap();
+            let second = dp.apply(&desired).await.unwrap();
+            (first.writes, second.writes)
+        })
+    })
+    .join()
+    .unwrap();
+    // Bridge, VXLAN, its neighbour suppression, the gateway address; then nothing.
+    assert_eq!(report, (4, 0));
+    assert!(ns.ip("-d link show lx.7").contains("master l2.7"));
+}
