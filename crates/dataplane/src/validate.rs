@@ -49,6 +49,21 @@ impl Desired {
                     ));
                 }
             }
+            if let LinkKind::Vxlan(v) = &link.kind
+                && v.neigh_suppress
+                && !matches!(
+                    link.master
+                        .as_ref()
+                        .and_then(|m| self.links.get(m))
+                        .map(|m| &m.kind),
+                    Some(LinkKind::Bridge)
+                )
+            {
+                return Err(invalid(
+                    object(),
+                    "has neighbour suppression but no bridge master",
+                ));
+            }
             if let LinkKind::Unsupported(kind) = &link.kind {
                 return Err(invalid(
                     object(),
@@ -250,6 +265,21 @@ mod tests {
             addr: "10.0.0.1/24".parse().unwrap(),
         });
         assert!(d.validate().is_err());
+    }
+
+    #[test]
+    fn neighbour_suppression_needs_a_bridge_master() {
+        let vx = crate::model::Vxlan {
+            vni: 1,
+            local: "192.0.2.1".parse().unwrap(),
+            underlay: None,
+            port: 4789,
+            learning: false,
+            neigh_suppress: true,
+        };
+        let d = desired(vec![Link::new("lx.1", LinkKind::Vxlan(vx))]);
+        let err = d.validate().unwrap_err().to_string();
+        assert!(err.contains("neighbour suppression"), "{err}");
     }
 
     #[test]

@@ -136,14 +136,21 @@ async fn applying_the_same_config_twice_makes_zero_writes_the_second_time() {
 }
 
 #[tokio::test]
-async fn a_managed_bridge_deleted_by_hand_is_recreated() {
+async fn drift_by_hand_is_repaired_and_a_deleted_bridge_recreated() {
     let ns = TestNs::new();
     let dp = ns.dataplane();
     let desired = node();
     dp.apply(&desired).await.unwrap();
     ns.ip("link del l2.100");
 
+    ns.ip("addr add 10.77.0.1/24 dev l2.200");
+    ns.ip("link set vv.red mtu 1300");
     let repair = dp.apply(&desired).await.unwrap();
+    assert!(
+        !ns.ip("addr show dev l2.200").contains("10.77.0.1"),
+        "a stray address on a managed link is removed"
+    );
+    assert!(ns.ip("link show vv.red").contains("mtu 1400"));
     assert!(
         repair
             .ops
