@@ -4,15 +4,15 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use futures::{StreamExt, TryStreamExt};
-use netlink_packet_route::AddressFamily;
-use netlink_packet_route::route::RouteMessage;
+use futures::StreamExt;
+use rtnetlink::Handle;
 use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload};
-use rtnetlink::{Handle, IpVersion};
 use tokio::sync::oneshot;
 
 use crate::diff::diff;
+use crate::dump::DumpSocket;
 use crate::error::{Error, Result};
 use crate::exec::{Outcome, groups, outcome};
 use crate::model::{Desired, Observed};
@@ -38,7 +38,8 @@ pub struct Report {
 #[derive(Debug)]
 pub struct Dataplane {
     handle: Handle,
-    /// Dropping it stops the connection thread of a namespace connection.
+    dumps: Arc<DumpSocket>,
+    /// Dropping it stops the connection task (or thread, for a namespace connection).
     _stop: Option<oneshot::Sender<()>>,
 }
 
@@ -47,10 +48,18 @@ impl Dataplane {
     /// the node's namespace). Must be called inside a tokio runtime.
     pub fn connect() -> Result<Self> {
         let (conn, handle, _) = rtnetlink::new_connection().map_err(Error::Connection)?;
-        tokio::spawn(conn);
+        let dumps = Arc::new(DumpSocket::open().map_err(Error::Connection)?);
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = conn => {}
+                _ = stop_rx => {}
+            }
+        });
         Ok(Self {
             handle,
-            _stop: None,
+            dumps,
+            _stop: Some(stop_tx),
         })
     }
 
@@ -71,7 +80,7 @@ impl Dataplane {
             .name("netrollout-netlink".into())
             .spawn(move || serve_in_netns(&path, ready_tx, stop_rx))
             .map_err(Error::Connection)?;
-        let handle = ready_rx
+        let (handle, dumps) = ready_rx
             .recv()
             .map_err(|_| Error::Namespace {
                 path: shown.clone(),
@@ -83,6 +92,7 @@ impl Dataplane {
             })?;
         Ok(Self {
             handle,
+            dumps: Arc::new(dumps),
             _stop: Some(stop_tx),
         })
     }
@@ -90,65 +100,31 @@ impl Dataplane {
     /// Reads links, addresses, routes and rules (`ip -d link; ip addr; ip route show table
     /// all; ip rule`) and keeps the managed ones.
     pub async fn observe(&self) -> Result<Observed> {
-        // One dump at a time: the kernel allows a single dump in progress per socket.
-        let links = self
-            .handle
-            .link()
-            .get()
-            .execute()
-            .try_collect::<Vec<_>>()
-            .await;
-        let addrs = self
-            .handle
-            .address()
-            .get()
-            .execute()
-            .try_collect::<Vec<_>>()
-            .await;
-        let routes = self
-            .handle
-            .route()
-            .get(route_dump(AddressFamily::Inet))
-            .execute()
-            .try_collect::<Vec<_>>()
-            .await;
-        let r6 = self
-            .handle
-            .route()
-            .get(route_dump(AddressFamily::Inet6))
-            .execute()
-            .try_collect::<Vec<_>>()
-            .await;
-        let rules = self
-            .handle
-            .rule()
-            .get(IpVersion::V4)
-            .execute()
-            .try_collect::<Vec<_>>()
-            .await;
-        let u6 = self
-            .handle
-            .rule()
-            .get(IpVersion::V6)
-            .execute()
-            .try_collect::<Vec<_>>()
-            .await;
-        let dump = |what: &'static str| move |source| Error::Dump { what, source };
-        let links = links.map_err(dump("links"))?;
-        let addrs = addrs.map_err(dump("addresses"))?;
-        let mut routes = routes.map_err(dump("routes"))?;
-        routes.extend(r6.map_err(dump("routes"))?);
-        let mut rules = rules.map_err(dump("rules"))?;
-        rules.extend(u6.map_err(dump("rules"))?);
-        Ok(observed(&links, &addrs, &routes, &rules))
+        let dumps = self.dumps.clone();
+        let raw = tokio::task::spawn_blocking(move || dumps.all())
+            .await
+            .map_err(|e| Error::Connection(std::io::Error::other(e)))?
+            .map_err(|(what, source)| Error::Dump { what, source })?;
+        Ok(observed(
+            &raw.links,
+            &raw.addresses,
+            &raw.routes,
+            &raw.rules,
+        ))
     }
 
     /// Validates `desired`, observes, diffs and executes: the whole reconcile.
     pub async fn apply(&self, desired: &Desired) -> Result<Report> {
+        let t = std::time::Instant::now();
         desired.validate()?;
+        let validated = t.elapsed();
         let observed = self.observe().await?;
+        let observed_at = t.elapsed();
         let ops = diff(desired, &observed);
-        self.execute(&ops, &observed).await
+        let diffed = t.elapsed();
+        let report = self.execute(&ops, &observed).await;
+        tracing::debug!(?validated, ?observed_at, ?diffed, total = ?t.elapsed(), "apply done");
+        report
     }
 
     /// Executes operations in order. Independent operations run concurrently; a group never
@@ -159,6 +135,7 @@ impl Dataplane {
         let mut report = Report::default();
         for range in groups(ops) {
             let group = &ops[range];
+            let started = std::time::Instant::now();
             let mut requests = Vec::with_capacity(group.len());
             for op in group {
                 let req =
@@ -188,54 +165,33 @@ impl Dataplane {
                 }
             }
             report.ops.extend(group.iter().cloned());
+            let sent = started.elapsed();
             self.refresh_index(group, &mut index).await?;
+            tracing::debug!(ops = group.len(), ?sent, total = ?started.elapsed(), "group done");
         }
         Ok(report)
     }
 
-    /// Learns the indexes of links a group created and forgets deleted ones.
+    /// Learns the indexes of links a group created (one link dump) and forgets deleted ones.
     async fn refresh_index(&self, group: &[Op], index: &mut BTreeMap<String, u32>) -> Result<()> {
-        let mut created = Vec::new();
         for op in group {
-            match op {
-                Op::CreateLink(_) => created.extend(op.writes().into_iter().map(str::to_string)),
-                Op::DeleteLink(name) => {
-                    index.remove(name);
-                }
-                _ => {}
+            if let Op::DeleteLink(name) = op {
+                index.remove(name);
             }
         }
-        let found: Vec<_> = futures::stream::iter(created)
-            .map(|name| {
-                let handle = self.handle.clone();
-                async move {
-                    handle
-                        .link()
-                        .get()
-                        .match_name(name)
-                        .execute()
-                        .try_collect::<Vec<_>>()
-                        .await
-                }
-            })
-            .buffer_unordered(CONCURRENCY)
-            .try_collect()
-            .await
-            .map_err(|source| Error::Dump {
-                what: "created links",
-                source,
-            })?;
-        for msgs in found {
-            index.extend(ifindex(&msgs));
+        if group.iter().any(|op| matches!(op, Op::CreateLink(_))) {
+            let dumps = self.dumps.clone();
+            let links = tokio::task::spawn_blocking(move || dumps.links())
+                .await
+                .map_err(|e| Error::Connection(std::io::Error::other(e)))?
+                .map_err(|source| Error::Dump {
+                    what: "created links",
+                    source,
+                })?;
+            *index = ifindex(&links);
         }
         Ok(())
     }
-}
-
-fn route_dump(family: AddressFamily) -> RouteMessage {
-    let mut m = RouteMessage::default();
-    m.header.address_family = family;
-    m
 }
 
 /// Sends one write request and waits for the acknowledgement; returns the kernel's errno (0
@@ -261,7 +217,7 @@ async fn send(
 
 fn serve_in_netns(
     path: &PathBuf,
-    ready: std::sync::mpsc::Sender<std::io::Result<Handle>>,
+    ready: std::sync::mpsc::Sender<std::io::Result<(Handle, DumpSocket)>>,
     stop: oneshot::Receiver<()>,
 ) {
     let setup = || -> std::io::Result<_> {
@@ -272,14 +228,14 @@ fn serve_in_netns(
             .enable_all()
             .build()?;
         let (conn, handle, _) = rt.block_on(async { rtnetlink::new_connection() })?;
-        Ok((rt, conn, handle))
+        Ok((rt, conn, handle, DumpSocket::open()?))
     };
     match setup() {
         Err(e) => {
             let _ = ready.send(Err(e));
         }
-        Ok((rt, conn, handle)) => {
-            if ready.send(Ok(handle)).is_ok() {
+        Ok((rt, conn, handle, dumps)) => {
+            if ready.send(Ok((handle, dumps))).is_ok() {
                 rt.block_on(async {
                     tokio::select! {
                         _ = conn => {}

@@ -230,3 +230,7 @@ fn plan_existing_link(
     }
     master_changed
 }
+
+#[cfg(test)]
+#[path = "diff_tests.rs"]
+mod tests;

@@ -20,8 +20,8 @@ pub enum Error {
     Dump {
         /// What was being read (links, addresses, routes, rules).
         what: &'static str,
-        /// The netlink error.
-        source: rtnetlink::Error,
+        /// The netlink or decoding error.
+        source: io::Error,
     },
     /// The netlink connection could not be set up or broke down.
     #[error("netlink connection: {0}")]

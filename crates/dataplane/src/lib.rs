@@ -19,10 +19,11 @@
 //! - `model`: [`Desired`], [`Observed`] and their element types ([`Link`], [`Address`],
 //!   [`Route`], [`Rule`]), the managed prefixes and protocol tag.
 //! - `validate`: [`Desired::validate`] and the dependency order of links.
-//! - `diff`: the pure [`diff`].
+//! - `diff`: the pure [`diff`]; its tests (`diff_tests`) run ops on a model kernel.
 //! - `op`: [`Op`], one netlink write each.
 //! - `msg`: netlink request messages for ops (pure).
-//! - `observe`: netlink dumps into [`Observed`] (pure parsing).
+//! - `dump`: fast dumps over a blocking socket, decoding only the attributes the model needs.
+//! - `observe`: netlink dump messages into [`Observed`] (pure).
 //! - `exec`: which ops may run concurrently; kernel answers as typed outcomes.
 //! - `dataplane`: the connection ([`Dataplane`]), observe, execute, apply, [`Report`].
 //! - `error`: [`Error`].
@@ -30,6 +31,7 @@
 
 mod dataplane;
 mod diff;
+mod dump;
 mod error;
 mod exec;
 mod model;

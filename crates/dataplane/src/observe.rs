@@ -262,3 +262,82 @@ pub(crate) fn ifindex(links: &[LinkMessage]) -> BTreeMap<String, u32> {
         .filter_map(|m| Some((link_name(m)?.to_string(), m.header.index)))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msg::request;
+    use crate::op::Op;
+    use netlink_packet_route::RouteNetlinkMessage;
+
+    /// A link message as the kernel would report it, built from a creation request.
+    fn link_msg(link: &Link, index: u32, names: &[(&str, u32)]) -> LinkMessage {
+        let lookup = |n: &str| names.iter().find(|(m, _)| *m == n).map(|(_, i)| *i);
+        let (RouteNetlinkMessage::NewLink(mut m), _) =
+            request(&Op::CreateLink(link.clone()), &lookup).unwrap()
+        else {
+            panic!("not a link message")
+        };
+        m.header.index = index;
+        m
+    }
+
+    #[test]
+    fn only_managed_links_addresses_routes_and_rules_are_observed() {
+        let names = [("eth0", 1), ("l2.1", 2), ("lx.1", 3)];
+        let vx = Vxlan {
+            vni: 7,
+            local: "192.0.2.1".parse().unwrap(),
+            underlay: Some("eth0".into()),
+            port: 4789,
+            learning: false,
+            neigh_suppress: false,
+        };
+        let links = vec![
+            link_msg(&Link::new("eth0", LinkKind::Bridge), 1, &names),
+            link_msg(&Link::new("l2.1", LinkKind::Bridge).mtu(1450), 2, &names),
+            link_msg(
+                &Link::new("lx.1", LinkKind::Vxlan(vx.clone())).master("l2.1"),
+                3,
+                &names,
+            ),
+        ];
+        let addr = |link: &str, a: &str| {
+            let op = Op::AddAddress(Address {
+                link: link.into(),
+                addr: a.parse().unwrap(),
+            });
+            match request(&op, &|n| {
+                names.iter().find(|(m, _)| *m == n).map(|(_, i)| *i)
+            })
+            .unwrap()
+            .0
+            {
+                RouteNetlinkMessage::NewAddress(m) => m,
+                _ => panic!(),
+            }
+        };
+        let addresses = vec![
+            addr("eth0", "10.0.0.1/24"),
+            addr("l2.1", "10.1.0.1/24"),
+            addr("l2.1", "fe80::1/64"),
+        ];
+        let mut foreign_route = RouteMessage::default();
+        foreign_route.header.address_family = AddressFamily::Inet;
+        let observed = observed(&links, &addresses, &[foreign_route], &[]);
+
+        assert_eq!(
+            observed.links.keys().collect::<Vec<_>>(),
+            vec!["l2.1", "lx.1"]
+        );
+        assert_eq!(observed.ifindex.get("eth0"), Some(&1));
+        let lx = &observed.links["lx.1"].link;
+        assert_eq!(lx.kind, LinkKind::Vxlan(vx));
+        assert_eq!(lx.master.as_deref(), Some("l2.1"));
+        assert_eq!(observed.links["l2.1"].link.mtu, Some(1450));
+        assert!(observed.links["l2.1"].up);
+        let addrs: Vec<String> = observed.addresses.iter().map(ToString::to_string).collect();
+        assert_eq!(addrs, vec!["10.1.0.1/24 dev l2.1"]);
+        assert!(observed.routes.is_empty() && observed.rules.is_empty());
+    }
+}

@@ -49,6 +49,21 @@ impl Desired {
                     ));
                 }
             }
+            if let LinkKind::Vxlan(v) = &link.kind
+                && v.neigh_suppress
+                && !matches!(
+                    link.master
+                        .as_ref()
+                        .and_then(|m| self.links.get(m))
+                        .map(|m| &m.kind),
+                    Some(LinkKind::Bridge)
+                )
+            {
+                return Err(invalid(
+                    object(),
+                    "has neighbour suppression but no bridge master",
+                ));
+            }
             if let LinkKind::Unsupported(kind) = &link.kind {
                 return Err(invalid(
                     object(),
@@ -158,23 +173,29 @@ pub(crate) fn link_order(desired: &Desired) -> Vec<&str> {
             dependents.entry(d).or_default().push(&link.name);
         }
     }
-    let mut ready: Vec<&str> = pending
+    // Level by level (all links without dependencies, then their dependents, ...), so that the
+    // executor can create each level's links concurrently.
+    let mut level: Vec<&str> = pending
         .iter()
         .filter(|(_, n)| **n == 0)
         .map(|(k, _)| *k)
         .collect();
-    ready.reverse();
     let mut order = Vec::with_capacity(pending.len());
-    while let Some(name) = ready.pop() {
-        order.push(name);
-        for dep in dependents.get(name).into_iter().flatten() {
-            if let Some(n) = pending.get_mut(dep) {
-                *n -= 1;
-                if *n == 0 {
-                    ready.push(dep);
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        for name in &level {
+            for dep in dependents.get(name).into_iter().flatten() {
+                if let Some(n) = pending.get_mut(dep) {
+                    *n -= 1;
+                    if *n == 0 {
+                        next.push(*dep);
+                    }
                 }
             }
         }
+        order.append(&mut level);
+        next.sort_unstable();
+        level = next;
     }
     order
 }
@@ -244,6 +265,21 @@ mod tests {
             addr: "10.0.0.1/24".parse().unwrap(),
         });
         assert!(d.validate().is_err());
+    }
+
+    #[test]
+    fn neighbour_suppression_needs_a_bridge_master() {
+        let vx = crate::model::Vxlan {
+            vni: 1,
+            local: "192.0.2.1".parse().unwrap(),
+            underlay: None,
+            port: 4789,
+            learning: false,
+            neigh_suppress: true,
+        };
+        let d = desired(vec![Link::new("lx.1", LinkKind::Vxlan(vx))]);
+        let err = d.validate().unwrap_err().to_string();
+        assert!(err.contains("neighbour suppression"), "{err}");
     }
 
     #[test]

@@ -136,14 +136,21 @@ async fn applying_the_same_config_twice_makes_zero_writes_the_second_time() {
 }
 
 #[tokio::test]
-async fn a_managed_bridge_deleted_by_hand_is_recreated() {
+async fn drift_by_hand_is_repaired_and_a_deleted_bridge_recreated() {
     let ns = TestNs::new();
     let dp = ns.dataplane();
     let desired = node();
     dp.apply(&desired).await.unwrap();
     ns.ip("link del l2.100");
 
+    ns.ip("addr add 10.77.0.1/24 dev l2.200");
+    ns.ip("link set vv.red mtu 1300");
     let repair = dp.apply(&desired).await.unwrap();
+    assert!(
+        !ns.ip("addr show dev l2.200").contains("10.77.0.1"),
+        "a stray address on a managed link is removed"
+    );
+    assert!(ns.ip("link show vv.red").contains("mtu 1400"));
     assert!(
         repair
             .ops
@@ -337,4 +344,32 @@ async fn a_missing_underlay_device_is_reported_by_name() {
         ns.ip("-6 rule show")
             .contains("10:\tfrom all iif lx.1 lookup 7 proto 177")
     );
+}
+
+#[test]
+fn connect_works_in_the_namespace_the_caller_already_runs_in() {
+    let ns = TestNs::new();
+    let path = format!("/run/netns/{}", ns.name);
+    // Like the agent inside a node's namespace: this thread enters it, then connects.
+    let report = std::thread::spawn(move || {
+        let file = std::fs::File::open(path).unwrap();
+        nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let dp = netrollout_dataplane::Dataplane::connect().unwrap();
+            let mut desired = Desired::default();
+            add_layer2(&mut desired, 7, 1500);
+            let first = dp.apply(&desired).await.unwrap();
+            let second = dp.apply(&desired).await.unwrap();
+            (first.writes, second.writes)
+        })
+    })
+    .join()
+    .unwrap();
+    // Bridge, VXLAN, its neighbour suppression, the gateway address; then nothing.
+    assert_eq!(report, (4, 0));
+    assert!(ns.ip("-d link show lx.7").contains("master l2.7"));
 }

@@ -1,0 +1,393 @@
+//! Tests of the pure diff against a small model of the kernel: ops are executed on an
+//! [`Observed`] state the way the kernel would (refusing a port before its master, releasing
+//! ports of a deleted master, flushing routes of a re-enslaved device), and the result must
+//! need no further ops.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+
+use super::diff;
+use crate::model::{
+    Address, Desired, Link, LinkKind, Mac, Observed, ObservedLink, Route, Rule, VXLAN_PORT, Vxlan,
+};
+use crate::op::{LinkChange, Op};
+
+/// Executes `ops` on a model kernel; panics where the kernel would refuse.
+fn simulate(mut s: Observed, ops: &[Op]) -> Observed {
+    for op in ops {
+        match op {
+            Op::CreateLink(l) => {
+                assert!(!s.links.contains_key(&l.name), "{op}: exists");
+                for dep in l.dependencies() {
+                    assert!(s.links.contains_key(dep), "{op}: {dep} missing");
+                }
+                let mut kind = l.kind.clone();
+                if let LinkKind::Vxlan(v) = &mut kind {
+                    v.neigh_suppress = false;
+                }
+                let link = Link {
+                    kind,
+                    mtu: l.mtu.or(Some(1500)),
+                    mac: l.mac.or(Some(Mac([2; 6]))),
+                    ..l.clone()
+                };
+                s.links
+                    .insert(l.name.clone(), ObservedLink { link, up: true });
+                if let LinkKind::Veth { peer } = &l.kind {
+                    let back = Link::new(
+                        peer,
+                        LinkKind::Veth {
+                            peer: l.name.clone(),
+                        },
+                    )
+                    .mtu(1500)
+                    .mac(Mac([3; 6]));
+                    s.links.insert(
+                        peer.clone(),
+                        ObservedLink {
+                            link: back,
+                            up: false,
+                        },
+                    );
+                }
+            }
+            Op::DeleteLink(name) => {
+                let gone = s.links.remove(name).expect("deleting a missing link");
+                let mut names = vec![name.clone()];
+                if let LinkKind::Veth { peer } = gone.link.kind {
+                    s.links.remove(&peer);
+                    names.push(peer);
+                }
+                for n in &names {
+                    s.addresses.retain(|a| &a.link != n);
+                    s.routes.retain(|r| r.dev.as_ref() != Some(n));
+                    let ports: Vec<String> = s
+                        .links
+                        .values()
+                        .filter(|l| l.link.master.as_ref() == Some(n))
+                        .map(|l| l.link.name.clone())
+                        .collect();
+                    for p in ports {
+                        set_master(&mut s, &p, None);
+                    }
+                }
+            }
+            Op::ModifyLink(c) => modify(&mut s, c),
+            Op::SetBridgePort {
+                link,
+                neigh_suppress,
+            } => match &mut s.links.get_mut(link).expect("port").link.kind {
+                LinkKind::Vxlan(v) => v.neigh_suppress = *neigh_suppress,
+                other => panic!("neigh_suppress on {other:?}"),
+            },
+            Op::AddAddress(a) => {
+                assert!(s.links.contains_key(&a.link), "{op}: no link");
+                if !s.addresses.contains(a) {
+                    s.addresses.push(a.clone());
+                }
+            }
+            Op::DeleteAddress(a) => s.addresses.retain(|x| x != a),
+            Op::ReplaceRoute(r) => {
+                if let Some(dev) = &r.dev {
+                    assert!(
+                        s.links.contains_key(dev) || !crate::is_managed(dev),
+                        "{op}: no dev"
+                    );
+                }
+                s.routes.retain(|x| x.key() != r.key());
+                let mut installed = r.clone();
+                installed.metric = r.effective_metric();
+                installed.dev = r.dev.clone().or(Some("eth0".into()));
+                s.routes.push(installed);
+            }
+            Op::DeleteRoute(r) => s.routes.retain(|x| x.key() != r.key()),
+            Op::AddRule(r) => {
+                assert!(!s.rules.contains(r), "{op}: exists");
+                s.rules.push(r.clone());
+            }
+            Op::DeleteRule(r) => s.rules.retain(|x| x != r),
+        }
+    }
+    s
+}
+
+fn modify(s: &mut Observed, c: &LinkChange) {
+    let l = s.links.get_mut(&c.name).expect("modifying a missing link");
+    if let Some(mtu) = c.mtu {
+        l.link.mtu = Some(mtu);
+    }
+    if let Some(mac) = c.mac {
+        l.link.mac = Some(mac);
+    }
+    l.up |= c.up;
+    if let Some(master) = &c.master {
+        if let Some(m) = master {
+            assert!(s.links.contains_key(m), "master {m} missing");
+        }
+        set_master(s, &c.name, master.clone());
+    }
+}
+
+/// The kernel cycles a device whose master changes: routes and IPv6 addresses go, bridge
+/// port flags reset.
+fn set_master(s: &mut Observed, name: &str, master: Option<String>) {
+    let l = s.links.get_mut(name).expect("port");
+    l.link.master = master;
+    if let LinkKind::Vxlan(v) = &mut l.link.kind {
+        v.neigh_suppress = false;
+    }
+    s.routes.retain(|r| r.dev.as_deref() != Some(name));
+    s.addresses
+        .retain(|a| a.link != name || a.addr.addr().is_ipv4());
+}
+
+fn vxlan(vni: u32, neigh_suppress: bool) -> LinkKind {
+    let local = "192.0.2.1".parse().unwrap();
+    LinkKind::Vxlan(Vxlan {
+        vni,
+        local,
+        underlay: None,
+        port: VXLAN_PORT,
+        learning: false,
+        neigh_suppress,
+    })
+}
+
+/// A VRF laid out like the renderer does, with a leak route each way and an SBR rule.
+fn add_vrf(d: &mut Desired, x: &str, table: u32) {
+    let vr = format!("vr.{x}");
+    d.add_link(Link::new(&vr, LinkKind::Vrf { table }));
+    d.add_link(Link::new(format!("br.{x}"), LinkKind::Bridge).master(&vr));
+    d.add_link(Link::new(format!("vx.{x}"), vxlan(table, false)).master(format!("br.{x}")));
+    d.add_link(Link::new(
+        format!("vd.{x}"),
+        LinkKind::Veth {
+            peer: format!("vv.{x}"),
+        },
+    ));
+    d.add_link(
+        Link::new(
+            format!("vv.{x}"),
+            LinkKind::Veth {
+                peer: format!("vd.{x}"),
+            },
+        )
+        .master(&vr),
+    );
+    d.addresses.push(Address {
+        link: format!("vv.{x}"),
+        addr: "169.254.0.1/31".parse().unwrap(),
+    });
+    d.addresses.push(Address {
+        link: format!("vv.{x}"),
+        addr: "fd00::1/127".parse().unwrap(),
+    });
+    let dst = "0.0.0.0/0".parse().unwrap();
+    d.routes.push(Route {
+        table,
+        dst,
+        gateway: "169.254.0.0".parse().ok(),
+        dev: Some(format!("vv.{x}")),
+        metric: 0,
+    });
+    d.routes.push(Route {
+        table,
+        dst: "::/0".parse().unwrap(),
+        gateway: None,
+        dev: Some(format!("vv.{x}")),
+        metric: 0,
+    });
+    d.rules.push(Rule::from_prefix(
+        2000 + table,
+        "10.60.0.0/24".parse().unwrap(),
+        table,
+    ));
+}
+
+fn add_l2(d: &mut Desired, vlan: u32, mtu: u32, neigh_suppress: bool, vrf: Option<&str>) {
+    let br = format!("l2.{vlan}");
+    let mut bridge = Link::new(&br, LinkKind::Bridge)
+        .mtu(mtu)
+        .mac(Mac([2, 0, 0, 0, 0, 1]));
+    bridge.master = vrf.map(|v| format!("vr.{v}"));
+    d.add_link(bridge);
+    d.add_link(
+        Link::new(format!("lx.{vlan}"), vxlan(1000 + vlan, neigh_suppress))
+            .mtu(mtu)
+            .master(&br),
+    );
+    d.addresses.push(Address {
+        link: br,
+        addr: format!("10.0.{vlan}.1/24").parse().unwrap(),
+    });
+}
+
+fn from_scratch(d: &Desired) -> Observed {
+    simulate(Observed::default(), &diff(d, &Observed::default()))
+}
+
+#[test]
+fn an_empty_kernel_gets_masters_before_ports_and_addresses_routes_rules_last() {
+    let mut d = Desired::default();
+    add_vrf(&mut d, "a", 100);
+    let ops = diff(&d, &Observed::default());
+    let pos = |f: &dyn Fn(&Op) -> bool| ops.iter().position(f).unwrap();
+    let created = |n: &'static str| move |o: &Op| matches!(o, Op::CreateLink(l) if l.name == n);
+    assert!(pos(&created("vr.a")) < pos(&created("br.a")));
+    assert!(pos(&created("br.a")) < pos(&created("vx.a")));
+    assert!(
+        !ops.iter().any(created("vv.a")),
+        "the pair is created from vd.a"
+    );
+    let last_link = ops
+        .iter()
+        .rposition(|o| matches!(o, Op::CreateLink(_) | Op::ModifyLink(_)))
+        .unwrap();
+    assert!(last_link < pos(&|o| matches!(o, Op::AddAddress(_))));
+    assert!(pos(&|o| matches!(o, Op::AddAddress(_))) < pos(&|o| matches!(o, Op::ReplaceRoute(_))));
+    assert!(matches!(ops.last(), Some(Op::AddRule(_))));
+}
+
+#[test]
+fn a_config_in_place_needs_no_ops() {
+    let mut d = Desired::default();
+    add_vrf(&mut d, "a", 100);
+    add_l2(&mut d, 10, 1450, true, Some("a"));
+    assert_eq!(diff(&d, &from_scratch(&d)), vec![]);
+}
+
+#[test]
+fn a_vrf_on_a_new_table_is_recreated_and_its_ports_reenslaved() {
+    let mut d = Desired::default();
+    add_vrf(&mut d, "a", 100);
+    let before = from_scratch(&d);
+    let mut moved = Desired::default();
+    add_vrf(&mut moved, "a", 101);
+    let ops = diff(&moved, &before);
+    // The VRF (new table) and its VXLAN (VNI follows the table here) are recreated; the
+    // bridge and the veth pair stay and are enslaved again.
+    let deleted: Vec<&Op> = ops
+        .iter()
+        .filter(|o| matches!(o, Op::DeleteLink(_)))
+        .collect();
+    assert_eq!(
+        deleted,
+        vec![
+            &Op::DeleteLink("vx.a".into()),
+            &Op::DeleteLink("vr.a".into())
+        ]
+    );
+    let reenslave = |n: &str| {
+        Op::ModifyLink(LinkChange {
+            name: n.into(),
+            mtu: None,
+            mac: None,
+            master: Some(Some("vr.a".into())),
+            up: false,
+        })
+    };
+    assert!(
+        ops.contains(&reenslave("br.a")) && ops.contains(&reenslave("vv.a")),
+        "{ops:#?}"
+    );
+    assert_eq!(diff(&moved, &simulate(before, &ops)), vec![]);
+}
+
+#[test]
+fn an_ipv6_route_with_metric_zero_matches_the_kernels_1024() {
+    let mut d = Desired::default();
+    add_vrf(&mut d, "a", 100);
+    let s = from_scratch(&d);
+    assert!(s.routes.iter().any(|r| r.metric == 1024));
+    assert_eq!(diff(&d, &s), vec![]);
+}
+
+#[test]
+fn a_veth_pair_going_away_is_deleted_once() {
+    let mut d = Desired::default();
+    add_vrf(&mut d, "a", 100);
+    let ops = diff(&Desired::default(), &from_scratch(&d));
+    let deleted: Vec<&Op> = ops
+        .iter()
+        .filter(|o| matches!(o, Op::DeleteLink(n) if n == "vd.a" || n == "vv.a"))
+        .collect();
+    assert_eq!(deleted, vec![&Op::DeleteLink("vd.a".into())]);
+    // Routes, rules and addresses on deleted links go with them; only the rule needs an op.
+    assert!(
+        !ops.iter()
+            .any(|o| matches!(o, Op::DeleteAddress(_) | Op::DeleteRoute(_))),
+        "{ops:#?}"
+    );
+    assert!(ops.iter().any(|o| matches!(o, Op::DeleteRule(_))));
+}
+
+#[test]
+fn a_route_without_a_device_accepts_the_device_the_kernel_chose() {
+    let mut d = Desired::default();
+    add_l2(&mut d, 10, 1500, false, None);
+    d.routes.push(Route {
+        table: 254,
+        dst: "10.9.0.0/16".parse().unwrap(),
+        gateway: "10.0.10.2".parse().ok(),
+        dev: None,
+        metric: 5,
+    });
+    let s = from_scratch(&d);
+    assert_eq!(s.routes[0].dev.as_deref(), Some("eth0"));
+    assert_eq!(diff(&d, &s), vec![]);
+}
+
+/// One random node: Layer2 networks (some in VRFs), VRFs with a random table shift.
+fn node() -> impl Strategy<Value = Desired> {
+    let l2 = (
+        1u32..8,
+        prop::bool::ANY,
+        prop::bool::ANY,
+        prop::option::of(0usize..2),
+    );
+    (
+        prop::collection::vec(l2, 0..6),
+        prop::collection::vec(0u32..2, 2),
+    )
+        .prop_map(|(nets, shifts)| {
+            let mut d = Desired::default();
+            let names = ["a", "b"];
+            let mut used = BTreeMap::new();
+            for (vlan, jumbo, ns, vrf) in nets {
+                if d.links.contains_key(&format!("l2.{vlan}")) {
+                    continue;
+                }
+                let vrf = vrf.map(|i| names[i]);
+                if let Some(v) = vrf {
+                    used.insert(
+                        v,
+                        100 + 10 * u32::from(v == "b") + shifts[usize::from(v == "b")],
+                    );
+                }
+                add_l2(&mut d, vlan, if jumbo { 9000 } else { 1500 }, ns, vrf);
+            }
+            for (v, table) in used {
+                add_vrf(&mut d, v, table);
+            }
+            d
+        })
+}
+
+proptest! {
+    #[test]
+    fn any_change_between_two_configs_converges_in_one_apply(a in node(), b in node()) {
+        a.validate().unwrap();
+        b.validate().unwrap();
+        let first = from_scratch(&a);
+        prop_assert_eq!(diff(&a, &first), vec![]);
+        let ops = diff(&b, &first);
+        let second = simulate(first, &ops);
+        prop_assert_eq!(diff(&b, &second), vec![]);
+        for op in &ops {
+            for name in op.writes() {
+                prop_assert!(crate::is_managed(name), "{} touches foreign {}", op, name);
+            }
+        }
+    }
+}
