@@ -47,7 +47,11 @@ fn diff(orig: &Value, typed: &Value, path: &str, out: &mut Vec<String>) {
     match (orig, typed) {
         (Value::Object(o), Value::Object(t)) => {
             for (k, v) in o {
-                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
                 match t.get(k) {
                     Some(tv) => diff(v, tv, &p, out),
                     None if v.is_null() => {}
@@ -73,7 +77,10 @@ mod tests {
     fn a_config_map_with_an_unknown_field_is_reported() {
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "bogus": 1}, "data": {"k": "v"}, "extra": true});
         let (_, unknown) = check(Builtin::ConfigMap, &cm).unwrap();
-        assert_eq!(unknown, vec!["metadata.bogus".to_string(), "extra".to_string()]);
+        assert_eq!(
+            unknown,
+            vec!["extra".to_string(), "metadata.bogus".to_string()]
+        );
     }
 
     #[test]

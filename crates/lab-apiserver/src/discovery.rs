@@ -10,7 +10,16 @@ use serde_json::{Value, json};
 
 use crate::resources::{Registry, ResourceType};
 
-const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 /// `/version`.
 pub fn version() -> Value {
@@ -54,7 +63,10 @@ fn groups(reg: &Registry) -> BTreeMap<String, Vec<String>> {
 }
 
 fn group_doc(name: &str, versions: &[String]) -> Value {
-    let vs: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v})).collect();
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
     json!({"name": name, "versions": vs, "preferredVersion": vs.first().cloned().unwrap_or(Value::Null)})
 }
 
@@ -74,8 +86,13 @@ pub fn group(reg: &Registry, name: &str) -> Option<Value> {
     Some(d)
 }
 
-fn types_in<'a>(reg: &'a Registry, group: &'a str, version: &'a str) -> impl Iterator<Item = &'a Arc<ResourceType>> + 'a {
-    reg.all().filter(move |t| t.group == group && t.version == version)
+fn types_in<'a>(
+    reg: &'a Registry,
+    group: &'a str,
+    version: &'a str,
+) -> impl Iterator<Item = &'a Arc<ResourceType>> + 'a {
+    reg.all()
+        .filter(move |t| t.group == group && t.version == version)
 }
 
 /// `/api/v1` or `/apis/<group>/<version>`, if served.
@@ -97,8 +114,14 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
     if resources.is_empty() {
         return None;
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+    )
 }
 
 /// `/openapi/v3`: one entry per group-version, with a hash that changes with its types.
@@ -111,9 +134,18 @@ pub fn openapi_root(reg: &Registry) -> Value {
     for (gv, ts) in gvs {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         for t in ts {
-            (&t.kind, &t.plural, t.namespaced, t.schema.as_ref().map(|s| s.to_string())).hash(&mut h);
+            (
+                &t.kind,
+                &t.plural,
+                t.namespaced,
+                t.schema.as_ref().map(|s| s.to_string()),
+            )
+                .hash(&mut h);
         }
-        paths.insert(gv.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash={:016X}", h.finish())}));
+        paths.insert(
+            gv.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash={:016X}", h.finish())}),
+        );
     }
     json!({"paths": paths})
 }
@@ -125,7 +157,11 @@ fn param(name: &str) -> Value {
 fn op(t: &ResourceType, action: &str, verb: &str, write: bool) -> Value {
     let mut params = vec![param("pretty")];
     if write {
-        params.extend([param("dryRun"), param("fieldManager"), param("fieldValidation")]);
+        params.extend([
+            param("dryRun"),
+            param("fieldManager"),
+            param("fieldValidation"),
+        ]);
     }
     let schema_ref = match t.schema {
         Some(_) => json!({"$ref": format!("#/components/schemas/{}", schema_name(t))}),
@@ -139,7 +175,11 @@ fn op(t: &ResourceType, action: &str, verb: &str, write: bool) -> Value {
         "x-kubernetes-group-version-kind": {"group": t.group, "version": t.version, "kind": t.kind},
     });
     if write {
-        let ct = if action == "patch" { "application/merge-patch+json" } else { "application/json" };
+        let ct = if action == "patch" {
+            "application/merge-patch+json"
+        } else {
+            "application/json"
+        };
         o["requestBody"] = json!({"content": {ct: {"schema": schema_ref}}, "required": true});
     }
     o
@@ -148,7 +188,11 @@ fn op(t: &ResourceType, action: &str, verb: &str, write: bool) -> Value {
 fn schema_name(t: &ResourceType) -> String {
     let mut g: Vec<&str> = t.group.split('.').collect();
     g.reverse();
-    let g = if t.group.is_empty() { "io.k8s.api.core".to_string() } else { g.join(".") };
+    let g = if t.group.is_empty() {
+        "io.k8s.api.core".to_string()
+    } else {
+        g.join(".")
+    };
     format!("{g}.{}.{}", t.version, t.kind)
 }
 
@@ -158,21 +202,31 @@ pub fn openapi_doc(reg: &Registry, gv_path: &str) -> Option<Value> {
     let mut paths = serde_json::Map::new();
     let mut schemas = serde_json::Map::new();
     for t in reg.all().filter(|t| t.gv_path() == gv_path) {
-        let base = if t.namespaced { format!("/{gv_path}/namespaces/{{namespace}}/{}", t.plural) } else { format!("/{gv_path}/{}", t.plural) };
-        paths.insert(base.clone(), json!({"get": op(t, "list", "list", false), "post": op(t, "post", "create", true)}));
+        let base = if t.namespaced {
+            format!("/{gv_path}/namespaces/{{namespace}}/{}", t.plural)
+        } else {
+            format!("/{gv_path}/{}", t.plural)
+        };
+        paths.insert(
+            base.clone(),
+            json!({"get": op(t, "list", "list", false), "post": op(t, "post", "create", true)}),
+        );
         paths.insert(
             format!("{base}/{{name}}"),
             json!({"get": op(t, "get", "read", false), "put": op(t, "put", "replace", true), "patch": op(t, "patch", "patch", true), "delete": op(t, "delete", "delete", false)}),
         );
         if let Some(mut s) = t.schema.clone() {
-            s["x-kubernetes-group-version-kind"] = json!([{"group": t.group, "version": t.version, "kind": t.kind}]);
+            s["x-kubernetes-group-version-kind"] =
+                json!([{"group": t.group, "version": t.version, "kind": t.kind}]);
             schemas.insert(schema_name(t), s);
         }
     }
     if paths.is_empty() {
         return None;
     }
-    Some(json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.33.0"}, "paths": paths, "components": {"schemas": schemas}}))
+    Some(
+        json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.33.0"}, "paths": paths, "components": {"schemas": schemas}}),
+    )
 }
 
 #[cfg(test)]

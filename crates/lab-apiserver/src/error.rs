@@ -62,7 +62,12 @@ pub struct ApiError {
 impl ApiError {
     /// An error with no details.
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        Self { code, reason, message: message.into(), details: None }
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
     }
 
     /// Attaches a `details` object naming the object concerned.
@@ -74,18 +79,28 @@ impl ApiError {
     /// 404 for an object that does not exist.
     pub fn not_found(group: &str, plural: &str, name: &str) -> Self {
         let what = qualified(group, plural);
-        Self::new(404, "NotFound", format!("{what} \"{name}\" not found")).with_details(group, plural, name)
+        Self::new(404, "NotFound", format!("{what} \"{name}\" not found"))
+            .with_details(group, plural, name)
     }
 
     /// 404 for a URL that names no resource.
     pub fn no_resource() -> Self {
-        Self::new(404, "NotFound", "the server could not find the requested resource")
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
     }
 
     /// 409 for a create of an existing object.
     pub fn already_exists(group: &str, plural: &str, name: &str) -> Self {
         let what = qualified(group, plural);
-        Self::new(409, "AlreadyExists", format!("{what} \"{name}\" already exists")).with_details(group, plural, name)
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{what} \"{name}\" already exists"),
+        )
+        .with_details(group, plural, name)
     }
 
     /// 409 for a write with a stale resourceVersion.
@@ -110,7 +125,11 @@ impl ApiError {
     /// 422 for an object that fails validation; `causes` are `(field, message)` pairs.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: &[(String, String)]) -> Self {
         let summary: Vec<String> = causes.iter().map(|(f, m)| format!("{f}: {m}")).collect();
-        let gk = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+        let gk = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
         let list = summary.join(", ");
         let message = if summary.len() == 1 {
             format!("{gk} \"{name}\" is invalid: {list}")
@@ -128,7 +147,11 @@ impl ApiError {
 
     /// 410 for a watch or list from a resourceVersion older than the retained window.
     pub fn gone(rv: u64, oldest: u64) -> Self {
-        Self::new(410, "Expired", format!("too old resource version: {rv} ({oldest})"))
+        Self::new(
+            410,
+            "Expired",
+            format!("too old resource version: {rv} ({oldest})"),
+        )
     }
 
     /// 405 for a verb the resource does not support.
@@ -155,14 +178,21 @@ impl ApiError {
 }
 
 fn qualified(group: &str, plural: &str) -> String {
-    if group.is_empty() { plural.to_string() } else { format!("{plural}.{group}") }
+    if group.is_empty() {
+        plural.to_string()
+    } else {
+        format!("{plural}.{group}")
+    }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut resp = (code, self.status().to_string()).into_response();
-        resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         resp
     }
 }

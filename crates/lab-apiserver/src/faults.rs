@@ -17,7 +17,8 @@ pub enum Outage {
     /// Requests are served.
     #[default]
     None,
-    /// Every request fails with 503 ServiceUnavailable.
+    /// Every request fails at once with 500 InternalError (not 503, which kube-client retries
+    /// for minutes before giving up).
     Fail,
     /// Every request hangs until the outage ends.
     Hang,
@@ -71,7 +72,11 @@ pub struct Faults {
 impl Faults {
     pub(crate) fn new(state: Arc<Mutex<State>>) -> Self {
         let (tx, _) = tokio::sync::watch::channel(Outage::None);
-        Self { cfg: Arc::default(), outage: Arc::new(tx), state }
+        Self {
+            cfg: Arc::default(),
+            outage: Arc::new(tx),
+            state,
+        }
     }
 
     /// The current configuration.
@@ -99,7 +104,12 @@ impl Faults {
     /// with 500 InternalError.
     pub fn set_error_rate(&self, verb: Option<&str>, resource: Option<&str>, rate: f64) {
         if let Ok(mut c) = self.cfg.lock() {
-            c.errors.push(ErrorRule { verb: verb.map(String::from), resource: resource.map(String::from), rate, code: 500 });
+            c.errors.push(ErrorRule {
+                verb: verb.map(String::from),
+                resource: resource.map(String::from),
+                rate,
+                code: 500,
+            });
         }
     }
 
@@ -127,13 +137,24 @@ impl Faults {
     }
 
     /// Applies the faults to one request, before it is served.
-    pub(crate) async fn before(&self, verb: &str, resource: &str, kind: &str) -> Result<(), ApiError> {
+    pub(crate) async fn before(
+        &self,
+        verb: &str,
+        resource: &str,
+        kind: &str,
+    ) -> Result<(), ApiError> {
         let mut rx = self.outage.subscribe();
         loop {
             let mode = *rx.borrow_and_update();
             match mode {
                 Outage::None => break,
-                Outage::Fail => return Err(ApiError::new(503, "ServiceUnavailable", "the lab API server is in a simulated outage")),
+                Outage::Fail => {
+                    return Err(ApiError::new(
+                        500,
+                        "InternalError",
+                        "the lab API server is in a simulated outage",
+                    ));
+                }
                 Outage::Hang => {
                     if rx.changed().await.is_err() {
                         break;
@@ -145,9 +166,15 @@ impl Faults {
         if cfg.latency_ms > 0 {
             tokio::time::sleep(Duration::from_millis(cfg.latency_ms)).await;
         }
-        let matches = |want: &Option<String>, have: &[&str]| want.as_deref().is_none_or(|w| have.iter().any(|h| h.eq_ignore_ascii_case(w)));
+        let matches = |want: &Option<String>, have: &[&str]| {
+            want.as_deref()
+                .is_none_or(|w| have.iter().any(|h| h.eq_ignore_ascii_case(w)))
+        };
         for rule in &cfg.errors {
-            if matches(&rule.verb, &[verb]) && matches(&rule.resource, &[resource, kind]) && rand::random::<f64>() < rule.rate {
+            if matches(&rule.verb, &[verb])
+                && matches(&rule.resource, &[resource, kind])
+                && rand::random::<f64>() < rule.rate
+            {
                 let reason = match rule.code {
                     429 => "TooManyRequests",
                     503 => "ServiceUnavailable",
@@ -155,7 +182,11 @@ impl Faults {
                     504 => "Timeout",
                     _ => "InternalError",
                 };
-                return Err(ApiError::new(rule.code, reason, format!("injected fault for {verb} {resource}")));
+                return Err(ApiError::new(
+                    rule.code,
+                    reason,
+                    format!("injected fault for {verb} {resource}"),
+                ));
             }
         }
         Ok(())

@@ -37,7 +37,13 @@ pub struct App {
 impl App {
     /// Locks the state, turning a poisoned lock into a 500.
     pub fn lock(&self) -> Result<MutexGuard<'_, State>, ApiError> {
-        self.state.lock().map_err(|_| ApiError::new(500, "InternalError", "state lock poisoned by an earlier panic"))
+        self.state.lock().map_err(|_| {
+            ApiError::new(
+                500,
+                "InternalError",
+                "state lock poisoned by an earlier panic",
+            )
+        })
     }
 }
 
@@ -75,7 +81,10 @@ impl Req {
 
     /// A header as text.
     pub fn header(&self, k: header::HeaderName) -> &str {
-        self.headers.get(k).and_then(|v| v.to_str().ok()).unwrap_or_default()
+        self.headers
+            .get(k)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
     }
 }
 
@@ -84,15 +93,28 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let body = match axum::body::to_bytes(body, 64 << 20).await {
         Ok(b) => b,
-        Err(e) => return ApiError::bad_request(format!("cannot read request body: {e}")).into_response(),
+        Err(e) => {
+            return ApiError::bad_request(format!("cannot read request body: {e}")).into_response();
+        }
     };
-    let ct = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let ct = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
     if !body.is_empty() && (ct.contains("protobuf") || ct.contains("cbor")) {
-        let msg = format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct})");
+        let msg = format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct})"
+        );
         return ApiError::new(415, "UnsupportedMediaType", msg).into_response();
     }
     let query = parts.uri.query().map(parse_query).unwrap_or_default();
-    let r = Req { method: parts.method, query, headers: parts.headers, body };
+    let r = Req {
+        method: parts.method,
+        query,
+        headers: parts.headers,
+        body,
+    };
     match route(&app, parts.uri.path(), r).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
@@ -115,7 +137,9 @@ fn decode(s: &str) -> Option<String> {
     while i < bytes.len() {
         match bytes[i] {
             b'%' if i + 2 < bytes.len() => {
-                out.push(u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).ok()?, 16).ok()?);
+                out.push(
+                    u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).ok()?, 16).ok()?,
+                );
                 i += 3;
             }
             b'+' => {
@@ -133,14 +157,19 @@ fn decode(s: &str) -> Option<String> {
 
 /// A JSON response with status 200 (or `code`).
 pub fn json_response(code: u16, v: &Value) -> Response {
-    bytes_response(code, serde_json::to_vec(v).unwrap_or_default(), "application/json")
+    bytes_response(
+        code,
+        serde_json::to_vec(v).unwrap_or_default(),
+        "application/json",
+    )
 }
 
 /// A response from already encoded bytes.
 pub fn bytes_response(code: u16, body: Vec<u8>, content_type: &'static str) -> Response {
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
 
@@ -163,7 +192,9 @@ async fn route(app: &App, path: &str, r: Req) -> Result<Response, ApiError> {
     };
     let target = resolve(app, group, version, rest)?;
     let verb = verb_of(&r, &target);
-    app.faults.before(verb, &target.rt.plural, &target.rt.kind).await?;
+    app.faults
+        .before(verb, &target.rt.plural, &target.rt.kind)
+        .await?;
     verbs::serve(app, target, verb, r)
 }
 
@@ -179,11 +210,18 @@ fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Targe
         [p, n, s] => (*p, Some(n.to_string()), Some(s.to_string())),
         _ => return Err(ApiError::no_resource()),
     };
-    let rt = app.lock()?.registry.get(group, version, plural).ok_or_else(ApiError::no_resource)?;
+    let rt = app
+        .lock()?
+        .registry
+        .get(group, version, plural)
+        .ok_or_else(ApiError::no_resource)?;
     if (!rt.namespaced && ns.is_some()) || (rt.namespaced && ns.is_none() && name.is_some()) {
         return Err(ApiError::no_resource());
     }
-    if sub.as_deref().is_some_and(|s| s != "status" || !rt.status_subresource) {
+    if sub
+        .as_deref()
+        .is_some_and(|s| s != "status" || !rt.status_subresource)
+    {
         return Err(ApiError::no_resource());
     }
     Ok(Target { rt, ns, name, sub })
@@ -208,7 +246,11 @@ fn discover(app: &App, segs: &[&str]) -> Result<Response, ApiError> {
     if segs == ["openapi", "v2"] {
         // An empty OpenAPI v2 document (valid, empty protobuf): kubectl only falls back to v2
         // for kinds the server does not serve, and then reports the missing kind itself.
-        return Ok(bytes_response(200, vec![], "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"));
+        return Ok(bytes_response(
+            200,
+            vec![],
+            "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+        ));
     }
     let st = app.lock()?;
     let reg = &st.registry;
@@ -223,7 +265,8 @@ fn discover(app: &App, segs: &[&str]) -> Result<Response, ApiError> {
         ["openapi", "v3", rest @ ..] => discovery::openapi_doc(reg, &rest.join("/")),
         _ => None,
     };
-    doc.map(|d| json_response(200, &d)).ok_or_else(ApiError::no_resource)
+    doc.map(|d| json_response(200, &d))
+        .ok_or_else(ApiError::no_resource)
 }
 
 /// `/lab/faults`: `GET` shows, `PUT` replaces the [`FaultConfig`];
@@ -233,7 +276,8 @@ fn faults(app: &App, rest: &str, r: Req) -> Result<Response, ApiError> {
     match (&r.method, rest) {
         (&Method::GET, "" | "/") => {}
         (&Method::PUT, "" | "/") => {
-            let cfg: FaultConfig = serde_json::from_slice(&r.body).map_err(|e| ApiError::bad_request(format!("invalid fault configuration: {e}")))?;
+            let cfg: FaultConfig = serde_json::from_slice(&r.body)
+                .map_err(|e| ApiError::bad_request(format!("invalid fault configuration: {e}")))?;
             f.set(cfg);
         }
         (&Method::DELETE, "" | "/") => f.clear(),
@@ -243,11 +287,18 @@ fn faults(app: &App, rest: &str, r: Req) -> Result<Response, ApiError> {
                 "fail" => Outage::Fail,
                 "hang" => Outage::Hang,
                 "none" => Outage::None,
-                other => return Err(ApiError::bad_request(format!("unknown outage mode {other:?}: use fail, hang or none"))),
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "unknown outage mode {other:?}: use fail, hang or none"
+                    )));
+                }
             };
             f.set_outage(mode);
         }
         _ => return Err(ApiError::no_resource()),
     }
-    Ok(json_response(200, &serde_json::to_value(f.config()).unwrap_or_default()))
+    Ok(json_response(
+        200,
+        &serde_json::to_value(f.config()).unwrap_or_default(),
+    ))
 }

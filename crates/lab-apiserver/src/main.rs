@@ -31,19 +31,36 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into())).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let args = Args::parse();
-    let cfg = Config { listen: args.listen, kubeconfig: args.kubeconfig, data: args.data, event_window: args.event_window, ..Config::default() };
-    let server = LabServer::start(cfg).await.context("starting the lab API server")?;
+    let cfg = Config {
+        listen: args.listen,
+        kubeconfig: args.kubeconfig,
+        data: args.data,
+        event_window: args.event_window,
+        ..Config::default()
+    };
+    let server = LabServer::start(cfg)
+        .await
+        .context("starting the lab API server")?;
     println!("{}", server.url());
     if let Some(k) = server.kubeconfig_path() {
         eprintln!("kubeconfig written to {}", k.display());
     }
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")?;
     tokio::select! {
         r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
         _ = term.recv() => {}
     }
-    server.shutdown().await.context("shutting down the lab API server")?;
+    server
+        .shutdown()
+        .await
+        .context("shutting down the lab API server")?;
     Ok(())
 }

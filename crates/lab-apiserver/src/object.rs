@@ -23,20 +23,33 @@ pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
 
 /// The current time as an RFC 3339 timestamp with second precision, as Kubernetes writes it.
 pub fn now_timestamp() -> String {
-    jiff::Timestamp::now().round(jiff::Unit::Second).map(|t| t.to_string()).unwrap_or_else(|_| jiff::Timestamp::now().to_string())
+    jiff::Timestamp::now()
+        .round(jiff::Unit::Second)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| jiff::Timestamp::now().to_string())
 }
 
 /// A random version-4 UUID.
 pub fn new_uid() -> String {
     let b: [u8; 16] = rand::random();
     let h = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
-    format!("{}-{}-4{}-{:x}{}-{}", h(0..4), h(4..6), &h(6..8)[1..], 8 | (b[8] & 3), &h(8..10)[1..], h(10..16))
+    format!(
+        "{}-{}-4{}-{:x}{}-{}",
+        h(0..4),
+        h(4..6),
+        &h(6..8)[1..],
+        8 | (b[8] & 3),
+        &h(8..10)[1..],
+        h(10..16)
+    )
 }
 
 /// Five random lowercase alphanumerics, for `generateName`.
 pub fn random_suffix() -> String {
     const CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    (0..5).map(|_| CHARS[rand::random_range(0..CHARS.len())] as char).collect()
+    (0..5)
+        .map(|_| CHARS[rand::random_range(0..CHARS.len())] as char)
+        .collect()
 }
 
 /// Why `name` is not a valid DNS-1123 subdomain (or label, when `label`), if it is not.
@@ -48,10 +61,15 @@ pub fn invalid_name(name: &str, label: bool) -> Option<String> {
     if name.len() > max {
         return Some(format!("must be no more than {max} characters"));
     }
-    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (!label && c == '.');
+    let ok_char =
+        |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (!label && c == '.');
     let edges = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     if !name.chars().all(ok_char) || !edges(name.chars().next()) || !edges(name.chars().last()) {
-        let what = if label { "RFC 1123 label" } else { "RFC 1123 subdomain" };
+        let what = if label {
+            "RFC 1123 label"
+        } else {
+            "RFC 1123 subdomain"
+        };
         return Some(format!(
             "a lowercase {what} must consist of lower case alphanumeric characters, '-'{} and must start and end with an alphanumeric character",
             if label { "" } else { " or '.'" }
@@ -65,7 +83,9 @@ pub fn spec_part(obj: &Value) -> Value {
     match obj.as_object() {
         Some(m) => Value::Object(
             m.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+                .filter(|(k, _)| {
+                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
         ),
@@ -77,7 +97,11 @@ pub fn spec_part(obj: &Value) -> Value {
 pub fn finalizers(obj: &Value) -> Vec<String> {
     obj["metadata"]["finalizers"]
         .as_array()
-        .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -85,9 +109,11 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
 pub fn parse_body(body: &[u8], content_type: &str) -> Result<Value, String> {
     if content_type.contains("yaml") {
         let text = std::str::from_utf8(body).map_err(|e| format!("body is not UTF-8: {e}"))?;
-        serde_saphyr::from_str::<Value>(text).map_err(|e| format!("error converting YAML to JSON: {e}"))
+        serde_saphyr::from_str::<Value>(text)
+            .map_err(|e| format!("error converting YAML to JSON: {e}"))
     } else {
-        serde_json::from_slice(body).map_err(|e| format!("couldn't get version/kind; json parse error: {e}"))
+        serde_json::from_slice(body)
+            .map_err(|e| format!("couldn't get version/kind; json parse error: {e}"))
     }
 }
 

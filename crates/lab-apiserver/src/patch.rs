@@ -28,7 +28,9 @@ impl PatchKind {
             "application/json-patch+json" => Some(Self::Json),
             "application/merge-patch+json" => Some(Self::Merge),
             "application/strategic-merge-patch+json" => Some(Self::Strategic),
-            "application/apply-patch+yaml" | "application/apply-patch+json" | "application/apply-patch+cbor" => Some(Self::Apply),
+            "application/apply-patch+yaml"
+            | "application/apply-patch+json"
+            | "application/apply-patch+cbor" => Some(Self::Apply),
             _ => None,
         }
     }
@@ -36,7 +38,11 @@ impl PatchKind {
 
 /// Parses a patch body.
 pub fn parse(kind: PatchKind, body: &[u8]) -> Result<Value, ApiError> {
-    let ct = if kind == PatchKind::Apply { "application/yaml" } else { "application/json" };
+    let ct = if kind == PatchKind::Apply {
+        "application/yaml"
+    } else {
+        "application/json"
+    };
     parse_body(body, ct).map_err(ApiError::bad_request)
 }
 
@@ -50,12 +56,21 @@ pub fn apply(kind: PatchKind, target: &mut Value, patch: &Value) -> Result<(), A
             json_patch::merge(target, patch);
         }
         PatchKind::Json => {
-            let ops: json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
-            json_patch::patch(target, &ops).map_err(|e| ApiError::new(422, "Invalid", format!("the JSON patch could not be applied: {e}")))?;
+            let ops: json_patch::Patch = serde_json::from_value(patch.clone())
+                .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
+            json_patch::patch(target, &ops).map_err(|e| {
+                ApiError::new(
+                    422,
+                    "Invalid",
+                    format!("the JSON patch could not be applied: {e}"),
+                )
+            })?;
         }
         PatchKind::Strategic | PatchKind::Apply => {
             if !patch.is_object() {
-                return Err(ApiError::bad_request("a strategic merge or apply patch must be an object"));
+                return Err(ApiError::bad_request(
+                    "a strategic merge or apply patch must be an object",
+                ));
             }
             strategic(target, patch, "");
         }
@@ -97,7 +112,9 @@ fn strategic(target: &mut Value, patch: &Value, field: &str) {
             (_, Value::Null) => {
                 t.remove(k);
             }
-            (Some(Value::Array(have)), Value::Array(items)) if merge_key(k).is_some() || (k == "finalizers" && field == "metadata") => {
+            (Some(Value::Array(have)), Value::Array(items))
+                if merge_key(k).is_some() || (k == "finalizers" && field == "metadata") =>
+            {
                 merge_list(have, items, merge_key(k));
             }
             (Some(have @ Value::Object(_)), Value::Object(_)) => strategic(have, v, k),
@@ -116,7 +133,9 @@ fn merge_list(have: &mut Vec<Value>, items: &[Value], key: Option<&str>) {
             }
             continue;
         };
-        let pos = have.iter().position(|h| h.get(key).is_some() && h.get(key) == item.get(key));
+        let pos = have
+            .iter()
+            .position(|h| h.get(key).is_some() && h.get(key) == item.get(key));
         match (pos, item.get("$patch").and_then(Value::as_str)) {
             (Some(i), Some("delete")) => {
                 have.remove(i);
@@ -131,7 +150,12 @@ fn merge_list(have: &mut Vec<Value>, items: &[Value], key: Option<&str>) {
 /// The value without `$`-directives.
 fn strip(v: &Value) -> Value {
     match v {
-        Value::Object(m) => Value::Object(m.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), strip(v))).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !k.starts_with('$'))
+                .map(|(k, v)| (k.clone(), strip(v)))
+                .collect(),
+        ),
         Value::Array(a) => Value::Array(a.iter().map(strip).collect()),
         other => other.clone(),
     }
@@ -148,7 +172,10 @@ mod tests {
         let p = json!({"metadata": {"finalizers": ["b"]}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
         apply(PatchKind::Strategic, &mut t, &p).unwrap();
         assert_eq!(t["metadata"]["finalizers"], json!(["a", "b"]));
-        assert_eq!(t["status"]["conditions"], json!([{"type": "Ready", "status": "True"}, {"type": "X", "status": "True"}]));
+        assert_eq!(
+            t["status"]["conditions"],
+            json!([{"type": "Ready", "status": "True"}, {"type": "X", "status": "True"}])
+        );
     }
 
     #[test]
@@ -156,6 +183,15 @@ mod tests {
         let mut t = json!({"spec": {"a": 1}});
         apply(PatchKind::Json, &mut t, &json!([{"op": "replace", "path": "/spec/a", "value": 2}, {"op": "add", "path": "/spec/b", "value": 3}])).unwrap();
         assert_eq!(t, json!({"spec": {"a": 2, "b": 3}}));
-        assert_eq!(apply(PatchKind::Json, &mut t, &json!([{"op": "remove", "path": "/nope"}])).unwrap_err().code, 422);
+        assert_eq!(
+            apply(
+                PatchKind::Json,
+                &mut t,
+                &json!([{"op": "remove", "path": "/nope"}])
+            )
+            .unwrap_err()
+            .code,
+            422
+        );
     }
 }

@@ -11,7 +11,10 @@ use crate::error::{Error, Result};
 use crate::store::State;
 
 fn file_err(path: &Path, source: std::io::Error) -> Error {
-    Error::File { path: path.display().to_string(), source }
+    Error::File {
+        path: path.display().to_string(),
+        source,
+    }
 }
 
 /// Loads `path` into `state` if the file exists.
@@ -21,7 +24,10 @@ pub fn load(path: &Path, state: &mut State) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(file_err(path, e)),
     };
-    let corrupt = |message: String| Error::CorruptData { path: path.display().to_string(), message };
+    let corrupt = |message: String| Error::CorruptData {
+        path: path.display().to_string(),
+        message,
+    };
     let snap: Value = serde_json::from_slice(&text).map_err(|e| corrupt(e.to_string()))?;
     *state = State::new(state_window(state));
     state.restore(&snap).map_err(corrupt)
@@ -34,7 +40,9 @@ fn state_window(state: &State) -> usize {
 /// Writes the store to `path` if it changed since the last write.
 pub fn flush(path: &Path, state: &Arc<Mutex<State>>) -> Result<()> {
     let (rv, objects) = {
-        let Ok(mut st) = state.lock() else { return Ok(()) };
+        let Ok(mut st) = state.lock() else {
+            return Ok(());
+        };
         if !st.dirty {
             return Ok(());
         }
@@ -52,6 +60,8 @@ pub fn flush(path: &Path, state: &Arc<Mutex<State>>) -> Result<()> {
     out.extend_from_slice(b"\n]}\n");
     let tmp = path.with_extension("tmp");
     let mut f = std::fs::File::create(&tmp).map_err(|e| file_err(&tmp, e))?;
-    f.write_all(&out).and_then(|_| f.sync_all()).map_err(|e| file_err(&tmp, e))?;
+    f.write_all(&out)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| file_err(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| file_err(path, e))
 }

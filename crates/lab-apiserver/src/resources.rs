@@ -80,17 +80,31 @@ impl ResourceType {
 
     /// `apiVersion` of objects in this version.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
     }
 
     /// `group/version` path prefix (`api/v1` or `apis/g/v`).
     pub fn gv_path(&self) -> String {
-        if self.group.is_empty() { format!("api/{}", self.version) } else { format!("apis/{}/{}", self.group, self.version) }
+        if self.group.is_empty() {
+            format!("api/{}", self.version)
+        } else {
+            format!("apis/{}/{}", self.group, self.version)
+        }
     }
 }
 
 fn col(name: &str, type_: &str, json_path: &str) -> Column {
-    Column { name: name.into(), type_: type_.into(), description: String::new(), priority: 0, json_path: json_path.into() }
+    Column {
+        name: name.into(),
+        type_: type_.into(),
+        description: String::new(),
+        priority: 0,
+        json_path: json_path.into(),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -131,11 +145,36 @@ pub fn builtins() -> Vec<ResourceType> {
             false,
             &["no"],
             true,
-            vec![col("Status", "string", ".status.conditions[?(@.type==\"Ready\")].status"), age()],
+            vec![
+                col(
+                    "Status",
+                    "string",
+                    ".status.conditions[?(@.type==\"Ready\")].status",
+                ),
+                age(),
+            ],
             Builtin::Node,
         ),
-        builtin("", "Namespace", "namespaces", false, &["ns"], true, vec![col("Status", "string", ".status.phase"), age()], Builtin::Namespace),
-        builtin("", "ConfigMap", "configmaps", true, &["cm"], false, vec![age()], Builtin::ConfigMap),
+        builtin(
+            "",
+            "Namespace",
+            "namespaces",
+            false,
+            &["ns"],
+            true,
+            vec![col("Status", "string", ".status.phase"), age()],
+            Builtin::Namespace,
+        ),
+        builtin(
+            "",
+            "ConfigMap",
+            "configmaps",
+            true,
+            &["cm"],
+            false,
+            vec![age()],
+            Builtin::ConfigMap,
+        ),
         builtin(
             "",
             "Event",
@@ -143,7 +182,12 @@ pub fn builtins() -> Vec<ResourceType> {
             true,
             &["ev"],
             false,
-            vec![col("Type", "string", ".type"), col("Reason", "string", ".reason"), col("Message", "string", ".message"), age()],
+            vec![
+                col("Type", "string", ".type"),
+                col("Reason", "string", ".reason"),
+                col("Message", "string", ".message"),
+                age(),
+            ],
             Builtin::CoreEvent,
         ),
         builtin(
@@ -153,10 +197,24 @@ pub fn builtins() -> Vec<ResourceType> {
             true,
             &["ev"],
             false,
-            vec![col("Type", "string", ".type"), col("Reason", "string", ".reason"), col("Note", "string", ".note"), age()],
+            vec![
+                col("Type", "string", ".type"),
+                col("Reason", "string", ".reason"),
+                col("Note", "string", ".note"),
+                age(),
+            ],
             Builtin::Event,
         ),
-        builtin("coordination.k8s.io", "Lease", "leases", true, &[], false, vec![col("Holder", "string", ".spec.holderIdentity"), age()], Builtin::Lease),
+        builtin(
+            "coordination.k8s.io",
+            "Lease",
+            "leases",
+            true,
+            &[],
+            false,
+            vec![col("Holder", "string", ".spec.holderIdentity"), age()],
+            Builtin::Lease,
+        ),
         builtin(
             "apiextensions.k8s.io",
             "CustomResourceDefinition",
@@ -175,7 +233,13 @@ pub fn from_crd(crd: &Value) -> Vec<ResourceType> {
     let spec = &crd["spec"];
     let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
     let strs = |v: &Value| -> Vec<String> {
-        v.as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default()
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
     };
     let names = &spec["names"];
     let kind = s(&names["kind"]);
@@ -241,17 +305,23 @@ impl Registry {
 
     /// Adds or replaces a type.
     pub fn insert(&mut self, t: ResourceType) {
-        self.types.insert((t.group.clone(), t.version.clone(), t.plural.clone()), Arc::new(t));
+        self.types.insert(
+            (t.group.clone(), t.version.clone(), t.plural.clone()),
+            Arc::new(t),
+        );
     }
 
     /// Removes every version of `group`/`plural` (a deleted CRD).
     pub fn remove_all(&mut self, group: &str, plural: &str) {
-        self.types.retain(|(g, _, p), _| !(g == group && p == plural));
+        self.types
+            .retain(|(g, _, p), _| !(g == group && p == plural));
     }
 
     /// The type served at `group`/`version`/`plural`.
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
-        self.types.get(&(group.to_string(), version.to_string(), plural.to_string())).cloned()
+        self.types
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .cloned()
     }
 
     /// Every type, ordered by group, version and plural.

@@ -44,7 +44,12 @@ pub fn validate(schema: &Value, obj: &mut Value, prune: bool) -> Outcome {
 }
 
 fn required(schema: &Value, map: &Map<String, Value>, path: &str, out: &mut Outcome) {
-    for r in schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+    for r in schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
         if !map.contains_key(r) {
             out.invalid.push((join(path, r), "Required value".into()));
         }
@@ -52,7 +57,11 @@ fn required(schema: &Value, map: &Map<String, Value>, path: &str, out: &mut Outc
 }
 
 fn join(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
 }
 
 fn show(v: &Value) -> String {
@@ -79,39 +88,84 @@ fn walk(s: &Value, v: &mut Value, path: String, out: &mut Outcome, prune: bool) 
     if v.is_null() {
         if s["nullable"] != true {
             let t = s["type"].as_str().unwrap_or("object");
-            bad(out, format!("Invalid value: \"null\": {path} in body must be of type {t}: \"null\""));
+            bad(
+                out,
+                format!("Invalid value: \"null\": {path} in body must be of type {t}: \"null\""),
+            );
         }
         return;
     }
     let int_or_string = s["x-kubernetes-int-or-string"] == true;
     if let Some(t) = s["type"].as_str().filter(|_| !int_or_string) {
         let have = type_name(v);
-        let ok = have == t || (t == "number" && have == "integer") || (t == "integer" && v.as_f64().is_some_and(|f| f.fract() == 0.0));
+        let ok = have == t
+            || (t == "number" && have == "integer")
+            || (t == "integer" && v.as_f64().is_some_and(|f| f.fract() == 0.0));
         if !ok {
-            return bad(out, format!("Invalid value: \"{have}\": {path} in body must be of type {t}: \"{have}\""));
+            return bad(
+                out,
+                format!(
+                    "Invalid value: \"{have}\": {path} in body must be of type {t}: \"{have}\""
+                ),
+            );
         }
     } else if int_or_string && !(v.is_string() || type_name(v) == "integer") {
-        return bad(out, format!("Invalid value: {}: {path} in body must be of type integer or string", show(v)));
+        return bad(
+            out,
+            format!(
+                "Invalid value: {}: {path} in body must be of type integer or string",
+                show(v)
+            ),
+        );
     }
     if let Some(e) = s["enum"].as_array()
         && !e.contains(v)
     {
         let allowed: Vec<String> = e.iter().map(show).collect();
-        bad(out, format!("Unsupported value: {}: supported values: {}", show(v), allowed.join(", ")));
+        bad(
+            out,
+            format!(
+                "Unsupported value: {}: supported values: {}",
+                show(v),
+                allowed.join(", ")
+            ),
+        );
     }
     if let Some(f) = v.as_f64() {
         let (excl_min, excl_max) = (s["exclusiveMinimum"] == true, s["exclusiveMaximum"] == true);
         if let Some(min) = s["minimum"].as_f64()
             && (f < min || (excl_min && f == min))
         {
-            let op = if excl_min { "greater than" } else { "greater than or equal to" };
-            bad(out, format!("Invalid value: {}: {path} in body should be {op} {}", show(v), s["minimum"]));
+            let op = if excl_min {
+                "greater than"
+            } else {
+                "greater than or equal to"
+            };
+            bad(
+                out,
+                format!(
+                    "Invalid value: {}: {path} in body should be {op} {}",
+                    show(v),
+                    s["minimum"]
+                ),
+            );
         }
         if let Some(max) = s["maximum"].as_f64()
             && (f > max || (excl_max && f == max))
         {
-            let op = if excl_max { "less than" } else { "less than or equal to" };
-            bad(out, format!("Invalid value: {}: {path} in body should be {op} {}", show(v), s["maximum"]));
+            let op = if excl_max {
+                "less than"
+            } else {
+                "less than or equal to"
+            };
+            bad(
+                out,
+                format!(
+                    "Invalid value: {}: {path} in body should be {op} {}",
+                    show(v),
+                    s["maximum"]
+                ),
+            );
         }
     }
     if let Some(text) = v.as_str() {
@@ -120,13 +174,28 @@ fn walk(s: &Value, v: &mut Value, path: String, out: &mut Outcome, prune: bool) 
             bad(out, format!("Too long: may not be more than {max} bytes"));
         }
         if let Some(min) = s["minLength"].as_u64().filter(|m| n < *m) {
-            bad(out, format!("Invalid value: {}: {path} in body should be at least {min} chars long", show(v)));
+            bad(
+                out,
+                format!(
+                    "Invalid value: {}: {path} in body should be at least {min} chars long",
+                    show(v)
+                ),
+            );
         }
         if let Some(p) = s["pattern"].as_str() {
             match regex::Regex::new(p) {
-                Ok(re) if !re.is_match(text) => bad(out, format!("Invalid value: {}: {path} in body should match '{p}'", show(v))),
+                Ok(re) if !re.is_match(text) => bad(
+                    out,
+                    format!(
+                        "Invalid value: {}: {path} in body should match '{p}'",
+                        show(v)
+                    ),
+                ),
                 Ok(_) => {}
-                Err(e) => bad(out, format!("Invalid value: schema pattern {p:?} does not compile: {e}")),
+                Err(e) => bad(
+                    out,
+                    format!("Invalid value: schema pattern {p:?} does not compile: {e}"),
+                ),
             }
         }
     }
@@ -138,7 +207,10 @@ fn walk(s: &Value, v: &mut Value, path: String, out: &mut Outcome, prune: bool) 
                 bad(out, format!("Too many: {n}: must have at most {max} items"));
             }
             if let Some(min) = s["minItems"].as_u64().filter(|m| n < *m) {
-                bad(out, format!("Invalid value: {n}: {path} in body should have at least {min} items"));
+                bad(
+                    out,
+                    format!("Invalid value: {n}: {path} in body should have at least {min} items"),
+                );
             }
             if let Some(is) = s.get("items") {
                 for (i, item) in items.iter_mut().enumerate() {
@@ -154,7 +226,8 @@ fn walk(s: &Value, v: &mut Value, path: String, out: &mut Outcome, prune: bool) 
 fn object(s: &Value, map: &mut Map<String, Value>, path: &str, out: &mut Outcome, prune: bool) {
     let props = s["properties"].as_object();
     let additional = s.get("additionalProperties");
-    let preserve = s["x-kubernetes-preserve-unknown-fields"] == true || s["x-kubernetes-embedded-resource"] == true;
+    let preserve = s["x-kubernetes-preserve-unknown-fields"] == true
+        || s["x-kubernetes-embedded-resource"] == true;
     let mut unknown = vec![];
     for (k, child) in map.iter_mut() {
         let p = join(path, k);
@@ -174,7 +247,10 @@ fn object(s: &Value, map: &mut Map<String, Value>, path: &str, out: &mut Outcome
     }
     let n = map.len() as u64;
     if let Some(max) = s["maxProperties"].as_u64().filter(|m| n > *m) {
-        out.invalid.push((path.to_string(), format!("Too many: {n}: must have at most {max} items")));
+        out.invalid.push((
+            path.to_string(),
+            format!("Too many: {n}: must have at most {max} items"),
+        ));
     }
     required(s, map, path, out);
 }
@@ -193,17 +269,26 @@ fn combinators(s: &Value, v: &Value, path: &str, out: &mut Outcome) {
     if let Some(any) = s["anyOf"].as_array()
         && !any.iter().any(passes)
     {
-        out.invalid.push((path.to_string(), "Invalid value: must validate at least one schema (anyOf)".into()));
+        out.invalid.push((
+            path.to_string(),
+            "Invalid value: must validate at least one schema (anyOf)".into(),
+        ));
     }
     if let Some(one) = s["oneOf"].as_array()
         && one.iter().filter(|x| passes(x)).count() != 1
     {
-        out.invalid.push((path.to_string(), "Invalid value: must validate one and only one schema (oneOf)".into()));
+        out.invalid.push((
+            path.to_string(),
+            "Invalid value: must validate one and only one schema (oneOf)".into(),
+        ));
     }
     if let Some(not) = s.get("not")
         && passes(not)
     {
-        out.invalid.push((path.to_string(), "Forbidden: must not validate the schema (not)".into()));
+        out.invalid.push((
+            path.to_string(),
+            "Forbidden: must not validate the schema (not)".into(),
+        ));
     }
 }
 
@@ -230,9 +315,16 @@ mod tests {
 
     #[test]
     fn ranges_lengths_patterns_enums_types_and_required_are_enforced() {
-        let mut o = json!({"spec": {"seq": 70000, "vrf": "waytoolongvrfname", "action": "maybe"}});
-        let fields: Vec<String> = validate(&schema(), &mut o, true).invalid.into_iter().map(|(f, _)| f).collect();
-        assert_eq!(fields, vec!["spec.seq", "spec.vrf", "spec.vrf", "spec.action"]);
+        let mut o = json!({"spec": {"seq": 70000, "vrf": "Way-Too-Long-Name", "action": "maybe"}});
+        let fields: Vec<String> = validate(&schema(), &mut o, true)
+            .invalid
+            .into_iter()
+            .map(|(f, _)| f)
+            .collect();
+        assert_eq!(
+            fields,
+            vec!["spec.action", "spec.seq", "spec.vrf", "spec.vrf"]
+        );
         let mut o = json!({"spec": {"vrf": 3}});
         let out = validate(&schema(), &mut o, true);
         assert_eq!(out.invalid.len(), 2, "{out:?}");
@@ -242,7 +334,10 @@ mod tests {
     fn unknown_fields_are_reported_and_pruned() {
         let mut o = json!({"spec": {"seq": 1, "bogus": true}, "other": 1});
         let out = validate(&schema(), &mut o, true);
-        assert_eq!(out.unknown, vec!["other".to_string(), "spec.bogus".to_string()]);
+        assert_eq!(
+            out.unknown,
+            vec!["spec.bogus".to_string(), "other".to_string()]
+        );
         assert_eq!(o, json!({"spec": {"seq": 1}}));
     }
 }

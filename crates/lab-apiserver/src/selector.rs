@@ -38,7 +38,10 @@ impl LabelSelector {
                 LabelReq::NotIn(k.trim().into(), set(rest).ok_or_else(bad)?)
             } else if let Some((k, rest)) = part.split_once(" in ") {
                 LabelReq::In(k.trim().into(), set(rest).ok_or_else(bad)?)
-            } else if part.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c)) {
+            } else if part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+            {
                 LabelReq::Exists(part.to_string())
             } else {
                 return Err(bad());
@@ -65,7 +68,13 @@ impl LabelSelector {
 
 fn set(rest: &str) -> Option<Vec<String>> {
     let inner = rest.trim().strip_prefix('(')?.strip_suffix(')')?;
-    Some(inner.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect())
+    Some(
+        inner
+            .split(',')
+            .map(|x| x.trim().to_string())
+            .filter(|x| !x.is_empty())
+            .collect(),
+    )
 }
 
 /// Splits on commas that are not inside parentheses.
@@ -100,7 +109,9 @@ impl FieldSelector {
             } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
                 (k, true, v)
             } else {
-                return Err(ApiError::bad_request(format!("invalid field selector: {part:?}")));
+                return Err(ApiError::bad_request(format!(
+                    "invalid field selector: {part:?}"
+                )));
             };
             terms.push((k.trim().to_string(), eq, v.trim().to_string()));
         }
@@ -109,7 +120,10 @@ impl FieldSelector {
 
     /// The name this selector pins (`metadata.name=x`), used to index watchers.
     pub fn name(&self) -> Option<&str> {
-        self.0.iter().find(|(k, eq, _)| *eq && k == "metadata.name").map(|(_, _, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(k, eq, _)| *eq && k == "metadata.name")
+            .map(|(_, _, v)| v.as_str())
     }
 
     /// Whether the object satisfies every term.
@@ -151,6 +165,10 @@ mod tests {
         let f = FieldSelector::parse("metadata.name=n1,metadata.namespace!=other").unwrap();
         assert!(f.matches(&o));
         assert_eq!(f.name(), Some("n1"));
-        assert!(!FieldSelector::parse("metadata.name=n2").unwrap().matches(&o));
+        assert!(
+            !FieldSelector::parse("metadata.name=n2")
+                .unwrap()
+                .matches(&o)
+        );
     }
 }

@@ -68,17 +68,34 @@ impl LabServer {
             persist::load(path, &mut state)?;
         }
         let state = Arc::new(Mutex::new(state));
-        let listener = tokio::net::TcpListener::bind(cfg.listen).await.map_err(|source| Error::Bind { addr: cfg.listen.to_string(), source })?;
-        let addr = listener.local_addr().map_err(|source| Error::Bind { addr: cfg.listen.to_string(), source })?;
+        let listener = tokio::net::TcpListener::bind(cfg.listen)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: cfg.listen.to_string(),
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| Error::Bind {
+            addr: cfg.listen.to_string(),
+            source,
+        })?;
         let faults = Faults::new(state.clone());
-        let app = Arc::new(App { state: state.clone(), faults: faults.clone(), addr, watch_buffer: cfg.watch_buffer, bookmark_every: cfg.bookmark_interval });
+        let app = Arc::new(App {
+            state: state.clone(),
+            faults: faults.clone(),
+            addr,
+            watch_buffer: cfg.watch_buffer,
+            bookmark_every: cfg.bookmark_interval,
+        });
         let router = axum::Router::new().fallback(handle).with_state(app);
         let (stop, stopped) = oneshot::channel::<()>();
         let serve = tokio::spawn(async move {
             let shutdown = async {
                 let _ = stopped.await;
             };
-            if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(shutdown).await {
+            if let Err(e) = axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await
+            {
                 tracing::error!(error = %e, "lab API server stopped with an error");
             }
         });
@@ -94,7 +111,16 @@ impl LabServer {
                 }
             })
         });
-        let server = Self { addr, kubeconfig: cfg.kubeconfig.clone(), data: cfg.data, state, faults, stop: Some(stop), serve, persist };
+        let server = Self {
+            addr,
+            kubeconfig: cfg.kubeconfig.clone(),
+            data: cfg.data,
+            state,
+            faults,
+            stop: Some(stop),
+            serve,
+            persist,
+        };
         if let Some(path) = &cfg.kubeconfig {
             server.write_kubeconfig(path)?;
         }
@@ -129,13 +155,25 @@ impl LabServer {
 
     /// Writes [`LabServer::kubeconfig_yaml`] to `path`.
     pub fn write_kubeconfig(&self, path: &Path) -> Result<()> {
-        std::fs::write(path, self.kubeconfig_yaml()).map_err(|source| Error::File { path: path.display().to_string(), source })
+        std::fs::write(path, self.kubeconfig_yaml()).map_err(|source| Error::File {
+            path: path.display().to_string(),
+            source,
+        })
     }
 
     /// A `kube::Client` for the server.
     pub fn client(&self) -> Result<kube::Client> {
-        let err = |message: String| Error::Client { url: self.url(), message };
-        let uri: http::Uri = self.url().parse().map_err(|e: http::uri::InvalidUri| err(e.to_string()))?;
+        let err = |message: String| Error::Client {
+            url: self.url(),
+            message,
+        };
+        let uri: http::Uri = self
+            .url()
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| err(e.to_string()))?;
+        // kube builds a TLS connector even for http URLs, and rustls needs a process-wide
+        // crypto provider; installing fails harmlessly when one is already installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut config = kube::Config::new(uri);
         config.default_namespace = "default".into();
         kube::Client::try_from(config).map_err(|e| err(e.to_string()))
@@ -148,12 +186,18 @@ impl LabServer {
 
     /// Number of objects stored.
     pub fn object_count(&self) -> usize {
-        self.state.lock().map(|s| s.object_count()).unwrap_or_default()
+        self.state
+            .lock()
+            .map(|s| s.object_count())
+            .unwrap_or_default()
     }
 
     /// Number of open watch streams (registered watchers).
     pub fn watcher_count(&self) -> usize {
-        self.state.lock().map(|s| s.watchers.count()).unwrap_or_default()
+        self.state
+            .lock()
+            .map(|s| s.watchers.count())
+            .unwrap_or_default()
     }
 
     /// The last resourceVersion handed out.

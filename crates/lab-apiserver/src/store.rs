@@ -54,7 +54,9 @@ pub struct Event {
 impl Event {
     /// The newline-terminated JSON watch event, encoded once and shared by all watchers.
     pub fn line(&self) -> Bytes {
-        self.encoded.get_or_init(|| encode_event(self.kind.as_str(), &self.object)).clone()
+        self.encoded
+            .get_or_init(|| encode_event(self.kind.as_str(), &self.object))
+            .clone()
     }
 }
 
@@ -100,7 +102,8 @@ impl State {
         };
         if let Some(ns) = s.registry.get("", "v1", "namespaces") {
             for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-                let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+                let obj =
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
                 let _ = s.create(&ns, "", obj);
             }
         }
@@ -114,14 +117,24 @@ impl State {
 
     /// One object.
     pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Option<Arc<Value>> {
-        self.objects.get(&*rt.key())?.get(&(ns.to_string(), name.to_string())).cloned()
+        self.objects
+            .get(&*rt.key())?
+            .get(&(ns.to_string(), name.to_string()))
+            .cloned()
     }
 
     /// Objects of a type in a namespace (all namespaces when `ns` is `None`), from `after` on.
-    pub fn list<'a>(&'a self, key: &str, ns: Option<&'a str>) -> impl Iterator<Item = (&'a (String, String), &'a Arc<Value>)> + 'a {
+    pub fn list<'a>(
+        &'a self,
+        key: &str,
+        ns: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a (String, String), &'a Arc<Value>)> + 'a {
         self.objects.get(key).into_iter().flat_map(move |m| {
             let range: Box<dyn Iterator<Item = _>> = match ns {
-                Some(ns) => Box::new(m.range((ns.to_string(), String::new())..).take_while(move |((n, _), _)| n == ns)),
+                Some(ns) => Box::new(
+                    m.range((ns.to_string(), String::new())..)
+                        .take_while(move |((n, _), _)| n == ns),
+                ),
                 None => Box::new(m.iter()),
             };
             range
@@ -139,7 +152,12 @@ impl State {
     }
 
     /// Creates an object whose name is already set; sets uid, timestamps and resourceVersion.
-    pub fn create(&mut self, rt: &ResourceType, ns: &str, mut obj: Value) -> Result<Arc<Value>, ApiError> {
+    pub fn create(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        mut obj: Value,
+    ) -> Result<Arc<Value>, ApiError> {
         let key = rt.key();
         let name = meta_str(&obj, "name").to_string();
         if rt.namespaced && self.get_key("/namespaces", "", ns).is_none() {
@@ -170,15 +188,27 @@ impl State {
             _ => {}
         }
         let obj = Arc::new(obj);
-        self.objects.entry(key.clone()).or_default().insert((ns.to_string(), name), obj.clone());
+        self.objects
+            .entry(key.clone())
+            .or_default()
+            .insert((ns.to_string(), name), obj.clone());
         self.commit(key, EventType::Added, obj.clone(), None);
         Ok(obj)
     }
 
     /// Replaces an object (main resource or, with `status_only`, its status).
-    pub fn update(&mut self, rt: &ResourceType, ns: &str, name: &str, mut obj: Value, status_only: bool) -> Result<Arc<Value>, ApiError> {
+    pub fn update(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        status_only: bool,
+    ) -> Result<Arc<Value>, ApiError> {
         let key = rt.key();
-        let old = self.get_key(&key, ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        let old = self
+            .get_key(&key, ns, name)
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
         let want_rv = meta_str(&obj, "resourceVersion");
         if !want_rv.is_empty() && want_rv != meta_str(&old, "resourceVersion") {
             return Err(ApiError::conflict(&rt.group, &rt.plural, name));
@@ -205,7 +235,10 @@ impl State {
         if rt.namespaced {
             m.insert("namespace".into(), json!(ns));
         }
-        m.insert("generation".into(), json!(if bump { generation + 1 } else { generation }));
+        m.insert(
+            "generation".into(),
+            json!(if bump { generation + 1 } else { generation }),
+        );
         match deleting {
             Some(ts) => {
                 m.insert("deletionTimestamp".into(), ts);
@@ -216,7 +249,10 @@ impl State {
                 m.remove("deletionGracePeriodSeconds");
             }
         }
-        m.insert("resourceVersion".into(), old["metadata"]["resourceVersion"].clone());
+        m.insert(
+            "resourceVersion".into(),
+            old["metadata"]["resourceVersion"].clone(),
+        );
         if rt.builtin == Some(Builtin::Crd) && !status_only {
             self.register_crd(Some(&old), &mut obj);
         }
@@ -231,18 +267,31 @@ impl State {
 
     /// Deletes an object: marks it while finalizers remain, else removes it and collects its
     /// dependents (unless `orphan`). `precondition` is an expected resourceVersion or uid.
-    pub fn delete(&mut self, rt: &ResourceType, ns: &str, name: &str, precondition: (&str, &str), orphan: bool) -> Result<Arc<Value>, ApiError> {
+    pub fn delete(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        precondition: (&str, &str),
+        orphan: bool,
+    ) -> Result<Arc<Value>, ApiError> {
         let key = rt.key();
-        let cur = self.get_key(&key, ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        let cur = self
+            .get_key(&key, ns, name)
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
         let (want_rv, want_uid) = precondition;
-        if (!want_rv.is_empty() && want_rv != meta_str(&cur, "resourceVersion")) || (!want_uid.is_empty() && want_uid != meta_str(&cur, "uid")) {
+        if (!want_rv.is_empty() && want_rv != meta_str(&cur, "resourceVersion"))
+            || (!want_uid.is_empty() && want_uid != meta_str(&cur, "uid"))
+        {
             return Err(ApiError::conflict(&rt.group, &rt.plural, name));
         }
         Ok(self.delete_key(key, ns, name, orphan))
     }
 
     fn delete_key(&mut self, key: TypeKey, ns: &str, name: &str, orphan: bool) -> Arc<Value> {
-        let Some(cur) = self.get_key(&key, ns, name) else { return Arc::new(Value::Null) };
+        let Some(cur) = self.get_key(&key, ns, name) else {
+            return Arc::new(Value::Null);
+        };
         if finalizers(&cur).is_empty() {
             return self.remove(key, ns, name, orphan);
         }
@@ -257,21 +306,38 @@ impl State {
     }
 
     fn get_key(&self, key: &str, ns: &str, name: &str) -> Option<Arc<Value>> {
-        self.objects.get(key)?.get(&(ns.to_string(), name.to_string())).cloned()
+        self.objects
+            .get(key)?
+            .get(&(ns.to_string(), name.to_string()))
+            .cloned()
     }
 
-    fn store_modified(&mut self, key: TypeKey, ns: &str, name: &str, mut obj: Value, old: Arc<Value>) -> Arc<Value> {
+    fn store_modified(
+        &mut self,
+        key: TypeKey,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        old: Arc<Value>,
+    ) -> Arc<Value> {
         self.rv += 1;
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(self.rv.to_string()));
         let obj = Arc::new(obj);
-        self.objects.entry(key.clone()).or_default().insert((ns.to_string(), name.to_string()), obj.clone());
+        self.objects
+            .entry(key.clone())
+            .or_default()
+            .insert((ns.to_string(), name.to_string()), obj.clone());
         self.commit(key, EventType::Modified, obj.clone(), Some(old));
         obj
     }
 
     /// Removes an object now, then everything that depended on it.
     fn remove(&mut self, key: TypeKey, ns: &str, name: &str, orphan: bool) -> Arc<Value> {
-        let Some(old) = self.objects.get_mut(&key).and_then(|m| m.remove(&(ns.to_string(), name.to_string()))) else {
+        let Some(old) = self
+            .objects
+            .get_mut(&key)
+            .and_then(|m| m.remove(&(ns.to_string(), name.to_string())))
+        else {
             return Arc::new(Value::Null);
         };
         self.rv += 1;
@@ -281,7 +347,10 @@ impl State {
         self.commit(key.clone(), EventType::Deleted, gone.clone(), None);
         match &*key {
             "apiextensions.k8s.io/customresourcedefinitions" => {
-                let (g, p) = (gone["spec"]["group"].as_str().unwrap_or_default(), gone["spec"]["names"]["plural"].as_str().unwrap_or_default());
+                let (g, p) = (
+                    gone["spec"]["group"].as_str().unwrap_or_default(),
+                    gone["spec"]["names"]["plural"].as_str().unwrap_or_default(),
+                );
                 self.registry.remove_all(g, p);
                 self.purge(&Arc::from(format!("{g}/{p}")), None);
             }
@@ -322,7 +391,9 @@ impl State {
         }
         for (key, ns, name, o) in found {
             let mut new = (*o).clone();
-            let refs = meta_mut(&mut new).get_mut("ownerReferences").and_then(Value::as_array_mut);
+            let refs = meta_mut(&mut new)
+                .get_mut("ownerReferences")
+                .and_then(Value::as_array_mut);
             let left = refs.map(|r| {
                 r.retain(|r| r["uid"] != uid);
                 r.len()
@@ -341,7 +412,10 @@ impl State {
     /// Registers the types a CRD defines and fills in its status.
     fn register_crd(&mut self, old: Option<&Value>, crd: &mut Value) {
         if let Some(old) = old {
-            self.registry.remove_all(old["spec"]["group"].as_str().unwrap_or_default(), old["spec"]["names"]["plural"].as_str().unwrap_or_default());
+            self.registry.remove_all(
+                old["spec"]["group"].as_str().unwrap_or_default(),
+                old["spec"]["names"]["plural"].as_str().unwrap_or_default(),
+            );
         }
         for t in from_crd(crd) {
             self.registry.insert(t);
@@ -357,8 +431,21 @@ impl State {
     }
 
     /// Records a change: the event window, watchers, and the dirty flag.
-    fn commit(&mut self, key: TypeKey, kind: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) {
-        let ev = Arc::new(Event { rv: self.rv, key, kind, object, prev, encoded: OnceLock::new() });
+    fn commit(
+        &mut self,
+        key: TypeKey,
+        kind: EventType,
+        object: Arc<Value>,
+        prev: Option<Arc<Value>>,
+    ) {
+        let ev = Arc::new(Event {
+            rv: self.rv,
+            key,
+            kind,
+            object,
+            prev,
+            encoded: OnceLock::new(),
+        });
         if self.window.len() >= self.window_cap
             && let Some(old) = self.window.pop_front()
         {
@@ -373,7 +460,10 @@ impl State {
     pub fn snapshot(&self) -> (u64, Vec<Arc<Value>>) {
         let mut keys: Vec<&TypeKey> = self.objects.keys().collect();
         keys.sort_by_key(|k| (!k.ends_with("/customresourcedefinitions"), &***k));
-        let objects = keys.into_iter().flat_map(|k| self.objects[k].values().cloned()).collect();
+        let objects = keys
+            .into_iter()
+            .flat_map(|k| self.objects[k].values().cloned())
+            .collect();
         (self.rv, objects)
     }
 
@@ -381,19 +471,34 @@ impl State {
     pub fn restore(&mut self, snap: &Value) -> Result<(), String> {
         let objs = snap["objects"].as_array().ok_or("no \"objects\" array")?;
         for o in objs {
-            let (av, kind) = (o["apiVersion"].as_str().unwrap_or_default(), o["kind"].as_str().unwrap_or_default());
+            let (av, kind) = (
+                o["apiVersion"].as_str().unwrap_or_default(),
+                o["kind"].as_str().unwrap_or_default(),
+            );
             let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
-            let rt = self.registry.all().find(|t| t.group == group && t.version == version && t.kind == kind).cloned();
+            let rt = self
+                .registry
+                .all()
+                .find(|t| t.group == group && t.version == version && t.kind == kind)
+                .cloned();
             let rt = rt.ok_or_else(|| format!("object of unknown kind {av} {kind}"))?;
             if rt.builtin == Some(Builtin::Crd) {
                 for t in from_crd(o) {
                     self.registry.insert(t);
                 }
             }
-            let id = (meta_str(o, "namespace").to_string(), meta_str(o, "name").to_string());
-            self.objects.entry(rt.key()).or_default().insert(id, Arc::new(o.clone()));
+            let id = (
+                meta_str(o, "namespace").to_string(),
+                meta_str(o, "name").to_string(),
+            );
+            self.objects
+                .entry(rt.key())
+                .or_default()
+                .insert(id, Arc::new(o.clone()));
         }
-        self.rv = snap["resourceVersion"].as_u64().ok_or("no resourceVersion")?;
+        self.rv = snap["resourceVersion"]
+            .as_u64()
+            .ok_or("no resourceVersion")?;
         self.compacted = self.rv;
         self.window.clear();
         Ok(())

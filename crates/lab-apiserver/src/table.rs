@@ -8,9 +8,15 @@ use crate::resources::ResourceType;
 /// A Table of `objs`; `columns` includes the column definitions, `full` embeds whole objects
 /// instead of `PartialObjectMetadata`.
 pub fn table(rt: &ResourceType, objs: &[&Value], columns: bool, full: bool) -> Value {
-    let mut defs = vec![json!({"name": "Name", "type": "string", "format": "name", "description": "Name of the object", "priority": 0})];
+    let mut defs = vec![
+        json!({"name": "Name", "type": "string", "format": "name", "description": "Name of the object", "priority": 0}),
+    ];
     for c in &rt.columns {
-        let type_ = if c.type_ == "date" { "string" } else { c.type_.as_str() };
+        let type_ = if c.type_ == "date" {
+            "string"
+        } else {
+            c.type_.as_str()
+        };
         defs.push(json!({"name": c.name, "type": type_, "format": "", "description": c.description, "priority": c.priority}));
     }
     let now = jiff::Timestamp::now();
@@ -36,7 +42,8 @@ pub fn table(rt: &ResourceType, objs: &[&Value], columns: bool, full: bool) -> V
             json!({"cells": cells, "object": object})
         })
         .collect();
-    let mut t = json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {}, "rows": rows});
+    let mut t =
+        json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {}, "rows": rows});
     if columns {
         t["columnDefinitions"] = json!(defs);
     }
@@ -67,7 +74,9 @@ pub fn eval<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
     let mut rest = path.trim_start_matches('$');
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix('[') {
-            let Some(end) = r.find(']') else { return vec![] };
+            let Some(end) = r.find(']') else {
+                return vec![];
+            };
             let inner = &r[..end];
             rest = &r[end + 1..];
             cur = if inner == "*" {
@@ -79,7 +88,16 @@ pub fn eval<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
                     .flat_map(|v| v.as_array().into_iter().flatten())
                     .filter(|item| {
                         let got = eval(item, p.trim());
-                        if want.is_empty() { !got.is_empty() } else { got.iter().any(|g| g.as_str().map(String::from).unwrap_or_else(|| g.to_string()) == want) }
+                        if want.is_empty() {
+                            !got.is_empty()
+                        } else {
+                            got.iter().any(|g| {
+                                g.as_str()
+                                    .map(String::from)
+                                    .unwrap_or_else(|| g.to_string())
+                                    == want
+                            })
+                        }
                     })
                     .collect()
             } else if let Ok(i) = inner.parse::<usize>() {
@@ -95,7 +113,11 @@ pub fn eval<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
             if key.is_empty() {
                 continue;
             }
-            cur = if key == "*" { cur.into_iter().flat_map(children).collect() } else { cur.into_iter().filter_map(|v| v.get(key)).collect() };
+            cur = if key == "*" {
+                cur.into_iter().flat_map(children).collect()
+            } else {
+                cur.into_iter().filter_map(|v| v.get(key)).collect()
+            };
         } else {
             let end = rest.find(['.', '[']).unwrap_or(rest.len());
             let key = &rest[..end];
@@ -123,9 +145,15 @@ mod tests {
         let o = json!({"spec": {"items": [{"name": "a"}, {"name": "b"}]}, "status": {"conditions": [
             {"type": "Ready", "status": "True"}, {"type": "Other", "status": "False"}]},
             "metadata": {"labels": {"a.b/c": "x"}}});
-        assert_eq!(eval(&o, ".spec.items[*].name"), vec![&json!("a"), &json!("b")]);
+        assert_eq!(
+            eval(&o, ".spec.items[*].name"),
+            vec![&json!("a"), &json!("b")]
+        );
         assert_eq!(eval(&o, ".spec.items[1].name"), vec![&json!("b")]);
-        assert_eq!(eval(&o, ".status.conditions[?(@.type==\"Ready\")].status"), vec![&json!("True")]);
+        assert_eq!(
+            eval(&o, ".status.conditions[?(@.type==\"Ready\")].status"),
+            vec![&json!("True")]
+        );
         assert_eq!(eval(&o, ".metadata.labels['a.b/c']"), vec![&json!("x")]);
         assert!(eval(&o, ".spec.missing").is_empty());
     }

@@ -29,7 +29,9 @@ enum Shape {
 fn shape(r: &Req) -> Shape {
     let accept = r.header(header::ACCEPT);
     if accept.contains("as=Table") {
-        Shape::Table { full: r.q("includeObject") == Some("Object") }
+        Shape::Table {
+            full: r.q("includeObject") == Some("Object"),
+        }
     } else if accept.contains("as=PartialObjectMetadata") {
         Shape::Partial
     } else {
@@ -48,7 +50,10 @@ pub fn serve(app: &App, t: Target, verb: &str, r: Req) -> Result<Response, ApiEr
         "patch" => patch(app, &t, &r),
         "delete" => delete(app, &t, &r),
         "deletecollection" => delete_collection(app, &t, &r),
-        _ => Err(ApiError::method_not_allowed(format!("method {} is not supported on {}", r.method, t.rt.plural))),
+        _ => Err(ApiError::method_not_allowed(format!(
+            "method {} is not supported on {}",
+            r.method, t.rt.plural
+        ))),
     }
 }
 
@@ -66,7 +71,10 @@ fn versioned<'a>(rt: &ResourceType, obj: &'a Value) -> Cow<'a, Value> {
 fn render(rt: &ResourceType, obj: &Value, shape: Shape, code: u16) -> Response {
     match shape {
         Shape::Table { full } => json_response(code, &table::table(rt, &[obj], true, full)),
-        Shape::Partial => json_response(code, &json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]})),
+        Shape::Partial => json_response(
+            code,
+            &json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}),
+        ),
         Shape::Plain => json_response(code, &versioned(rt, obj)),
     }
 }
@@ -76,12 +84,17 @@ fn ns_of(t: &Target) -> &str {
 }
 
 fn name_of(t: &Target) -> Result<&str, ApiError> {
-    t.name.as_deref().ok_or_else(|| ApiError::method_not_allowed("this verb needs an object name in the URL"))
+    t.name
+        .as_deref()
+        .ok_or_else(|| ApiError::method_not_allowed("this verb needs an object name in the URL"))
 }
 
 fn get(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
     let name = name_of(t)?;
-    let obj = app.lock()?.get(&t.rt, ns_of(t), name).ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, name))?;
+    let obj = app
+        .lock()?
+        .get(&t.rt, ns_of(t), name)
+        .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, name))?;
     Ok(render(&t.rt, &obj, shape(r), 200))
 }
 
@@ -98,15 +111,29 @@ fn hex(s: &str) -> String {
 }
 
 fn unhex(s: &str) -> Option<String> {
-    let bytes: Option<Vec<u8>> = (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect();
+    let bytes: Option<Vec<u8>> = (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect();
     String::from_utf8(bytes?).ok()
 }
 
 fn list(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
     let f = filter(t, r)?;
-    let limit = r.q("limit").and_then(|l| l.parse::<usize>().ok()).filter(|l| *l > 0).unwrap_or(usize::MAX);
+    let limit = r
+        .q("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0)
+        .unwrap_or(usize::MAX);
     let after = match r.q("continue").filter(|c| !c.is_empty()) {
-        Some(c) => Some(unhex(c).and_then(|s| s.split_once('\0').map(|(a, b)| (a.to_string(), b.to_string()))).ok_or_else(|| ApiError::bad_request("invalid continue token"))?),
+        Some(c) => Some(
+            unhex(c)
+                .and_then(|s| {
+                    s.split_once('\0')
+                        .map(|(a, b)| (a.to_string(), b.to_string()))
+                })
+                .ok_or_else(|| ApiError::bad_request("invalid continue token"))?,
+        ),
         None => None,
     };
     let (items, rv, next) = {
@@ -118,7 +145,9 @@ fn list(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
                 continue;
             }
             if items.len() == limit {
-                next = items.last().map(|(id, _): &((String, String), _)| hex(&format!("{}\0{}", id.0, id.1)));
+                next = items
+                    .last()
+                    .map(|(id, _): &((String, String), _)| hex(&format!("{}\0{}", id.0, id.1)));
                 break;
             }
             items.push((id.clone(), o.clone()));
@@ -138,7 +167,10 @@ fn list(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
         }
         Shape::Partial => {
             let objs: Vec<Value> = items.iter().map(|(_, o)| json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]})).collect();
-            Ok(json_response(200, &json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": objs})))
+            Ok(json_response(
+                200,
+                &json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": objs}),
+            ))
         }
         Shape::Plain => {
             let head = json!({"kind": format!("{}List", t.rt.kind), "apiVersion": t.rt.api_version(), "metadata": meta});
@@ -160,13 +192,22 @@ fn list(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
 fn watch(app: &App, t: Target, r: &Req) -> Result<Response, ApiError> {
     let mut filter = filter(&t, r)?;
     if let Some(name) = &t.name {
-        filter.fields = FieldSelector::parse(&format!("metadata.name={name},{}", r.q("fieldSelector").unwrap_or_default()))?;
+        filter.fields = FieldSelector::parse(&format!(
+            "metadata.name={name},{}",
+            r.q("fieldSelector").unwrap_or_default()
+        ))?;
     }
     let rv = match r.q("resourceVersion").filter(|v| !v.is_empty()) {
-        Some(v) => Some(v.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {v:?}")))?),
+        Some(v) => Some(
+            v.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {v:?}")))?,
+        ),
         None => None,
     };
-    let timeout = r.q("timeoutSeconds").and_then(|s| s.parse::<u64>().ok()).unwrap_or(1800);
+    let timeout = r
+        .q("timeoutSeconds")
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(1800);
     let p = WatchParams {
         rt: t.rt,
         filter,
@@ -184,16 +225,23 @@ fn watch(app: &App, t: Target, r: &Req) -> Result<Response, ApiError> {
 fn body_object(r: &Req) -> Result<Value, ApiError> {
     let v = parse_body(&r.body, r.header(header::CONTENT_TYPE)).map_err(ApiError::bad_request)?;
     if !v.is_object() {
-        return Err(ApiError::bad_request("the request body must be a single object"));
+        return Err(ApiError::bad_request(
+            "the request body must be a single object",
+        ));
     }
     Ok(v)
 }
 
 /// Checks that the body's apiVersion and kind are the URL's.
 fn check_type(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
-    let (av, kind) = (obj["apiVersion"].as_str().unwrap_or_default(), obj["kind"].as_str().unwrap_or_default());
+    let (av, kind) = (
+        obj["apiVersion"].as_str().unwrap_or_default(),
+        obj["kind"].as_str().unwrap_or_default(),
+    );
     if kind.is_empty() {
-        return Err(ApiError::bad_request("Object 'Kind' is missing in the request body"));
+        return Err(ApiError::bad_request(
+            "Object 'Kind' is missing in the request body",
+        ));
     }
     if av != rt.api_version() || kind != rt.kind {
         return Err(ApiError::bad_request(format!(
@@ -208,7 +256,9 @@ fn check_type(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
 fn check_ns(t: &Target, obj: &mut Value) -> Result<(), ApiError> {
     let body_ns = meta_str(obj, "namespace");
     if t.rt.namespaced && !body_ns.is_empty() && body_ns != ns_of(t) {
-        return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
     }
     Ok(())
 }
@@ -225,17 +275,34 @@ fn dry_run(r: &Req) -> bool {
 fn admit(rt: &ResourceType, obj: &mut Value, strict: bool) -> Result<(), ApiError> {
     let name = meta_str(obj, "name").to_string();
     let label = matches!(rt.builtin, Some(Builtin::Namespace));
-    let invalid = |field: &str, msg: String| ApiError::invalid(&rt.group, &rt.kind, &name, &[(field.to_string(), msg)]);
+    let invalid = |field: &str, msg: String| {
+        ApiError::invalid(&rt.group, &rt.kind, &name, &[(field.to_string(), msg)])
+    };
     if let Some(msg) = invalid_name(&name, label) {
-        return Err(invalid("metadata.name", format!("Invalid value: {name:?}: {msg}")));
+        return Err(invalid(
+            "metadata.name",
+            format!("Invalid value: {name:?}: {msg}"),
+        ));
     }
     if rt.builtin == Some(Builtin::Crd) {
-        let want = format!("{}.{}", obj["spec"]["names"]["plural"].as_str().unwrap_or_default(), obj["spec"]["group"].as_str().unwrap_or_default());
+        let want = format!(
+            "{}.{}",
+            obj["spec"]["names"]["plural"].as_str().unwrap_or_default(),
+            obj["spec"]["group"].as_str().unwrap_or_default()
+        );
         if name != want {
-            return Err(invalid("metadata.name", format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group")));
+            return Err(invalid(
+                "metadata.name",
+                format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"),
+            ));
         }
     }
-    let decode = |e: String| ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: {e}", rt.kind, rt.version, rt.kind));
+    let decode = |e: String| {
+        ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {e}",
+            rt.kind, rt.version, rt.kind
+        ))
+    };
     let mut unknown = match rt.builtin {
         Some(b) => {
             let (typed, unknown) = builtin::check(b, obj).map_err(decode)?;
@@ -254,22 +321,33 @@ fn admit(rt: &ResourceType, obj: &mut Value, strict: bool) -> Result<(), ApiErro
         }
     }
     if strict && !unknown.is_empty() {
-        let list: Vec<String> = unknown.iter().map(|u| format!("unknown field \"{u}\"")).collect();
-        return Err(ApiError::bad_request(format!("strict decoding error: {}", list.join(", "))));
+        let list: Vec<String> = unknown
+            .iter()
+            .map(|u| format!("unknown field \"{u}\""))
+            .collect();
+        return Err(ApiError::bad_request(format!(
+            "strict decoding error: {}",
+            list.join(", ")
+        )));
     }
     Ok(())
 }
 
 fn create(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
     if t.name.is_some() {
-        return Err(ApiError::method_not_allowed("POST goes to the collection, not to an object"));
+        return Err(ApiError::method_not_allowed(
+            "POST goes to the collection, not to an object",
+        ));
     }
     let mut obj = body_object(r)?;
     check_type(&t.rt, &obj)?;
     check_ns(t, &mut obj)?;
     let generate = meta_str(&obj, "generateName").to_string();
     if meta_str(&obj, "name").is_empty() && !generate.is_empty() {
-        meta_mut(&mut obj).insert("name".into(), json!(format!("{generate}{}", random_suffix())));
+        meta_mut(&mut obj).insert(
+            "name".into(),
+            json!(format!("{generate}{}", random_suffix())),
+        );
     }
     admit(&t.rt, &mut obj, strict(r))?;
     if dry_run(r) {
@@ -285,12 +363,18 @@ fn update(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
     check_type(&t.rt, &obj)?;
     check_ns(t, &mut obj)?;
     if meta_str(&obj, "name") != name {
-        return Err(ApiError::bad_request(format!("the name of the object ({}) does not match the name on the URL ({name})", meta_str(&obj, "name"))));
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            meta_str(&obj, "name")
+        )));
     }
     admit(&t.rt, &mut obj, strict(r))?;
     let mut st = app.lock()?;
     if dry_run(r) {
-        return st.get(&t.rt, ns_of(t), name).map(|_| render(&t.rt, &obj, Shape::Plain, 200)).ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, name));
+        return st
+            .get(&t.rt, ns_of(t), name)
+            .map(|_| render(&t.rt, &obj, Shape::Plain, 200))
+            .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, name));
     }
     let updated = st.update(&t.rt, ns_of(t), name, obj, t.sub.is_some())?;
     Ok(render(&t.rt, &updated, shape(r), 200))
@@ -340,11 +424,25 @@ struct DeleteOpts {
 }
 
 fn delete_opts(r: &Req) -> Result<DeleteOpts, ApiError> {
-    let body: Value = if r.body.is_empty() { Value::Null } else { serde_json::from_slice(&r.body).map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))? };
-    let policy = r.q("propagationPolicy").or(body["propagationPolicy"].as_str()).unwrap_or_default();
-    let orphan = policy == "Orphan" || body["orphanDependents"] == true || r.q("orphanDependents") == Some("true");
+    let body: Value = if r.body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&r.body)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
+    };
+    let policy = r
+        .q("propagationPolicy")
+        .or(body["propagationPolicy"].as_str())
+        .unwrap_or_default();
+    let orphan = policy == "Orphan"
+        || body["orphanDependents"] == true
+        || r.q("orphanDependents") == Some("true");
     let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    Ok(DeleteOpts { rv: s(&body["preconditions"]["resourceVersion"]), uid: s(&body["preconditions"]["uid"]), orphan })
+    Ok(DeleteOpts {
+        rv: s(&body["preconditions"]["resourceVersion"]),
+        uid: s(&body["preconditions"]["uid"]),
+        orphan,
+    })
 }
 
 fn delete(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
@@ -352,7 +450,9 @@ fn delete(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
     let o = delete_opts(r)?;
     let mut st = app.lock()?;
     if dry_run(r) {
-        let cur = st.get(&t.rt, ns_of(t), name).ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, name))?;
+        let cur = st
+            .get(&t.rt, ns_of(t), name)
+            .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, name))?;
         return Ok(render(&t.rt, &cur, Shape::Plain, 200));
     }
     let obj = st.delete(&t.rt, ns_of(t), name, (&o.rv, &o.uid), o.orphan)?;
@@ -363,7 +463,11 @@ fn delete_collection(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
     let f = filter(t, r)?;
     let o = delete_opts(r)?;
     let mut st = app.lock()?;
-    let names: Vec<(String, String)> = st.list(&t.rt.key(), t.ns.as_deref()).filter(|(_, o)| f.matches(o)).map(|(id, _)| id.clone()).collect();
+    let names: Vec<(String, String)> = st
+        .list(&t.rt.key(), t.ns.as_deref())
+        .filter(|(_, o)| f.matches(o))
+        .map(|(id, _)| id.clone())
+        .collect();
     let mut items = vec![];
     if !dry_run(r) {
         for (ns, name) in names {
@@ -371,5 +475,8 @@ fn delete_collection(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
         }
     }
     let items: Vec<&Value> = items.iter().map(|o| &**o).collect();
-    Ok(json_response(200, &json!({"kind": format!("{}List", t.rt.kind), "apiVersion": t.rt.api_version(), "metadata": {"resourceVersion": st.rv.to_string()}, "items": items})))
+    Ok(json_response(
+        200,
+        &json!({"kind": format!("{}List", t.rt.kind), "apiVersion": t.rt.api_version(), "metadata": {"resourceVersion": st.rv.to_string()}, "items": items}),
+    ))
 }

@@ -32,7 +32,9 @@ pub struct Filter {
 impl Filter {
     /// Whether an object is selected.
     pub fn matches(&self, obj: &Value) -> bool {
-        self.ns.as_deref().is_none_or(|ns| obj["metadata"]["namespace"].as_str().unwrap_or_default() == ns)
+        self.ns
+            .as_deref()
+            .is_none_or(|ns| obj["metadata"]["namespace"].as_str().unwrap_or_default() == ns)
             && self.labels.matches(obj)
             && self.fields.matches(obj)
     }
@@ -95,11 +97,19 @@ impl Watchers {
     /// Sends an event to every watcher that selects it. A watcher whose buffer is full is
     /// dropped (its stream ends and the client resumes from its last resourceVersion).
     pub fn dispatch(&mut self, ev: &Arc<Event>) {
-        let Some(tw) = self.by_type.get_mut(&ev.key) else { return };
+        let Some(tw) = self.by_type.get_mut(&ev.key) else {
+            return;
+        };
         let name = ev.object["metadata"]["name"].as_str().unwrap_or_default();
         let send = |list: &mut Vec<Entry>| {
             list.retain(|e| match e.filter.view(ev) {
-                Some(kind) => e.tx.try_send(Item { event: ev.clone(), kind }).is_ok(),
+                Some(kind) => {
+                    e.tx.try_send(Item {
+                        event: ev.clone(),
+                        kind,
+                    })
+                    .is_ok()
+                }
                 None => !e.tx.is_closed(),
             })
         };
@@ -119,7 +129,10 @@ impl Watchers {
 
     /// Number of registered watchers.
     pub fn count(&self) -> usize {
-        self.by_type.values().map(|t| t.rest.len() + t.named.values().map(Vec::len).sum::<usize>()).sum()
+        self.by_type
+            .values()
+            .map(|t| t.rest.len() + t.named.values().map(Vec::len).sum::<usize>())
+            .sum()
     }
 }
 
@@ -152,7 +165,9 @@ pub fn start(state: Arc<Mutex<State>>, p: WatchParams) -> Result<Response, ApiEr
     let (tx, rx) = mpsc::channel(p.buffer.max(16));
     let filter = Arc::new(p.filter.clone());
     let (initial, start_rv) = {
-        let mut st = state.lock().map_err(|_| ApiError::new(500, "InternalError", "state lock poisoned"))?;
+        let mut st = state
+            .lock()
+            .map_err(|_| ApiError::new(500, "InternalError", "state lock poisoned"))?;
         let mut initial: Vec<(EventType, Arc<Value>)> = vec![];
         match p.rv.filter(|rv| *rv > 0 && !p.send_initial) {
             Some(rv) => match st.events_since(rv) {
@@ -182,14 +197,19 @@ pub fn start(state: Arc<Mutex<State>>, p: WatchParams) -> Result<Response, ApiEr
     let (out_tx, out_rx) = mpsc::channel::<Bytes>(64);
     tokio::spawn(pump(state, p, initial, start_rv, rx, out_tx));
     let body = Body::from_stream(futures::stream::unfold(out_rx, |mut rx| async move {
-        rx.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
     }));
     Ok(stream_response(body))
 }
 
 fn stream_response(body: Body) -> Response {
     let mut r = Response::new(body);
-    r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
     r
 }
 
@@ -223,7 +243,10 @@ impl Encoder {
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        encode_event("BOOKMARK", &json!({"kind": self.rt.kind, "apiVersion": self.rt.api_version(), "metadata": meta}))
+        encode_event(
+            "BOOKMARK",
+            &json!({"kind": self.rt.kind, "apiVersion": self.rt.api_version(), "metadata": meta}),
+        )
     }
 }
 
@@ -235,7 +258,11 @@ async fn pump(
     mut rx: mpsc::Receiver<Item>,
     out: mpsc::Sender<Bytes>,
 ) {
-    let mut enc = Encoder { rt: p.rt.clone(), table: p.table, first: true };
+    let mut enc = Encoder {
+        rt: p.rt.clone(),
+        table: p.table,
+        first: true,
+    };
     for (kind, obj) in &initial {
         if out.send(enc.line(*kind, None, obj)).await.is_err() {
             return;

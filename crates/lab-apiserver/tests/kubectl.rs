@@ -1,4 +1,6 @@
 //! The lab API server driven by the real kubectl.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml allows it in tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
@@ -22,14 +24,36 @@ async fn crds_apply_and_custom_objects_are_created_and_updated_from_yaml() {
     lab.apply_crds().await;
     let widgets = Lab::fixture("widgets.yaml");
     let out = lab.ok(&["apply", "-f", widgets.to_str().unwrap()]).await;
-    assert!(out.contains("widget.lab.example.com/alpha created"), "{out}");
+    assert!(
+        out.contains("widget.lab.example.com/alpha created"),
+        "{out}"
+    );
     assert!(out.contains("widget.lab.example.com/beta created"), "{out}");
-    let gen1 = lab.ok(&["get", "widget", "alpha", "-o", "jsonpath={.metadata.generation}"]).await;
+    let gen1 = lab
+        .ok(&[
+            "get",
+            "widget",
+            "alpha",
+            "-o",
+            "jsonpath={.metadata.generation}",
+        ])
+        .await;
     assert_eq!(gen1, "1");
 
     let out = lab.ok_in(&["apply", "-f", "-"], Some(WIDGET_V2)).await;
-    assert!(out.contains("widget.lab.example.com/alpha configured"), "{out}");
-    let got = lab.ok(&["get", "widget", "alpha", "-o", "jsonpath={.spec.replicas} {.spec.label} {.metadata.generation}"]).await;
+    assert!(
+        out.contains("widget.lab.example.com/alpha configured"),
+        "{out}"
+    );
+    let got = lab
+        .ok(&[
+            "get",
+            "widget",
+            "alpha",
+            "-o",
+            "jsonpath={.spec.replicas} {.spec.label} {.metadata.generation}",
+        ])
+        .await;
     assert_eq!(got, "5 second 2");
 
     // Re-applying the same content changes nothing, not even the generation.
@@ -37,7 +61,13 @@ async fn crds_apply_and_custom_objects_are_created_and_updated_from_yaml() {
     assert!(out.contains("unchanged"), "{out}");
 
     let yaml = lab.ok(&["get", "widget", "beta", "-o", "yaml"]).await;
-    for want in ["kind: Widget", "uid:", "creationTimestamp:", "resourceVersion:", "anything:"] {
+    for want in [
+        "kind: Widget",
+        "uid:",
+        "creationTimestamp:",
+        "resourceVersion:",
+        "anything:",
+    ] {
         assert!(yaml.contains(want), "missing {want} in\n{yaml}");
     }
 }
@@ -46,14 +76,21 @@ async fn crds_apply_and_custom_objects_are_created_and_updated_from_yaml() {
 async fn get_by_short_name_prints_the_crd_printer_columns() {
     let lab = Lab::start().await;
     lab.apply_crds().await;
-    lab.ok(&["apply", "-f", Lab::fixture("widgets.yaml").to_str().unwrap()]).await;
+    lab.ok(&[
+        "apply",
+        "-f",
+        Lab::fixture("widgets.yaml").to_str().unwrap(),
+    ])
+    .await;
     let out = lab.ok(&["get", "wg"]).await;
     let mut lines = out.lines();
     let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
     assert_eq!(header, ["NAME", "COLOR", "REPLICAS", "PHASE", "AGE"]);
     let alpha: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
     assert_eq!(&alpha[..3], ["alpha", "red", "3"]);
-    let out = lab.ok(&["get", "wg", "-l", "tier=front", "-o", "name"]).await;
+    let out = lab
+        .ok(&["get", "wg", "-l", "tier=front", "-o", "name"])
+        .await;
     assert_eq!(out.trim(), "widget.lab.example.com/alpha");
 }
 
@@ -62,11 +99,30 @@ async fn api_resources_lists_built_in_and_custom_kinds() {
     let lab = Lab::start().await;
     lab.apply_crds().await;
     let out = lab.ok(&["api-resources"]).await;
-    let row = |name: &str| out.lines().find(|l| l.split_whitespace().next() == Some(name)).map(|l| l.split_whitespace().collect::<Vec<_>>());
-    assert_eq!(row("widgets").unwrap(), ["widgets", "wg", "lab.example.com/v1", "false", "Widget"]);
-    assert_eq!(row("gadgets").unwrap(), ["gadgets", "gd", "lab.example.com/v1", "true", "Gadget"]);
-    assert_eq!(row("leases").unwrap(), ["leases", "coordination.k8s.io/v1", "true", "Lease"]);
-    for kind in ["nodes", "namespaces", "configmaps", "events", "customresourcedefinitions"] {
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+    };
+    assert_eq!(
+        row("widgets").unwrap(),
+        ["widgets", "wg", "lab.example.com/v1", "false", "Widget"]
+    );
+    assert_eq!(
+        row("gadgets").unwrap(),
+        ["gadgets", "gd", "lab.example.com/v1", "true", "Gadget"]
+    );
+    assert_eq!(
+        row("leases").unwrap(),
+        ["leases", "coordination.k8s.io/v1", "true", "Lease"]
+    );
+    for kind in [
+        "nodes",
+        "namespaces",
+        "configmaps",
+        "events",
+        "customresourcedefinitions",
+    ] {
         assert!(row(kind).is_some(), "{kind} missing from\n{out}");
     }
 }
@@ -75,42 +131,130 @@ async fn api_resources_lists_built_in_and_custom_kinds() {
 async fn label_annotate_describe_and_patches_change_the_object() {
     let lab = Lab::start().await;
     lab.apply_crds().await;
-    lab.ok(&["apply", "-f", Lab::fixture("widgets.yaml").to_str().unwrap()]).await;
+    lab.ok(&[
+        "apply",
+        "-f",
+        Lab::fixture("widgets.yaml").to_str().unwrap(),
+    ])
+    .await;
     lab.ok(&["label", "widget", "beta", "team=net"]).await;
     lab.ok(&["annotate", "widget", "beta", "note=hello"]).await;
-    lab.ok(&["patch", "widget", "beta", "--type=merge", "-p", r#"{"spec":{"replicas":2}}"#]).await;
-    lab.ok(&["patch", "widget", "beta", "--type=json", "-p", r#"[{"op":"replace","path":"/spec/color","value":"green"}]"#]).await;
+    lab.ok(&[
+        "patch",
+        "widget",
+        "beta",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicas":2}}"#,
+    ])
+    .await;
+    lab.ok(&[
+        "patch",
+        "widget",
+        "beta",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/color","value":"green"}]"#,
+    ])
+    .await;
     let got = lab.ok(&["get", "widget", "beta", "-o", "jsonpath={.metadata.labels.team} {.metadata.annotations.note} {.spec.replicas} {.spec.color}"]).await;
     assert_eq!(got, "net hello 2 green");
     let described = lab.ok(&["describe", "widget", "beta"]).await;
-    for want in ["Name:         beta", "team=net", "note: hello", "Color:", "green"] {
+    for want in [
+        "Name:         beta",
+        "team=net",
+        "note: hello",
+        "Color:",
+        "green",
+    ] {
         assert!(described.contains(want), "missing {want:?} in\n{described}");
     }
     // A patch that breaks the schema is refused and changes nothing.
-    let err = lab.fails(&["patch", "widget", "beta", "--type=merge", "-p", r#"{"spec":{"replicas":11}}"#]).await;
-    assert!(err.contains("spec.replicas") && err.contains("less than or equal to 10"), "{err}");
-    assert_eq!(lab.ok(&["get", "widget", "beta", "-o", "jsonpath={.spec.replicas}"]).await, "2");
+    let err = lab
+        .fails(&[
+            "patch",
+            "widget",
+            "beta",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"replicas":11}}"#,
+        ])
+        .await;
+    assert!(
+        err.contains("spec.replicas") && err.contains("less than or equal to 10"),
+        "{err}"
+    );
+    assert_eq!(
+        lab.ok(&["get", "widget", "beta", "-o", "jsonpath={.spec.replicas}"])
+            .await,
+        "2"
+    );
 
     // Built-in kinds: strategic merge patch (kubectl's default) on a ConfigMap.
-    lab.ok_in(&["apply", "-f", "-"], Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: b\n")).await;
-    lab.ok(&["patch", "configmap", "cm", "-p", r#"{"data":{"c":"d"}}"#]).await;
-    assert_eq!(lab.ok(&["get", "cm", "cm", "-o", "jsonpath={.data}"]).await, r#"{"a":"b","c":"d"}"#);
+    lab.ok_in(
+        &["apply", "-f", "-"],
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: b\n"),
+    )
+    .await;
+    lab.ok(&["patch", "configmap", "cm", "-p", r#"{"data":{"c":"d"}}"#])
+        .await;
+    assert_eq!(
+        lab.ok(&["get", "cm", "cm", "-o", "jsonpath={.data}"]).await,
+        r#"{"a":"b","c":"d"}"#
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn delete_waits_for_finalizers_and_wait_for_delete_returns_when_gone() {
     let lab = Lab::start().await;
     lab.apply_crds().await;
-    lab.ok(&["apply", "-f", Lab::fixture("widgets.yaml").to_str().unwrap()]).await;
-    lab.ok(&["patch", "widget", "alpha", "--type=merge", "-p", r#"{"metadata":{"finalizers":["lab.example.com/hold"]}}"#]).await;
+    lab.ok(&[
+        "apply",
+        "-f",
+        Lab::fixture("widgets.yaml").to_str().unwrap(),
+    ])
+    .await;
+    lab.ok(&[
+        "patch",
+        "widget",
+        "alpha",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":["lab.example.com/hold"]}}"#,
+    ])
+    .await;
     lab.ok(&["delete", "widget", "alpha", "--wait=false"]).await;
-    let ts = lab.ok(&["get", "widget", "alpha", "-o", "jsonpath={.metadata.deletionTimestamp}"]).await;
-    assert!(!ts.is_empty(), "a deleted object with a finalizer keeps existing with deletionTimestamp set");
-    lab.fails(&["wait", "--for=delete", "widget/alpha", "--timeout=1s"]).await;
-    lab.ok(&["patch", "widget", "alpha", "--type=json", "-p", r#"[{"op":"remove","path":"/metadata/finalizers"}]"#]).await;
-    lab.ok(&["wait", "--for=delete", "widget/alpha", "--timeout=10s"]).await;
+    let ts = lab
+        .ok(&[
+            "get",
+            "widget",
+            "alpha",
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ])
+        .await;
+    assert!(
+        !ts.is_empty(),
+        "a deleted object with a finalizer keeps existing with deletionTimestamp set"
+    );
+    lab.fails(&["wait", "--for=delete", "widget/alpha", "--timeout=1s"])
+        .await;
+    lab.ok(&[
+        "patch",
+        "widget",
+        "alpha",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ])
+    .await;
+    lab.ok(&["wait", "--for=delete", "widget/alpha", "--timeout=10s"])
+        .await;
     let err = lab.fails(&["get", "widget", "alpha"]).await;
-    assert!(err.contains("NotFound") || err.contains("not found"), "{err}");
+    assert!(
+        err.contains("NotFound") || err.contains("not found"),
+        "{err}"
+    );
     lab.ok(&["delete", "widget", "beta"]).await;
     assert!(lab.ok(&["get", "wg", "-o", "name"]).await.trim().is_empty());
 }
@@ -119,43 +263,109 @@ async fn delete_waits_for_finalizers_and_wait_for_delete_returns_when_gone() {
 async fn bad_input_gets_the_right_status_and_nothing_is_stored() {
     let lab = Lab::start().await;
     lab.apply_crds().await;
-    let raw = |body: &str| std::fs::write(lab.dir.path().join("body"), body).map(|_| lab.dir.path().join("body")).unwrap();
+    let raw = |body: &str| {
+        std::fs::write(lab.dir.path().join("body"), body)
+            .map(|_| lab.dir.path().join("body"))
+            .unwrap()
+    };
 
     let malformed = raw(r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x""#);
-    let err = lab.fails(&["create", "--raw", "/api/v1/namespaces/default/configmaps", "-f", malformed.to_str().unwrap()]).await;
-    assert!(err.contains("BadRequest") || err.contains("json parse error"), "{err}");
+    let err = lab
+        .fails(&[
+            "create",
+            "--raw",
+            "/api/v1/namespaces/default/configmaps",
+            "-f",
+            malformed.to_str().unwrap(),
+        ])
+        .await;
+    assert!(
+        err.contains("BadRequest") || err.contains("json parse error"),
+        "{err}"
+    );
 
     let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [unterminated\n";
     let err = lab.fails_in(&["apply", "-f", "-"], Some(yaml)).await;
     assert!(err.contains("yaml") || err.contains("YAML"), "{err}");
 
-    let err = lab.fails(&["get", "--raw", "/apis/lab.example.com/v1/sprockets"]).await;
-    assert!(err.contains("NotFound") || err.contains("could not find"), "{err}");
-    let err = lab.fails_in(&["apply", "-f", "-"], Some("apiVersion: lab.example.com/v1\nkind: Sprocket\nmetadata:\n  name: x\n")).await;
+    let err = lab
+        .fails(&["get", "--raw", "/apis/lab.example.com/v1/sprockets"])
+        .await;
+    assert!(
+        err.contains("NotFound") || err.contains("could not find"),
+        "{err}"
+    );
+    let err = lab
+        .fails_in(
+            &["apply", "-f", "-"],
+            Some("apiVersion: lab.example.com/v1\nkind: Sprocket\nmetadata:\n  name: x\n"),
+        )
+        .await;
     assert!(err.contains("no matches for kind \"Sprocket\""), "{err}");
 
-    let wrong_version = raw(r#"{"apiVersion": "lab.example.com/v2", "kind": "Widget", "metadata": {"name": "x"}, "spec": {"color": "red"}}"#);
-    let err = lab.fails(&["create", "--raw", "/apis/lab.example.com/v1/widgets", "-f", wrong_version.to_str().unwrap()]).await;
-    assert!(err.contains("does not match the expected API version"), "{err}");
+    let wrong_version = raw(
+        r#"{"apiVersion": "lab.example.com/v2", "kind": "Widget", "metadata": {"name": "x"}, "spec": {"color": "red"}}"#,
+    );
+    let err = lab
+        .fails(&[
+            "create",
+            "--raw",
+            "/apis/lab.example.com/v1/widgets",
+            "-f",
+            wrong_version.to_str().unwrap(),
+        ])
+        .await;
+    assert!(
+        err.contains("does not match the expected API version"),
+        "{err}"
+    );
 
-    let err = lab.fails_in(&["apply", "-f", "-"], Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n")).await;
-    assert!(err.contains("is invalid") && err.contains("metadata.name"), "{err}");
+    let err = lab
+        .fails_in(
+            &["apply", "-f", "-"],
+            Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n"),
+        )
+        .await;
+    assert!(
+        err.contains("is invalid") && err.contains("metadata.name"),
+        "{err}"
+    );
 
     let bad = "apiVersion: lab.example.com/v1\nkind: Widget\nmetadata:\n  name: bad\nspec:\n  color: purple\n  replicas: 0\n  label: this-label-is-too-long\n";
     let err = lab.fails_in(&["apply", "-f", "-"], Some(bad)).await;
-    for want in ["spec.color: Unsupported value", "spec.replicas", "spec.label: Too long"] {
+    for want in [
+        "spec.color: Unsupported value",
+        "spec.replicas",
+        "spec.label: Too long",
+    ] {
         assert!(err.contains(want), "missing {want:?} in {err}");
     }
     let err = lab.fails_in(&["apply", "-f", "-"], Some("apiVersion: lab.example.com/v1\nkind: Widget\nmetadata:\n  name: bad\nspec:\n  replicas: 2\n")).await;
     assert!(err.contains("spec.color: Required value"), "{err}");
     let err = lab.fails_in(&["apply", "-f", "-"], Some("apiVersion: lab.example.com/v1\nkind: Widget\nmetadata:\n  name: bad\nspec:\n  color: red\n  bogus: 1\n")).await;
     assert!(err.contains(r#"unknown field "spec.bogus""#), "{err}");
-    let err = lab.fails_in(&["apply", "-f", "-"], Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ok\ndata:\n  a: 1\n")).await;
-    assert!(err.contains("BadRequest") || err.contains("cannot be handled") || err.contains("unmarshal"), "{err}");
+    let err = lab
+        .fails_in(
+            &["apply", "-f", "-"],
+            Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ok\ndata:\n  a: 1\n"),
+        )
+        .await;
+    assert!(
+        err.contains("BadRequest")
+            || err.contains("cannot be handled")
+            || err.contains("unmarshal"),
+        "{err}"
+    );
 
     assert_eq!(lab.ok(&["get", "--raw", "/healthz"]).await, "ok");
-    assert!(lab.ok(&["get", "wg", "-o", "name"]).await.trim().is_empty(), "nothing was stored");
-    assert!(lab.ok(&["get", "cm", "-o", "name"]).await.trim().is_empty(), "nothing was stored");
+    assert!(
+        lab.ok(&["get", "wg", "-o", "name"]).await.trim().is_empty(),
+        "nothing was stored"
+    );
+    assert!(
+        lab.ok(&["get", "cm", "-o", "name"]).await.trim().is_empty(),
+        "nothing was stored"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -164,7 +374,14 @@ async fn the_binary_prints_its_address_and_writes_a_kubeconfig_kubectl_accepts()
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_netrollout-lab-apiserver"))
-        .args(["--listen", "127.0.0.1:0", "--kubeconfig", kubeconfig.to_str().unwrap(), "--data", dir.path().join("data.json").to_str().unwrap()])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--data",
+            dir.path().join("data.json").to_str().unwrap(),
+        ])
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -173,10 +390,20 @@ async fn the_binary_prints_its_address_and_writes_a_kubeconfig_kubectl_accepts()
     let url = lines.next_line().await.unwrap().unwrap();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let kubectl = |args: Vec<&str>| {
-        std::process::Command::new(common::KUBECTL).env("KUBECONFIG", &kubeconfig).arg("--cache-dir").arg(dir.path().join("cache")).args(args).output().unwrap()
+        std::process::Command::new(common::KUBECTL)
+            .env("KUBECONFIG", &kubeconfig)
+            .arg("--cache-dir")
+            .arg(dir.path().join("cache"))
+            .args(args)
+            .output()
+            .unwrap()
     };
     let out = kubectl(vec!["get", "namespaces", "-o", "name"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("namespace/default"));
     child.start_kill().unwrap();
     child.wait().await.unwrap();

@@ -1,5 +1,5 @@
 //! Shared test helpers: a server per test and a kubectl runner bound to it.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -29,7 +29,9 @@ impl Lab {
     }
 
     pub fn fixture(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name)
     }
 
     /// Runs kubectl with `args` (and `stdin`, if any) against this server.
@@ -43,7 +45,9 @@ impl Lab {
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("kubectl must be on PATH for these tests (hack/install-deps.sh checks it): {e}"));
+        let mut child = cmd.spawn().unwrap_or_else(|e| {
+            panic!("kubectl must be on PATH for these tests (hack/install-deps.sh checks it): {e}")
+        });
         let mut input = child.stdin.take().expect("stdin");
         if let Some(s) = stdin {
             input.write_all(s.as_bytes()).await.expect("write stdin");
@@ -59,8 +63,14 @@ impl Lab {
 
     pub async fn ok_in(&self, args: &[&str], stdin: Option<&str>) -> String {
         let out = self.kubectl_in(args, stdin).await;
-        let (so, se) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success(), "kubectl {args:?} failed:\nstdout: {so}\nstderr: {se}");
+        let (so, se) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed:\nstdout: {so}\nstderr: {se}"
+        );
         so.into_owned()
     }
 
@@ -71,15 +81,29 @@ impl Lab {
 
     pub async fn fails_in(&self, args: &[&str], stdin: Option<&str>) -> String {
         let out = self.kubectl_in(args, stdin).await;
-        let (so, se) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(!out.status.success(), "kubectl {args:?} unexpectedly succeeded:\nstdout: {so}\nstderr: {se}");
+        let (so, se) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} unexpectedly succeeded:\nstdout: {so}\nstderr: {se}"
+        );
         se.into_owned()
     }
 
     /// Applies the test CRDs and waits until they are established.
     pub async fn apply_crds(&self) {
         let crds = Self::fixture("crds.yaml");
-        self.ok(&["apply", "-f", crds.to_str().expect("utf-8 path")]).await;
-        self.ok(&["wait", "--for=condition=established", "crd/widgets.lab.example.com", "crd/gadgets.lab.example.com", "--timeout=10s"]).await;
+        self.ok(&["apply", "-f", crds.to_str().expect("utf-8 path")])
+            .await;
+        self.ok(&[
+            "wait",
+            "--for=condition=established",
+            "crd/widgets.lab.example.com",
+            "crd/gadgets.lab.example.com",
+            "--timeout=10s",
+        ])
+        .await;
     }
 }
