@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::builtin;
 use crate::error::ApiError;
 use crate::front::{App, Req, Target, bytes_response, json_response};
+use crate::managed::{self, Writer};
 use crate::object::{invalid_name, meta_mut, meta_str, parse_body, random_suffix};
 use crate::patch::{self, PatchKind};
 use crate::resources::{Builtin, ResourceType};
@@ -263,6 +264,23 @@ fn check_ns(t: &Target, obj: &mut Value) -> Result<(), ApiError> {
     Ok(())
 }
 
+fn writer(r: &Req, apply: bool) -> Writer {
+    let ua = r
+        .header(header::USER_AGENT)
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    let manager = r
+        .q("fieldManager")
+        .filter(|m| !m.is_empty())
+        .unwrap_or(if ua.is_empty() { "unknown" } else { ua });
+    Writer {
+        manager: manager.to_string(),
+        apply,
+        force: r.q("force") == Some("true"),
+    }
+}
+
 fn strict(r: &Req) -> bool {
     r.q("fieldValidation") == Some("Strict")
 }
@@ -350,6 +368,7 @@ fn create(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
         );
     }
     admit(&t.rt, &mut obj, strict(r))?;
+    managed::record(&writer(r, false), None, &mut obj, None, &t.rt.api_version());
     if dry_run(r) {
         return Ok(render(&t.rt, &obj, Shape::Plain, 201));
     }
@@ -370,6 +389,14 @@ fn update(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
     }
     admit(&t.rt, &mut obj, strict(r))?;
     let mut st = app.lock()?;
+    let old = st.get(&t.rt, ns_of(t), name);
+    managed::record(
+        &writer(r, false),
+        old.as_deref(),
+        &mut obj,
+        None,
+        &t.rt.api_version(),
+    );
     if dry_run(r) {
         return st
             .get(&t.rt, ns_of(t), name)
@@ -395,14 +422,24 @@ fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
         check_ns(t, &mut obj)?;
         meta_mut(&mut obj).insert("name".into(), json!(name));
         admit(&t.rt, &mut obj, strict(r))?;
+        let applied = obj.clone();
+        managed::record(
+            &writer(r, true),
+            None,
+            &mut obj,
+            Some(&applied),
+            &t.rt.api_version(),
+        );
         if dry_run(r) {
             return Ok(render(&t.rt, &obj, Shape::Plain, 201));
         }
         let created = st.create(&t.rt, ns_of(t), obj)?;
         return Ok(render(&t.rt, &created, shape(r), 201));
     };
+    let w = writer(r, kind == PatchKind::Apply);
     if kind == PatchKind::Apply {
         check_type(&t.rt, &p)?;
+        managed::check_apply(&w, &cur, &p)?;
     }
     let mut obj = (*cur).clone();
     patch::apply(kind, &mut obj, &p)?;
@@ -410,6 +447,13 @@ fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
     obj["kind"] = json!(t.rt.kind);
     meta_mut(&mut obj).insert("name".into(), json!(name));
     admit(&t.rt, &mut obj, strict(r))?;
+    managed::record(
+        &w,
+        Some(&cur),
+        &mut obj,
+        w.apply.then_some(&p),
+        &t.rt.api_version(),
+    );
     if dry_run(r) {
         return Ok(render(&t.rt, &obj, Shape::Plain, 200));
     }

@@ -267,7 +267,8 @@ async fn status_and_main_resource_are_written_separately() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_controller_reconciles_custom_objects_and_server_side_apply_creates_and_merges() {
+async fn a_controller_reconciles_custom_objects_and_server_side_apply_merges_and_detects_conflicts()
+{
     let lab = Lab::start().await;
     let client = lab.server.client().unwrap();
     install_crds(&client).await;
@@ -290,6 +291,27 @@ async fn a_controller_reconciles_custom_objects_and_server_side_apply_creates_an
             merged.data["spec"]["replicas"].as_i64()
         ),
         (Some("blue"), Some(4))
+    );
+    let rival = json!({"apiVersion": "lab.example.com/v1", "kind": "Widget", "metadata": {"name": "a"}, "spec": {"replicas": 6}});
+    let err = widgets
+        .patch("a", &PatchParams::apply("rival"), &Patch::Apply(&rival))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, kube::Error::Api(e) if e.code == 409 && e.message.contains(".spec.replicas")),
+        "an apply of another manager's field conflicts"
+    );
+    let forced = widgets
+        .patch(
+            "a",
+            &PatchParams::apply("rival").force(),
+            &Patch::Apply(&rival),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        forced.data["spec"]["replicas"], 6,
+        "force takes the field over"
     );
 
     let reconcile = |w: Arc<DynamicObject>, api: Arc<Api<DynamicObject>>| async move {
