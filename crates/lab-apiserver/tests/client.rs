@@ -1,5 +1,5 @@
-//! The lab API server driven by kube::Client: watchers, a Controller, conflicts, finalizers,
-//! garbage collection, the status subresource, leader election, faults and persistence.
+//! The lab API server driven by kube::Client: watchers, a Controller, server-side apply,
+//! conflicts, finalizers, garbage collection and the status subresource.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml allows it in tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,58 +10,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::Lab;
+use common::objects::*;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::{Controller, controller::Action, watcher};
-use netrollout_lab_apiserver::{Config, FaultConfig, Outage};
+use netrollout_lab_apiserver::Config;
 use serde_json::json;
-
-fn widgets_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("lab.example.com", "v1", "Widget"),
-        "widgets",
-    )
-}
-
-async fn install_crds(client: &kube::Client) {
-    let text = std::fs::read_to_string(Lab::fixture("crds.yaml")).unwrap();
-    let crds: Vec<CustomResourceDefinition> = serde_saphyr::from_multiple(&text).unwrap();
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crds {
-        api.create(&PostParams::default(), &crd).await.unwrap();
-    }
-}
-
-fn widget(name: &str, replicas: i64) -> DynamicObject {
-    let mut w = DynamicObject::new(name, &widgets_resource());
-    w.data = json!({"spec": {"color": "green", "replicas": replicas}});
-    w
-}
-
-fn config_map(name: &str) -> ConfigMap {
-    serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
-}
-
-/// Waits (bounded) for `cond` on the items a stream yields.
-async fn until<T>(
-    stream: &mut (impl futures::Stream<Item = T> + Unpin),
-    mut cond: impl FnMut(&T) -> bool,
-) -> T {
-    tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            let item = stream.next().await.expect("stream ended");
-            if cond(&item) {
-                return item;
-            }
-        }
-    })
-    .await
-    .expect("condition reached within 20s")
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_watcher_resumes_after_dropped_streams_and_relists_after_410_gone() {
@@ -351,156 +306,4 @@ async fn a_controller_reconciles_custom_objects_and_server_side_apply_merges_and
     .await;
     task.abort();
     assert!(done.is_ok(), "the controller reconciled both widgets");
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn leader_election_with_kube_lease_manager_moves_to_the_other_client() {
-    use kube_lease_manager::LeaseManagerBuilder;
-    let lab = Lab::start().await;
-    let build = |id: &str| {
-        LeaseManagerBuilder::new(lab.server.client().unwrap(), "lab-leader")
-            .with_namespace("default")
-            .with_identity(id)
-            .with_duration(2)
-            .with_grace(1)
-            .build()
-    };
-    let (a, b) = (build("a").await.unwrap(), build("b").await.unwrap());
-    let (mut a_rx, a_task) = a.watch().await;
-    let (mut b_rx, b_task) = b.watch().await;
-    let leaders = |a: bool, b: bool| usize::from(a) + usize::from(b);
-    tokio::time::timeout(Duration::from_secs(20), async {
-        while leaders(*a_rx.borrow_and_update(), *b_rx.borrow_and_update()) != 1 {
-            tokio::select! { _ = a_rx.changed() => {}, _ = b_rx.changed() => {} }
-        }
-    })
-    .await
-    .expect("exactly one leader is elected");
-    let (mut leader_rx, leader_task, mut other_rx, other_task) = if *a_rx.borrow() {
-        (a_rx, a_task, b_rx, b_task)
-    } else {
-        (b_rx, b_task, a_rx, a_task)
-    };
-    assert!(!*other_rx.borrow());
-    // The leader steps down (its channel closes, the manager releases the lease).
-    drop(leader_rx.borrow_and_update());
-    drop(leader_rx);
-    let _ = tokio::time::timeout(Duration::from_secs(10), leader_task).await;
-    tokio::time::timeout(Duration::from_secs(20), async {
-        while !*other_rx.borrow_and_update() {
-            other_rx.changed().await.unwrap();
-        }
-    })
-    .await
-    .expect("the other client takes over");
-    drop(other_rx);
-    let _ = tokio::time::timeout(Duration::from_secs(10), other_task).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn faults_inject_errors_latency_and_outages_in_process_and_over_http() {
-    let lab = Lab::start().await;
-    let client = lab.server.client().unwrap();
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    lab.server
-        .faults()
-        .set_error_rate(Some("create"), Some("ConfigMap"), 1.0);
-    let err = cms
-        .create(&PostParams::default(), &config_map("x"))
-        .await
-        .unwrap_err();
-    assert!(matches!(err, kube::Error::Api(e) if e.code == 500));
-    assert!(
-        cms.list(&Default::default()).await.is_ok(),
-        "other verbs are unaffected"
-    );
-    lab.server.faults().clear();
-
-    lab.server.faults().set_latency(Duration::from_millis(300));
-    let t = std::time::Instant::now();
-    cms.list(&Default::default()).await.unwrap();
-    assert!(
-        t.elapsed() >= Duration::from_millis(300),
-        "latency is added"
-    );
-    lab.server.faults().clear();
-
-    // Over HTTP, as a separate process would: a failing outage, then its end.
-    let put = |cfg: FaultConfig| {
-        http::Request::put("/lab/faults")
-            .body(serde_json::to_vec(&cfg).unwrap())
-            .unwrap()
-    };
-    client
-        .request_text(put(FaultConfig {
-            outage: Outage::Fail,
-            ..Default::default()
-        }))
-        .await
-        .unwrap();
-    let err = cms.get_opt("x").await.unwrap_err();
-    assert!(matches!(err, kube::Error::Api(e) if e.code == 500 && e.message.contains("outage")));
-    client
-        .request_text(
-            http::Request::post("/lab/faults/outage?mode=none")
-                .body(vec![])
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    assert!(cms.get_opt("x").await.unwrap().is_none());
-
-    // A hanging outage holds requests until it ends.
-    lab.server.faults().set_outage(Outage::Hang);
-    let pending = tokio::spawn({
-        let cms = cms.clone();
-        async move {
-            cms.create(&PostParams::default(), &config_map("late"))
-                .await
-        }
-    });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!pending.is_finished(), "requests hang during the outage");
-    lab.server.faults().set_outage(Outage::None);
-    pending.await.unwrap().unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn objects_survive_a_restart_when_persisted_to_a_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = Config {
-        data: Some(dir.path().join("data.json")),
-        ..Config::default()
-    };
-    let lab = Lab::start_with(cfg.clone()).await;
-    let client = lab.server.client().unwrap();
-    install_crds(&client).await;
-    let widgets: Api<DynamicObject> = Api::all_with(client.clone(), &widgets_resource());
-    let created = widgets
-        .create(&PostParams::default(), &widget("kept", 3))
-        .await
-        .unwrap();
-    let rv = lab.server.resource_version();
-    lab.server.shutdown().await.unwrap();
-
-    let lab = Lab::start_with(cfg).await;
-    assert_eq!(lab.server.resource_version(), rv);
-    let widgets: Api<DynamicObject> =
-        Api::all_with(lab.server.client().unwrap(), &widgets_resource());
-    let kept = widgets.get("kept").await.unwrap();
-    assert_eq!(kept.metadata.uid, created.metadata.uid);
-    assert_eq!(kept.data["spec"]["replicas"], 3);
-    let next = widgets
-        .create(&PostParams::default(), &widget("next", 1))
-        .await
-        .unwrap();
-    assert!(
-        next.metadata
-            .resource_version
-            .unwrap()
-            .parse::<u64>()
-            .unwrap()
-            > rv,
-        "resourceVersions keep increasing"
-    );
 }

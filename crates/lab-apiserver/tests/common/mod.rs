@@ -11,6 +11,8 @@ use tempfile::TempDir;
 pub const KUBECTL: &str = "kubectl";
 
 /// A started server with its own kubeconfig and kubectl cache directory.
+pub mod objects;
+
 pub struct Lab {
     pub server: LabServer,
     pub dir: TempDir,
