@@ -25,12 +25,14 @@
 //! - `patch`: merge, JSON, strategic-merge and apply patches; `managed`: field ownership
 //!   (`managedFields`) and server-side apply conflicts.
 //! - `discovery`: discovery documents and OpenAPI v3; `table`: Table responses and JSONPath.
-//! - `selector`: label and field selectors; `object`: JSON object helpers.
+//! - `selector`: label and field selectors; `object`: JSON object helpers; `convert`: views
+//!   of stored objects (apiVersion, the two Event APIs sharing one storage).
 //! - [`faults`]: fault injection; `persist`: optional persistence to a file.
 //! - [`error`]: [`Error`] and the `Status`-rendering [`ApiError`].
 #![forbid(unsafe_code)]
 
 mod builtin;
+mod convert;
 mod discovery;
 pub mod error;
 pub mod faults;

@@ -75,6 +75,10 @@ pub type TypeKey = Arc<str>;
 impl ResourceType {
     /// The storage key (`group/plural`).
     pub fn key(&self) -> TypeKey {
+        if self.builtin == Some(Builtin::Event) {
+            // events.k8s.io/v1 Events are stored as v1 Events (see `convert`).
+            return Arc::from("/events");
+        }
         Arc::from(format!("{}/{}", self.group, self.plural))
     }
 

@@ -307,3 +307,58 @@ async fn a_controller_reconciles_custom_objects_and_server_side_apply_merges_and
     task.abort();
     assert!(done.is_ok(), "the controller reconciled both widgets");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn events_a_recorder_publishes_show_up_in_kubectl_get_events_and_describe() {
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let lab = Lab::start().await;
+    let client = lab.server.client().unwrap();
+    install_crds(&client).await;
+    let widgets: Api<DynamicObject> = Api::all_with(client.clone(), &widgets_resource());
+    let w = widgets
+        .create(&PostParams::default(), &widget("noisy", 1))
+        .await
+        .unwrap();
+    let reference =
+        serde_json::from_value(json!({"apiVersion": "lab.example.com/v1", "kind": "Widget",
+        "name": "noisy", "uid": w.metadata.uid.unwrap()}))
+        .unwrap();
+    let reporter = Reporter {
+        controller: "lab-test".into(),
+        instance: Some("lab-test-0".into()),
+    };
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "Polished".into(),
+        note: Some("polished to a shine".into()),
+        action: "Polish".into(),
+        secondary: None,
+    };
+    Recorder::new(client, reporter)
+        .publish(&event, &reference)
+        .await
+        .unwrap();
+    let listed = lab
+        .ok(&[
+            "get",
+            "events",
+            "-o",
+            "jsonpath={.items[*].reason} {.items[*].message}",
+        ])
+        .await;
+    assert_eq!(listed, "Polished polished to a shine");
+    let described = lab.ok(&["describe", "widget", "noisy"]).await;
+    assert!(
+        described.contains("Polished") && described.contains("polished to a shine"),
+        "{described}"
+    );
+    let via_events_api = lab
+        .ok(&[
+            "get",
+            "events.v1.events.k8s.io",
+            "-o",
+            "jsonpath={.items[*].note}",
+        ])
+        .await;
+    assert_eq!(via_events_api, "polished to a shine");
+}

@@ -1,12 +1,11 @@
 //! The verbs on resources: routing to them, and the reading ones (get, list, watch) with
 //! their response shapes (plain, Table, PartialObjectMetadata). Writes are in `write`.
 
-use std::borrow::Cow;
-
 use axum::response::Response;
 use http::header;
 use serde_json::{Value, json};
 
+use crate::convert::{storage_field, view};
 use crate::error::ApiError;
 use crate::front::{App, Req, Target, bytes_response, json_response};
 use crate::resources::ResourceType;
@@ -55,25 +54,15 @@ pub fn serve(app: &App, t: Target, verb: &str, r: Req) -> Result<Response, ApiEr
     }
 }
 
-fn versioned<'a>(rt: &ResourceType, obj: &'a Value) -> Cow<'a, Value> {
-    let av = rt.api_version();
-    if obj["apiVersion"] == *av {
-        Cow::Borrowed(obj)
-    } else {
-        let mut o = obj.clone();
-        o["apiVersion"] = json!(av);
-        Cow::Owned(o)
-    }
-}
-
-fn render(rt: &ResourceType, obj: &Value, shape: Shape, code: u16) -> Response {
+fn render(rt: &ResourceType, stored: &Value, shape: Shape, code: u16) -> Response {
+    let obj = &*view(rt, stored);
     match shape {
         Shape::Table { full } => json_response(code, &table::table(rt, &[obj], true, full)),
         Shape::Partial => json_response(
             code,
             &json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}),
         ),
-        Shape::Plain => json_response(code, &versioned(rt, obj)),
+        Shape::Plain => json_response(code, obj),
     }
 }
 
@@ -100,7 +89,8 @@ fn filter(t: &Target, r: &Req) -> Result<Filter, ApiError> {
     Ok(Filter {
         ns: t.ns.clone(),
         labels: LabelSelector::parse(r.q("labelSelector").unwrap_or_default())?,
-        fields: FieldSelector::parse(r.q("fieldSelector").unwrap_or_default())?,
+        fields: FieldSelector::parse(r.q("fieldSelector").unwrap_or_default())?
+            .map_paths(|p| storage_field(&t.rt, p)),
     })
 }
 
@@ -179,7 +169,7 @@ fn list(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
                 if i > 0 {
                     out.push(b',');
                 }
-                out.extend(serde_json::to_vec(&*versioned(&t.rt, o)).unwrap_or_default());
+                out.extend(serde_json::to_vec(&*view(&t.rt, o)).unwrap_or_default());
             }
             out.extend_from_slice(b"]}");
             Ok(bytes_response(200, out, "application/json"))

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Shape, name_of, ns_of, render, shape};
 use crate::builtin;
+use crate::convert::{to_storage, view};
 use crate::error::ApiError;
 use crate::front::{App, Req, Target, json_response};
 use crate::managed::{self, Writer};
@@ -160,6 +161,7 @@ pub(super) fn create(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
         );
     }
     admit(&t.rt, &mut obj, strict(r))?;
+    let mut obj = to_storage(&t.rt, obj);
     managed::record(&writer(r, false), None, &mut obj, None, &t.rt.api_version());
     if dry_run(r) {
         return Ok(render(&t.rt, &obj, Shape::Plain, 201));
@@ -180,6 +182,7 @@ pub(super) fn update(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
         )));
     }
     admit(&t.rt, &mut obj, strict(r))?;
+    let mut obj = to_storage(&t.rt, obj);
     let mut st = app.lock()?;
     let old = st.get(&t.rt, ns_of(t), name);
     managed::record(
@@ -214,6 +217,7 @@ pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError
         check_ns(t, &mut obj)?;
         meta_mut(&mut obj).insert("name".into(), json!(name));
         admit(&t.rt, &mut obj, strict(r))?;
+        let mut obj = to_storage(&t.rt, obj);
         let applied = obj.clone();
         managed::record(
             &writer(r, true),
@@ -231,14 +235,15 @@ pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError
     let w = writer(r, kind == PatchKind::Apply);
     if kind == PatchKind::Apply {
         check_type(&t.rt, &p)?;
-        managed::check_apply(&w, &cur, &p)?;
+        managed::check_apply(&w, &view(&t.rt, &cur), &p)?;
     }
-    let mut obj = (*cur).clone();
+    let mut obj = view(&t.rt, &cur).into_owned();
     patch::apply(kind, &mut obj, &p)?;
     obj["apiVersion"] = json!(t.rt.api_version());
     obj["kind"] = json!(t.rt.kind);
     meta_mut(&mut obj).insert("name".into(), json!(name));
     admit(&t.rt, &mut obj, strict(r))?;
+    let mut obj = to_storage(&t.rt, obj);
     managed::record(
         &w,
         Some(&cur),
