@@ -219,6 +219,44 @@ async fn status_and_main_resource_are_written_separately() {
         Some(2),
         "a metadata change does not bump generation"
     );
+    let again = widgets
+        .patch("w", &PatchParams::default(), &Patch::Merge(&labels))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.metadata.resource_version, after.metadata.resource_version,
+        "a no-op write changes nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_label_selected_watch_sees_objects_enter_and_leave_its_selection() {
+    let lab = Lab::start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(lab.server.client().unwrap(), "default");
+    let mut events = watcher(cms.clone(), watcher::Config::default().labels("pick=yes"))
+        .filter_map(|e| async move { e.ok() })
+        .boxed();
+    until(&mut events, |e| matches!(e, watcher::Event::InitDone)).await;
+    cms.create(&PostParams::default(), &config_map("m"))
+        .await
+        .unwrap();
+    let label = |v: &str| json!({"metadata": {"labels": {"pick": v}}});
+    cms.patch("m", &PatchParams::default(), &Patch::Merge(&label("yes")))
+        .await
+        .unwrap();
+    until(
+        &mut events,
+        |e| matches!(e, watcher::Event::Apply(c) if c.metadata.name.as_deref() == Some("m")),
+    )
+    .await;
+    cms.patch("m", &PatchParams::default(), &Patch::Merge(&label("no")))
+        .await
+        .unwrap();
+    until(
+        &mut events,
+        |e| matches!(e, watcher::Event::Delete(c) if c.metadata.name.as_deref() == Some("m")),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
