@@ -150,12 +150,9 @@ pub fn builtins() -> Vec<ResourceType> {
             &["no"],
             true,
             vec![
-                col(
-                    "Status",
-                    "string",
-                    ".status.conditions[?(@.type==\"Ready\")].status",
-                ),
+                col("Status", "string", ".status.conditions"),
                 age(),
+                col("Version", "string", ".status.nodeInfo.kubeletVersion"),
             ],
             Builtin::Node,
         ),

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::resources::ResourceType;
+use crate::resources::{Builtin, ResourceType};
 
 /// A Table of `objs`; `columns` includes the column definitions, `full` embeds whole objects
 /// instead of `PartialObjectMetadata`.
@@ -25,6 +25,10 @@ pub fn table(rt: &ResourceType, objs: &[&Value], columns: bool, full: bool) -> V
         .map(|o| {
             let mut cells = vec![o["metadata"]["name"].clone()];
             for c in &rt.columns {
+                if rt.builtin == Some(Builtin::Node) && c.name == "Status" {
+                    cells.push(json!(node_status(o)));
+                    continue;
+                }
                 let found = eval(o, &c.json_path);
                 let cell = match (c.type_.as_str(), found.as_slice()) {
                     (_, []) => Value::Null,
@@ -48,6 +52,21 @@ pub fn table(rt: &ResourceType, objs: &[&Value], columns: bool, full: bool) -> V
         t["columnDefinitions"] = json!(defs);
     }
     t
+}
+
+/// A Node's STATUS as kubectl shows it: `Ready`, `NotReady` or `Unknown`, plus
+/// `SchedulingDisabled` when cordoned.
+fn node_status(node: &Value) -> String {
+    let ready = eval(node, ".status.conditions[?(@.type==\"Ready\")].status");
+    let mut s = match ready.first().and_then(|v| v.as_str()) {
+        Some("True") => "Ready".to_string(),
+        Some("False") => "NotReady".to_string(),
+        _ => "Unknown".to_string(),
+    };
+    if node["spec"]["unschedulable"] == true {
+        s.push_str(",SchedulingDisabled");
+    }
+    s
 }
 
 /// kubectl's short age format (`45s`, `3m12s`, `5h`, `12d`).
@@ -156,6 +175,20 @@ mod tests {
         );
         assert_eq!(eval(&o, ".metadata.labels['a.b/c']"), vec![&json!("x")]);
         assert!(eval(&o, ".spec.missing").is_empty());
+    }
+
+    #[test]
+    fn nodes_show_ready_or_not_ready_like_kubectl() {
+        let rt = crate::resources::builtins()
+            .into_iter()
+            .find(|t| t.kind == "Node")
+            .unwrap();
+        let ready = json!({"metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        let cordoned = json!({"metadata": {"name": "n2"}, "spec": {"unschedulable": true},
+            "status": {"conditions": [{"type": "Ready", "status": "False"}]}});
+        let t = table(&rt, &[&ready, &cordoned], true, false);
+        assert_eq!(t["rows"][0]["cells"][1], "Ready");
+        assert_eq!(t["rows"][1]["cells"][1], "NotReady,SchedulingDisabled");
     }
 
     #[test]
