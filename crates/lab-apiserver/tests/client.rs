@@ -400,3 +400,78 @@ async fn events_a_recorder_publishes_show_up_in_kubectl_get_events_and_describe(
         .await;
     assert_eq!(via_events_api, "polished to a shine");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deleting_a_namespace_or_a_crd_deletes_what_it_contains() {
+    use k8s_openapi::api::core::v1::Namespace;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let lab = Lab::start().await;
+    let client = lab.server.client().unwrap();
+    install_crds(&client).await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "doomed"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let in_ns: Api<ConfigMap> = Api::namespaced(client.clone(), "doomed");
+    in_ns
+        .create(&PostParams::default(), &config_map("inside"))
+        .await
+        .unwrap();
+    namespaces
+        .delete("doomed", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(
+        Api::<ConfigMap>::all(client.clone())
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    let err = in_ns
+        .create(&PostParams::default(), &config_map("late"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, kube::Error::Api(e) if e.code == 404),
+        "no objects in a namespace that does not exist"
+    );
+
+    let widgets: Api<DynamicObject> = Api::all_with(client.clone(), &widgets_resource());
+    widgets
+        .create(&PostParams::default(), &widget("w", 1))
+        .await
+        .unwrap();
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .delete("widgets.lab.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    let err = widgets.list(&Default::default()).await.unwrap_err();
+    assert!(
+        matches!(err, kube::Error::Api(e) if e.code == 404),
+        "the kind is no longer served"
+    );
+    install_crds_again(&client).await;
+    assert!(
+        widgets
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
+        "its objects went with it"
+    );
+}
+
+async fn install_crds_again(client: &kube::Client) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let text = std::fs::read_to_string(Lab::fixture("crds.yaml")).unwrap();
+    let crds: Vec<CustomResourceDefinition> = serde_saphyr::from_multiple(&text).unwrap();
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.create(&PostParams::default(), &crds[0]).await.unwrap();
+}
