@@ -1,6 +1,7 @@
 //! The lab API server's operational side, driven by real clients: leader election with
 //! kube-lease-manager, fault injection (in process and over HTTP), persistence across a
-//! restart, and the binary with its kubeconfig used by kubectl.
+//! restart, the binary with its kubeconfig, events from a Recorder seen by kubectl, and
+//! namespace and CRD deletion.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml allows it in tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -11,8 +12,9 @@ use std::time::Duration;
 use common::Lab;
 use common::objects::*;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use netrollout_lab_apiserver::{Config, FaultConfig, Outage};
+use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn leader_election_with_kube_lease_manager_moves_to_the_other_client() {
@@ -205,4 +207,126 @@ async fn the_binary_prints_its_address_and_writes_a_kubeconfig_kubectl_accepts()
     assert!(String::from_utf8_lossy(&out.stdout).contains("namespace/default"));
     child.start_kill().unwrap();
     child.wait().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn events_a_recorder_publishes_show_up_in_kubectl_get_events_and_describe() {
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let lab = Lab::start().await;
+    let client = lab.server.client().unwrap();
+    install_crds(&client).await;
+    let widgets: Api<DynamicObject> = Api::all_with(client.clone(), &widgets_resource());
+    let w = widgets
+        .create(&PostParams::default(), &widget("noisy", 1))
+        .await
+        .unwrap();
+    let reference =
+        serde_json::from_value(json!({"apiVersion": "lab.example.com/v1", "kind": "Widget",
+        "name": "noisy", "uid": w.metadata.uid.unwrap()}))
+        .unwrap();
+    let reporter = Reporter {
+        controller: "lab-test".into(),
+        instance: Some("lab-test-0".into()),
+    };
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "Polished".into(),
+        note: Some("polished to a shine".into()),
+        action: "Polish".into(),
+        secondary: None,
+    };
+    Recorder::new(client, reporter)
+        .publish(&event, &reference)
+        .await
+        .unwrap();
+    let listed = lab
+        .ok(&[
+            "get",
+            "events",
+            "-o",
+            "jsonpath={.items[*].reason} {.items[*].message}",
+        ])
+        .await;
+    assert_eq!(listed, "Polished polished to a shine");
+    let described = lab.ok(&["describe", "widget", "noisy"]).await;
+    assert!(
+        described.contains("Polished") && described.contains("polished to a shine"),
+        "{described}"
+    );
+    let via_events_api = lab
+        .ok(&[
+            "get",
+            "events.v1.events.k8s.io",
+            "-o",
+            "jsonpath={.items[*].note}",
+        ])
+        .await;
+    assert_eq!(via_events_api, "polished to a shine");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deleting_a_namespace_or_a_crd_deletes_what_it_contains() {
+    use k8s_openapi::api::core::v1::Namespace;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let lab = Lab::start().await;
+    let client = lab.server.client().unwrap();
+    install_crds(&client).await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "doomed"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let in_ns: Api<ConfigMap> = Api::namespaced(client.clone(), "doomed");
+    in_ns
+        .create(&PostParams::default(), &config_map("inside"))
+        .await
+        .unwrap();
+    namespaces
+        .delete("doomed", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(
+        Api::<ConfigMap>::all(client.clone())
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    let err = in_ns
+        .create(&PostParams::default(), &config_map("late"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, kube::Error::Api(e) if e.code == 404),
+        "no objects in a namespace that does not exist"
+    );
+
+    let widgets: Api<DynamicObject> = Api::all_with(client.clone(), &widgets_resource());
+    widgets
+        .create(&PostParams::default(), &widget("w", 1))
+        .await
+        .unwrap();
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .delete("widgets.lab.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    let err = widgets.list(&Default::default()).await.unwrap_err();
+    assert!(
+        matches!(err, kube::Error::Api(e) if e.code == 404),
+        "the kind is no longer served"
+    );
+    install_widget_crd(&client).await;
+    assert!(
+        widgets
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
+        "its objects went with it"
+    );
 }

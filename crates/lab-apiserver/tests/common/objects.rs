@@ -52,3 +52,11 @@ pub async fn until<T>(
     .await
     .expect("condition reached within 20s")
 }
+
+/// Creates only the Widget CRD.
+pub async fn install_widget_crd(client: &kube::Client) {
+    let text = std::fs::read_to_string(Lab::fixture("crds.yaml")).unwrap();
+    let crds: Vec<CustomResourceDefinition> = serde_saphyr::from_multiple(&text).unwrap();
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.create(&PostParams::default(), &crds[0]).await.unwrap();
+}
