@@ -165,7 +165,9 @@ pub fn record(
     let operation = if w.apply { "Apply" } else { "Update" };
     for e in &mut list {
         if e.manager != w.manager || e.operation != operation {
-            e.fields.retain(|p| !owned.contains(p));
+            // Fields set to the value they already had become co-owned, not taken over.
+            e.fields
+                .retain(|p| !owned.contains(p) || old.is_some_and(|o| at(o, p) == at(new, p)));
         }
         e.fields.retain(|p| now_leaves.contains(p));
     }
@@ -248,6 +250,28 @@ mod tests {
         assert!(
             check_apply(&w("b", true, false), &lease, &same).is_ok(),
             "applying the same value is no conflict"
+        );
+    }
+
+    #[test]
+    fn applying_the_same_value_co_owns_the_field() {
+        let mut o = json!({"metadata": {"name": "l"}, "spec": {"x": 1}});
+        let applied = o.clone();
+        record(&w("a", true, false), None, &mut o, Some(&applied), "v1");
+        let old = o.clone();
+        record(
+            &w("b", true, false),
+            Some(&old),
+            &mut o,
+            Some(&json!({"spec": {"x": 1}})),
+            "v1",
+        );
+        assert_eq!(entries(&o).len(), 2, "both managers own spec.x");
+        let err = check_apply(&w("c", true, false), &o, &json!({"spec": {"x": 2}})).unwrap_err();
+        assert!(
+            err.message.contains("\"a\"") && err.message.contains("\"b\""),
+            "{}",
+            err.message
         );
     }
 

@@ -367,3 +367,43 @@ async fn bad_input_gets_the_right_status_and_nothing_is_stored() {
         "nothing was stored"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_side_apply_reports_conflicts_until_forced() {
+    let lab = Lab::start().await;
+    lab.apply_crds().await;
+    let w = |n: u32| {
+        format!(
+            "apiVersion: lab.example.com/v1\nkind: Widget\nmetadata:\n  name: ssa\nspec:\n  color: red\n  replicas: {n}\n"
+        )
+    };
+    lab.ok_in(&["apply", "--server-side", "-f", "-"], Some(&w(3)))
+        .await;
+    let err = lab
+        .fails_in(
+            &["apply", "--server-side", "--field-manager=other", "-f", "-"],
+            Some(&w(4)),
+        )
+        .await;
+    assert!(
+        err.contains(r#"conflict with "kubectl": .spec.replicas"#),
+        "{err}"
+    );
+    lab.ok_in(
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=other",
+            "--force-conflicts",
+            "-f",
+            "-",
+        ],
+        Some(&w(4)),
+    )
+    .await;
+    assert_eq!(
+        lab.ok(&["get", "widget", "ssa", "-o", "jsonpath={.spec.replicas}"])
+            .await,
+        "4"
+    );
+}
