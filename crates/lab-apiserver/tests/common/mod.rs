@@ -36,6 +36,18 @@ impl Lab {
             .join(name)
     }
 
+    /// A kubectl command for this server, to spawn (for long-running `-w`).
+    pub fn kubectl_cmd(&self, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(KUBECTL);
+        cmd.env("KUBECONFIG", self.dir.path().join("kubeconfig"))
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("cache"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    }
+
     /// Runs kubectl with `args` (and `stdin`, if any) against this server.
     pub async fn kubectl_in(&self, args: &[&str], stdin: Option<&str>) -> Output {
         use tokio::io::AsyncWriteExt;
