@@ -78,18 +78,16 @@ pub fn invalid_name(name: &str, label: bool) -> Option<String> {
     None
 }
 
-/// The object without `metadata` and `status`: what `generation` tracks.
-pub fn spec_part(obj: &Value) -> Value {
-    match obj.as_object() {
-        Some(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| {
-                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
-                })
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        ),
-        None => Value::Null,
+/// Whether two objects agree outside `metadata`, `status`, `apiVersion` and `kind`: what
+/// `generation` tracks.
+pub fn same_spec(a: &Value, b: &Value) -> bool {
+    let skip = |k: &str| matches!(k, "metadata" | "status" | "apiVersion" | "kind");
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => a
+            .iter()
+            .filter(|(k, _)| !skip(k))
+            .eq(b.iter().filter(|(k, _)| !skip(k))),
+        _ => a == b,
     }
 }
 
@@ -127,6 +125,17 @@ mod tests {
         assert_eq!(u.len(), 36);
         assert_eq!(&u[14..15], "4");
         assert!(u.chars().all(|c| c == '-' || c.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn only_changes_outside_metadata_and_status_count_as_spec_changes() {
+        let a =
+            serde_json::json!({"metadata": {"name": "a"}, "spec": {"x": 1}, "status": {"s": 1}});
+        let b =
+            serde_json::json!({"metadata": {"name": "b"}, "spec": {"x": 1}, "status": {"s": 2}});
+        let c = serde_json::json!({"metadata": {"name": "a"}, "spec": {"x": 2}});
+        assert!(same_spec(&a, &b));
+        assert!(!same_spec(&a, &c));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::object::{finalizers, meta_mut, meta_str, new_uid, now_timestamp, spec_part};
+use crate::object::{finalizers, meta_mut, meta_str, new_uid, now_timestamp, same_spec};
 use crate::resources::{Builtin, Registry, ResourceType, TypeKey, from_crd};
 use crate::watch::Watchers;
 
@@ -229,7 +229,7 @@ impl State {
         }
         let deleting = old["metadata"].get("deletionTimestamp").cloned();
         let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
-        let bump = !status_only && spec_part(&obj) != spec_part(&old);
+        let bump = !status_only && !same_spec(&obj, &old);
         let m = meta_mut(&mut obj);
         for f in ["uid", "creationTimestamp", "name"] {
             m.insert(f.into(), old["metadata"][f].clone());
