@@ -27,7 +27,8 @@
 //! - `discovery`: discovery documents and OpenAPI v3; `table`: Table responses and JSONPath.
 //! - `selector`: label and field selectors; `object`: JSON object helpers; `convert`: views
 //!   of stored objects (apiVersion, the two Event APIs sharing one storage).
-//! - [`faults`]: fault injection; `persist`: optional persistence to a file.
+//! - [`faults`]: fault injection; `persist`: optional persistence to a file; `protobuf`: the
+//!   protobuf bodies of `kubectl create namespace|configmap`.
 //! - [`error`]: [`Error`] and the `Status`-rendering [`ApiError`].
 #![forbid(unsafe_code)]
 
@@ -41,6 +42,7 @@ mod managed;
 mod object;
 mod patch;
 mod persist;
+mod protobuf;
 pub mod resources;
 mod schema;
 mod selector;

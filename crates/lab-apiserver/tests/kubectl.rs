@@ -297,3 +297,33 @@ async fn delete_waits_for_finalizers_and_wait_for_delete_returns_when_gone() {
     lab.ok(&["delete", "widget", "beta"]).await;
     assert!(lab.ok(&["get", "wg", "-o", "name"]).await.trim().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_create_namespace_and_configmap_work_although_kubectl_sends_protobuf() {
+    let lab = Lab::start().await;
+    lab.ok(&["create", "namespace", "team"]).await;
+    lab.ok(&[
+        "create",
+        "configmap",
+        "settings",
+        "-n",
+        "team",
+        "--from-literal=a=b",
+        "--from-literal=c=d",
+    ])
+    .await;
+    let data = lab
+        .ok(&[
+            "get",
+            "configmap",
+            "settings",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.data}",
+        ])
+        .await;
+    assert_eq!(data, r#"{"a":"b","c":"d"}"#);
+    let err = lab.fails(&["create", "namespace", "Not_Valid"]).await;
+    assert!(err.contains("metadata.name: Invalid value"), "{err}");
+}
