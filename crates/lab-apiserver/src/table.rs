@@ -8,9 +8,13 @@ use crate::resources::{Builtin, ResourceType};
 /// A Table of `objs`; `columns` includes the column definitions, `full` embeds whole objects
 /// instead of `PartialObjectMetadata`.
 pub fn table(rt: &ResourceType, objs: &[&Value], columns: bool, full: bool) -> Value {
-    let mut defs = vec![
-        json!({"name": "Name", "type": "string", "format": "name", "description": "Name of the object", "priority": 0}),
-    ];
+    // Events show their name only with `-o wide`, as kube-apiserver's printer does.
+    let name_priority = i64::from(matches!(
+        rt.builtin,
+        Some(Builtin::CoreEvent | Builtin::Event)
+    ));
+    let mut defs = vec![json!({"name": "Name", "type": "string", "format": "name",
+        "description": "Name of the object", "priority": name_priority})];
     for c in &rt.columns {
         let type_ = if c.type_ == "date" {
             "string"
@@ -25,8 +29,8 @@ pub fn table(rt: &ResourceType, objs: &[&Value], columns: bool, full: bool) -> V
         .map(|o| {
             let mut cells = vec![o["metadata"]["name"].clone()];
             for c in &rt.columns {
-                if rt.builtin == Some(Builtin::Node) && c.name == "Status" {
-                    cells.push(json!(node_status(o)));
+                if let Some(cell) = computed(rt, &c.name, o, now) {
+                    cells.push(cell);
                     continue;
                 }
                 let found = eval(o, &c.json_path);
@@ -52,6 +56,46 @@ pub fn table(rt: &ResourceType, objs: &[&Value], columns: bool, full: bool) -> V
         t["columnDefinitions"] = json!(defs);
     }
     t
+}
+
+/// Cells of built-in columns that no JSONPath expresses.
+fn computed(rt: &ResourceType, column: &str, o: &Value, now: jiff::Timestamp) -> Option<Value> {
+    let event = matches!(rt.builtin, Some(Builtin::CoreEvent | Builtin::Event));
+    match (rt.builtin, column) {
+        (Some(Builtin::Node), "Status") => Some(json!(node_status(o))),
+        (_, "Last Seen") if event => {
+            let paths = [
+                ".series.lastObservedTime",
+                ".lastTimestamp",
+                ".deprecatedLastTimestamp",
+                ".eventTime",
+                ".metadata.creationTimestamp",
+            ];
+            let seen = paths.iter().find_map(|p| {
+                eval(o, p)
+                    .first()
+                    .and_then(|v| v.as_str())
+                    .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+            });
+            Some(
+                seen.map(|t| json!(age(now.duration_since(t).as_secs())))
+                    .unwrap_or(Value::Null),
+            )
+        }
+        (_, "Object") if event => {
+            let r = if o.get("regarding").is_some() {
+                &o["regarding"]
+            } else {
+                &o["involvedObject"]
+            };
+            let kind = r["kind"].as_str().unwrap_or_default().to_lowercase();
+            Some(json!(format!(
+                "{kind}/{}",
+                r["name"].as_str().unwrap_or_default()
+            )))
+        }
+        _ => None,
+    }
 }
 
 /// A Node's STATUS as kubectl shows it: `Ready`, `NotReady` or `Unknown`, plus

@@ -248,6 +248,16 @@ async fn events_a_recorder_publishes_show_up_in_kubectl_get_events_and_describe(
         ])
         .await;
     assert_eq!(listed, "Polished polished to a shine");
+    let table = lab.ok(&["get", "events"]).await;
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    );
+    assert!(
+        table.contains("Warning") && table.contains("widget/noisy"),
+        "{table}"
+    );
     let described = lab.ok(&["describe", "widget", "noisy"]).await;
     assert!(
         described.contains("Polished") && described.contains("polished to a shine"),
