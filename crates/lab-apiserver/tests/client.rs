@@ -345,3 +345,26 @@ async fn a_controller_reconciles_custom_objects_and_server_side_apply_merges_and
     task.abort();
     assert!(done.is_ok(), "the controller reconciled both widgets");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_streaming_list_watcher_gets_the_initial_state_then_changes() {
+    let lab = Lab::start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(lab.server.client().unwrap(), "default");
+    cms.create(&PostParams::default(), &config_map("before"))
+        .await
+        .unwrap();
+    let cfg = watcher::Config::default().streaming_lists();
+    let mut events = watcher(cms.clone(), cfg)
+        .filter_map(|e| async move { e.ok() })
+        .boxed();
+    until(&mut events, |e| matches!(e, watcher::Event::InitApply(c) if c.metadata.name.as_deref() == Some("before"))).await;
+    until(&mut events, |e| matches!(e, watcher::Event::InitDone)).await;
+    cms.create(&PostParams::default(), &config_map("after"))
+        .await
+        .unwrap();
+    until(
+        &mut events,
+        |e| matches!(e, watcher::Event::Apply(c) if c.metadata.name.as_deref() == Some("after")),
+    )
+    .await;
+}
