@@ -124,6 +124,11 @@ impl Watchers {
         send(&mut tw.rest);
     }
 
+    /// Ends the watch streams of one type.
+    pub fn drop_type(&mut self, key: &str) {
+        self.by_type.remove(key);
+    }
+
     /// Ends every watch stream.
     pub fn drop_all(&mut self) {
         self.by_type.clear();

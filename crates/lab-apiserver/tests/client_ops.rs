@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use common::Lab;
 use common::objects::*;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use netrollout_lab_apiserver::{Config, FaultConfig, Outage};
@@ -320,10 +321,19 @@ async fn deleting_a_namespace_or_a_crd_deletes_what_it_contains() {
         .create(&PostParams::default(), &widget("w", 1))
         .await
         .unwrap();
+    let mut stream = widgets
+        .watch(&Default::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
     Api::<CustomResourceDefinition>::all(client.clone())
         .delete("widgets.lab.example.com", &DeleteParams::default())
         .await
         .unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while stream.next().await.is_some() {}
+    });
+    assert!(ended.await.is_ok(), "watches of a deleted kind end");
     let err = widgets.list(&Default::default()).await.unwrap_err();
     assert!(
         matches!(err, kube::Error::Api(e) if e.code == 404),

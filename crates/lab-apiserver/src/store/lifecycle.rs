@@ -104,7 +104,10 @@ impl State {
                     gone["spec"]["names"]["plural"].as_str().unwrap_or_default(),
                 );
                 self.registry.remove_all(g, p);
-                self.purge(&Arc::from(format!("{g}/{p}")), None);
+                let key: TypeKey = Arc::from(format!("{g}/{p}"));
+                self.purge(&key, None);
+                // The kind is gone: its watch streams end, as kube-apiserver's do.
+                self.watchers.drop_type(&key);
             }
             "/namespaces" => {
                 let keys: Vec<TypeKey> = self.objects.keys().cloned().collect();
