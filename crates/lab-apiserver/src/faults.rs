@@ -17,7 +17,8 @@ pub enum Outage {
     /// Requests are served.
     #[default]
     None,
-    /// Every request fails with 503 ServiceUnavailable.
+    /// Every request fails at once with 500 InternalError (not 503, which kube-client retries
+    /// for minutes before giving up).
     Fail,
     /// Every request hangs until the outage ends.
     Hang,
@@ -149,8 +150,13 @@ impl Faults {
                 Outage::None => break,
                 Outage::Fail => {
                     return Err(ApiError::new(
+<<<<<<< HEAD
                         503,
                         "ServiceUnavailable",
+=======
+                        500,
+                        "InternalError",
+>>>>>>> apiserver
                         "the lab API server is in a simulated outage",
                     ));
                 }

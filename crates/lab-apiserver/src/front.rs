@@ -96,6 +96,7 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
         Err(e) => {
             return ApiError::bad_request(format!("cannot read request body: {e}")).into_response();
         }
+<<<<<<< HEAD
     };
     let ct = parts
         .headers
@@ -108,11 +109,44 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
         );
         return ApiError::new(415, "UnsupportedMediaType", msg).into_response();
     }
+=======
+    };
+    let mut headers = parts.headers;
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let body = if !body.is_empty() && (ct.contains("protobuf") || ct.contains("cbor")) {
+        match crate::protobuf::decode(&body) {
+            Some(v) => {
+                headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                bytes::Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+            }
+            None => {
+                let msg = format!(
+                    "the body of the request was in an unknown format - accepted media types include: \
+                     application/json, application/yaml (got {ct}; protobuf only for Namespace and ConfigMap)"
+                );
+                return ApiError::new(415, "UnsupportedMediaType", msg).into_response();
+            }
+        }
+    } else {
+        body
+    };
+>>>>>>> apiserver
     let query = parts.uri.query().map(parse_query).unwrap_or_default();
     let r = Req {
         method: parts.method,
         query,
+<<<<<<< HEAD
         headers: parts.headers,
+=======
+        headers,
+>>>>>>> apiserver
         body,
     };
     match route(&app, parts.uri.path(), r).await {

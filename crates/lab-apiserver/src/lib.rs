@@ -22,21 +22,27 @@
 //! - `watch`: watcher registry and the streaming watch response with bookmarks.
 //! - [`resources`]: built-in kinds and kinds defined by CRDs.
 //! - `schema`: CRD `openAPIV3Schema` validation; `builtin`: typed checks of built-in kinds.
-//! - `patch`: merge, JSON, strategic-merge and apply patches.
+//! - `patch`: merge, JSON, strategic-merge and apply patches; `managed`: field ownership
+//!   (`managedFields`) and server-side apply conflicts.
 //! - `discovery`: discovery documents and OpenAPI v3; `table`: Table responses and JSONPath.
-//! - `selector`: label and field selectors; `object`: JSON object helpers.
-//! - [`faults`]: fault injection; `persist`: optional persistence to a file.
+//! - `selector`: label and field selectors; `object`: JSON object helpers; `convert`: views
+//!   of stored objects (apiVersion, the two Event APIs sharing one storage).
+//! - [`faults`]: fault injection; `persist`: optional persistence to a file; `protobuf`: the
+//!   protobuf bodies of `kubectl create namespace|configmap`.
 //! - [`error`]: [`Error`] and the `Status`-rendering [`ApiError`].
 #![forbid(unsafe_code)]
 
 mod builtin;
+mod convert;
 mod discovery;
 pub mod error;
 pub mod faults;
 mod front;
+mod managed;
 mod object;
 mod patch;
 mod persist;
+mod protobuf;
 pub mod resources;
 mod schema;
 mod selector;

@@ -78,6 +78,7 @@ pub fn invalid_name(name: &str, label: bool) -> Option<String> {
     None
 }
 
+<<<<<<< HEAD
 /// The object without `metadata` and `status`: what `generation` tracks.
 pub fn spec_part(obj: &Value) -> Value {
     match obj.as_object() {
@@ -90,6 +91,18 @@ pub fn spec_part(obj: &Value) -> Value {
                 .collect(),
         ),
         None => Value::Null,
+=======
+/// Whether two objects agree outside `metadata`, `status`, `apiVersion` and `kind`: what
+/// `generation` tracks.
+pub fn same_spec(a: &Value, b: &Value) -> bool {
+    let skip = |k: &str| matches!(k, "metadata" | "status" | "apiVersion" | "kind");
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => a
+            .iter()
+            .filter(|(k, _)| !skip(k))
+            .eq(b.iter().filter(|(k, _)| !skip(k))),
+        _ => a == b,
+>>>>>>> apiserver
     }
 }
 
@@ -127,6 +140,17 @@ mod tests {
         assert_eq!(u.len(), 36);
         assert_eq!(&u[14..15], "4");
         assert!(u.chars().all(|c| c == '-' || c.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn only_changes_outside_metadata_and_status_count_as_spec_changes() {
+        let a =
+            serde_json::json!({"metadata": {"name": "a"}, "spec": {"x": 1}, "status": {"s": 1}});
+        let b =
+            serde_json::json!({"metadata": {"name": "b"}, "spec": {"x": 1}, "status": {"s": 2}});
+        let c = serde_json::json!({"metadata": {"name": "a"}, "spec": {"x": 2}});
+        assert!(same_spec(&a, &b));
+        assert!(!same_spec(&a, &c));
     }
 
     #[test]

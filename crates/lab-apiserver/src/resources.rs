@@ -75,6 +75,10 @@ pub type TypeKey = Arc<str>;
 impl ResourceType {
     /// The storage key (`group/plural`).
     pub fn key(&self) -> TypeKey {
+        if self.builtin == Some(Builtin::Event) {
+            // events.k8s.io/v1 Events are stored as v1 Events (see `convert`).
+            return Arc::from("/events");
+        }
         Arc::from(format!("{}/{}", self.group, self.plural))
     }
 
@@ -146,12 +150,18 @@ pub fn builtins() -> Vec<ResourceType> {
             &["no"],
             true,
             vec![
+<<<<<<< HEAD
                 col(
                     "Status",
                     "string",
                     ".status.conditions[?(@.type==\"Ready\")].status",
                 ),
                 age(),
+=======
+                col("Status", "string", ".status.conditions"),
+                age(),
+                col("Version", "string", ".status.nodeInfo.kubeletVersion"),
+>>>>>>> apiserver
             ],
             Builtin::Node,
         ),
@@ -183,10 +193,18 @@ pub fn builtins() -> Vec<ResourceType> {
             &["ev"],
             false,
             vec![
+<<<<<<< HEAD
                 col("Type", "string", ".type"),
                 col("Reason", "string", ".reason"),
                 col("Message", "string", ".message"),
                 age(),
+=======
+                col("Last Seen", "date", ".lastTimestamp"),
+                col("Type", "string", ".type"),
+                col("Reason", "string", ".reason"),
+                col("Object", "string", ".involvedObject"),
+                col("Message", "string", ".message"),
+>>>>>>> apiserver
             ],
             Builtin::CoreEvent,
         ),
@@ -198,10 +216,18 @@ pub fn builtins() -> Vec<ResourceType> {
             &["ev"],
             false,
             vec![
+<<<<<<< HEAD
                 col("Type", "string", ".type"),
                 col("Reason", "string", ".reason"),
                 col("Note", "string", ".note"),
                 age(),
+=======
+                col("Last Seen", "date", ".eventTime"),
+                col("Type", "string", ".type"),
+                col("Reason", "string", ".reason"),
+                col("Object", "string", ".regarding"),
+                col("Note", "string", ".note"),
+>>>>>>> apiserver
             ],
             Builtin::Event,
         ),

@@ -118,6 +118,16 @@ impl FieldSelector {
         Ok(Self(terms))
     }
 
+    /// The selector with each field path rewritten by `f`.
+    pub fn map_paths(self, f: impl Fn(&str) -> String) -> Self {
+        Self(
+            self.0
+                .into_iter()
+                .map(|(p, eq, v)| (f(&p), eq, v))
+                .collect(),
+        )
+    }
+
     /// The name this selector pins (`metadata.name=x`), used to index watchers.
     pub fn name(&self) -> Option<&str> {
         self.0

@@ -3,14 +3,24 @@
 
 use serde_json::{Value, json};
 
-use crate::resources::ResourceType;
+use crate::resources::{Builtin, ResourceType};
 
 /// A Table of `objs`; `columns` includes the column definitions, `full` embeds whole objects
 /// instead of `PartialObjectMetadata`.
 pub fn table(rt: &ResourceType, objs: &[&Value], columns: bool, full: bool) -> Value {
+<<<<<<< HEAD
     let mut defs = vec![
         json!({"name": "Name", "type": "string", "format": "name", "description": "Name of the object", "priority": 0}),
     ];
+=======
+    // Events show their name only with `-o wide`, as kube-apiserver's printer does.
+    let name_priority = i64::from(matches!(
+        rt.builtin,
+        Some(Builtin::CoreEvent | Builtin::Event)
+    ));
+    let mut defs = vec![json!({"name": "Name", "type": "string", "format": "name",
+        "description": "Name of the object", "priority": name_priority})];
+>>>>>>> apiserver
     for c in &rt.columns {
         let type_ = if c.type_ == "date" {
             "string"
@@ -25,6 +35,10 @@ pub fn table(rt: &ResourceType, objs: &[&Value], columns: bool, full: bool) -> V
         .map(|o| {
             let mut cells = vec![o["metadata"]["name"].clone()];
             for c in &rt.columns {
+                if let Some(cell) = computed(rt, &c.name, o, now) {
+                    cells.push(cell);
+                    continue;
+                }
                 let found = eval(o, &c.json_path);
                 let cell = match (c.type_.as_str(), found.as_slice()) {
                     (_, []) => Value::Null,
@@ -48,6 +62,61 @@ pub fn table(rt: &ResourceType, objs: &[&Value], columns: bool, full: bool) -> V
         t["columnDefinitions"] = json!(defs);
     }
     t
+}
+
+/// Cells of built-in columns that no JSONPath expresses.
+fn computed(rt: &ResourceType, column: &str, o: &Value, now: jiff::Timestamp) -> Option<Value> {
+    let event = matches!(rt.builtin, Some(Builtin::CoreEvent | Builtin::Event));
+    match (rt.builtin, column) {
+        (Some(Builtin::Node), "Status") => Some(json!(node_status(o))),
+        (_, "Last Seen") if event => {
+            let paths = [
+                ".series.lastObservedTime",
+                ".lastTimestamp",
+                ".deprecatedLastTimestamp",
+                ".eventTime",
+                ".metadata.creationTimestamp",
+            ];
+            let seen = paths.iter().find_map(|p| {
+                eval(o, p)
+                    .first()
+                    .and_then(|v| v.as_str())
+                    .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+            });
+            Some(
+                seen.map(|t| json!(age(now.duration_since(t).as_secs())))
+                    .unwrap_or(Value::Null),
+            )
+        }
+        (_, "Object") if event => {
+            let r = if o.get("regarding").is_some() {
+                &o["regarding"]
+            } else {
+                &o["involvedObject"]
+            };
+            let kind = r["kind"].as_str().unwrap_or_default().to_lowercase();
+            Some(json!(format!(
+                "{kind}/{}",
+                r["name"].as_str().unwrap_or_default()
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// A Node's STATUS as kubectl shows it: `Ready`, `NotReady` or `Unknown`, plus
+/// `SchedulingDisabled` when cordoned.
+fn node_status(node: &Value) -> String {
+    let ready = eval(node, ".status.conditions[?(@.type==\"Ready\")].status");
+    let mut s = match ready.first().and_then(|v| v.as_str()) {
+        Some("True") => "Ready".to_string(),
+        Some("False") => "NotReady".to_string(),
+        _ => "Unknown".to_string(),
+    };
+    if node["spec"]["unschedulable"] == true {
+        s.push_str(",SchedulingDisabled");
+    }
+    s
 }
 
 /// kubectl's short age format (`45s`, `3m12s`, `5h`, `12d`).
@@ -156,6 +225,20 @@ mod tests {
         );
         assert_eq!(eval(&o, ".metadata.labels['a.b/c']"), vec![&json!("x")]);
         assert!(eval(&o, ".spec.missing").is_empty());
+    }
+
+    #[test]
+    fn nodes_show_ready_or_not_ready_like_kubectl() {
+        let rt = crate::resources::builtins()
+            .into_iter()
+            .find(|t| t.kind == "Node")
+            .unwrap();
+        let ready = json!({"metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        let cordoned = json!({"metadata": {"name": "n2"}, "spec": {"unschedulable": true},
+            "status": {"conditions": [{"type": "Ready", "status": "False"}]}});
+        let t = table(&rt, &[&ready, &cordoned], true, false);
+        assert_eq!(t["rows"][0]["cells"][1], "Ready");
+        assert_eq!(t["rows"][1]["cells"][1], "NotReady,SchedulingDisabled");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! selectors, by name, so a write wakes only the watchers it concerns) and the streaming
 //! response that replays retained events, follows live ones and sends bookmarks.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,6 +13,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use crate::convert;
 use crate::error::ApiError;
 use crate::resources::{ResourceType, TypeKey};
 use crate::selector::{FieldSelector, LabelSelector};
@@ -122,6 +124,11 @@ impl Watchers {
         send(&mut tw.rest);
     }
 
+    /// Ends the watch streams of one type.
+    pub fn drop_type(&mut self, key: &str) {
+        self.by_type.remove(key);
+    }
+
     /// Ends every watch stream.
     pub fn drop_all(&mut self) {
         self.by_type.clear();
@@ -222,19 +229,19 @@ struct Encoder {
 impl Encoder {
     fn line(&mut self, kind: EventType, ev: Option<&Event>, obj: &Value) -> Bytes {
         if self.table {
-            let t = table::table(&self.rt, &[obj], self.first, false);
+            let t = table::table(
+                &self.rt,
+                &[&*convert::view(&self.rt, obj)],
+                self.first,
+                false,
+            );
             self.first = false;
             return encode_event(kind.as_str(), &t);
         }
-        let av = self.rt.api_version();
-        match ev {
-            Some(ev) if ev.kind == kind && obj["apiVersion"] == *av => ev.line(),
-            _ if obj["apiVersion"] != *av => {
-                let mut o = obj.clone();
-                o["apiVersion"] = json!(av);
-                encode_event(kind.as_str(), &o)
-            }
-            _ => encode_event(kind.as_str(), obj),
+        let view = convert::view(&self.rt, obj);
+        match (ev, &view) {
+            (Some(ev), Cow::Borrowed(_)) if ev.kind == kind => ev.line(),
+            _ => encode_event(kind.as_str(), &view),
         }
     }
 

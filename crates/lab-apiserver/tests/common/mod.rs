@@ -1,5 +1,5 @@
 //! Shared test helpers: a server per test and a kubectl runner bound to it.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -11,6 +11,8 @@ use tempfile::TempDir;
 pub const KUBECTL: &str = "kubectl";
 
 /// A started server with its own kubeconfig and kubectl cache directory.
+pub mod objects;
+
 pub struct Lab {
     pub server: LabServer,
     pub dir: TempDir,
@@ -32,6 +34,21 @@ impl Lab {
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures")
             .join(name)
+<<<<<<< HEAD
+=======
+    }
+
+    /// A kubectl command for this server, to spawn (for long-running `-w`).
+    pub fn kubectl_cmd(&self, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(KUBECTL);
+        cmd.env("KUBECONFIG", self.dir.path().join("kubeconfig"))
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("cache"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+>>>>>>> apiserver
     }
 
     /// Runs kubectl with `args` (and `stdin`, if any) against this server.

@@ -9,9 +9,11 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::object::{finalizers, meta_mut, meta_str, new_uid, now_timestamp, spec_part};
+use crate::object::{finalizers, meta_mut, meta_str, new_uid, now_timestamp, same_spec};
 use crate::resources::{Builtin, Registry, ResourceType, TypeKey, from_crd};
 use crate::watch::Watchers;
+
+mod lifecycle;
 
 /// The type of a watch event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,7 +229,7 @@ impl State {
         }
         let deleting = old["metadata"].get("deletionTimestamp").cloned();
         let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
-        let bump = !status_only && spec_part(&obj) != spec_part(&old);
+        let bump = !status_only && !same_spec(&obj, &old);
         let m = meta_mut(&mut obj);
         for f in ["uid", "creationTimestamp", "name"] {
             m.insert(f.into(), old["metadata"][f].clone());
@@ -265,6 +267,7 @@ impl State {
         Ok(self.store_modified(key, ns, name, obj, old))
     }
 
+<<<<<<< HEAD:crates/lab-apiserver/src/store.rs
     /// Deletes an object: marks it while finalizers remain, else removes it and collects its
     /// dependents (unless `orphan`). `precondition` is an expected resourceVersion or uid.
     pub fn delete(
@@ -432,6 +435,10 @@ impl State {
 
     /// Records a change: the event window, watchers, and the dirty flag.
     fn commit(
+=======
+    /// Records a change: the event window, watchers, and the dirty flag.
+    pub(super) fn commit(
+>>>>>>> apiserver:crates/lab-apiserver/src/store/mod.rs
         &mut self,
         key: TypeKey,
         kind: EventType,

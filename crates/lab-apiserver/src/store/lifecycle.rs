@@ -1,0 +1,187 @@
+//! Deletion and its consequences: finalizers and `deletionTimestamp`, removal, namespace and
+//! CRD clean-up, background garbage collection of dependents, and CRD registration.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{EventType, State};
+use crate::error::ApiError;
+use crate::object::{finalizers, meta_mut, meta_str, now_timestamp};
+use crate::resources::{ResourceType, TypeKey, from_crd};
+
+impl State {
+    /// Deletes an object: marks it while finalizers remain, else removes it and collects its
+    /// dependents (unless `orphan`). `precondition` is an expected resourceVersion or uid.
+    pub fn delete(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        precondition: (&str, &str),
+        orphan: bool,
+    ) -> Result<Arc<Value>, ApiError> {
+        let key = rt.key();
+        let cur = self
+            .get_key(&key, ns, name)
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        let (want_rv, want_uid) = precondition;
+        if (!want_rv.is_empty() && want_rv != meta_str(&cur, "resourceVersion"))
+            || (!want_uid.is_empty() && want_uid != meta_str(&cur, "uid"))
+        {
+            return Err(ApiError::conflict(&rt.group, &rt.plural, name));
+        }
+        Ok(self.delete_key(key, ns, name, orphan))
+    }
+
+    fn delete_key(&mut self, key: TypeKey, ns: &str, name: &str, orphan: bool) -> Arc<Value> {
+        let Some(cur) = self.get_key(&key, ns, name) else {
+            return Arc::new(Value::Null);
+        };
+        if finalizers(&cur).is_empty() {
+            return self.remove(key, ns, name, orphan);
+        }
+        if cur["metadata"].get("deletionTimestamp").is_some() {
+            return cur;
+        }
+        let mut new = (*cur).clone();
+        let m = meta_mut(&mut new);
+        m.insert("deletionTimestamp".into(), json!(now_timestamp()));
+        m.insert("deletionGracePeriodSeconds".into(), json!(0));
+        self.store_modified(key, ns, name, new, cur)
+    }
+
+    pub(super) fn get_key(&self, key: &str, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.objects
+            .get(key)?
+            .get(&(ns.to_string(), name.to_string()))
+            .cloned()
+    }
+
+    pub(super) fn store_modified(
+        &mut self,
+        key: TypeKey,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        old: Arc<Value>,
+    ) -> Arc<Value> {
+        self.rv += 1;
+        meta_mut(&mut obj).insert("resourceVersion".into(), json!(self.rv.to_string()));
+        let obj = Arc::new(obj);
+        self.objects
+            .entry(key.clone())
+            .or_default()
+            .insert((ns.to_string(), name.to_string()), obj.clone());
+        self.commit(key, EventType::Modified, obj.clone(), Some(old));
+        obj
+    }
+
+    /// Removes an object now, then everything that depended on it.
+    pub(super) fn remove(
+        &mut self,
+        key: TypeKey,
+        ns: &str,
+        name: &str,
+        orphan: bool,
+    ) -> Arc<Value> {
+        let Some(old) = self
+            .objects
+            .get_mut(&key)
+            .and_then(|m| m.remove(&(ns.to_string(), name.to_string())))
+        else {
+            return Arc::new(Value::Null);
+        };
+        self.rv += 1;
+        let mut gone = (*old).clone();
+        meta_mut(&mut gone).insert("resourceVersion".into(), json!(self.rv.to_string()));
+        let gone = Arc::new(gone);
+        self.commit(key.clone(), EventType::Deleted, gone.clone(), None);
+        match &*key {
+            "apiextensions.k8s.io/customresourcedefinitions" => {
+                let (g, p) = (
+                    gone["spec"]["group"].as_str().unwrap_or_default(),
+                    gone["spec"]["names"]["plural"].as_str().unwrap_or_default(),
+                );
+                self.registry.remove_all(g, p);
+                let key: TypeKey = Arc::from(format!("{g}/{p}"));
+                self.purge(&key, None);
+                // The kind is gone: its watch streams end, as kube-apiserver's do.
+                self.watchers.drop_type(&key);
+            }
+            "/namespaces" => {
+                let keys: Vec<TypeKey> = self.objects.keys().cloned().collect();
+                for k in keys {
+                    self.purge(&k, Some(name));
+                }
+            }
+            _ => {}
+        }
+        self.collect_dependents(meta_str(&gone, "uid"), orphan);
+        gone
+    }
+
+    /// Deletes every object of a type (in one namespace, if given).
+    fn purge(&mut self, key: &TypeKey, ns: Option<&str>) {
+        let names: Vec<(String, String)> = self.list(key, ns).map(|(k, _)| k.clone()).collect();
+        for (ns, name) in names {
+            self.delete_key(key.clone(), &ns, &name, false);
+        }
+    }
+
+    /// Background garbage collection: drops references to a removed owner and deletes
+    /// dependents left without owners.
+    fn collect_dependents(&mut self, uid: &str, orphan: bool) {
+        if uid.is_empty() {
+            return;
+        }
+        let mut found = vec![];
+        for (key, objs) in &self.objects {
+            for ((ns, name), o) in objs {
+                let refs = o["metadata"]["ownerReferences"].as_array();
+                if refs.is_some_and(|r| r.iter().any(|r| r["uid"] == uid)) {
+                    found.push((key.clone(), ns.clone(), name.clone(), o.clone()));
+                }
+            }
+        }
+        for (key, ns, name, o) in found {
+            let mut new = (*o).clone();
+            let refs = meta_mut(&mut new)
+                .get_mut("ownerReferences")
+                .and_then(Value::as_array_mut);
+            let left = refs.map(|r| {
+                r.retain(|r| r["uid"] != uid);
+                r.len()
+            });
+            if left == Some(0) {
+                meta_mut(&mut new).remove("ownerReferences");
+            }
+            if left == Some(0) && !orphan {
+                self.delete_key(key, &ns, &name, false);
+            } else {
+                self.store_modified(key, &ns, &name, new, o);
+            }
+        }
+    }
+
+    /// Registers the types a CRD defines and fills in its status.
+    pub(super) fn register_crd(&mut self, old: Option<&Value>, crd: &mut Value) {
+        if let Some(old) = old {
+            self.registry.remove_all(
+                old["spec"]["group"].as_str().unwrap_or_default(),
+                old["spec"]["names"]["plural"].as_str().unwrap_or_default(),
+            );
+        }
+        for t in from_crd(crd) {
+            self.registry.insert(t);
+        }
+        let now = now_timestamp();
+        let cond = |t: &str, reason: &str| json!({"type": t, "status": "True", "reason": reason, "message": "", "lastTransitionTime": now});
+        crd["status"] = json!({
+            "acceptedNames": crd["spec"]["names"],
+            "conditions": [cond("NamesAccepted", "NoConflicts"), cond("Established", "InitialNamesAccepted")],
+            "storedVersions": crd["spec"]["versions"].as_array().into_iter().flatten()
+                .filter(|v| v["storage"] == true).map(|v| v["name"].clone()).collect::<Vec<_>>(),
+        });
+    }
+}

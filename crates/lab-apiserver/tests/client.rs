@@ -1,0 +1,370 @@
+//! The lab API server driven by kube::Client: watchers, a Controller, server-side apply,
+//! conflicts, finalizers, garbage collection and the status subresource.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml allows it in tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::Lab;
+use common::objects::*;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::runtime::{Controller, controller::Action, watcher};
+use netrollout_lab_apiserver::Config;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watcher_resumes_after_dropped_streams_and_relists_after_410_gone() {
+    let lab = Lab::start_with(Config {
+        event_window: 5,
+        ..Config::default()
+    })
+    .await;
+    let client = lab.server.client().unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let inits = Arc::new(AtomicUsize::new(0));
+    let counted = inits.clone();
+    let mut events = watcher(cms.clone(), watcher::Config::default())
+        .inspect_ok(move |e| {
+            if matches!(e, watcher::Event::Init) {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .filter_map(|e| async move { e.ok() })
+        .boxed();
+    until(&mut events, |e| matches!(e, watcher::Event::InitDone)).await;
+    cms.create(&PostParams::default(), &config_map("one"))
+        .await
+        .unwrap();
+    until(
+        &mut events,
+        |e| matches!(e, watcher::Event::Apply(c) if c.metadata.name.as_deref() == Some("one")),
+    )
+    .await;
+
+    // A dropped stream is resumed from the last resourceVersion, without a relist.
+    lab.server.faults().drop_watches();
+    cms.create(&PostParams::default(), &config_map("two"))
+        .await
+        .unwrap();
+    until(
+        &mut events,
+        |e| matches!(e, watcher::Event::Apply(c) if c.metadata.name.as_deref() == Some("two")),
+    )
+    .await;
+    assert_eq!(inits.load(Ordering::SeqCst), 1, "resuming must not relist");
+
+    // Keep the watcher away while more changes happen than the window retains: 410, relist.
+    lab.server
+        .faults()
+        .set_error_rate(Some("watch"), Some("configmaps"), 1.0);
+    lab.server.faults().drop_watches();
+    for i in 0..10 {
+        cms.create(&PostParams::default(), &config_map(&format!("burst-{i}")))
+            .await
+            .unwrap();
+    }
+    lab.server.faults().clear();
+    until(&mut events, |e| matches!(e, watcher::Event::InitApply(c) if c.metadata.name.as_deref() == Some("burst-9"))).await;
+    assert_eq!(
+        inits.load(Ordering::SeqCst),
+        2,
+        "410 Gone must make the watcher relist once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stale_update_gets_409_conflict() {
+    let lab = Lab::start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(lab.server.client().unwrap(), "default");
+    let first = cms
+        .create(&PostParams::default(), &config_map("c"))
+        .await
+        .unwrap();
+    let mut newer = first.clone();
+    newer.data = Some([("k".to_string(), "v2".to_string())].into());
+    cms.replace("c", &PostParams::default(), &newer)
+        .await
+        .unwrap();
+    let mut stale = first;
+    stale.data = Some([("k".to_string(), "v3".to_string())].into());
+    match cms.replace("c", &PostParams::default(), &stale).await {
+        Err(kube::Error::Api(e)) => assert_eq!((e.code, e.reason.as_str()), (409, "Conflict")),
+        other => panic!("expected 409 Conflict, got {other:?}"),
+    }
+    assert_eq!(cms.get("c").await.unwrap().data.unwrap()["k"], "v2");
+    let again = cms
+        .create(&PostParams::default(), &config_map("c"))
+        .await
+        .unwrap_err();
+    assert!(matches!(again, kube::Error::Api(e) if e.code == 409 && e.reason == "AlreadyExists"));
+    let missing = cms.get("nope").await.unwrap_err();
+    assert!(matches!(missing, kube::Error::Api(e) if e.code == 404 && e.reason == "NotFound"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_finalizer_holds_deletion_until_it_is_removed() {
+    let lab = Lab::start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(lab.server.client().unwrap(), "default");
+    let mut cm = config_map("held");
+    cm.metadata.finalizers = Some(vec!["lab.example.com/hold".into()]);
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    cms.delete("held", &DeleteParams::default()).await.unwrap();
+    let still = cms.get("held").await.unwrap();
+    assert!(still.metadata.deletion_timestamp.is_some());
+    let patch = json!({"metadata": {"finalizers": null}});
+    cms.patch("held", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    assert!(
+        cms.get_opt("held").await.unwrap().is_none(),
+        "removing the last finalizer deletes the object"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dependents_are_garbage_collected_with_their_owner_unless_orphaned() {
+    let lab = Lab::start().await;
+    let client = lab.server.client().unwrap();
+    install_crds(&client).await;
+    let widgets: Api<DynamicObject> = Api::all_with(client.clone(), &widgets_resource());
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    for (owner, child) in [("owner", "child"), ("keeper", "orphan")] {
+        let w = widgets
+            .create(&PostParams::default(), &widget(owner, 1))
+            .await
+            .unwrap();
+        let mut cm = config_map(child);
+        cm.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+            "apiVersion": "lab.example.com/v1", "kind": "Widget", "name": owner, "uid": w.metadata.uid.unwrap()})).unwrap()]);
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    widgets
+        .delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    assert!(
+        cms.get_opt("child").await.unwrap().is_none(),
+        "the dependent went with its owner"
+    );
+    widgets
+        .delete("keeper", &DeleteParams::orphan())
+        .await
+        .unwrap();
+    let orphan = cms.get("orphan").await.unwrap();
+    assert!(
+        orphan
+            .metadata
+            .owner_references
+            .is_none_or(|r| r.is_empty()),
+        "an orphaned dependent loses its owner reference"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn status_and_main_resource_are_written_separately() {
+    let lab = Lab::start().await;
+    let client = lab.server.client().unwrap();
+    install_crds(&client).await;
+    let widgets: Api<DynamicObject> = Api::all_with(client, &widgets_resource());
+    widgets
+        .create(&PostParams::default(), &widget("w", 1))
+        .await
+        .unwrap();
+
+    let status = json!({"spec": {"replicas": 9}, "status": {"phase": "Ready"}});
+    let after = widgets
+        .patch_status("w", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    assert_eq!(after.data["status"]["phase"], "Ready");
+    assert_eq!(
+        after.data["spec"]["replicas"], 1,
+        "a status write ignores spec"
+    );
+    assert_eq!(
+        after.metadata.generation,
+        Some(1),
+        "a status write does not bump generation"
+    );
+
+    let main = json!({"spec": {"replicas": 2}, "status": {"phase": "Broken"}});
+    let after = widgets
+        .patch("w", &PatchParams::default(), &Patch::Merge(&main))
+        .await
+        .unwrap();
+    assert_eq!(
+        after.data["status"]["phase"], "Ready",
+        "a main write ignores status"
+    );
+    assert_eq!(after.data["spec"]["replicas"], 2);
+    assert_eq!(
+        after.metadata.generation,
+        Some(2),
+        "a spec change bumps generation"
+    );
+
+    let labels = json!({"metadata": {"labels": {"a": "b"}}});
+    let after = widgets
+        .patch("w", &PatchParams::default(), &Patch::Merge(&labels))
+        .await
+        .unwrap();
+    assert_eq!(
+        after.metadata.generation,
+        Some(2),
+        "a metadata change does not bump generation"
+    );
+    let again = widgets
+        .patch("w", &PatchParams::default(), &Patch::Merge(&labels))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.metadata.resource_version, after.metadata.resource_version,
+        "a no-op write changes nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_label_selected_watch_sees_objects_enter_and_leave_its_selection() {
+    let lab = Lab::start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(lab.server.client().unwrap(), "default");
+    let mut events = watcher(cms.clone(), watcher::Config::default().labels("pick=yes"))
+        .filter_map(|e| async move { e.ok() })
+        .boxed();
+    until(&mut events, |e| matches!(e, watcher::Event::InitDone)).await;
+    cms.create(&PostParams::default(), &config_map("m"))
+        .await
+        .unwrap();
+    let label = |v: &str| json!({"metadata": {"labels": {"pick": v}}});
+    cms.patch("m", &PatchParams::default(), &Patch::Merge(&label("yes")))
+        .await
+        .unwrap();
+    until(
+        &mut events,
+        |e| matches!(e, watcher::Event::Apply(c) if c.metadata.name.as_deref() == Some("m")),
+    )
+    .await;
+    cms.patch("m", &PatchParams::default(), &Patch::Merge(&label("no")))
+        .await
+        .unwrap();
+    until(
+        &mut events,
+        |e| matches!(e, watcher::Event::Delete(c) if c.metadata.name.as_deref() == Some("m")),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_controller_reconciles_custom_objects_and_server_side_apply_merges_and_detects_conflicts()
+{
+    let lab = Lab::start().await;
+    let client = lab.server.client().unwrap();
+    install_crds(&client).await;
+    let ar = widgets_resource();
+    let widgets: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    let ssa = PatchParams::apply("lab-test").force();
+    let applied = json!({"apiVersion": "lab.example.com/v1", "kind": "Widget", "metadata": {"name": "a"}, "spec": {"color": "blue", "replicas": 3}});
+    widgets
+        .patch("a", &ssa, &Patch::Apply(&applied))
+        .await
+        .unwrap();
+    let more = json!({"apiVersion": "lab.example.com/v1", "kind": "Widget", "metadata": {"name": "a"}, "spec": {"replicas": 4}});
+    let merged = widgets
+        .patch("a", &ssa, &Patch::Apply(&more))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            merged.data["spec"]["color"].as_str(),
+            merged.data["spec"]["replicas"].as_i64()
+        ),
+        (Some("blue"), Some(4))
+    );
+    let rival = json!({"apiVersion": "lab.example.com/v1", "kind": "Widget", "metadata": {"name": "a"}, "spec": {"replicas": 6}});
+    let err = widgets
+        .patch("a", &PatchParams::apply("rival"), &Patch::Apply(&rival))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, kube::Error::Api(e) if e.code == 409 && e.message.contains(".spec.replicas")),
+        "an apply of another manager's field conflicts"
+    );
+    let forced = widgets
+        .patch(
+            "a",
+            &PatchParams::apply("rival").force(),
+            &Patch::Apply(&rival),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        forced.data["spec"]["replicas"], 6,
+        "force takes the field over"
+    );
+
+    let reconcile = |w: Arc<DynamicObject>, api: Arc<Api<DynamicObject>>| async move {
+        let name = w.metadata.name.clone().unwrap_or_default();
+        let status =
+            json!({"status": {"phase": "Reconciled", "observedGeneration": w.metadata.generation}});
+        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+            .await?;
+        Ok::<_, kube::Error>(Action::await_change())
+    };
+    let controller = Controller::new_with(widgets.clone(), watcher::Config::default(), ar)
+        .run(
+            reconcile,
+            |_, _, _| Action::requeue(Duration::from_secs(1)),
+            Arc::new(widgets.clone()),
+        )
+        .for_each(|_| async {});
+    let task = tokio::spawn(controller);
+    widgets
+        .create(&PostParams::default(), &widget("b", 2))
+        .await
+        .unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let list = widgets.list(&Default::default()).await.unwrap();
+            if list.items.len() == 2
+                && list
+                    .items
+                    .iter()
+                    .all(|w| w.data["status"]["phase"] == "Reconciled")
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    task.abort();
+    assert!(done.is_ok(), "the controller reconciled both widgets");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_streaming_list_watcher_gets_the_initial_state_then_changes() {
+    let lab = Lab::start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(lab.server.client().unwrap(), "default");
+    cms.create(&PostParams::default(), &config_map("before"))
+        .await
+        .unwrap();
+    let cfg = watcher::Config::default().streaming_lists();
+    let mut events = watcher(cms.clone(), cfg)
+        .filter_map(|e| async move { e.ok() })
+        .boxed();
+    until(&mut events, |e| matches!(e, watcher::Event::InitApply(c) if c.metadata.name.as_deref() == Some("before"))).await;
+    until(&mut events, |e| matches!(e, watcher::Event::InitDone)).await;
+    cms.create(&PostParams::default(), &config_map("after"))
+        .await
+        .unwrap();
+    until(
+        &mut events,
+        |e| matches!(e, watcher::Event::Apply(c) if c.metadata.name.as_deref() == Some("after")),
+    )
+    .await;
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Lab API server benchmarks: 1,000 watchers under sustained writes, and memory per stored
+# object. Prints hack/bench.sh rows. Needs the release example built (hack/bench.sh does it).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+bin=target/release/examples/bench
+[ -x "$bin" ] || cargo build --release -p netrollout-lab-apiserver --example bench >&2
+ulimit -n 65536 2>/dev/null || true
+"$bin" watch 1000 6
+"$bin" memory 100000
