@@ -104,10 +104,15 @@ impl Agent {
             .and_then(|a| a.get(NODE_RETRY_ANNOTATION))
             .cloned();
         let status = nnc.status.clone().unwrap_or_default();
+        // Already said (by this process, or found in the API on a normal pass): say nothing.
         let reported = |phase| {
-            !force_report
-                && status.observed_revision.as_deref() == Some(rev.as_str())
-                && status.phase == Some(phase)
+            let published = self.reports.borrow().as_ref().is_some_and(|r| {
+                r.revision.as_deref() == Some(rev.as_str()) && r.phase == Some(phase)
+            });
+            published
+                || (!force_report
+                    && status.observed_revision.as_deref() == Some(rev.as_str())
+                    && status.phase == Some(phase))
         };
         let lkg = self.store.last_known_good()?;
         if lkg.revision.as_deref() == Some(rev.as_str()) {

@@ -18,29 +18,34 @@ async fn main() -> anyhow::Result<()> {
         LogFormat::Json => logs.json().flatten_event(true).init(),
         LogFormat::Text => logs.init(),
     }
-    let client = match &args.kubeconfig {
+    let mut config = match &args.kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-            let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
                 .await
-                .with_context(|| format!("kubeconfig {}", path.display()))?;
-            kube::Client::try_from(config)?
+                .with_context(|| format!("kubeconfig {}", path.display()))?
         }
-        None => kube::Client::try_default()
+        None => kube::Config::infer()
             .await
             .context("no in-cluster config or $KUBECONFIG; pass --kubeconfig")?,
     };
+    // The agent retries its own writes (newest status first) and its probe must see the API
+    // server as it is: no hidden retries inside the client.
+    config.default_retry = false;
+    let client = kube::Client::try_from(config)?;
     let metrics = Arc::new(Metrics::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let server = tokio::spawn(metrics::serve(
-        args.metrics_addr,
-        metrics.clone(),
-        stopped(stop_rx.clone()),
-    ));
+    let serve = metrics::serve(args.metrics_addr, metrics.clone(), stopped(stop_rx.clone()));
+    let addr = args.metrics_addr;
+    let server = tokio::spawn(async move {
+        if let Err(e) = serve.await {
+            tracing::error!(error = %e, %addr, "the metrics and health server stopped");
+        }
+    });
     let signals = tokio::spawn(async move {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Node;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use netrollout_api::NodeNetworkConfig;
@@ -49,12 +48,7 @@ pub async fn run(
     let dataplane = Dataplane::connect().map_err(Error::Netlink)?;
     let (reports_tx, reports_rx) = watch::channel::<Option<Report>>(None);
     let nnc_api: Api<NodeNetworkConfig> = Api::all(client.clone());
-    let reporter = tokio::spawn(reporter(
-        nnc_api.clone(),
-        Api::<Node>::all(client.clone()),
-        node.clone(),
-        reports_rx,
-    ));
+    let reporter = tokio::spawn(reporter(client.clone(), node.clone(), reports_rx));
     let prober = Prober::new(cfg.probes, client);
     let agent = Agent::new(
         cfg.settings,

@@ -8,10 +8,12 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use netrollout_api::{NODE_CONDITION, NodeNetworkConfig, NodePhase};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use netrollout_api::{GROUP, NODE_CONDITION, NodeNetworkConfig, NodePhase, VERSION};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -77,53 +79,86 @@ impl Report {
     }
 }
 
-/// Writes every new report to the API, newest first, retrying until it lands or `shutdown`.
+/// Writes every new report to the API, newest first, retrying until it lands; then records an
+/// Event for outcomes (Provisioned, Failed, agent problems) on the `NodeNetworkConfig`.
 pub async fn reporter(
-    nnc: Api<NodeNetworkConfig>,
-    nodes: Api<Node>,
+    client: kube::Client,
     node: String,
     mut reports: watch::Receiver<Option<Report>>,
 ) {
+    let nnc: Api<NodeNetworkConfig> = Api::all(client.clone());
+    let nodes: Api<Node> = Api::all(client.clone());
+    let recorder = Recorder::new(
+        client,
+        Reporter {
+            controller: FIELD_MANAGER.into(),
+            instance: Some(node.clone()),
+        },
+    );
     let mut written: Option<Report> = None;
+    let mut backoff = Duration::from_millis(200);
     loop {
-        let report = reports.borrow_and_update().clone();
-        if let Some(report) = report.filter(|r| Some(r) != written.as_ref()) {
-            let mut backoff = Duration::from_millis(200);
-            loop {
-                let t = Instant::now();
-                match write(&nnc, &nodes, &node, &report).await {
-                    Ok(()) => {
-                        tracing::info!(
-                            step = "status",
-                            revision = report.revision.as_deref().unwrap_or(""),
-                            reason = %report.reason,
-                            duration_ms = t.elapsed().as_secs_f64() * 1e3,
-                            "status written"
-                        );
-                        written = Some(report);
-                        break;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64,
-                            "writing status failed; will retry");
-                        tokio::select! {
-                            _ = tokio::time::sleep(backoff) => {}
-                            changed = reports.changed() => {
-                                if changed.is_err() { return; }
-                                break;
-                            }
-                        }
-                        backoff = (backoff * 2).min(Duration::from_secs(5));
-                    }
+        let latest = reports.borrow_and_update().clone();
+        let Some(report) = latest.filter(|r| Some(r) != written.as_ref()) else {
+            if reports.changed().await.is_err() {
+                return;
+            }
+            continue;
+        };
+        let t = Instant::now();
+        match write(&nnc, &nodes, &node, &report).await {
+            Ok(()) => {
+                tracing::info!(
+                    step = "status",
+                    revision = report.revision.as_deref().unwrap_or(""),
+                    reason = %report.reason,
+                    duration_ms = t.elapsed().as_secs_f64() * 1e3,
+                    "status written"
+                );
+                event(&recorder, &node, &report).await;
+                written = Some(report);
+                backoff = Duration::from_millis(200);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64,
+                    "writing status failed; will retry");
+                // A newer report is written at once; otherwise the same one after the backoff.
+                tokio::select! {
+                    () = tokio::time::sleep(backoff) => {}
+                    changed = reports.changed() => if changed.is_err() { return },
                 }
-            }
-            if reports.has_changed().unwrap_or(false) {
-                continue;
+                backoff = (backoff * 2).min(Duration::from_secs(2));
             }
         }
-        if reports.changed().await.is_err() {
-            return;
-        }
+    }
+}
+
+/// Records an Event for an outcome; best effort (a lost Event loses no state).
+async fn event(recorder: &Recorder, node: &str, report: &Report) {
+    let (type_, action) = match report.phase {
+        Some(NodePhase::Provisioning) => return,
+        Some(NodePhase::Provisioned) => (EventType::Normal, "Apply"),
+        Some(NodePhase::Failed) => (EventType::Warning, "Apply"),
+        None => (EventType::Warning, "Recover"),
+    };
+    let ev = Event {
+        type_,
+        reason: report.reason.clone(),
+        note: Some(match &report.revision {
+            Some(rev) => format!("{rev}: {}", report.message),
+            None => report.message.clone(),
+        }),
+        action: action.into(),
+        secondary: None,
+    };
+    let reference = ObjectReference {
+        api_version: Some(format!("{GROUP}/{VERSION}")),
+        kind: Some("NodeNetworkConfig".into()),
+        name: Some(node.to_string()),
+        ..Default::default()
+    };
+    if let Err(e) = timed(recorder.publish(&ev, &reference)).await {
+        tracing::warn!(error = %e, "recording an Event failed");
     }
 }
 
@@ -166,3 +201,7 @@ async fn timed<T>(f: impl std::future::Future<Output = kube::Result<T>>) -> Resu
         Err(_) => Err(format!("no answer within {WRITE_TIMEOUT:?}")),
     }
 }
+
+#[cfg(test)]
+#[path = "status_tests.rs"]
+mod tests;

@@ -5,6 +5,7 @@ mod common;
 
 use common::{Lab, layer2s};
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::api::PostParams;
 use netrollout_api::{NodeNetworkConfig, NodeNetworkConfigSpec, NodePhase};
@@ -52,6 +53,18 @@ async fn a_new_revision_goes_provisioning_to_provisioned_and_the_node_turns_read
         "{body}"
     );
     assert!(body.contains("netrollout_agent_apply_duration_seconds_count 2"));
+    let events: Api<Event> = Api::all(lab.client.clone());
+    let events = events.list(&Default::default()).await.unwrap();
+    assert!(
+        events
+            .items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("Applied")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(lab.node.as_str())),
+        "no Applied event for {}: {:?}",
+        lab.node,
+        events.items
+    );
     assert!(lab.http_get("/healthz").await.0.contains("200"));
     assert!(lab.http_get("/readyz").await.0.contains("200"));
 }

@@ -44,7 +44,12 @@ impl Lab {
         let ns = format!("agt-{pid}-{n}");
         let host_if = format!("ag{}h{n}", pid % 100_000);
         let peer = format!("ag{}n{n}", pid % 100_000);
-        let net = format!("10.{}.{}", 200 + pid % 50, n);
+        clean_stale();
+        let in_use = run("ip", &["-br", "addr"]);
+        let net = (0..50)
+            .map(|k| format!("10.{}.{}", 200 + (pid + k) % 50, n))
+            .find(|net| !in_use.contains(&format!(" {net}.1/")))
+            .expect("a free 10.2xx.n.0/30");
         let (host_ip, ns_ip) = (format!("{net}.1"), format!("{net}.2"));
         run("ip", &["netns", "add", &ns]);
         run(
@@ -143,12 +148,8 @@ impl Lab {
             .open(self.log_path())
             .unwrap();
         let child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.ns,
-                env!("CARGO_BIN_EXE_netrollout-agent"),
-            ])
+            .args(["netns", "exec", &self.ns])
+            .arg(agent_bin())
             .args(["--node-name", &self.node])
             .arg("--state-dir")
             .arg(self.state_dir())
@@ -348,7 +349,47 @@ pub fn layer2(id: u16, gateways: Vec<String>) -> Layer2Config {
     }
 }
 
-fn run(tool: &str, args: &[&str]) -> String {
+/// Removes namespaces and host links of earlier test processes that died without cleaning up.
+fn clean_stale() {
+    let dead = |pid: &str| {
+        pid.parse::<u32>()
+            .is_ok_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+    };
+    for line in run("ip", &["netns", "list"]).lines() {
+        let name = line.split_whitespace().next().unwrap_or_default();
+        if let Some(pid) = name.strip_prefix("agt-").and_then(|r| r.split('-').next())
+            && dead(pid)
+        {
+            let _ = Command::new("ip").args(["netns", "del", name]).status();
+        }
+    }
+    for line in run("ip", &["-br", "link"]).lines() {
+        let name = line.split(['@', ' ']).next().unwrap_or_default();
+        if let Some(pid) = name.strip_prefix("ag").and_then(|r| r.split('h').next())
+            && name.contains('h')
+            && dead(pid)
+        {
+            let _ = Command::new("ip").args(["link", "del", name]).status();
+        }
+    }
+}
+
+/// The agent binary: Cargo's for tests; next to the examples directory for the benchmark.
+pub fn agent_bin() -> PathBuf {
+    match option_env!("CARGO_BIN_EXE_netrollout-agent") {
+        Some(bin) => PathBuf::from(bin),
+        None => {
+            let exe = std::env::current_exe().unwrap();
+            exe.parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .join("netrollout-agent")
+        }
+    }
+}
+
+pub fn run(tool: &str, args: &[&str]) -> String {
     let out = Command::new(tool)
         .args(args)
         .output()
