@@ -46,7 +46,7 @@ async fn a_new_revision_goes_provisioning_to_provisioned_and_the_node_turns_read
     assert!(lab.holds(&layer2s(101, 3)).await);
     assert!(!lab.ip("link show").contains("l2.100"));
 
-    let (status, body) = lab.http_get("/metrics").await;
+    let (status, body) = http_get(&lab, "/metrics").await;
     assert!(status.contains("200"), "{status}");
     assert!(
         body.contains("netrollout_agent_applies_total{outcome=\"provisioned\"} 2"),
@@ -65,8 +65,8 @@ async fn a_new_revision_goes_provisioning_to_provisioned_and_the_node_turns_read
         lab.node,
         events.items
     );
-    assert!(lab.http_get("/healthz").await.0.contains("200"));
-    assert!(lab.http_get("/readyz").await.0.contains("200"));
+    assert!(http_get(&lab, "/healthz").await.0.contains("200"));
+    assert!(http_get(&lab, "/readyz").await.0.contains("200"));
 }
 
 #[tokio::test]
@@ -131,4 +131,20 @@ async fn probes_that_failed_before_the_change_are_reported_not_enforced() {
         "{message}"
     );
     assert!(lab.holds(&layer2s(400, 2)).await);
+}
+
+/// An HTTP GET from the host to the agent's metrics server: (status line, body).
+#[allow(clippy::unwrap_used)]
+async fn http_get(lab: &Lab, path: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect((lab.ns_ip.as_str(), 9101))
+        .await
+        .unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).await.unwrap();
+    let status = buf.lines().next().unwrap_or_default().to_string();
+    let body = buf.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
+    (status, body)
 }

@@ -223,7 +223,7 @@ impl Lab {
                     self.log()
                 );
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 
@@ -261,17 +261,15 @@ impl Lab {
             })
     }
 
-    /// Whether the namespace's kernel holds exactly `config`'s managed objects.
+    /// Whether the namespace's kernel holds exactly `config`'s managed objects (nothing to do).
     pub async fn holds(&self, config: &NodeConfig) -> bool {
-        self.pending_ops(config).await == 0
-    }
-
-    /// How many operations the dataplane would need to reach `config` in the namespace.
-    pub async fn pending_ops(&self, config: &NodeConfig) -> usize {
         let desired = to_desired(config, &self.vtep()).unwrap();
-        let dp = Dataplane::in_netns(&self.ns).unwrap();
-        let observed = dp.observe().await.unwrap();
-        diff(&desired, &observed).len()
+        let observed = Dataplane::in_netns(&self.ns)
+            .unwrap()
+            .observe()
+            .await
+            .unwrap();
+        diff(&desired, &observed).is_empty()
     }
 
     /// `ip -n NS ARGS` output.
@@ -296,21 +294,6 @@ impl Lab {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-    }
-
-    /// An HTTP GET from the host to the agent's metrics server: (status line, body).
-    pub async fn http_get(&self, path: &str) -> (String, String) {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut s = tokio::net::TcpStream::connect((self.ns_ip.as_str(), 9101))
-            .await
-            .unwrap();
-        let req = format!("GET {path} HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n");
-        s.write_all(req.as_bytes()).await.unwrap();
-        let mut buf = String::new();
-        s.read_to_string(&mut buf).await.unwrap();
-        let status = buf.lines().next().unwrap_or_default().to_string();
-        let body = buf.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
-        (status, body)
     }
 }
 
