@@ -3,11 +3,15 @@
 
 mod common;
 
+use std::sync::{Arc, Mutex};
+
 use common::{Lab, layer2s};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::api::PostParams;
+use kube::runtime::{WatchStreamExt, watcher};
 use netrollout_api::{NodeNetworkConfig, NodeNetworkConfigSpec, NodePhase};
 
 #[tokio::test]
@@ -15,10 +19,38 @@ async fn a_new_revision_goes_provisioning_to_provisioned_and_the_node_turns_read
     let mut lab = Lab::new().await;
     lab.extra_args = vec!["--probe-tcp".into(), lab.api_target()];
     lab.set_spec("rev-a", layer2s(100, 3)).await;
+    // Every status the API server stores, in order, as a watcher sees them.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let phases = seen.clone();
+    let cfg = watcher::Config::default().fields(&format!("metadata.name={}", lab.node));
+    let stream = watcher(lab.nnc_api(), cfg).applied_objects();
+    let watch = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(Ok(obj)) = stream.next().await {
+            let s = obj.status.unwrap_or_default();
+            phases.lock().unwrap().push((s.observed_revision, s.phase));
+        }
+    });
     lab.start_agent();
     let nnc = lab.wait_finished("rev-a", 30).await;
     let status = nnc.status.unwrap();
     assert_eq!(status.phase, Some(NodePhase::Provisioned), "{status:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    watch.abort();
+    let rev = Some("rev-a".to_string());
+    let order: Vec<_> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(r, _)| r == &rev)
+        .map(|(_, p)| *p)
+        .collect();
+    assert_eq!(
+        order.first(),
+        Some(&Some(NodePhase::Provisioning)),
+        "phases seen: {order:?}"
+    );
+    assert_eq!(order.last(), Some(&Some(NodePhase::Provisioned)));
     assert_eq!(status.last_known_good_revision.as_deref(), Some("rev-a"));
     assert!(status.started_at.is_some() && status.finished_at.is_some());
     assert!(lab.holds(&layer2s(100, 3)).await);
