@@ -35,6 +35,11 @@ fn probing(lab: &mut Lab) {
 async fn a_config_that_breaks_connectivity_is_restored_and_not_retried_until_a_person_asks() {
     let mut lab = Lab::new().await;
     probing(&mut lab);
+    // ICMP to the host and the default gateway (the host) pass before the change.
+    lab.ip(&format!("route add default via {}", lab.host_ip));
+    let host = lab.host_ip.clone();
+    lab.extra_args
+        .extend(["--probe-icmp".into(), host, "--probe-gateway".into()]);
     lab.set_spec("rev-good", layer2s(100, 2)).await;
     lab.start_agent();
     lab.wait_finished("rev-good", 30).await;
@@ -47,6 +52,8 @@ async fn a_config_that_breaks_connectivity_is_restored_and_not_retried_until_a_p
     let message = status.message.unwrap_or_default();
     assert!(
         message.contains(&format!("tcp {}", lab.api_target()))
+            && message.contains(&format!("icmp {}", lab.host_ip))
+            && message.contains("gateway")
             && message.contains("restored last-known-good rev-good"),
         "{message}"
     );
