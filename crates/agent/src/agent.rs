@@ -117,7 +117,12 @@ impl Agent {
         let lkg = self.store.last_known_good()?;
         if lkg.revision.as_deref() == Some(rev.as_str()) {
             if !reported(NodePhase::Provisioned) {
-                self.publish(provisioned(&rev, "Applied", "in place".into(), None));
+                self.publish(provisioned(
+                    &rev,
+                    "Applied",
+                    "already applied: it is this node's last-known-good".into(),
+                    None,
+                ));
             }
             return Ok(());
         }
