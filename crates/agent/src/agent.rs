@@ -309,9 +309,7 @@ impl Agent {
             retry: journal.retry.clone(),
         };
         let mut failures = self.store.failures()?;
-        failures
-            .revisions
-            .insert(journal.revision.clone(), failure.clone());
+        failures.record(&journal.revision, failure.clone());
         self.store.set_failures(&failures)?;
         self.store.clear_journal()?;
         self.metrics.failed(reason);

@@ -91,6 +91,28 @@ pub struct Failures {
     pub revisions: BTreeMap<String, Failure>,
 }
 
+impl Failures {
+    /// Failed revisions remembered; the oldest are forgotten past this (the configurator keeps
+    /// Failed revisions for good, so a forgotten one is not dispatched again anyway).
+    pub const LIMIT: usize = 50;
+
+    /// Records a failure, forgetting the oldest past [`Failures::LIMIT`].
+    pub fn record(&mut self, revision: &str, failure: Failure) {
+        self.revisions.insert(revision.to_string(), failure);
+        while self.revisions.len() > Self::LIMIT {
+            let oldest = self
+                .revisions
+                .iter()
+                .min_by_key(|(_, f)| f.at.parse::<jiff::Timestamp>().ok())
+                .map(|(rev, _)| rev.clone());
+            match oldest {
+                Some(rev) => self.revisions.remove(&rev),
+                None => break,
+            };
+        }
+    }
+}
+
 /// The state directory.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -275,6 +297,24 @@ mod tests {
             store.last_known_good(),
             Err(StoreError::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn only_the_newest_failures_are_remembered() {
+        let mut failures = Failures::default();
+        for i in 0..Failures::LIMIT + 3 {
+            let at = jiff::Timestamp::from_second(1_000 + i as i64).unwrap();
+            let failure = Failure {
+                reason: "ProbeFailed".into(),
+                message: String::new(),
+                at: at.to_string(),
+                retry: None,
+            };
+            failures.record(&format!("rev-{i}"), failure);
+        }
+        assert_eq!(failures.revisions.len(), Failures::LIMIT);
+        assert!(!failures.revisions.contains_key("rev-2"));
+        assert!(failures.revisions.contains_key("rev-3"));
     }
 
     #[test]
