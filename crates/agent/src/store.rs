@@ -92,8 +92,8 @@ pub struct Failures {
 }
 
 impl Failures {
-    /// Failed revisions remembered; the oldest are forgotten past this (the configurator keeps
-    /// Failed revisions for good, so a forgotten one is not dispatched again anyway).
+    /// Failed revisions remembered; the oldest are forgotten past this, and a forgotten one
+    /// would be tried again if it were dispatched to this node again.
     pub const LIMIT: usize = 50;
 
     /// Records a failure, forgetting the oldest past [`Failures::LIMIT`].
