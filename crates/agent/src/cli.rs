@@ -1,0 +1,155 @@
+//! Command-line flags (with the environment variables Kubernetes manifests set).
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+use crate::agent::Settings;
+use crate::convert::Vtep;
+use crate::probe::ProbeConfig;
+use crate::run::Config;
+
+/// Log line format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The netrollout node agent: applies this node's NodeNetworkConfig via netlink, probes,
+/// commits or restores the last-known-good config, and reports the outcome.
+#[derive(Clone, Debug, Parser)]
+#[command(name = "netrollout-agent", version)]
+pub struct Args {
+    /// This node's name; the agent watches the NodeNetworkConfig of that name only.
+    #[arg(long, env = "NODE_NAME")]
+    pub node_name: String,
+    /// Directory for the last-known-good config, the journal and failed revisions (a hostPath).
+    #[arg(
+        long,
+        env = "NETROLLOUT_STATE_DIR",
+        default_value = "/var/lib/netrollout"
+    )]
+    pub state_dir: PathBuf,
+    /// Kubeconfig file; in-cluster config (or $KUBECONFIG) when absent.
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Local VTEP address of VXLAN devices; in a DaemonSet, set VTEP_IP from `status.hostIP`.
+    #[arg(long, env = "VTEP_IP")]
+    pub vtep_ip: Option<IpAddr>,
+    /// Underlay device of VXLAN devices (e.g. the uplink); none binds them to no device.
+    #[arg(long, env = "UNDERLAY_INTERFACE")]
+    pub underlay_interface: Option<String>,
+    /// TCP probe target `host:port`; repeat or separate by commas.
+    #[arg(long, value_delimiter = ',')]
+    pub probe_tcp: Vec<String>,
+    /// ICMP probe target address; repeat or separate by commas.
+    #[arg(long, value_delimiter = ',')]
+    pub probe_icmp: Vec<IpAddr>,
+    /// Ping the IPv4 default gateway as a probe.
+    #[arg(long)]
+    pub probe_gateway: bool,
+    /// Make an uncached request to the API server as a probe (`--probe-api-server=false` to skip).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub probe_api_server: bool,
+    /// Time limit of each single probe, e.g. `2s`, `500ms`.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub probe_each_timeout: Duration,
+    /// How long probes may keep failing after a change before the agent restores.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub probe_timeout: Duration,
+    /// Pause between probe rounds after a change.
+    #[arg(long, default_value = "200ms", value_parser = parse_duration)]
+    pub probe_interval: Duration,
+    /// Address of `/metrics`, `/healthz` and `/readyz`.
+    #[arg(long, default_value = "0.0.0.0:9101")]
+    pub metrics_addr: SocketAddr,
+    /// Log format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+impl Args {
+    /// The run configuration these flags describe.
+    pub fn config(&self) -> Config {
+        Config {
+            settings: Settings {
+                node: self.node_name.clone(),
+                vtep: Vtep {
+                    local: self.vtep_ip,
+                    underlay: self.underlay_interface.clone(),
+                },
+                probe_timeout: self.probe_timeout,
+                probe_interval: self.probe_interval,
+            },
+            probes: ProbeConfig {
+                tcp: self.probe_tcp.clone(),
+                icmp: self.probe_icmp.clone(),
+                gateway: self.probe_gateway,
+                api_server: self.probe_api_server,
+                each_timeout: self.probe_each_timeout,
+            },
+            state_dir: self.state_dir.clone(),
+        }
+    }
+}
+
+/// Parses `1.5s`, `200ms`, `2m` or plain seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is no duration (e.g. 2s, 500ms, 1m)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return Err(format!("{s:?}: unit must be ms, s or m")),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("{s:?} is no duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units_and_reject_garbage() {
+        assert_eq!(parse_duration("200ms"), Ok(Duration::from_millis(200)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5h").is_err());
+    }
+
+    #[test]
+    fn flags_become_settings_with_documented_defaults() {
+        let args = Args::parse_from([
+            "netrollout-agent",
+            "--node-name",
+            "n1",
+            "--vtep-ip",
+            "192.0.2.1",
+            "--probe-tcp",
+            "10.0.0.1:443,10.0.0.2:80",
+        ]);
+        let cfg = args.config();
+        assert_eq!(cfg.settings.node, "n1");
+        assert_eq!(cfg.probes.tcp.len(), 2);
+        assert!(cfg.probes.api_server);
+        assert_eq!(cfg.settings.probe_timeout, Duration::from_secs(30));
+        assert_eq!(cfg.state_dir, PathBuf::from("/var/lib/netrollout"));
+    }
+}

@@ -1,0 +1,237 @@
+//! Converts a rendered [`NodeConfig`] into the dataplane's [`Desired`] kernel objects.
+//!
+//! What the rendered config does not say about the node itself (the VTEP source address and the
+//! underlay device of VXLAN links) comes from agent flags as a [`Vtep`]. Route policies (import,
+//! export, aggregates, communities, route targets) are for the node's routing daemon, not for
+//! netlink, and are not converted; neither is `advertiseNeighbors`.
+//!
+//! | rendered | kernel objects |
+//! |---|---|
+//! | layer2 `id` | bridge `l2.<id>` (MTU, anycast MAC, master = its VRF device), VXLAN `lx.<id>` enslaved to it, optional macvlan `mv.<id>` on the bridge, anycast gateway addresses on the bridge |
+//! | VRF | VRF device `vr.<name>` (table), with a VNI: bridge `br.<name>` + VXLAN `vx.<name>`; veth pair `vd.<name>`/`vv.<name>` (`vv.` in the VRF); loopbacks as dummy devices in the VRF; one `from PREFIX lookup TABLE` rule per SBR prefix |
+//! | routing table | VRF device `tb.<id>` bound to the table |
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use netrollout_api::{Layer2Config, NodeConfig, VrfConfig};
+use netrollout_dataplane::{Address, Desired, Link, LinkKind, Mac, Rule, VXLAN_PORT, Vxlan};
+
+/// Priority (`ip rule pref`) of the source-based routing rules of VRFs.
+pub const SBR_RULE_PRIORITY: u32 = 2000;
+
+/// The node's VXLAN tunnel endpoint: agent flags `--vtep-ip` and `--underlay-interface`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Vtep {
+    /// Local VTEP address (`local IP` of every VXLAN device); needed when the config has a VXLAN.
+    pub local: Option<IpAddr>,
+    /// Underlay device (`dev NAME`) of every VXLAN device, if any.
+    pub underlay: Option<String>,
+}
+
+/// A rendered config that cannot become kernel objects on this node.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConvertError {
+    /// The config has VXLAN devices but the agent has no VTEP address.
+    #[error("{link} needs a VTEP address: start the agent with --vtep-ip (env VTEP_IP)")]
+    NoVtep {
+        /// The VXLAN device that needs it.
+        link: String,
+    },
+    /// A value in the rendered config does not parse.
+    #[error("{object}: {field} {value:?} is not {expected}")]
+    BadValue {
+        /// The config object, e.g. `layer2 100`.
+        object: String,
+        /// The field.
+        field: &'static str,
+        /// The offending value.
+        value: String,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// A layer-2 network names a VRF the node's config does not have.
+    #[error("layer2 {id}: VRF {vrf:?} is not in the node's config")]
+    UnknownVrf {
+        /// VLAN id of the layer-2 network.
+        id: u16,
+        /// The VRF it names.
+        vrf: String,
+    },
+}
+
+/// Converts a rendered node config into the kernel objects the dataplane makes the kernel hold.
+pub fn to_desired(config: &NodeConfig, vtep: &Vtep) -> Result<Desired, ConvertError> {
+    let mut desired = Desired::default();
+    for vrf in &config.vrfs {
+        add_vrf(&mut desired, vrf, vtep)?;
+    }
+    for l2 in &config.layer2s {
+        add_layer2(&mut desired, l2, &config.vrfs, vtep)?;
+    }
+    for table in &config.routing_tables {
+        desired.add_link(Link::new(
+            &table.interface,
+            LinkKind::Vrf {
+                table: table.table_id,
+            },
+        ));
+    }
+    Ok(desired)
+}
+
+/// Names of the links a config creates, for the oper-state probe.
+pub fn link_names(desired: &Desired) -> Vec<String> {
+    desired.links.keys().cloned().collect()
+}
+
+fn add_vrf(desired: &mut Desired, vrf: &VrfConfig, vtep: &Vtep) -> Result<(), ConvertError> {
+    let object = || format!("vrf {}", vrf.name);
+    let with_mtu = |link: Link| match vrf.mtu {
+        Some(mtu) => link.mtu(mtu),
+        None => link,
+    };
+    desired.add_link(Link::new(
+        &vrf.vrf_interface,
+        LinkKind::Vrf {
+            table: vrf.table_id,
+        },
+    ));
+    if let (Some(vni), Some(bridge), Some(vxlan)) =
+        (vrf.vni, &vrf.bridge_interface, &vrf.vxlan_interface)
+    {
+        desired.add_link(with_mtu(
+            Link::new(bridge, LinkKind::Bridge).master(&vrf.vrf_interface),
+        ));
+        desired.add_link(with_mtu(
+            Link::new(vxlan, vxlan_kind(vni, vxlan, false, vtep)?).master(bridge),
+        ));
+    }
+    desired.add_link(with_mtu(Link::new(
+        &vrf.veth_default_interface,
+        LinkKind::Veth {
+            peer: vrf.veth_vrf_interface.clone(),
+        },
+    )));
+    desired.add_link(with_mtu(
+        Link::new(
+            &vrf.veth_vrf_interface,
+            LinkKind::Veth {
+                peer: vrf.veth_default_interface.clone(),
+            },
+        )
+        .master(&vrf.vrf_interface),
+    ));
+    for lo in &vrf.loopbacks {
+        desired.add_link(Link::new(&lo.name, LinkKind::Dummy).master(&vrf.vrf_interface));
+        desired.addresses.push(Address {
+            link: lo.name.clone(),
+            addr: parse_net(&object(), "loopbacks[].address", &lo.address)?,
+        });
+    }
+    for prefix in &vrf.sbr_prefixes {
+        let net = parse_net(&object(), "sbrPrefixes[]", prefix)?;
+        desired
+            .rules
+            .push(Rule::from_prefix(SBR_RULE_PRIORITY, net, vrf.table_id));
+    }
+    Ok(())
+}
+
+fn add_layer2(
+    desired: &mut Desired,
+    l2: &Layer2Config,
+    vrfs: &[VrfConfig],
+    vtep: &Vtep,
+) -> Result<(), ConvertError> {
+    let object = format!("layer2 {}", l2.id);
+    let mut bridge = Link::new(&l2.bridge_interface, LinkKind::Bridge).mtu(l2.mtu);
+    if let Some(mac) = &l2.anycast_mac {
+        bridge = bridge.mac(parse_mac(&object, mac)?);
+    }
+    if let Some(name) = &l2.vrf {
+        let vrf =
+            vrfs.iter()
+                .find(|v| &v.name == name)
+                .ok_or_else(|| ConvertError::UnknownVrf {
+                    id: l2.id,
+                    vrf: name.clone(),
+                })?;
+        bridge = bridge.master(&vrf.vrf_interface);
+    }
+    desired.add_link(bridge);
+    let kind = vxlan_kind(l2.vni, &l2.vxlan_interface, l2.neigh_suppression, vtep)?;
+    desired.add_link(
+        Link::new(&l2.vxlan_interface, kind)
+            .mtu(l2.mtu)
+            .master(&l2.bridge_interface),
+    );
+    if let Some(mv) = &l2.macvlan_interface {
+        desired.add_link(Link::new(
+            mv,
+            LinkKind::Macvlan {
+                parent: l2.bridge_interface.clone(),
+            },
+        ));
+    }
+    for gw in &l2.anycast_gateways {
+        desired.addresses.push(Address {
+            link: l2.bridge_interface.clone(),
+            addr: parse_net(&object, "anycastGateways[]", gw)?,
+        });
+    }
+    Ok(())
+}
+
+fn vxlan_kind(
+    vni: u32,
+    link: &str,
+    neigh_suppress: bool,
+    vtep: &Vtep,
+) -> Result<LinkKind, ConvertError> {
+    let local = vtep.local.ok_or_else(|| ConvertError::NoVtep {
+        link: link.to_string(),
+    })?;
+    Ok(LinkKind::Vxlan(Vxlan {
+        vni,
+        local,
+        underlay: vtep.underlay.clone(),
+        port: VXLAN_PORT,
+        learning: false,
+        neigh_suppress,
+    }))
+}
+
+fn parse_net(object: &str, field: &'static str, value: &str) -> Result<IpNet, ConvertError> {
+    value.parse().map_err(|_| ConvertError::BadValue {
+        object: object.to_string(),
+        field,
+        value: value.to_string(),
+        expected: "an address with prefix length (e.g. 10.0.0.1/24)",
+    })
+}
+
+fn parse_mac(object: &str, value: &str) -> Result<Mac, ConvertError> {
+    let bad = || ConvertError::BadValue {
+        object: object.to_string(),
+        field: "anycastMac",
+        value: value.to_string(),
+        expected: "a MAC address (e.g. 02:54:00:00:00:01)",
+    };
+    let parts: Vec<&str> = value.split(':').collect();
+    if parts.len() != 6 {
+        return Err(bad());
+    }
+    let mut mac = [0u8; 6];
+    for (byte, part) in mac.iter_mut().zip(parts) {
+        if part.len() != 2 {
+            return Err(bad());
+        }
+        *byte = u8::from_str_radix(part, 16).map_err(|_| bad())?;
+    }
+    Ok(Mac(mac))
+}
+
+#[cfg(test)]
+#[path = "convert_tests.rs"]
+mod tests;

@@ -1,0 +1,159 @@
+use netrollout_api::{Layer2Config, LoopbackConfig, NodeConfig, RoutingTableConfig, VrfConfig};
+use netrollout_dataplane::{LinkKind, Mac};
+
+use super::*;
+
+fn vtep() -> Vtep {
+    Vtep {
+        local: Some("192.0.2.7".parse().unwrap()),
+        underlay: Some("eth0".into()),
+    }
+}
+
+fn layer2(id: u16) -> Layer2Config {
+    Layer2Config {
+        source: format!("net-{id}"),
+        id,
+        vni: 10_000 + u32::from(id),
+        mtu: 1500,
+        bridge_interface: format!("l2.{id}"),
+        vxlan_interface: format!("lx.{id}"),
+        anycast_mac: Some("02:54:00:00:00:01".into()),
+        anycast_gateways: vec!["10.1.0.1/24".into()],
+        neigh_suppression: true,
+        ..Default::default()
+    }
+}
+
+fn vrf() -> VrfConfig {
+    VrfConfig {
+        name: "cluster".into(),
+        table_id: 51,
+        vrf_interface: "vr.cluster".into(),
+        bridge_interface: Some("br.cluster".into()),
+        vxlan_interface: Some("vx.cluster".into()),
+        veth_default_interface: "vd.cluster".into(),
+        veth_vrf_interface: "vv.cluster".into(),
+        vni: Some(5000),
+        mtu: Some(9000),
+        sbr_prefixes: vec!["10.250.0.0/16".into()],
+        loopbacks: vec![LoopbackConfig {
+            name: "lo.cluster".into(),
+            address: "10.9.0.7/24".into(),
+        }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_layer2_becomes_a_bridge_with_its_vxlan_port_and_gateway_address() {
+    let config = NodeConfig {
+        layer2s: vec![layer2(100)],
+        ..Default::default()
+    };
+    let d = to_desired(&config, &vtep()).unwrap();
+    d.validate().unwrap();
+    let bridge = &d.links["l2.100"];
+    assert_eq!(bridge.kind, LinkKind::Bridge);
+    assert_eq!(bridge.mtu, Some(1500));
+    assert_eq!(bridge.mac, Some(Mac([2, 0x54, 0, 0, 0, 1])));
+    let vx = &d.links["lx.100"];
+    assert_eq!(vx.master.as_deref(), Some("l2.100"));
+    let LinkKind::Vxlan(v) = &vx.kind else {
+        panic!("lx.100 is {:?}", vx.kind)
+    };
+    assert_eq!(
+        (v.vni, v.local.to_string(), v.underlay.as_deref()),
+        (10_100, "192.0.2.7".into(), Some("eth0"))
+    );
+    assert!(v.neigh_suppress && !v.learning);
+    assert_eq!(d.addresses.len(), 1);
+    assert_eq!(d.addresses[0].link, "l2.100");
+    assert_eq!(d.addresses[0].addr.to_string(), "10.1.0.1/24");
+}
+
+#[test]
+fn a_vrf_with_a_vni_becomes_a_vrf_device_bridge_vxlan_veth_pair_loopback_and_rules() {
+    let mut l2 = layer2(200);
+    l2.vrf = Some("cluster".into());
+    l2.macvlan_interface = Some("mv.200".into());
+    let config = NodeConfig {
+        vrfs: vec![vrf()],
+        layer2s: vec![l2],
+        routing_tables: vec![RoutingTableConfig {
+            source: "taas".into(),
+            table_id: 300,
+            interface: "tb.300".into(),
+        }],
+    };
+    let d = to_desired(&config, &vtep()).unwrap();
+    d.validate().unwrap();
+    assert_eq!(d.links["vr.cluster"].kind, LinkKind::Vrf { table: 51 });
+    assert_eq!(d.links["br.cluster"].master.as_deref(), Some("vr.cluster"));
+    assert_eq!(d.links["vx.cluster"].master.as_deref(), Some("br.cluster"));
+    assert_eq!(d.links["vv.cluster"].master.as_deref(), Some("vr.cluster"));
+    assert_eq!(d.links["vd.cluster"].master, None);
+    assert_eq!(d.links["vd.cluster"].mtu, Some(9000));
+    assert_eq!(d.links["lo.cluster"].kind, LinkKind::Dummy);
+    assert_eq!(d.links["l2.200"].master.as_deref(), Some("vr.cluster"));
+    assert_eq!(
+        d.links["mv.200"].kind,
+        LinkKind::Macvlan {
+            parent: "l2.200".into()
+        }
+    );
+    assert_eq!(d.links["tb.300"].kind, LinkKind::Vrf { table: 300 });
+    assert_eq!(d.rules.len(), 1);
+    assert_eq!(d.rules[0].table, 51);
+    assert_eq!(d.rules[0].priority, SBR_RULE_PRIORITY);
+    assert!(d.addresses.iter().any(|a| a.link == "lo.cluster"));
+}
+
+#[test]
+fn a_vxlan_without_a_vtep_address_names_the_flag_to_set() {
+    let config = NodeConfig {
+        layer2s: vec![layer2(100)],
+        ..Default::default()
+    };
+    let err = to_desired(&config, &Vtep::default()).unwrap_err();
+    assert_eq!(
+        err,
+        ConvertError::NoVtep {
+            link: "lx.100".into()
+        }
+    );
+    assert!(err.to_string().contains("--vtep-ip"));
+}
+
+#[test]
+fn a_layer2_naming_a_missing_vrf_or_a_bad_gateway_is_rejected() {
+    let mut l2 = layer2(100);
+    l2.vrf = Some("nope".into());
+    let config = NodeConfig {
+        layer2s: vec![l2],
+        ..Default::default()
+    };
+    assert!(matches!(
+        to_desired(&config, &vtep()),
+        Err(ConvertError::UnknownVrf { id: 100, .. })
+    ));
+    let mut l2 = layer2(100);
+    l2.anycast_gateways = vec!["10.1.0.1".into()];
+    let config = NodeConfig {
+        layer2s: vec![l2],
+        ..Default::default()
+    };
+    assert!(matches!(
+        to_desired(&config, &vtep()),
+        Err(ConvertError::BadValue {
+            field: "anycastGateways[]",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn an_empty_config_means_no_managed_objects() {
+    let d = to_desired(&NodeConfig::default(), &Vtep::default()).unwrap();
+    assert!(d.links.is_empty() && d.addresses.is_empty() && d.rules.is_empty());
+}

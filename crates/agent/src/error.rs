@@ -1,0 +1,41 @@
+//! The agent's error type.
+
+use crate::convert::ConvertError;
+use crate::store::StoreError;
+
+/// What stopped the agent from finishing a step; every variant says what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The state directory is unreadable, unwritable or corrupt.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The last-known-good config cannot be converted (e.g. the VTEP flags changed).
+    #[error("last-known-good config: {0}")]
+    LastKnownGood(#[source] ConvertError),
+    /// Restoring the last-known-good config failed in the kernel.
+    #[error("restoring the last-known-good config failed: {0}")]
+    Restore(#[source] netrollout_dataplane::Error),
+    /// The netlink connection could not be opened.
+    #[error("netlink: {0}")]
+    Netlink(#[source] netrollout_dataplane::Error),
+    /// A Kubernetes API request failed.
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+}
+
+impl Error {
+    /// A short label for metrics and the status `reason`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Error::Store(StoreError::Corrupt { .. }) => "StateCorrupt",
+            Error::Store(StoreError::Io { .. }) => "StateUnavailable",
+            Error::LastKnownGood(_) => "LastKnownGoodInvalid",
+            Error::Restore(_) => "RestoreFailed",
+            Error::Netlink(_) => "NetlinkUnavailable",
+            Error::Kube(_) => "ApiError",
+        }
+    }
+}
+
+/// The agent's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,33 @@
+//! The netrollout node agent. It runs on every node (a DaemonSet pod in the host network
+//! namespace), watches only its own `NodeNetworkConfig`, and for each new revision: writes the
+//! last-known-good config and a journal entry to disk, reports `Provisioning`, probes, applies the
+//! difference via netlink (the dataplane crate), probes again, then commits (`Provisioned`) or
+//! restores the last-known-good config (`Failed`, with reason). The safety of the node never
+//! depends on the API server: status is reported when it can be. A revision that failed on this
+//! node is retried only when a person sets a new value of the `netrollout.io/retry` annotation on
+//! the `NodeNetworkConfig`.
+//!
+//! Layout:
+//! - [`cli`]: flags and environment variables.
+//! - [`run`]: the main loop: recover, watch, reconcile, report.
+//! - [`agent`]: one apply cycle; crash recovery from the journal.
+//! - [`convert`]: rendered `NodeConfig` → the dataplane's desired kernel objects.
+//! - [`store`]: the checksummed state files (last-known-good, journal, failures).
+//! - [`probe`] (with `icmp`): connectivity and link checks.
+//! - [`status`]: the `NodeNetworkConfig` status and the Node's `NetworkConfigReady` condition.
+//! - [`metrics`]: Prometheus metrics, `/healthz`, `/readyz`.
+//! - [`error`]: the [`Error`] type.
+#![forbid(unsafe_code)]
+
+pub mod agent;
+pub mod cli;
+pub mod convert;
+pub mod error;
+mod icmp;
+pub mod metrics;
+pub mod probe;
+pub mod run;
+pub mod status;
+pub mod store;
+
+pub use error::{Error, Result};

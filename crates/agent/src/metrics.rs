@@ -1,0 +1,175 @@
+//! Prometheus metrics and the HTTP server for `/metrics`, `/healthz` and `/readyz`.
+//!
+//! - `netrollout_agent_applies_total{outcome}`: finished attempts (`provisioned`, `failed`);
+//! - `netrollout_agent_failures_total{reason}`: failed attempts by reason;
+//! - `netrollout_agent_restores_total`: restores of the last-known-good config;
+//! - `netrollout_agent_apply_duration_seconds`, `netrollout_agent_probe_duration_seconds`:
+//!   histograms of the netlink apply and of the post-change probing.
+//!
+//! `/healthz` answers 200 while the process serves; `/readyz` answers 200 once the agent has
+//! recovered its state and started watching, 503 before.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+type Labels = Vec<(String, String)>;
+
+/// The agent's metrics and readiness, shared with the HTTP server.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    applies: Family<Labels, Counter>,
+    failures: Family<Labels, Counter>,
+    restores: Counter,
+    apply_seconds: Histogram,
+    probe_seconds: Histogram,
+    ready: AtomicBool,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("netrollout_agent");
+        let applies = Family::<Labels, Counter>::default();
+        let failures = Family::<Labels, Counter>::default();
+        let restores = Counter::default();
+        let apply_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
+        let probe_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
+        registry.register(
+            "applies",
+            "Finished apply attempts by outcome",
+            applies.clone(),
+        );
+        registry.register(
+            "failures",
+            "Failed apply attempts by reason",
+            failures.clone(),
+        );
+        registry.register(
+            "restores",
+            "Restores of the last-known-good config",
+            restores.clone(),
+        );
+        registry.register(
+            "apply_duration_seconds",
+            "Time of the netlink apply of a revision",
+            apply_seconds.clone(),
+        );
+        registry.register(
+            "probe_duration_seconds",
+            "Time of probing after a change",
+            probe_seconds.clone(),
+        );
+        Self {
+            registry,
+            applies,
+            failures,
+            restores,
+            apply_seconds,
+            probe_seconds,
+            ready: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Metrics {
+    /// Counts a committed attempt.
+    pub fn provisioned(&self) {
+        self.applies
+            .get_or_create(&vec![("outcome".into(), "provisioned".into())])
+            .inc();
+    }
+
+    /// Counts a failed attempt.
+    pub fn failed(&self, reason: &str) {
+        self.applies
+            .get_or_create(&vec![("outcome".into(), "failed".into())])
+            .inc();
+        self.failures
+            .get_or_create(&vec![("reason".into(), reason.into())])
+            .inc();
+    }
+
+    /// Counts a restore of the last-known-good config.
+    pub fn restored(&self) {
+        self.restores.inc();
+    }
+
+    /// Records the duration of a netlink apply.
+    pub fn apply_time(&self, seconds: f64) {
+        self.apply_seconds.observe(seconds);
+    }
+
+    /// Records the duration of post-change probing.
+    pub fn probe_time(&self, seconds: f64) {
+        self.probe_seconds.observe(seconds);
+    }
+
+    /// Marks the agent ready (or not).
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::SeqCst);
+    }
+
+    /// The metrics in the Prometheus text format.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if let Err(e) = encode(&mut out, &self.registry) {
+            tracing::error!(error = %e, "encoding metrics");
+        }
+        out
+    }
+}
+
+/// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until `shutdown` resolves.
+pub async fn serve(
+    addr: SocketAddr,
+    metrics: Arc<Metrics>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = Router::new()
+        .route("/metrics", get(render))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .with_state(metrics);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn render(State(m): State<Arc<Metrics>>) -> String {
+    m.render()
+}
+
+async fn readyz(State(m): State<Arc<Metrics>>) -> (StatusCode, &'static str) {
+    if m.ready.load(Ordering::SeqCst) {
+        (StatusCode::OK, "ready")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "recovering")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counted_failures_show_up_by_reason() {
+        let m = super::Metrics::default();
+        m.failed("ProbeFailed");
+        m.provisioned();
+        m.apply_time(0.5);
+        let text = m.render();
+        assert!(text.contains("netrollout_agent_failures_total{reason=\"ProbeFailed\"} 1"));
+        assert!(text.contains("netrollout_agent_applies_total{outcome=\"provisioned\"} 1"));
+        assert!(text.contains("netrollout_agent_apply_duration_seconds_count 1"));
+    }
+}

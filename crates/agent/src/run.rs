@@ -1,0 +1,136 @@
+//! The agent's main loop: recover, watch the node's own `NodeNetworkConfig`, reconcile the
+//! newest one, report; until shutdown.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use netrollout_api::NodeNetworkConfig;
+use netrollout_dataplane::Dataplane;
+use tokio::sync::watch;
+
+use crate::agent::{Agent, Settings};
+use crate::error::{Error, Result};
+use crate::metrics::Metrics;
+use crate::probe::{ProbeConfig, Prober};
+use crate::status::{Report, reporter};
+use crate::store::Store;
+
+/// How often the agent re-reads its state and the newest object without a watch event (picks
+/// up a deleted corrupt state file, for one).
+const RESYNC: Duration = Duration::from_secs(30);
+/// Pause before retrying after an agent-level error.
+const ERROR_RETRY: Duration = Duration::from_secs(5);
+
+/// Everything [`run`] needs.
+#[derive(Debug)]
+pub struct Config {
+    /// Node settings.
+    pub settings: Settings,
+    /// Probe settings.
+    pub probes: ProbeConfig,
+    /// The state directory.
+    pub state_dir: std::path::PathBuf,
+}
+
+/// Runs the agent until `shutdown` resolves.
+pub async fn run(
+    cfg: Config,
+    client: Client,
+    metrics: Arc<Metrics>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    let node = cfg.settings.node.clone();
+    let store = Store::open(&cfg.state_dir)?;
+    let dataplane = Dataplane::connect().map_err(Error::Netlink)?;
+    let (reports_tx, reports_rx) = watch::channel::<Option<Report>>(None);
+    let nnc_api: Api<NodeNetworkConfig> = Api::all(client.clone());
+    let reporter = tokio::spawn(reporter(client.clone(), node.clone(), reports_rx));
+    let prober = Prober::new(cfg.probes, client);
+    let agent = Agent::new(
+        cfg.settings,
+        store,
+        dataplane,
+        prober,
+        metrics.clone(),
+        reports_tx,
+    );
+
+    let (latest_tx, mut latest) = watch::channel::<Option<NodeNetworkConfig>>(None);
+    let selector = format!("metadata.name={node}");
+    let watch = tokio::spawn(async move {
+        let stream = watcher(nnc_api, watcher::Config::default().fields(&selector))
+            .default_backoff()
+            .applied_objects();
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(obj) => {
+                    latest_tx.send_replace(Some(obj));
+                }
+                Err(e) => tracing::warn!(error = %e, "watching the NodeNetworkConfig"),
+            }
+        }
+    });
+
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut recovered = false;
+    let mut force_report = true;
+    let mut wait = Duration::ZERO;
+    loop {
+        tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            changed = latest.changed() => if changed.is_err() { break },
+            () = tokio::time::sleep(wait) => {}
+        }
+        wait = RESYNC;
+        if !recovered {
+            match agent.recover().await {
+                Ok(()) => {
+                    recovered = true;
+                    metrics.set_ready(true);
+                    tracing::info!(node = %node, "state recovered; watching the NodeNetworkConfig");
+                }
+                Err(e) => {
+                    report_error(&agent, &e);
+                    wait = ERROR_RETRY;
+                    continue;
+                }
+            }
+        }
+        let Some(nnc) = latest.borrow_and_update().clone() else {
+            continue;
+        };
+        match agent.reconcile(&nnc, force_report).await {
+            Ok(()) => force_report = false,
+            Err(e) => {
+                report_error(&agent, &e);
+                force_report = true;
+                wait = ERROR_RETRY;
+            }
+        }
+    }
+    watch.abort();
+    reporter.abort();
+    Ok(())
+}
+
+/// Logs an agent-level problem and reports it on the Node condition; the phase and observed
+/// revision stay as they are (this is no verdict on a revision).
+fn report_error(agent: &Agent, e: &Error) {
+    tracing::error!(error = %e, reason = e.reason(), "the agent cannot proceed");
+    agent.publish(Report {
+        revision: None,
+        phase: None,
+        reason: e.reason().into(),
+        message: e.to_string(),
+        started_at: None,
+        finished_at: None,
+        last_known_good: None,
+        ready: false,
+    });
+}

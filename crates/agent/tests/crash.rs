@@ -1,0 +1,148 @@
+//! The real agent in a network namespace against the lab API server: `kill -9` at random points
+//! never leaves a half-applied config; corrupt state files are reported and never applied.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::{Lab, layer2s};
+use netrollout_agent::store::{JOURNAL_FILE, Journal, LKG_FILE, Store};
+use netrollout_api::{NodeConfig, NodePhase};
+use rand::Rng;
+
+const ITERATIONS: u32 = 20;
+
+#[tokio::test]
+async fn kill_9_at_random_points_during_apply_leaves_a_whole_config_after_restart() {
+    let mut lab = Lab::new().await;
+    lab.extra_args = vec!["--probe-tcp".into(), lab.api_target()];
+    let a = layer2s(600, 40);
+    let b = layer2s(620, 40);
+    let mut configs: BTreeMap<String, NodeConfig> = BTreeMap::new();
+    configs.insert("rev-0".into(), a.clone());
+    lab.set_spec("rev-0", a.clone()).await;
+    lab.start_agent();
+    lab.wait_finished("rev-0", 30).await;
+    lab.kill_agent();
+
+    let mut rng = rand::rng();
+    let (mut provisioned, mut crashed) = (0, 0);
+    for i in 1..=ITERATIONS {
+        let rev = format!("rev-{i}");
+        let config = if i % 2 == 1 { b.clone() } else { a.clone() };
+        configs.insert(rev.clone(), config.clone());
+        lab.set_spec(&rev, config.clone()).await;
+        // Every fifth revision is killed twice: the second death marks it failed.
+        let kills = if i % 5 == 0 { 2 } else { 1 };
+        for _ in 0..kills {
+            lab.start_agent();
+            tokio::time::sleep(Duration::from_millis(rng.random_range(0..400))).await;
+            lab.kill_agent();
+        }
+        lab.start_agent();
+        let nnc = lab.wait_finished(&rev, 60).await;
+        let status = nnc.status.unwrap();
+        lab.kill_agent();
+        match status.phase {
+            Some(NodePhase::Provisioned) => {
+                provisioned += 1;
+                assert!(
+                    lab.holds(&config).await,
+                    "{rev} provisioned but not in place"
+                );
+            }
+            Some(NodePhase::Failed) => {
+                crashed += 1;
+                assert_eq!(status.reason.as_deref(), Some("AgentCrashed"), "{status:?}");
+                let lkg = status.last_known_good_revision.expect("a last-known-good");
+                assert!(
+                    lab.holds(&configs[&lkg]).await,
+                    "{rev} failed but {lkg} is not restored"
+                );
+            }
+            other => panic!("{rev}: phase {other:?}"),
+        }
+    }
+    let log = lab.log();
+    let interrupted = log.matches("journal says an apply was interrupted").count();
+    eprintln!(
+        "{ITERATIONS} revisions: {provisioned} provisioned, {crashed} failed after two crashes, \
+         {interrupted} restarts found an interrupted apply"
+    );
+    assert!(
+        interrupted >= 3,
+        "too few kills landed mid-apply ({interrupted}) for the test to mean anything"
+    );
+    assert!(!lab.state_dir().join(JOURNAL_FILE).exists());
+}
+
+#[tokio::test]
+async fn a_corrupt_backup_or_journal_is_reported_and_nothing_is_applied_from_it() {
+    let mut lab = Lab::new().await;
+    lab.set_spec("rev-1", layer2s(700, 2)).await;
+    lab.start_agent();
+    lab.wait_finished("rev-1", 30).await;
+    lab.kill_agent();
+
+    // A truncated last-known-good file.
+    let lkg_path = lab.state_dir().join(LKG_FILE);
+    let text = std::fs::read(&lkg_path).unwrap();
+    std::fs::write(&lkg_path, &text[..text.len() / 2]).unwrap();
+    lab.set_spec("rev-2", layer2s(710, 2)).await;
+    lab.start_agent();
+    let message = wait_corrupt(&lab).await;
+    assert!(
+        message.contains(LKG_FILE) && message.contains("delete"),
+        "{message}"
+    );
+    assert!(lab.holds(&layer2s(700, 2)).await, "something was applied");
+    let status = lab.nnc_api().get(&lab.node).await.unwrap().status.unwrap();
+    assert_eq!(status.observed_revision.as_deref(), Some("rev-1"));
+    assert_eq!(status.reason.as_deref(), Some("StateCorrupt"));
+    lab.kill_agent();
+
+    // Deleting the file (as the message says) lets the agent start over.
+    std::fs::remove_file(&lkg_path).unwrap();
+    lab.start_agent();
+    lab.wait_finished("rev-2", 30).await;
+    assert!(lab.holds(&layer2s(710, 2)).await);
+    lab.kill_agent();
+
+    // A journal whose checksum does not match its content.
+    let store = Store::open(lab.state_dir()).unwrap();
+    store
+        .set_journal(&Journal {
+            revision: "rev-2".into(),
+            attempt: 1,
+            retry: None,
+        })
+        .unwrap();
+    let path = lab.state_dir().join(JOURNAL_FILE);
+    let forged = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("rev-2", "rev-9");
+    std::fs::write(&path, forged).unwrap();
+    lab.set_spec("rev-3", layer2s(720, 2)).await;
+    lab.start_agent();
+    let message = wait_corrupt(&lab).await;
+    assert!(
+        message.contains(JOURNAL_FILE) && message.contains("checksum"),
+        "{message}"
+    );
+    assert!(lab.holds(&layer2s(710, 2)).await, "something was applied");
+}
+
+/// Waits for the Node condition to say the state is corrupt; returns its message.
+async fn wait_corrupt(lab: &Lab) -> String {
+    for _ in 0..300 {
+        if let Some((status, reason, message)) = lab.node_condition().await
+            && status == "False"
+            && reason == "StateCorrupt"
+        {
+            return message;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no StateCorrupt condition; agent log:\n{}", lab.log());
+}
