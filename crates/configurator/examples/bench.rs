@@ -26,7 +26,10 @@ const LATENCY: Duration = Duration::from_millis(200);
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let count: usize = std::env::var("BENCH_NODES").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let count: usize = std::env::var("BENCH_NODES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
     let dir = tempfile::tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");
     let server = LabServer::start(Config {
@@ -89,17 +92,57 @@ async fn main() -> Result<()> {
     let waves = count.div_ceil(LIMIT) as f64;
     let ideal = waves * LATENCY.as_secs_f64();
     let per_node = writes / count as f64;
-    row(&format!("rollout {count} nodes, limit {LIMIT}, 200ms agents (wall)"), &format!("{:.2}s", wall.as_secs_f64()), &format!("{ideal:.2}s ideal"), wall.as_secs_f64() / ideal, "<= 1.2x");
-    row("API writes per node (rollout 1)", &format!("{per_node:.2}"), "4 (goal)", per_node / 4.0, "<= 4");
-    row("configurator CPU time (rollout 1)", &format!("{cpu:.2}s"), &format!("{:.2}s wall", wall.as_secs_f64()), cpu / wall.as_secs_f64(), "-");
-    row("configurator peak RSS", &format!("{rss:.1}MiB"), "-", f64::NAN, "-");
-    row("input change -> first dispatch", &format!("{}ms", first.as_millis()), "200ms (goal)", first.as_secs_f64() / 0.2, "< 200ms");
-    row("max nodes in flight", &max_in_flight.to_string(), &LIMIT.to_string(), max_in_flight as f64 / LIMIT as f64, "<= 1.0x");
+    row(
+        &format!("rollout {count} nodes, limit {LIMIT}, 200ms agents (wall)"),
+        &format!("{:.2}s", wall.as_secs_f64()),
+        &format!("{ideal:.2}s ideal"),
+        wall.as_secs_f64() / ideal,
+        "<= 1.2x",
+    );
+    row(
+        "API writes per node (rollout 1)",
+        &format!("{per_node:.2}"),
+        "4 (goal)",
+        per_node / 4.0,
+        "<= 4",
+    );
+    row(
+        "configurator CPU time (rollout 1)",
+        &format!("{cpu:.2}s"),
+        &format!("{:.2}s wall", wall.as_secs_f64()),
+        cpu / wall.as_secs_f64(),
+        "-",
+    );
+    row(
+        "configurator peak RSS",
+        &format!("{rss:.1}MiB"),
+        "-",
+        f64::NAN,
+        "-",
+    );
+    row(
+        "input change -> first dispatch",
+        &format!("{}ms", first.as_millis()),
+        "200ms (goal)",
+        first.as_secs_f64() / 0.2,
+        "< 200ms",
+    );
+    row(
+        "max nodes in flight",
+        &max_in_flight.to_string(),
+        &LIMIT.to_string(),
+        max_in_flight as f64 / LIMIT as f64,
+        "<= 1.0x",
+    );
     Ok(())
 }
 
 fn row(bench: &str, measured: &str, baseline: &str, ratio: f64, goal: &str) {
-    let ratio = if ratio.is_nan() { "-".to_string() } else { format!("{ratio:.2}x") };
+    let ratio = if ratio.is_nan() {
+        "-".to_string()
+    } else {
+        format!("{ratio:.2}x")
+    };
     println!("configurator\t{bench}\t{measured}\t{baseline}\t{ratio}\t{goal}");
 }
 
@@ -129,7 +172,9 @@ async fn setup(client: &kube::Client, count: usize) -> Result<()> {
             ..Node::default()
         };
         nodes.create(&PostParams::default(), &node).await?;
-        nodes.patch_status(&name, &PatchParams::default(), &Patch::Merge(&ready)).await?;
+        nodes
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&ready))
+            .await?;
     }
     Ok(())
 }
@@ -137,12 +182,18 @@ async fn setup(client: &kube::Client, count: usize) -> Result<()> {
 async fn set_table(client: &kube::Client, id: i64) -> Result<()> {
     let api: Api<RoutingTable> = Api::all(client.clone());
     let obj = RoutingTable::new("bench", RoutingTableSpec { table_id: id });
-    api.patch("bench", &PatchParams::apply("bench").force(), &Patch::Apply(&obj)).await?;
+    api.patch(
+        "bench",
+        &PatchParams::apply("bench").force(),
+        &Patch::Apply(&obj),
+    )
+    .await?;
     Ok(())
 }
 
 async fn wait_for_lease(client: &kube::Client) -> Result<()> {
-    let api: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client.clone(), netrollout_api::DEFAULT_NAMESPACE);
+    let api: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), netrollout_api::DEFAULT_NAMESPACE);
     for _ in 0..600 {
         if let Some(l) = api.get_opt("netrollout-configurator").await? {
             if l.spec.and_then(|s| s.holder_identity).is_some() {
@@ -160,7 +211,8 @@ async fn wait_succeeded(api: &Api<NetworkConfigRevision>, sequence: i64) -> Resu
     let deadline = Instant::now() + Duration::from_secs(120);
     while Instant::now() < deadline {
         let done = api.list(&Default::default()).await?.items.iter().any(|r| {
-            r.spec.sequence == sequence && r.status.as_ref().and_then(|s| s.phase) == Some(RevisionPhase::Succeeded)
+            r.spec.sequence == sequence
+                && r.status.as_ref().and_then(|s| s.phase) == Some(RevisionPhase::Succeeded)
         });
         if done {
             return Ok(());
@@ -172,7 +224,10 @@ async fn wait_succeeded(api: &Api<NetworkConfigRevision>, sequence: i64) -> Resu
 
 fn binary() -> Result<PathBuf> {
     let exe = std::env::current_exe()?;
-    let dir = exe.parent().and_then(|p| p.parent()).context("no target directory")?;
+    let dir = exe
+        .parent()
+        .and_then(|p| p.parent())
+        .context("no target directory")?;
     Ok(dir.join("netrollout-configurator"))
 }
 
@@ -182,24 +237,37 @@ fn free_port() -> Result<u16> {
 
 fn cpu_seconds(pid: u32) -> Result<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let after = stat.rsplit_once(')').map(|(_, r)| r).context("bad /proc stat")?;
+    let after = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .context("bad /proc stat")?;
     let f: Vec<&str> = after.split_whitespace().collect();
     // Fields 14 and 15 (utime, stime) are at 11 and 12 after the command name.
-    let ticks: f64 = f.get(11).context("utime")?.parse::<f64>()? + f.get(12).context("stime")?.parse::<f64>()?;
+    let ticks: f64 =
+        f.get(11).context("utime")?.parse::<f64>()? + f.get(12).context("stime")?.parse::<f64>()?;
     Ok(ticks / 100.0)
 }
 
 fn peak_rss_mib(pid: u32) -> Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).context("no VmHWM")?;
-    let kb: f64 = line.split_whitespace().nth(1).context("VmHWM value")?.parse()?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .context("no VmHWM")?;
+    let kb: f64 = line
+        .split_whitespace()
+        .nth(1)
+        .context("VmHWM value")?
+        .parse()?;
     Ok(kb / 1024.0)
 }
 
 async fn api_writes(port: u16) -> Result<f64> {
     let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n").await?;
+    stream
+        .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .await?;
     let mut body = String::new();
     stream.read_to_string(&mut body).await?;
     let line = body

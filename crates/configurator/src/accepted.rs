@@ -4,8 +4,8 @@
 use std::fmt::Debug;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{Api, Patch, PatchParams};
 use kube::Resource;
+use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
     ACCEPTED_CONDITION, InputStatus, Layer2NetworkConfiguration, RoutingTable,
     VRFRouteConfiguration,
@@ -95,7 +95,10 @@ pub async fn set<K: Input>(ctx: &Context, obj: &K, verdict: &Verdict) -> Result<
             && c.observed_generation == generation
     };
     let key = format!("{}/{name}", K::KIND);
-    let fingerprint = format!("{status}|{}|{}|{generation:?}", verdict.reason, verdict.message);
+    let fingerprint = format!(
+        "{status}|{}|{}|{generation:?}",
+        verdict.reason, verdict.message
+    );
     if existing.is_some_and(same) {
         return Ok(());
     }

@@ -204,7 +204,8 @@ mod tests {
 
     #[test]
     fn a_percentage_limit_and_a_slow_debounce_are_told_apart() {
-        let a = Args::try_parse_from(["x", "--update-limit", "20%", "--debounce", "200ms"]).unwrap();
+        let a =
+            Args::try_parse_from(["x", "--update-limit", "20%", "--debounce", "200ms"]).unwrap();
         assert_eq!(a.update_limit, UpdateLimit::Percent(20));
         let err = a.validate().unwrap_err();
         assert!(err.to_string().contains("--debounce"), "{err}");

@@ -162,7 +162,8 @@ impl Context {
         note: &str,
     ) {
         let reference: ObjectReference = obj.object_ref(&());
-        self.event_ref(&reference, warning, reason, action, note).await;
+        self.event_ref(&reference, warning, reason, action, note)
+            .await;
     }
 
     /// [`Context::event`] with a reference.
@@ -198,11 +199,9 @@ impl Context {
             secondary: None,
         };
         self.metrics.api_writes.inc();
-        let res = tokio::time::timeout(
-            self.args.api_timeout,
-            self.recorder.publish(&ev, reference),
-        )
-        .await;
+        let res =
+            tokio::time::timeout(self.args.api_timeout, self.recorder.publish(&ev, reference))
+                .await;
         match res {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, reason, "cannot record an Event"),

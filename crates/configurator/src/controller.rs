@@ -191,8 +191,10 @@ fn start_watches(
     if !args.node_selector.trim().is_empty() {
         node_cfg = node_cfg.labels(args.node_selector.trim());
     }
-    let control_cfg =
-        watcher::Config::default().fields(&format!("metadata.name={}", netrollout_api::CONTROL_CONFIGMAP));
+    let control_cfg = watcher::Config::default().fields(&format!(
+        "metadata.name={}",
+        netrollout_api::CONTROL_CONFIGMAP
+    ));
     let c = || client.clone();
     Stores {
         vrfs: watch(Api::all(c()), all.clone(), notify, tasks),
@@ -228,7 +230,9 @@ where
         while let Some(event) = stream.next().await {
             match event {
                 Ok(_) => notify.notify_one(),
-                Err(e) => tracing::warn!(kind = %kind, error = %e, "watch failed; retrying with backoff"),
+                Err(e) => {
+                    tracing::warn!(kind = %kind, error = %e, "watch failed; retrying with backoff")
+                }
             }
         }
         format!("watch of {kind} ended")

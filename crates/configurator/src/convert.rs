@@ -74,7 +74,9 @@ pub fn format_ts(t: Timestamp) -> String {
 /// Parses [`format_ts`] output.
 pub fn parse_ts(s: &str) -> Option<Timestamp> {
     let ts: jiff::Timestamp = s.parse().ok()?;
-    u64::try_from(ts.as_millisecond()).ok().map(Timestamp::from_millis)
+    u64::try_from(ts.as_millisecond())
+        .ok()
+        .map(Timestamp::from_millis)
 }
 
 /// A Kubernetes `Time` as a planner timestamp.

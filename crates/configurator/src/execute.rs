@@ -72,7 +72,8 @@ async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
                 None => delete_node_config(ctx, world, node).await?,
             }
             if let Some(ncr) = world.ncrs.get(revision.as_str()) {
-                ctx.event(*ncr, true, "Unresponsive", "Withdraw", reason).await;
+                ctx.event(*ncr, true, "Unresponsive", "Withdraw", reason)
+                    .await;
             }
             Ok(())
         }
@@ -116,8 +117,8 @@ async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
                 .collect();
             futures::stream::iter(writes)
                 .buffer_unordered(DISPATCH_CONCURRENCY)
-            .try_collect::<Vec<()>>()
-            .await?;
+                .try_collect::<Vec<()>>()
+                .await?;
             let (label, event) = match kind {
                 DispatchKind::Rollout => ("rollout", "Dispatched"),
                 DispatchKind::Join => ("join", "Joined"),
@@ -126,8 +127,14 @@ async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
             ctx.metrics.dispatched(label, nodes.len() as u64);
             if let Some(ncr) = world.ncrs.get(revision.as_str()) {
                 let note = format!("{reason} (nodes: {})", names.join(", "));
-                ctx.event(*ncr, *kind == DispatchKind::Rollback, event, "Dispatch", &note)
-                    .await;
+                ctx.event(
+                    *ncr,
+                    *kind == DispatchKind::Rollback,
+                    event,
+                    "Dispatch",
+                    &note,
+                )
+                .await;
             }
             Ok(())
         }
@@ -142,10 +149,16 @@ async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
                 .await;
             match res {
                 Ok(_) => {}
-                Err(Error::Api { source: kube::Error::Api(s), .. }) if s.code == 404 => {}
+                Err(Error::Api {
+                    source: kube::Error::Api(s),
+                    ..
+                }) if s.code == 404 => {}
                 Err(e) => return Err(e),
             }
-            let rv = world.ncrs.get(revision.as_str()).and_then(|r| r.metadata.resource_version.clone());
+            let rv = world
+                .ncrs
+                .get(revision.as_str())
+                .and_then(|r| r.metadata.resource_version.clone());
             ctx.ncr_overlay.deleted(revision, rv);
             Ok(())
         }
@@ -177,7 +190,13 @@ async fn set_phase(
             .iter()
             .map(|f| FailedNode {
                 node: f.node.clone(),
-                reason: f.reason.split(':').next().unwrap_or("Failed").trim().to_string(),
+                reason: f
+                    .reason
+                    .split(':')
+                    .next()
+                    .unwrap_or("Failed")
+                    .trim()
+                    .to_string(),
                 message: f.reason.clone(),
                 time: Some(convert::to_time(f.at)),
             })
@@ -190,7 +209,11 @@ async fn set_phase(
     let patched = ctx
         .write(
             || format!("set phase {phase:?} on NetworkConfigRevision {revision}"),
-            api.patch_status(revision, &PatchParams::default(), &Patch::Merge(&serde_json::json!({ "status": status }))),
+            api.patch_status(
+                revision,
+                &PatchParams::default(),
+                &Patch::Merge(&serde_json::json!({ "status": status })),
+            ),
         )
         .await?;
     let warning = phase.is_bad();
@@ -204,14 +227,19 @@ async fn set_phase(
             ctx.metrics.failures.inc();
         }
         RevisionPhase::Succeeded => {
-            if let Some(created) = world.ncrs.get(revision).and_then(|r| r.metadata.creation_timestamp.as_ref()) {
+            if let Some(created) = world
+                .ncrs
+                .get(revision)
+                .and_then(|r| r.metadata.creation_timestamp.as_ref())
+            {
                 let took = convert::now().saturating_since(convert::from_time(created));
                 ctx.metrics.rollout_duration.observe(took.as_secs_f64());
             }
         }
         _ => {}
     }
-    ctx.event(&patched, warning, &format!("{phase:?}"), "SetPhase", reason).await;
+    ctx.event(&patched, warning, &format!("{phase:?}"), "SetPhase", reason)
+        .await;
     ctx.ncr_overlay.written(patched);
     Ok(())
 }
@@ -230,7 +258,10 @@ async fn write_node(
     let existing = world.nncs.get(node).copied();
     let spec = match revision {
         Some(r) => {
-            let ncr = world.ncrs.get(r.as_str()).ok_or_else(|| Error::UnknownRevision(r.clone()))?;
+            let ncr = world
+                .ncrs
+                .get(r.as_str())
+                .ok_or_else(|| Error::UnknownRevision(r.clone()))?;
             let config = world.renders.config(ncr, node)?;
             Some(NodeNetworkConfigSpec {
                 revision: r.clone(),
@@ -254,7 +285,8 @@ async fn write_node(
                 "metadata": { "annotations": annotations, "labels": { MANAGED_BY_LABEL: "netrollout-configurator" } },
             });
             if let Some(spec) = spec {
-                patch["metadata"]["resourceVersion"] = serde_json::json!(current.metadata.resource_version);
+                patch["metadata"]["resourceVersion"] =
+                    serde_json::json!(current.metadata.resource_version);
                 patch["spec"] = serde_json::to_value(spec).map_err(|source| Error::Serialize {
                     what: "a node config",
                     source,
@@ -277,13 +309,11 @@ fn new_config(
     spec: NodeNetworkConfigSpec,
     annotations: &serde_json::Value,
 ) -> NodeNetworkConfig {
-    let annotations = annotations
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        });
+    let annotations = annotations.as_object().map(|m| {
+        m.iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect()
+    });
     let owner = node.and_then(|n| {
         Some(OwnerReference {
             api_version: "v1".into(),
@@ -296,7 +326,13 @@ fn new_config(
     NodeNetworkConfig {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
-            labels: Some([(MANAGED_BY_LABEL.to_string(), "netrollout-configurator".to_string())].into()),
+            labels: Some(
+                [(
+                    MANAGED_BY_LABEL.to_string(),
+                    "netrollout-configurator".to_string(),
+                )]
+                .into(),
+            ),
             annotations,
             owner_references: owner.map(|o| vec![o]),
             ..ObjectMeta::default()
@@ -319,14 +355,21 @@ async fn delete_node_config(ctx: &Context, world: &World<'_>, node: &str) -> Res
         ..DeleteParams::default()
     };
     match ctx
-        .write(|| format!("delete NodeNetworkConfig {node}"), api.delete(node, &dp))
+        .write(
+            || format!("delete NodeNetworkConfig {node}"),
+            api.delete(node, &dp),
+        )
         .await
     {
         Ok(_) => {}
-        Err(Error::Api { source: kube::Error::Api(s), .. }) if s.code == 404 => {}
+        Err(Error::Api {
+            source: kube::Error::Api(s),
+            ..
+        }) if s.code == 404 => {}
         Err(e) => return Err(e),
     }
-    ctx.nnc_overlay.deleted(node, current.metadata.resource_version.clone());
+    ctx.nnc_overlay
+        .deleted(node, current.metadata.resource_version.clone());
     Ok(())
 }
 

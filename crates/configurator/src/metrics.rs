@@ -71,7 +71,11 @@ impl Default for Metrics {
         };
         registry.register("revisions", "Revisions by phase", m.revisions.clone());
         registry.register("nodes", "Managed nodes by state", m.nodes.clone());
-        registry.register("dispatches", "Nodes dispatched by kind", m.dispatches.clone());
+        registry.register(
+            "dispatches",
+            "Nodes dispatched by kind",
+            m.dispatches.clone(),
+        );
         registry.register("failures", "Revisions marked Failed", m.failures.clone());
         registry.register(
             "rollout_duration_seconds",
@@ -83,7 +87,11 @@ impl Default for Metrics {
             "Failed reconcile passes by reason",
             m.reconcile_errors.clone(),
         );
-        registry.register("api_writes", "API write requests sent", m.api_writes.clone());
+        registry.register(
+            "api_writes",
+            "API write requests sent",
+            m.api_writes.clone(),
+        );
         registry.register("leader", "1 while this replica leads", m.leader.clone());
         Self { registry, ..m }
     }
@@ -140,10 +148,12 @@ pub async fn serve(
     impl Future<Output = std::io::Result<()>>,
 )> {
     let bind = |addr: SocketAddr| async move {
-        TcpListener::bind(addr).await.map_err(|source| Error::Listen {
-            addr: addr.to_string(),
-            source,
-        })
+        TcpListener::bind(addr)
+            .await
+            .map_err(|source| Error::Listen {
+                addr: addr.to_string(),
+                source,
+            })
     };
     let ml = bind(metrics_addr).await?;
     let hl = bind(health_addr).await?;
@@ -156,11 +166,11 @@ pub async fn serve(
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .with_state(metrics);
-    Ok((
-        addrs,
-        async move { axum::serve(ml, m).await },
-        async move { axum::serve(hl, h).await },
-    ))
+    Ok(
+        (addrs, async move { axum::serve(ml, m).await }, async move {
+            axum::serve(hl, h).await
+        }),
+    )
 }
 
 async fn metrics_text(State(m): State<Arc<Metrics>>) -> String {

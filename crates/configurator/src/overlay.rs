@@ -41,20 +41,26 @@ impl<K: Resource + Clone> Overlay<K> {
             return;
         };
         let rv = obj.meta().resource_version.clone();
-        self.insert(name, Entry {
-            after: Some(Arc::new(obj)),
-            rv,
-            at: Instant::now(),
-        });
+        self.insert(
+            name,
+            Entry {
+                after: Some(Arc::new(obj)),
+                rv,
+                at: Instant::now(),
+            },
+        );
     }
 
     /// Records a delete of `name`, which had resourceVersion `rv`.
     pub fn deleted(&self, name: &str, rv: Option<String>) {
-        self.insert(name.to_string(), Entry {
-            after: None,
-            rv,
-            at: Instant::now(),
-        });
+        self.insert(
+            name.to_string(),
+            Entry {
+                after: None,
+                rv,
+                at: Instant::now(),
+            },
+        );
     }
 
     fn insert(&self, name: String, e: Entry<K>) {
@@ -138,7 +144,13 @@ mod tests {
     fn values(v: &[Arc<ConfigMap>]) -> Vec<String> {
         let mut out: Vec<String> = v
             .iter()
-            .map(|c| format!("{}={}", c.metadata.name.as_deref().unwrap(), c.data.as_ref().unwrap()["v"]))
+            .map(|c| {
+                format!(
+                    "{}={}",
+                    c.metadata.name.as_deref().unwrap(),
+                    c.data.as_ref().unwrap()["v"]
+                )
+            })
             .collect();
         out.sort();
         out
@@ -148,10 +160,19 @@ mod tests {
     fn a_write_hides_the_stale_cached_object_until_the_cache_catches_up() {
         let o = Overlay::default();
         o.written(cm("a", "7", "new"));
-        assert_eq!(values(&o.view(vec![Arc::new(cm("a", "5", "old"))])), ["a=new"]);
-        assert_eq!(values(&o.view(vec![Arc::new(cm("a", "9", "newer"))])), ["a=newer"]);
+        assert_eq!(
+            values(&o.view(vec![Arc::new(cm("a", "5", "old"))])),
+            ["a=new"]
+        );
+        assert_eq!(
+            values(&o.view(vec![Arc::new(cm("a", "9", "newer"))])),
+            ["a=newer"]
+        );
         // The entry is gone: an older cache view is shown as it is.
-        assert_eq!(values(&o.view(vec![Arc::new(cm("a", "5", "old"))])), ["a=old"]);
+        assert_eq!(
+            values(&o.view(vec![Arc::new(cm("a", "5", "old"))])),
+            ["a=old"]
+        );
     }
 
     #[test]

@@ -54,7 +54,10 @@ pub async fn sync(ctx: &Context, nodes: &[RenderNode]) -> Result<()> {
     let rev = match checked {
         Ok(rev) => rev,
         Err(netrollout_render::Error::Invalid(invalid)) => {
-            tracing::warn!(problems = invalid.problems.len(), "inputs rejected, no revision created: {invalid}");
+            tracing::warn!(
+                problems = invalid.problems.len(),
+                "inputs rejected, no revision created: {invalid}"
+            );
             return reject_all(ctx, &inputs, &invalid).await;
         }
         Err(e) => {
@@ -73,7 +76,10 @@ pub async fn sync(ctx: &Context, nodes: &[RenderNode]) -> Result<()> {
             tracing::info!(revision = %rev.name, "waiting: the revision for these inputs is being deleted; it is never adopted");
             Verdict::rejected(
                 "WaitingForDeletion",
-                format!("NetworkConfigRevision {} is being deleted; a new one is created once it is gone", rev.name),
+                format!(
+                    "NetworkConfigRevision {} is being deleted; a new one is created once it is gone",
+                    rev.name
+                ),
             )
         }
         Some(existing) if existing.spec.hash != rev.hash => {
@@ -82,7 +88,12 @@ pub async fn sync(ctx: &Context, nodes: &[RenderNode]) -> Result<()> {
                 existing: existing.spec.hash.clone(),
                 wanted: rev.hash.clone(),
             };
-            set_all(ctx, &inputs, &Verdict::rejected("NameClash", err.to_string())).await?;
+            set_all(
+                ctx,
+                &inputs,
+                &Verdict::rejected("NameClash", err.to_string()),
+            )
+            .await?;
             return Err(err);
         }
         Some(existing)
@@ -98,7 +109,13 @@ pub async fn sync(ctx: &Context, nodes: &[RenderNode]) -> Result<()> {
         }
         Some(existing) => {
             if existing.spec.sequence < max_seq {
-                raise_sequence(ctx, existing, max_seq + 1, "the inputs equal this revision again").await?;
+                raise_sequence(
+                    ctx,
+                    existing,
+                    max_seq + 1,
+                    "the inputs equal this revision again",
+                )
+                .await?;
             }
             Verdict::accepted(&rev.name)
         }
@@ -119,7 +136,13 @@ async fn create(
     let obj = NetworkConfigRevision {
         metadata: ObjectMeta {
             name: Some(rev.name.clone()),
-            labels: Some([(netrollout_api::MANAGED_BY_LABEL.to_string(), "netrollout-configurator".to_string())].into()),
+            labels: Some(
+                [(
+                    netrollout_api::MANAGED_BY_LABEL.to_string(),
+                    "netrollout-configurator".to_string(),
+                )]
+                .into(),
+            ),
             ..ObjectMeta::default()
         },
         spec: NetworkConfigRevisionSpec {
@@ -137,9 +160,13 @@ async fn create(
             api.create(&PostParams::default(), &obj),
         )
         .await?;
-    let msg = format!("created revision {} (sequence {sequence}, {} bytes) from the inputs", rev.name, rev.size);
+    let msg = format!(
+        "created revision {} (sequence {sequence}, {} bytes) from the inputs",
+        rev.name, rev.size
+    );
     tracing::info!(revision = %rev.name, sequence, "{msg}");
-    ctx.event(&created, false, "Created", "CreateRevision", &msg).await;
+    ctx.event(&created, false, "Created", "CreateRevision", &msg)
+        .await;
     ctx.ncr_overlay.written(created);
     Ok(())
 }
@@ -157,8 +184,17 @@ async fn raise_sequence(
     let name = existing.metadata.name.clone().unwrap_or_default();
     let api: Api<NetworkConfigRevision> = Api::all(ctx.client.clone());
     let mut annotations = serde_json::json!({ RETRY_ANNOTATION: null });
-    if let Some(v) = existing.metadata.annotations.as_ref().and_then(|a| a.get(RETRY_ANNOTATION)) {
-        let v = if v.is_empty() { crate::convert::format_ts(crate::convert::now()) } else { v.clone() };
+    if let Some(v) = existing
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(RETRY_ANNOTATION))
+    {
+        let v = if v.is_empty() {
+            crate::convert::format_ts(crate::convert::now())
+        } else {
+            v.clone()
+        };
         annotations[RETRIED_ANNOTATION] = v.into();
     }
     let patch = serde_json::json!({
@@ -174,9 +210,13 @@ async fn raise_sequence(
             api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)),
         )
         .await?;
-    let msg = format!("{why}: sequence raised from {} to {sequence}, which makes it the target again", existing.spec.sequence);
+    let msg = format!(
+        "{why}: sequence raised from {} to {sequence}, which makes it the target again",
+        existing.spec.sequence
+    );
     tracing::info!(revision = %name, sequence, "{msg}");
-    ctx.event(&patched, false, "SequenceRaised", "RaiseSequence", &msg).await;
+    ctx.event(&patched, false, "SequenceRaised", "RaiseSequence", &msg)
+        .await;
     ctx.ncr_overlay.written(patched);
     Ok(())
 }
@@ -195,7 +235,8 @@ async fn note_identical(ctx: &Context, failed: &NetworkConfigRevision, msg: &str
         )
         .await?;
     tracing::warn!(revision = %name, "inputs {msg}");
-    ctx.event(&patched, true, "IdenticalToFailed", "Block", msg).await;
+    ctx.event(&patched, true, "IdenticalToFailed", "Block", msg)
+        .await;
     ctx.ncr_overlay.written(patched);
     Ok(())
 }
@@ -210,7 +251,11 @@ pub async fn retries(ctx: &Context) -> Result<()> {
     let max_seq = revisions.iter().map(|r| r.spec.sequence).max().unwrap_or(0);
     let api: Api<NetworkConfigRevision> = Api::all(ctx.client.clone());
     for r in &revisions {
-        let asked = r.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(RETRY_ANNOTATION));
+        let asked = r
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(RETRY_ANNOTATION));
         if !asked || r.metadata.deletion_timestamp.is_some() {
             continue;
         }
@@ -231,7 +276,8 @@ pub async fn retries(ctx: &Context) -> Result<()> {
             ctx.ncr_overlay.written(cleared.clone());
             raise_sequence(ctx, &cleared, max_seq + 1, "retried by a person").await?;
         } else {
-            let patch = serde_json::json!({ "metadata": { "annotations": { RETRY_ANNOTATION: null } } });
+            let patch =
+                serde_json::json!({ "metadata": { "annotations": { RETRY_ANNOTATION: null } } });
             let patched = ctx
                 .write(
                     || format!("remove the retry annotation of NetworkConfigRevision {name}"),
@@ -266,12 +312,25 @@ async fn reject_all(ctx: &Context, inputs: &Inputs, invalid: &Invalid) -> Result
             Verdict::rejected("Invalid", own.join("; "))
         }
     };
-    set_each(ctx, &inputs.vrfs, |n| verdict(netrollout_api::VRFRouteConfiguration::KIND, n)).await?;
-    set_each(ctx, &inputs.layer2s, |n| verdict(netrollout_api::Layer2NetworkConfiguration::KIND, n)).await?;
-    set_each(ctx, &inputs.tables, |n| verdict(netrollout_api::RoutingTable::KIND, n)).await
+    set_each(ctx, &inputs.vrfs, |n| {
+        verdict(netrollout_api::VRFRouteConfiguration::KIND, n)
+    })
+    .await?;
+    set_each(ctx, &inputs.layer2s, |n| {
+        verdict(netrollout_api::Layer2NetworkConfiguration::KIND, n)
+    })
+    .await?;
+    set_each(ctx, &inputs.tables, |n| {
+        verdict(netrollout_api::RoutingTable::KIND, n)
+    })
+    .await
 }
 
-async fn set_each<K: Input>(ctx: &Context, objs: &[K], verdict: impl Fn(&str) -> Verdict) -> Result<()> {
+async fn set_each<K: Input>(
+    ctx: &Context,
+    objs: &[K],
+    verdict: impl Fn(&str) -> Verdict,
+) -> Result<()> {
     for o in objs {
         let name = o.meta().name.clone().unwrap_or_default();
         accepted::set(ctx, o, &verdict(&name)).await?;

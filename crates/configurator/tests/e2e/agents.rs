@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
+use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::Client;
 use netrollout_api::{NodeNetworkConfig, NodeNetworkConfigSpec};
 use tokio::task::JoinHandle;
 
@@ -66,17 +66,25 @@ impl Agents {
             let mut handled: HashMap<String, String> = HashMap::new();
             let mut retried: HashMap<String, String> = HashMap::new();
             let failed: Arc<Mutex<HashSet<(String, String)>>> = Arc::default();
-            let stream = watcher(api.clone(), watcher::Config::default()).default_backoff().applied_objects();
+            let stream = watcher(api.clone(), watcher::Config::default())
+                .default_backoff()
+                .applied_objects();
             let mut stream = std::pin::pin!(stream);
             while let Some(ev) = stream.next().await {
                 let Ok(nnc) = ev else { continue };
-                let Some(node) = nnc.metadata.name.clone() else { continue };
+                let Some(node) = nnc.metadata.name.clone() else {
+                    continue;
+                };
                 let revision = nnc.spec.revision.clone();
                 if handled.get(&node) == Some(&revision) {
                     continue;
                 }
                 handled.insert(node.clone(), revision.clone());
-                rec.lock().unwrap().first_seen.entry(revision.clone()).or_insert_with(std::time::Instant::now);
+                rec.lock()
+                    .unwrap()
+                    .first_seen
+                    .entry(revision.clone())
+                    .or_insert_with(std::time::Instant::now);
                 let (latency, outcome) = script(&node, &nnc.spec);
                 if outcome == Outcome::Ignore {
                     continue;
@@ -90,7 +98,10 @@ impl Agents {
                 if retry.is_some() && retried.get(&node) != retry.as_ref() {
                     // A person asked for one more try of whatever failed here.
                     retried.insert(node.clone(), retry.clone().unwrap_or_default());
-                    failed.lock().unwrap().remove(&(node.clone(), revision.clone()));
+                    failed
+                        .lock()
+                        .unwrap()
+                        .remove(&(node.clone(), revision.clone()));
                 }
                 let (api, rec, failed) = (api.clone(), rec.clone(), failed.clone());
                 tokio::spawn(async move {
@@ -149,7 +160,13 @@ async fn apply(
     }
 }
 
-async fn status(api: &Api<NodeNetworkConfig>, node: &str, revision: &str, phase: &str, reason: Option<&str>) {
+async fn status(
+    api: &Api<NodeNetworkConfig>,
+    node: &str,
+    revision: &str,
+    phase: &str,
+    reason: Option<&str>,
+) {
     let now = jiff::Timestamp::now().to_string();
     let mut s = serde_json::json!({
         "observedRevision": revision,
@@ -168,7 +185,11 @@ async fn status(api: &Api<NodeNetworkConfig>, node: &str, revision: &str, phase:
     // Best effort with a few retries, like the real agent (its dataplane never waits on this).
     for _ in 0..20 {
         let r = api
-            .patch_status(node, &PatchParams::default(), &Patch::Merge(&serde_json::json!({ "status": s })))
+            .patch_status(
+                node,
+                &PatchParams::default(),
+                &Patch::Merge(&serde_json::json!({ "status": s })),
+            )
             .await;
         match r {
             Ok(_) => return,

@@ -19,13 +19,24 @@ async fn api_errors_injected_by_the_server_are_retried_and_never_fail_a_revision
     faults.set_error_rate(Some("patch"), Some("networkconfigrevisions"), 0.3);
     let cfg = lab.configurator(&["--update-limit=2"]);
     lab.set_table("extra", 100).await?;
-    let rev = lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(40)).await?;
+    let rev = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(40))
+        .await?;
     faults.clear();
-    all_provisioned(&lab, &names(4), rev.metadata.name.as_deref().unwrap(), Duration::from_secs(10)).await?;
+    all_provisioned(
+        &lab,
+        &names(4),
+        rev.metadata.name.as_deref().unwrap(),
+        Duration::from_secs(10),
+    )
+    .await?;
     assert_eq!(rev.status.unwrap().failed, 0);
     assert!(agents.max_in_flight() <= 2, "errors never breach the limit");
     let metrics = cfg.metrics.encode();
-    assert!(metrics.contains("netrollout_configurator_reconcile_errors_total{name=\"api\"}"), "{metrics}");
+    assert!(
+        metrics.contains("netrollout_configurator_reconcile_errors_total{name=\"api\"}"),
+        "{metrics}"
+    );
     cfg.stop().await
 }
 
@@ -36,37 +47,61 @@ async fn a_revision_recreated_while_the_old_one_is_terminating_waits_and_never_a
     let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=2"]);
     lab.set_table("extra", 100).await?;
-    let old = lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(20)).await?;
+    let old = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
     let name = old.metadata.name.clone().unwrap();
     lab.set_table("extra", 101).await?;
-    lab.newest_after(1, RevisionPhase::Succeeded, Duration::from_secs(20)).await?;
+    lab.newest_after(1, RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
 
     // A finalizer keeps the old revision terminating after its deletion.
     let api = Api::<NetworkConfigRevision>::all(lab.client.clone());
     let hold = serde_json::json!({ "metadata": { "finalizers": ["e2e.netrollout.io/hold"] } });
-    api.patch(&name, &PatchParams::default(), &Patch::Merge(&hold)).await?;
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&hold))
+        .await?;
     api.delete(&name, &DeleteParams::default()).await?;
     lab.set_table("extra", 100).await?;
     let inputs = Api::<RoutingTable>::all(lab.client.clone());
     eventually(Duration::from_secs(10), || async {
         let t = inputs.get("extra").await?;
-        Ok(t.status.is_some_and(|s| s.conditions.iter().any(|c| c.type_ == ACCEPTED_CONDITION && c.reason == "WaitingForDeletion")))
+        Ok(t.status.is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == ACCEPTED_CONDITION && c.reason == "WaitingForDeletion")
+        }))
     })
     .await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let still = api.get(&name).await?;
     assert!(still.metadata.deletion_timestamp.is_some());
-    assert_eq!(still.spec.sequence, old.spec.sequence, "a terminating revision is never adopted");
-    assert!(lab.configs().await?.iter().all(|c| c.spec.revision != name), "nothing dispatched from it");
+    assert_eq!(
+        still.spec.sequence, old.spec.sequence,
+        "a terminating revision is never adopted"
+    );
+    assert!(
+        lab.configs().await?.iter().all(|c| c.spec.revision != name),
+        "nothing dispatched from it"
+    );
 
     // Once it is gone, the same content gets a fresh object with a new sequence.
-    api.patch(&name, &PatchParams::default(), &Patch::Merge(&serde_json::json!({ "metadata": { "finalizers": null } })))
-        .await?;
+    api.patch(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(&serde_json::json!({ "metadata": { "finalizers": null } })),
+    )
+    .await?;
     eventually(Duration::from_secs(20), || async {
-        Ok(lab.revisions().await?.iter().any(|r| r.metadata.name == old.metadata.name && r.metadata.uid != old.metadata.uid))
+        Ok(lab
+            .revisions()
+            .await?
+            .iter()
+            .any(|r| r.metadata.name == old.metadata.name && r.metadata.uid != old.metadata.uid))
     })
     .await?;
-    let fresh = lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(20)).await?;
+    let fresh = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
     assert_eq!(fresh.metadata.name.as_deref(), Some(name.as_str()));
     assert_ne!(fresh.metadata.uid, old.metadata.uid);
     assert!(fresh.spec.sequence > 2);

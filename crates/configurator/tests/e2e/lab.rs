@@ -9,8 +9,8 @@ use std::time::Duration;
 use clap::Parser;
 use k8s_openapi::api::core::v1::{Namespace, Node, NodeCondition, NodeStatus};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::Client;
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use netrollout_api::{
     NetworkConfigRevision, NodeNetworkConfig, RevisionPhase, RoutingTable, RoutingTableSpec,
 };
@@ -47,8 +47,15 @@ impl Lab {
         ns.create(&PostParams::default(), &n).await?;
         // The CRDs are served once discovery shows them.
         let rts: Api<RoutingTable> = Api::all(client.clone());
-        eventually(Duration::from_secs(10), || async { Ok(rts.list(&Default::default()).await.is_ok()) }).await?;
-        Ok(Lab { server, client, dir })
+        eventually(Duration::from_secs(10), || async {
+            Ok(rts.list(&Default::default()).await.is_ok())
+        })
+        .await?;
+        Ok(Lab {
+            server,
+            client,
+            dir,
+        })
     }
 
     pub fn kubeconfig(&self) -> PathBuf {
@@ -60,7 +67,12 @@ impl Lab {
         let node = Node {
             metadata: ObjectMeta {
                 name: Some(name.into()),
-                labels: Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>()),
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect::<BTreeMap<_, _>>(),
+                ),
                 ..ObjectMeta::default()
             },
             ..Node::default()
@@ -79,8 +91,12 @@ impl Lab {
             }]),
             ..NodeStatus::default()
         };
-        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&serde_json::json!({ "status": status })))
-            .await?;
+        api.patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&serde_json::json!({ "status": status })),
+        )
+        .await?;
         Ok(())
     }
 
@@ -112,22 +128,44 @@ impl Lab {
     }
 
     /// Waits until the newest revision by sequence is in `phase`; returns it.
-    pub async fn newest_in(&self, phase: RevisionPhase, within: Duration) -> R<NetworkConfigRevision> {
+    pub async fn newest_in(
+        &self,
+        phase: RevisionPhase,
+        within: Duration,
+    ) -> R<NetworkConfigRevision> {
         self.newest_after(0, phase, within).await
     }
 
     /// Waits until the newest revision has a sequence above `sequence` and is in `phase`.
-    pub async fn newest_after(&self, sequence: i64, phase: RevisionPhase, within: Duration) -> R<NetworkConfigRevision> {
+    pub async fn newest_after(
+        &self,
+        sequence: i64,
+        phase: RevisionPhase,
+        within: Duration,
+    ) -> R<NetworkConfigRevision> {
         let deadline = tokio::time::Instant::now() + within;
         loop {
             let revs = self.revisions().await?;
             let newest = revs.last();
-            if let Some(r) = newest.filter(|r| r.spec.sequence > sequence && r.status.as_ref().and_then(|s| s.phase) == Some(phase)) {
+            if let Some(r) = newest.filter(|r| {
+                r.spec.sequence > sequence && r.status.as_ref().and_then(|s| s.phase) == Some(phase)
+            }) {
                 return Ok(r.clone());
             }
             if tokio::time::Instant::now() >= deadline {
-                let seen: Vec<_> = revs.iter().map(|r| (r.metadata.name.clone(), r.spec.sequence, r.status.as_ref().and_then(|s| s.phase))).collect();
-                anyhow::bail!("no revision after sequence {sequence} reached {phase:?} within {within:?}; revisions: {seen:?}");
+                let seen: Vec<_> = revs
+                    .iter()
+                    .map(|r| {
+                        (
+                            r.metadata.name.clone(),
+                            r.spec.sequence,
+                            r.status.as_ref().and_then(|s| s.phase),
+                        )
+                    })
+                    .collect();
+                anyhow::bail!(
+                    "no revision after sequence {sequence} reached {phase:?} within {within:?}; revisions: {seen:?}"
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -146,6 +184,11 @@ impl Lab {
             "--resync=200ms".into(),
             "--debounce=10ms".into(),
         ];
+        // A flag given in `extra` replaces the default above.
+        argv.retain(|a| {
+            let flag = a.split('=').next().unwrap_or_default();
+            !extra.iter().any(|e| e.split('=').next() == Some(flag))
+        });
         argv.extend(extra.iter().map(|s| s.to_string()));
         Args::parse_from(argv)
     }
@@ -164,7 +207,11 @@ impl Lab {
             })
             .await
         });
-        Configurator { stop: Some(stop), task, metrics }
+        Configurator {
+            stop: Some(stop),
+            task,
+            metrics,
+        }
     }
 }
 

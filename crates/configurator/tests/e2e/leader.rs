@@ -59,26 +59,44 @@ async fn two_configurators_hand_over_when_the_leader_is_killed_without_double_di
         if let Some(h) = holder(&lab).await?.filter(|h| procs.contains_key(h)) {
             break h;
         }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no configurator took the lease");
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "no configurator took the lease"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     lab.set_table("extra", 100).await?;
     // Kill the leader mid-rollout, after the first waves went out.
-    eventually(Duration::from_secs(20), || async { Ok(agents.pickups().len() >= 3) }).await?;
+    eventually(Duration::from_secs(20), || async {
+        Ok(agents.pickups().len() >= 3)
+    })
+    .await?;
     let mut killed = procs.remove(&leader).unwrap();
     killed.kill().await?;
 
-    let rev = lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(40)).await?;
+    let rev = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(40))
+        .await?;
     let name = rev.metadata.name.clone().unwrap();
     all_provisioned(&lab, &names(10), &name, Duration::from_secs(5)).await?;
     let survivor = holder(&lab).await?;
-    assert!(survivor.is_some() && survivor.as_deref() != Some(leader.as_str()), "the other replica took over: {survivor:?}");
-    assert!(agents.max_in_flight() <= 2, "limit breached across the handover: {}", agents.max_in_flight());
+    assert!(
+        survivor.is_some() && survivor.as_deref() != Some(leader.as_str()),
+        "the other replica took over: {survivor:?}"
+    );
+    assert!(
+        agents.max_in_flight() <= 2,
+        "limit breached across the handover: {}",
+        agents.max_in_flight()
+    );
     let mut per_node: HashMap<String, usize> = HashMap::new();
     for (node, _) in agents.pickups().into_iter().filter(|(_, r)| *r == name) {
         *per_node.entry(node).or_default() += 1;
     }
-    assert!(per_node.values().all(|n| *n == 1), "a node got the revision twice: {per_node:?}");
+    assert!(
+        per_node.values().all(|n| *n == 1),
+        "a node got the revision twice: {per_node:?}"
+    );
     assert_eq!(per_node.len(), 10);
     for (_, mut p) in procs {
         p.kill().await?;

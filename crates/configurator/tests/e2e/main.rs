@@ -28,11 +28,18 @@ async fn nodes(lab: &lab::Lab, count: usize) -> lab::R {
 }
 
 /// Waits until every listed node's config names `revision` and reports Provisioned for it.
-async fn all_provisioned(lab: &lab::Lab, nodes: &[String], revision: &str, within: Duration) -> lab::R {
+async fn all_provisioned(
+    lab: &lab::Lab,
+    nodes: &[String],
+    revision: &str,
+    within: Duration,
+) -> lab::R {
     lab::eventually(within, || async {
         let configs = lab.configs().await?;
         Ok(nodes.iter().all(|n| {
-            configs.iter().any(|c| c.metadata.name.as_deref() == Some(n.as_str()) && provisioned(c, revision))
+            configs
+                .iter()
+                .any(|c| c.metadata.name.as_deref() == Some(n.as_str()) && provisioned(c, revision))
         }))
     })
     .await
@@ -42,7 +49,8 @@ async fn all_provisioned(lab: &lab::Lab, nodes: &[String], revision: &str, withi
 fn provisioned(c: &NodeNetworkConfig, revision: &str) -> bool {
     c.spec.revision == revision
         && c.status.as_ref().is_some_and(|s| {
-            s.observed_revision.as_deref() == Some(revision) && s.phase == Some(netrollout_api::NodePhase::Provisioned)
+            s.observed_revision.as_deref() == Some(revision)
+                && s.phase == Some(netrollout_api::NodePhase::Provisioned)
         })
 }
 

@@ -13,7 +13,9 @@ async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
     let agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(150)));
     let cfg = lab.configurator(&["--update-limit=2"]);
     lab.set_table("extra", 100).await?;
-    let first = lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(20)).await?;
+    let first = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
     let first_name = first.metadata.name.clone().unwrap();
     all_provisioned(&lab, &names(6), &first_name, Duration::from_secs(5)).await?;
     assert_eq!(first.spec.sequence, 1);
@@ -21,21 +23,48 @@ async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
     assert_eq!(status.progress.as_deref(), Some("6/6"));
 
     // The input says which revision holds it.
-    let input = kube::Api::<RoutingTable>::all(lab.client.clone()).get("extra").await?;
-    let accepted = input.status.unwrap().conditions.into_iter().find(|c| c.type_ == ACCEPTED_CONDITION).unwrap();
+    let input = kube::Api::<RoutingTable>::all(lab.client.clone())
+        .get("extra")
+        .await?;
+    let accepted = input
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == ACCEPTED_CONDITION)
+        .unwrap();
     assert_eq!(accepted.status, "True");
-    assert!(accepted.message.contains(&first_name), "{}", accepted.message);
+    assert!(
+        accepted.message.contains(&first_name),
+        "{}",
+        accepted.message
+    );
 
     // A second change is a second revision with the next sequence.
     lab.set_table("extra", 101).await?;
-    let second = lab.newest_after(1, RevisionPhase::Succeeded, Duration::from_secs(20)).await?;
+    let second = lab
+        .newest_after(1, RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
     assert_eq!(second.spec.sequence, 2);
     let second_name = second.metadata.name.clone().unwrap();
     all_provisioned(&lab, &names(6), &second_name, Duration::from_secs(5)).await?;
 
-    assert!(agents.max_in_flight() <= 2, "limit breached: {} in flight", agents.max_in_flight());
-    assert_eq!(agents.max_in_flight(), 2, "waves should use the whole limit");
-    assert_eq!(agents.pickups().len(), 12, "each node applied each revision once: {:?}", agents.pickups());
+    assert!(
+        agents.max_in_flight() <= 2,
+        "limit breached: {} in flight",
+        agents.max_in_flight()
+    );
+    assert_eq!(
+        agents.max_in_flight(),
+        2,
+        "waves should use the whole limit"
+    );
+    assert_eq!(
+        agents.pickups().len(),
+        12,
+        "each node applied each revision once: {:?}",
+        agents.pickups()
+    );
     cfg.stop().await
 }
 
@@ -46,17 +75,44 @@ async fn undoing_a_change_reuses_the_older_revision_with_a_raised_sequence() -> 
     let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=100%"]);
     lab.set_table("extra", 100).await?;
-    let a = lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(20)).await?;
+    let a = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
     lab.set_table("extra", 101).await?;
-    eventually(Duration::from_secs(20), || async { Ok(lab.revisions().await?.len() == 2) }).await?;
-    let b = lab.newest_after(1, RevisionPhase::Succeeded, Duration::from_secs(20)).await?;
+    eventually(Duration::from_secs(20), || async {
+        Ok(lab.revisions().await?.len() == 2)
+    })
+    .await?;
+    let b = lab
+        .newest_after(1, RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
     lab.set_table("extra", 100).await?;
-    let again = lab.newest_after(b.spec.sequence, RevisionPhase::Succeeded, Duration::from_secs(20)).await?;
-    assert_eq!(again.metadata.name, a.metadata.name, "the same content never gets two names");
+    let again = lab
+        .newest_after(
+            b.spec.sequence,
+            RevisionPhase::Succeeded,
+            Duration::from_secs(20),
+        )
+        .await?;
+    assert_eq!(
+        again.metadata.name, a.metadata.name,
+        "the same content never gets two names"
+    );
     assert_eq!(again.metadata.uid, a.metadata.uid, "the object is reused");
-    assert!(again.spec.sequence > b.spec.sequence, "{} !> {}", again.spec.sequence, b.spec.sequence);
+    assert!(
+        again.spec.sequence > b.spec.sequence,
+        "{} !> {}",
+        again.spec.sequence,
+        b.spec.sequence
+    );
     assert_eq!(lab.revisions().await?.len(), 2);
-    all_provisioned(&lab, &names(2), a.metadata.name.as_deref().unwrap(), Duration::from_secs(10)).await?;
+    all_provisioned(
+        &lab,
+        &names(2),
+        a.metadata.name.as_deref().unwrap(),
+        Duration::from_secs(10),
+    )
+    .await?;
     cfg.stop().await
 }
 
@@ -72,13 +128,18 @@ async fn an_invalid_input_is_rejected_and_no_revision_is_created() -> R {
     eventually(Duration::from_secs(10), || async {
         let two = api.get("two").await?;
         Ok(two.status.is_some_and(|s| {
-            s.conditions.iter().any(|c| c.type_ == ACCEPTED_CONDITION && c.status == "False" && c.message.contains("300"))
+            s.conditions.iter().any(|c| {
+                c.type_ == ACCEPTED_CONDITION && c.status == "False" && c.message.contains("300")
+            })
         }))
     })
     .await?;
     // Give a wrong configurator time to create something, then check that it did not.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(lab.revisions().await?.is_empty(), "no revision from invalid inputs");
+    assert!(
+        lab.revisions().await?.is_empty(),
+        "no revision from invalid inputs"
+    );
     assert!(lab.configs().await?.is_empty(), "nothing rolled out");
     cfg.stop().await
 }
