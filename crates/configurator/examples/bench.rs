@@ -18,6 +18,9 @@ use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use netrollout_api::{NetworkConfigRevision, RevisionPhase, RoutingTable, RoutingTableSpec};
 use netrollout_lab_apiserver::{Config, LabServer};
 
+// Shared with the end-to-end tests. Its `lock().unwrap()`s only fail on a poisoned lock, i.e.
+// after an agent task panicked, which should end the benchmark anyway.
+#[allow(clippy::unwrap_used)]
 #[path = "../tests/e2e/agents.rs"]
 mod agents;
 
@@ -195,12 +198,15 @@ async fn wait_for_lease(client: &kube::Client) -> Result<()> {
     let api: Api<k8s_openapi::api::coordination::v1::Lease> =
         Api::namespaced(client.clone(), netrollout_api::DEFAULT_NAMESPACE);
     for _ in 0..600 {
-        if let Some(l) = api.get_opt("netrollout-configurator").await? {
-            if l.spec.and_then(|s| s.holder_identity).is_some() {
-                // Give the new leader a moment to sync its caches.
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                return Ok(());
-            }
+        let lease = api.get_opt("netrollout-configurator").await?;
+        if lease
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+            .is_some()
+        {
+            // Give the new leader a moment to sync its caches.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

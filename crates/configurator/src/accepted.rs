@@ -102,10 +102,10 @@ pub async fn set<K: Input>(ctx: &Context, obj: &K, verdict: &Verdict) -> Result<
     if existing.is_some_and(same) {
         return Ok(());
     }
-    if let Ok(memo) = ctx.accepted_written.lock() {
-        if memo.get(&key) == Some(&fingerprint) {
-            return Ok(());
-        }
+    if let Ok(memo) = ctx.accepted_written.lock()
+        && memo.get(&key) == Some(&fingerprint)
+    {
+        return Ok(());
     }
     let transition = match existing {
         Some(c) if c.status == status => c.last_transition_time.clone(),

@@ -374,7 +374,7 @@ async fn delete_node_config(ctx: &Context, world: &World<'_>, node: &str) -> Res
 }
 
 /// The current objects, indexed by name.
-pub fn index<'a, K: kube::Resource>(objs: &'a [Arc<K>]) -> HashMap<&'a str, &'a K> {
+pub fn index<K: kube::Resource>(objs: &[Arc<K>]) -> HashMap<&str, &K> {
     objs.iter()
         .filter_map(|o| Some((o.meta().name.as_deref()?, o.as_ref())))
         .collect()

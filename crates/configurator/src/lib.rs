@@ -18,7 +18,7 @@
 //! - [`overlay`]: own writes laid over the watch caches until the caches catch up.
 //! - [`context`]: what passes share, and the guarded write path (leader, timeout, counter).
 //! - [`metrics`]: Prometheus metrics, `/metrics`, `/healthz`, `/readyz`.
-//! - [`error`]: [`Error`].
+//! - [`error`]: the error type, [`Error`].
 //!
 //! Pause, resume and retry work through the API (see `docs/configurator.md`): `spec.paused` on
 //! a revision, `data.paused: "true"` in the `netrollout-control` ConfigMap, and the

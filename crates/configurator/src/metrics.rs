@@ -60,9 +60,9 @@ impl Default for Metrics {
             nodes: Family::default(),
             dispatches: Family::default(),
             failures: Counter::default(),
-            rollout_duration: Histogram::new(
-                [1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0].into_iter(),
-            ),
+            rollout_duration: Histogram::new([
+                1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0,
+            ]),
             reconcile_errors: Family::default(),
             api_writes: Counter::default(),
             leader: Gauge::default(),

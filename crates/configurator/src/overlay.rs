@@ -100,10 +100,10 @@ impl<K: Resource + Clone> Overlay<K> {
         // Written objects the cache does not hold: created by us and not seen yet, or gone.
         m.retain(|name, e| seen.contains(name) || e.after.is_some());
         for (name, e) in m.iter() {
-            if !seen.contains(name) {
-                if let Some(after) = &e.after {
-                    out.push(after.clone());
-                }
+            if !seen.contains(name)
+                && let Some(after) = &e.after
+            {
+                out.push(after.clone());
             }
         }
         out

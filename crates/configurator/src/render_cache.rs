@@ -34,14 +34,14 @@ impl RenderCache {
             n.labels.hash(&mut h);
         }
         let fingerprint = h.finish();
-        if let Ok(mut inner) = self.inner.lock() {
-            if inner.fingerprint != fingerprint || inner.nodes.len() != nodes.len() {
-                *inner = Inner {
-                    fingerprint,
-                    nodes: Arc::new(nodes),
-                    by_revision: HashMap::new(),
-                };
-            }
+        if let Ok(mut inner) = self.inner.lock()
+            && (inner.fingerprint != fingerprint || inner.nodes.len() != nodes.len())
+        {
+            *inner = Inner {
+                fingerprint,
+                nodes: Arc::new(nodes),
+                by_revision: HashMap::new(),
+            };
         }
     }
 
@@ -69,10 +69,10 @@ impl RenderCache {
     fn rendered(&self, ncr: &NetworkConfigRevision, name: &str) -> Result<Arc<Rendered>> {
         let nodes = match self.inner.lock() {
             Ok(inner) => {
-                if let Some((hash, r)) = inner.by_revision.get(name) {
-                    if *hash == ncr.spec.hash {
-                        return Ok(r.clone());
-                    }
+                if let Some((hash, r)) = inner.by_revision.get(name)
+                    && *hash == ncr.spec.hash
+                {
+                    return Ok(r.clone());
                 }
                 inner.nodes.clone()
             }
@@ -86,12 +86,12 @@ impl RenderCache {
                 }
             })?,
         );
-        if let Ok(mut inner) = self.inner.lock() {
-            if Arc::ptr_eq(&inner.nodes, &nodes) {
-                inner
-                    .by_revision
-                    .insert(name.to_string(), (ncr.spec.hash.clone(), rendered.clone()));
-            }
+        if let Ok(mut inner) = self.inner.lock()
+            && Arc::ptr_eq(&inner.nodes, &nodes)
+        {
+            inner
+                .by_revision
+                .insert(name.to_string(), (ncr.spec.hash.clone(), rendered.clone()));
         }
         Ok(rendered)
     }

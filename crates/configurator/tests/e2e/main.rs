@@ -7,6 +7,9 @@
 //! - `faults`: API errors injected by the lab server; a revision deleted while terminating.
 //! - `leader`: two configurator processes, the leader killed mid-rollout.
 
+// A test crate: its helpers may panic (clippy.toml allows this only inside `#[test]` functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod agents;
 mod failure;
 mod faults;

@@ -19,8 +19,12 @@ async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
     let first_name = first.metadata.name.clone().unwrap();
     all_provisioned(&lab, &names(6), &first_name, Duration::from_secs(5)).await?;
     assert_eq!(first.spec.sequence, 1);
-    let status = first.status.clone().unwrap();
-    assert_eq!(status.progress.as_deref(), Some("6/6"));
+    // Progress is written in the same pass as the phase, right after it.
+    eventually(Duration::from_secs(5), || async {
+        let revs = lab.revisions().await?;
+        Ok(revs[0].status.as_ref().and_then(|s| s.progress.as_deref()) == Some("6/6"))
+    })
+    .await?;
 
     // The input says which revision holds it.
     let input = kube::Api::<RoutingTable>::all(lab.client.clone())
