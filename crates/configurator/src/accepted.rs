@@ -54,6 +54,8 @@ pub struct Verdict {
     pub reason: String,
     /// For people: what happened and what to do.
     pub message: String,
+    /// The revision that holds the input (`status.revision`), when accepted.
+    pub revision: Option<String>,
 }
 
 impl Verdict {
@@ -63,6 +65,7 @@ impl Verdict {
             accepted: true,
             reason: "Accepted".into(),
             message: format!("included in NetworkConfigRevision {revision}"),
+            revision: Some(revision.to_string()),
         }
     }
 
@@ -72,6 +75,7 @@ impl Verdict {
             accepted: false,
             reason: reason.into(),
             message: message.into(),
+            revision: None,
         }
     }
 }
@@ -96,10 +100,12 @@ pub async fn set<K: Input>(ctx: &Context, obj: &K, verdict: &Verdict) -> Result<
     };
     let key = format!("{}/{name}", K::KIND);
     let fingerprint = format!(
-        "{status}|{}|{}|{generation:?}",
-        verdict.reason, verdict.message
+        "{status}|{}|{}|{generation:?}|{:?}",
+        verdict.reason, verdict.message, verdict.revision
     );
-    if existing.is_some_and(same) {
+    let revision_same = verdict.revision.is_none()
+        || obj.input_status().and_then(|s| s.revision.as_ref()) == verdict.revision.as_ref();
+    if existing.is_some_and(same) && revision_same {
         return Ok(());
     }
     if let Ok(memo) = ctx.accepted_written.lock()
@@ -124,7 +130,10 @@ pub async fn set<K: Input>(ctx: &Context, obj: &K, verdict: &Verdict) -> Result<
         observed_generation: generation,
         last_transition_time: transition,
     });
-    let patch = serde_json::json!({ "status": { "conditions": conditions } });
+    let mut patch = serde_json::json!({ "status": { "conditions": conditions } });
+    if let Some(r) = &verdict.revision {
+        patch["status"]["revision"] = r.clone().into();
+    }
     let api: Api<K> = Api::all(ctx.client.clone());
     ctx.write(
         || format!("patch status of {} {name}", K::KIND),

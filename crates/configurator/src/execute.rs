@@ -20,8 +20,8 @@ use crate::convert::{self, DispatchJson, UNRESPONSIVE_ANNOTATION};
 use crate::error::{Error, Result};
 use crate::render_cache::RenderCache;
 
-/// Node writes of one dispatch sent at once.
-const DISPATCH_CONCURRENCY: usize = 32;
+/// Node writes of one dispatch (or of consecutive dispatch records) sent at once.
+const DISPATCH_CONCURRENCY: usize = 64;
 
 /// Everything an action needs besides the context: the current objects by name.
 #[derive(Debug)]
@@ -41,8 +41,29 @@ pub struct World<'a> {
 /// # Errors
 /// The first failed write.
 pub async fn run(ctx: &Context, world: &World<'_>, actions: &[Action]) -> Result<()> {
-    for action in actions {
-        one(ctx, world, action).await?;
+    let mut i = 0;
+    while i < actions.len() {
+        // Consecutive dispatch records touch different nodes and depend on nothing else in
+        // the plan: they are written concurrently (a wave's pickups would otherwise take one
+        // round trip each).
+        let records = actions[i..]
+            .iter()
+            .take_while(|a| matches!(a, Action::RecordDispatch { .. }))
+            .count();
+        if records > 1 {
+            let writes: Vec<BoxFuture<'_, Result<()>>> = actions[i..i + records]
+                .iter()
+                .map(|a| one(ctx, world, a).boxed())
+                .collect();
+            futures::stream::iter(writes)
+                .buffer_unordered(DISPATCH_CONCURRENCY)
+                .try_collect::<Vec<()>>()
+                .await?;
+            i += records;
+        } else {
+            one(ctx, world, &actions[i]).await?;
+            i += 1;
+        }
     }
     Ok(())
 }

@@ -30,9 +30,9 @@ async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
     let input = kube::Api::<RoutingTable>::all(lab.client.clone())
         .get("extra")
         .await?;
-    let accepted = input
-        .status
-        .unwrap()
+    let status = input.status.unwrap();
+    assert_eq!(status.revision.as_deref(), Some(first_name.as_str()));
+    let accepted = status
         .conditions
         .into_iter()
         .find(|c| c.type_ == ACCEPTED_CONDITION)
