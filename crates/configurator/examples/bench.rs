@@ -55,8 +55,14 @@ async fn main() -> Result<()> {
             "--health-addr=127.0.0.1:0".into(),
             "--log-format=json".into(),
         ])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
+        .env(
+            "RUST_LOG",
+            std::env::var("BENCH_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .stdout(match std::env::var_os("BENCH_LOG_FILE") {
+            Some(path) => Stdio::from(std::fs::File::create(path)?),
+            None => Stdio::null(),
+        })
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("cannot start {}", bin.display()))?;

@@ -68,7 +68,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
     /// Changes arriving within this window are planned together (at most 100ms).
-    #[arg(long, default_value = "20ms", value_parser = parse_duration)]
+    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
     pub debounce: Duration,
     /// Re-plan at least this often even without changes (timeouts are noticed this late).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
