@@ -154,3 +154,36 @@ async fn the_global_pause_and_a_paused_revision_stop_new_dispatches_until_resume
     all_provisioned(&lab, &names(2), &name, Duration::from_secs(5)).await?;
     cfg.stop().await
 }
+
+#[tokio::test]
+async fn only_nodes_matching_the_node_selector_are_managed() -> R {
+    let lab = Lab::start().await?;
+    lab.add_node("worker-1", &[("role", "worker")], true)
+        .await?;
+    lab.add_node("worker-2", &[("role", "worker")], true)
+        .await?;
+    lab.add_node("control", &[("role", "control-plane")], true)
+        .await?;
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
+    let cfg = lab.configurator(&["--update-limit=5", "--node-selector=role=worker"]);
+    lab.set_table("extra", 100).await?;
+    let rev = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    let workers = ["worker-1".to_string(), "worker-2".to_string()];
+    all_provisioned(
+        &lab,
+        &workers,
+        rev.metadata.name.as_deref().unwrap(),
+        Duration::from_secs(5),
+    )
+    .await?;
+    assert_eq!(rev.status.unwrap().total, 2);
+    let configs = lab.configs().await?;
+    assert!(
+        configs
+            .iter()
+            .all(|c| c.metadata.name.as_deref() != Some("control"))
+    );
+    cfg.stop().await
+}
