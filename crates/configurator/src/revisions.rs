@@ -33,8 +33,11 @@ fn live<K: Clone + Resource>(objs: Vec<Arc<K>>) -> Vec<K> {
 /// Makes sure a revision exists for the current inputs and is the newest by sequence (unless
 /// it is Failed), and sets every input's `Accepted` condition.
 ///
+/// A name clash ([`Error::NameClash`]) is reported on the inputs and in the metrics, and the
+/// pass goes on without a new revision.
+///
 /// # Errors
-/// API errors, and [`Error::NameClash`].
+/// API errors.
 pub async fn sync(ctx: &Context, nodes: &[RenderNode]) -> Result<()> {
     let inputs = Inputs {
         vrfs: live(ctx.stores.vrfs.state()),
@@ -88,13 +91,10 @@ pub async fn sync(ctx: &Context, nodes: &[RenderNode]) -> Result<()> {
                 existing: existing.spec.hash.clone(),
                 wanted: rev.hash.clone(),
             };
-            set_all(
-                ctx,
-                &inputs,
-                &Verdict::rejected("NameClash", err.to_string()),
-            )
-            .await?;
-            return Err(err);
+            // Never overwritten; the rollout of existing revisions goes on meanwhile.
+            tracing::error!(revision = %rev.name, "{err}");
+            ctx.metrics.error(&err);
+            Verdict::rejected("NameClash", err.to_string())
         }
         Some(existing)
             if existing.status.as_ref().and_then(|s| s.phase) == Some(RevisionPhase::Failed) =>

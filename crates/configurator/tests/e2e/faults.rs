@@ -108,3 +108,45 @@ async fn a_revision_recreated_while_the_old_one_is_terminating_waits_and_never_a
     all_provisioned(&lab, &names(2), &name, Duration::from_secs(10)).await?;
     cfg.stop().await
 }
+
+#[tokio::test]
+async fn a_revision_name_taken_by_different_content_is_reported_and_never_overwritten() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 1).await?;
+    // The revision name the inputs will hash to, taken by an object with other content.
+    let table = RoutingTable::new("extra", netrollout_api::RoutingTableSpec { table_id: 100 });
+    let snapshot = netrollout_render::from_objects(&[], &[], &[table]);
+    let name = netrollout_render::Revision::of(&snapshot)?.name;
+    let squatter = NetworkConfigRevision::new(
+        &name,
+        netrollout_api::NetworkConfigRevisionSpec {
+            sequence: 1,
+            hash: format!("sha256:{}", "0".repeat(64)),
+            paused: true,
+            snapshot: netrollout_api::Snapshot::default(),
+        },
+    );
+    let api = Api::<NetworkConfigRevision>::all(lab.client.clone());
+    api.create(&Default::default(), &squatter).await?;
+    lab.set_table("extra", 100).await?;
+    let cfg = lab.configurator(&[]);
+    let inputs = Api::<RoutingTable>::all(lab.client.clone());
+    eventually(Duration::from_secs(10), || async {
+        let t = inputs.get("extra").await?;
+        Ok(t.status.is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == ACCEPTED_CONDITION
+                    && c.reason == "NameClash"
+                    && c.message.contains("never overwritten")
+            })
+        }))
+    })
+    .await?;
+    let after = api.get(&name).await?;
+    assert_eq!(
+        after.spec.hash, squatter.spec.hash,
+        "the clashing revision is untouched"
+    );
+    assert_eq!(lab.revisions().await?.len(), 1);
+    cfg.stop().await
+}
