@@ -147,3 +147,50 @@ async fn an_invalid_input_is_rejected_and_no_revision_is_created() -> R {
     assert!(lab.configs().await?.is_empty(), "nothing rolled out");
     cfg.stop().await
 }
+
+async fn http_get(port: u16, path: &str) -> R<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).await?;
+    Ok(body)
+}
+
+fn free_port() -> R<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+#[tokio::test]
+async fn health_readiness_and_metrics_are_served_once_the_caches_are_synced() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 2).await?;
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(20)));
+    let (m, h) = (free_port()?, free_port()?);
+    let cfg = lab.configurator(&[
+        &format!("--metrics-addr=127.0.0.1:{m}"),
+        &format!("--health-addr=127.0.0.1:{h}"),
+        "--update-limit=2",
+    ]);
+    lab.set_table("extra", 100).await?;
+    lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    assert!(http_get(h, "/healthz").await?.starts_with("HTTP/1.0 200"));
+    assert!(http_get(h, "/readyz").await?.starts_with("HTTP/1.0 200"));
+    let metrics = http_get(m, "/metrics").await?;
+    for line in [
+        "netrollout_configurator_leader 1",
+        "netrollout_configurator_dispatches_total{name=\"join\"} 2",
+        "netrollout_configurator_nodes{name=\"managed\"} 2",
+    ] {
+        assert!(metrics.contains(line), "{line} missing in:\n{metrics}");
+    }
+    assert!(
+        metrics.contains("netrollout_configurator_rollout_duration_seconds_count 1"),
+        "{metrics}"
+    );
+    cfg.stop().await
+}
