@@ -3,7 +3,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::Api;
+use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{DEFAULT_NAMESPACE, RevisionPhase};
 use tokio::process::{Child, Command};
 
@@ -102,4 +102,69 @@ async fn two_configurators_hand_over_when_the_leader_is_killed_without_double_di
         p.kill().await?;
     }
     Ok(())
+}
+
+#[tokio::test]
+async fn a_replica_that_loses_the_lease_stops_writing_until_it_leads_again() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 2).await?;
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(20)));
+    let cfg = lab.configurator(&["--update-limit=2"]);
+    eventually(Duration::from_secs(10), || async {
+        Ok(cfg.metrics.leader.get() == 1)
+    })
+    .await?;
+
+    // Someone else takes the lease (as a replica would after this one missed its renewals).
+    let leases = Api::<Lease>::namespaced(lab.client.clone(), DEFAULT_NAMESPACE);
+    let now = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string();
+    let steal = serde_json::json!({ "spec": {
+        "holderIdentity": "intruder", "renewTime": now, "acquireTime": now, "leaseDurationSeconds": 60,
+    }});
+    leases
+        .patch(
+            "netrollout-configurator",
+            &PatchParams::default(),
+            &Patch::Merge(&steal),
+        )
+        .await?;
+    eventually(Duration::from_secs(10), || async {
+        Ok(cfg.metrics.leader.get() == 0)
+    })
+    .await?;
+    let writes = cfg.metrics.api_writes.get();
+    lab.set_table("extra", 100).await?;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(
+        lab.revisions().await?.is_empty(),
+        "a replica without the lease wrote a revision"
+    );
+    assert_eq!(
+        cfg.metrics.api_writes.get(),
+        writes,
+        "no write request of any kind"
+    );
+
+    // The intruder goes away: the replica takes the lease again and resumes from the API.
+    let release = serde_json::json!({ "spec": { "holderIdentity": null } });
+    leases
+        .patch(
+            "netrollout-configurator",
+            &PatchParams::default(),
+            &Patch::Merge(&release),
+        )
+        .await?;
+    let rev = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    all_provisioned(
+        &lab,
+        &names(2),
+        rev.metadata.name.as_deref().unwrap(),
+        Duration::from_secs(5),
+    )
+    .await?;
+    cfg.stop().await
 }
