@@ -114,6 +114,7 @@ async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
         } => {
             let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
             tracing::info!(revision = %revision, kind = ?kind, count = nodes.len(), nodes = ?names, reason = %reason, "dispatch");
+            let started = std::time::Instant::now();
             let retried = world
                 .ncrs
                 .get(revision.as_str())
@@ -140,6 +141,7 @@ async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
                 .buffer_unordered(DISPATCH_CONCURRENCY)
                 .try_collect::<Vec<()>>()
                 .await?;
+            tracing::debug!(revision = %revision, count = nodes.len(), took_ms = started.elapsed().as_millis(), "dispatch written");
             let (label, event) = match kind {
                 DispatchKind::Rollout => ("rollout", "Dispatched"),
                 DispatchKind::Join => ("join", "Joined"),
