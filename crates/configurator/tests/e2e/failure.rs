@@ -143,3 +143,40 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
     assert!(agents.pickups().len() > pickups_before);
     cfg.stop().await
 }
+
+#[tokio::test]
+async fn a_node_that_hangs_mid_apply_fails_the_revision_after_the_apply_timeout() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 3).await?;
+    let script: Script = Arc::new(|node, spec| {
+        let outcome = if node == "n-0" && has_table(spec, 200) {
+            Outcome::Hang
+        } else {
+            Outcome::Succeed
+        };
+        (Duration::from_millis(50), outcome)
+    });
+    let _agents = Agents::start(lab.client.clone(), script);
+    let cfg = lab.configurator(&["--update-limit=3", "--apply-timeout=1s"]);
+    lab.set_table("extra", 100).await?;
+    let good = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    lab.set_table("extra", 200).await?;
+    let failed = lab
+        .newest_after(
+            good.spec.sequence,
+            RevisionPhase::Failed,
+            Duration::from_secs(20),
+        )
+        .await?;
+    let nodes_failed = failed.status.unwrap().failed_nodes;
+    assert_eq!(nodes_failed.len(), 1, "{nodes_failed:?}");
+    assert_eq!(nodes_failed[0].node, "n-0");
+    assert!(
+        nodes_failed[0].message.to_lowercase().contains("timeout")
+            || nodes_failed[0].message.contains("did not finish"),
+        "{nodes_failed:?}"
+    );
+    cfg.stop().await
+}

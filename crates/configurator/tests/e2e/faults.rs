@@ -150,3 +150,54 @@ async fn a_revision_name_taken_by_different_content_is_reported_and_never_overwr
     assert_eq!(lab.revisions().await?.len(), 1);
     cfg.stop().await
 }
+
+#[tokio::test]
+async fn an_input_being_deleted_counts_as_already_gone() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 1).await?;
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(20)));
+    let cfg = lab.configurator(&[]);
+    lab.set_table("keep", 100).await?;
+    lab.set_table("going", 101).await?;
+    let both = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    assert_eq!(both.spec.snapshot.routing_tables.len(), 2);
+    let inputs = Api::<RoutingTable>::all(lab.client.clone());
+    let hold = serde_json::json!({ "metadata": { "finalizers": ["e2e.netrollout.io/hold"] } });
+    inputs
+        .patch("going", &PatchParams::default(), &Patch::Merge(&hold))
+        .await?;
+    inputs.delete("going", &DeleteParams::default()).await?;
+    let after = lab
+        .newest_after(
+            both.spec.sequence,
+            RevisionPhase::Succeeded,
+            Duration::from_secs(20),
+        )
+        .await?;
+    let names: Vec<&str> = after
+        .spec
+        .snapshot
+        .routing_tables
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(names, ["keep"], "the terminating input is left out");
+    assert!(
+        inputs
+            .get("going")
+            .await?
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+    inputs
+        .patch(
+            "going",
+            &PatchParams::default(),
+            &Patch::Merge(&serde_json::json!({ "metadata": { "finalizers": null } })),
+        )
+        .await?;
+    cfg.stop().await
+}
