@@ -69,6 +69,22 @@ async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
         "each node applied each revision once: {:?}",
         agents.pickups()
     );
+    // Every decision is an Event (cluster-scoped objects' Events go to "default").
+    let events =
+        kube::Api::<k8s_openapi::api::events::v1::Event>::namespaced(lab.client.clone(), "default");
+    let reasons: Vec<String> = events
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect();
+    for reason in ["Created", "Joined", "Dispatched", "Succeeded"] {
+        assert!(
+            reasons.iter().any(|r| r == reason),
+            "no {reason} Event in {reasons:?}"
+        );
+    }
     cfg.stop().await
 }
 
