@@ -21,8 +21,8 @@ pub enum LogFormat {
 #[derive(Clone, Debug, clap::Parser)]
 #[command(name = "netrollout-configurator", version, about)]
 pub struct Args {
-    /// Kubeconfig to use; in-cluster config or `$KUBECONFIG` when absent.
-    #[arg(long, env = "KUBECONFIG")]
+    /// Kubeconfig to use; when absent, `$KUBECONFIG`, `~/.kube/config` or the in-cluster config.
+    #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// Nodes in flight at once across all revisions: a number (`5`) or a percentage of the
     /// managed nodes (`20%`, rounded up).
