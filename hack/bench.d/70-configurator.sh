@@ -6,4 +6,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release --locked -q -p netrollout-configurator --bins --examples
-cargo run --release --locked -q -p netrollout-configurator --example bench
+cargo run --release --locked -q -p netrollout-configurator --example configurator-bench
