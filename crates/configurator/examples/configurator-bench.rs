@@ -1,0 +1,290 @@
+//! The configurator benchmark (`hack/bench.d/70-configurator.sh`): 1,000 simulated nodes
+//! behind the in-process lab API server, agents that take 200 ms each, the real configurator
+//! binary with `--update-limit 50`. Prints hack/bench.sh rows (tab-separated): wall time against
+//! the ideal 20 waves × 0.2 s, API writes per node, the configurator's CPU time and peak RSS,
+//! and the time from a changed input to the first dispatch.
+//!
+//! `BENCH_NODES` overrides the node count (the ideal and the limit stay as above).
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use k8s_openapi::api::core::v1::{Namespace, Node, NodeCondition, NodeStatus};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use netrollout_api::{NetworkConfigRevision, RevisionPhase, RoutingTable, RoutingTableSpec};
+use netrollout_lab_apiserver::{Config, LabServer};
+
+// Shared with the end-to-end tests. Its `lock().unwrap()`s only fail on a poisoned lock, i.e.
+// after an agent task panicked, which should end the benchmark anyway.
+#[allow(clippy::unwrap_used)]
+#[path = "../tests/e2e/agents.rs"]
+mod agents;
+
+const LIMIT: usize = 50;
+const LATENCY: Duration = Duration::from_millis(200);
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let count: usize = std::env::var("BENCH_NODES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let dir = tempfile::tempdir()?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    let server = LabServer::start(Config {
+        kubeconfig: Some(kubeconfig.clone()),
+        ..Config::default()
+    })
+    .await?;
+    let client = server.client()?;
+    setup(&client, count).await?;
+    let agents = agents::Agents::start(client.clone(), agents::healthy(LATENCY));
+
+    let metrics_port = free_port()?;
+    let bin = binary()?;
+    let mut child = tokio::process::Command::new(&bin)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args([
+            format!("--update-limit={LIMIT}"),
+            format!("--metrics-addr=127.0.0.1:{metrics_port}"),
+            "--health-addr=127.0.0.1:0".into(),
+            "--log-format=json".into(),
+        ])
+        .env(
+            "RUST_LOG",
+            std::env::var("BENCH_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .stdout(match std::env::var_os("BENCH_LOG_FILE") {
+            Some(path) => Stdio::from(std::fs::File::create(path)?),
+            None => Stdio::null(),
+        })
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("cannot start {}", bin.display()))?;
+    let pid = child.id().context("no pid")?;
+    let cpu_before = cpu_seconds(pid)?;
+
+    // Rollout 1: wall time from the input being applied to every node Provisioned.
+    let ncrs: Api<NetworkConfigRevision> = Api::all(client.clone());
+    wait_for_lease(&client).await?;
+    let started = Instant::now();
+    set_table(&client, 100).await?;
+    wait_succeeded(&ncrs, 1).await?;
+    let wall = started.elapsed();
+    let writes = api_writes(metrics_port).await?;
+    let cpu = cpu_seconds(pid)? - cpu_before;
+    let rss = peak_rss_mib(pid)?;
+
+    // Rollout 2: a changed input to its first dispatch.
+    let changed = Instant::now();
+    set_table(&client, 101).await?;
+    let first = loop {
+        let seen = agents.record.lock().ok().map(|r| r.first_seen.len());
+        if seen == Some(2) {
+            break changed.elapsed();
+        }
+        if changed.elapsed() > Duration::from_secs(30) {
+            anyhow::bail!("the second revision was never dispatched");
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    };
+    wait_succeeded(&ncrs, 2).await?;
+    let max_in_flight = agents.max_in_flight();
+    child.kill().await?;
+    server.shutdown().await?;
+
+    let waves = count.div_ceil(LIMIT) as f64;
+    let ideal = waves * LATENCY.as_secs_f64();
+    let per_node = writes / count as f64;
+    row(
+        &format!("rollout {count} nodes, limit {LIMIT}, 200ms agents (wall)"),
+        &format!("{:.2}s", wall.as_secs_f64()),
+        &format!("{ideal:.2}s ideal"),
+        wall.as_secs_f64() / ideal,
+        "<= 1.2x",
+    );
+    row(
+        "API writes per node (rollout 1)",
+        &format!("{per_node:.2}"),
+        "4 (goal)",
+        per_node / 4.0,
+        "<= 4",
+    );
+    row(
+        "configurator CPU time (rollout 1)",
+        &format!("{cpu:.2}s"),
+        &format!("{:.2}s wall", wall.as_secs_f64()),
+        cpu / wall.as_secs_f64(),
+        "-",
+    );
+    row(
+        "configurator peak RSS",
+        &format!("{rss:.1}MiB"),
+        "-",
+        f64::NAN,
+        "-",
+    );
+    row(
+        "input change -> first dispatch",
+        &format!("{}ms", first.as_millis()),
+        "200ms (goal)",
+        first.as_secs_f64() / 0.2,
+        "< 200ms",
+    );
+    row(
+        "max nodes in flight",
+        &max_in_flight.to_string(),
+        &LIMIT.to_string(),
+        max_in_flight as f64 / LIMIT as f64,
+        "<= 1.0x",
+    );
+    Ok(())
+}
+
+fn row(bench: &str, measured: &str, baseline: &str, ratio: f64, goal: &str) {
+    let ratio = if ratio.is_nan() {
+        "-".to_string()
+    } else {
+        format!("{ratio:.2}x")
+    };
+    println!("configurator\t{bench}\t{measured}\t{baseline}\t{ratio}\t{goal}");
+}
+
+async fn setup(client: &kube::Client, count: usize) -> Result<()> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in netrollout_api::crds::all() {
+        crds.create(&PostParams::default(), &crd).await?;
+    }
+    let ns: Api<Namespace> = Api::all(client.clone());
+    let mut n = Namespace::default();
+    n.metadata.name = Some(netrollout_api::DEFAULT_NAMESPACE.into());
+    ns.create(&PostParams::default(), &n).await?;
+    let nodes: Api<Node> = Api::all(client.clone());
+    let ready = serde_json::json!({ "status": NodeStatus {
+        conditions: Some(vec![NodeCondition { type_: "Ready".into(), status: "True".into(), ..NodeCondition::default() }]),
+        ..NodeStatus::default()
+    }});
+    for i in 0..count {
+        let name = format!("node-{i:04}");
+        let zone = format!("zone-{}", i % 3);
+        let node = Node {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                labels: Some([(netrollout_api::ZONE_LABEL.to_string(), zone)].into()),
+                ..ObjectMeta::default()
+            },
+            ..Node::default()
+        };
+        nodes.create(&PostParams::default(), &node).await?;
+        nodes
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&ready))
+            .await?;
+    }
+    Ok(())
+}
+
+async fn set_table(client: &kube::Client, id: i64) -> Result<()> {
+    let api: Api<RoutingTable> = Api::all(client.clone());
+    let obj = RoutingTable::new("bench", RoutingTableSpec { table_id: id });
+    api.patch(
+        "bench",
+        &PatchParams::apply("bench").force(),
+        &Patch::Apply(&obj),
+    )
+    .await?;
+    Ok(())
+}
+
+async fn wait_for_lease(client: &kube::Client) -> Result<()> {
+    let api: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), netrollout_api::DEFAULT_NAMESPACE);
+    for _ in 0..600 {
+        let lease = api.get_opt("netrollout-configurator").await?;
+        if lease
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+            .is_some()
+        {
+            // Give the new leader a moment to sync its caches.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    anyhow::bail!("the configurator never took the lease")
+}
+
+async fn wait_succeeded(api: &Api<NetworkConfigRevision>, sequence: i64) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        let done = api.list(&Default::default()).await?.items.iter().any(|r| {
+            r.spec.sequence == sequence
+                && r.status.as_ref().and_then(|s| s.phase) == Some(RevisionPhase::Succeeded)
+        });
+        if done {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    anyhow::bail!("revision {sequence} did not succeed within 120s")
+}
+
+fn binary() -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe
+        .parent()
+        .and_then(|p| p.parent())
+        .context("no target directory")?;
+    Ok(dir.join("netrollout-configurator"))
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn cpu_seconds(pid: u32) -> Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let after = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .context("bad /proc stat")?;
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 (utime, stime) are at 11 and 12 after the command name.
+    let ticks: f64 =
+        f.get(11).context("utime")?.parse::<f64>()? + f.get(12).context("stime")?.parse::<f64>()?;
+    Ok(ticks / 100.0)
+}
+
+fn peak_rss_mib(pid: u32) -> Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .context("no VmHWM")?;
+    let kb: f64 = line
+        .split_whitespace()
+        .nth(1)
+        .context("VmHWM value")?
+        .parse()?;
+    Ok(kb / 1024.0)
+}
+
+async fn api_writes(port: u16) -> Result<f64> {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream
+        .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .await?;
+    let mut body = String::new();
+    stream.read_to_string(&mut body).await?;
+    let line = body
+        .lines()
+        .find(|l| l.starts_with("netrollout_configurator_api_writes_total "))
+        .context("no api_writes metric")?;
+    Ok(line.rsplit(' ').next().unwrap_or("0").parse()?)
+}

@@ -1,0 +1,214 @@
+//! Command-line flags ([`Args`]) and how they become the planner's [`Settings`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use netrollout_rollout::{HistoryLimits, Settings, UpdateLimit};
+
+use crate::error::{Error, Result};
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The configurator's flags. Every duration takes a unit: `250ms`, `2s`, `10m`, `1h`, `1m30s`.
+#[derive(Clone, Debug, clap::Parser)]
+#[command(name = "netrollout-configurator", version, about)]
+pub struct Args {
+    /// Kubeconfig to use; when absent, `$KUBECONFIG`, `~/.kube/config` or the in-cluster config.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Nodes in flight at once across all revisions: a number (`5`) or a percentage of the
+    /// managed nodes (`20%`, rounded up).
+    #[arg(long, default_value = "1")]
+    pub update_limit: UpdateLimit,
+    /// A node that started applying and did not finish within this counts as failed.
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub apply_timeout: Duration,
+    /// A dispatch the node's agent did not pick up within this is withdrawn (never a failure).
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub pickup_timeout: Duration,
+    /// Failed nodes a revision tolerates; one more fails it and halts the rollout.
+    #[arg(long, default_value_t = 0)]
+    pub max_failures: usize,
+    /// Label selector of the managed nodes, e.g. `node-role.kubernetes.io/worker`.
+    #[arg(long, default_value = "")]
+    pub node_selector: String,
+    /// Succeeded and Superseded revisions kept.
+    #[arg(long, default_value_t = 10)]
+    pub revision_history_limit: usize,
+    /// Failed and Blocked revisions kept.
+    #[arg(long, default_value_t = 20)]
+    pub failed_revision_history_limit: usize,
+    /// Namespace of the Lease and of the control ConfigMap.
+    #[arg(long, default_value = netrollout_api::DEFAULT_NAMESPACE)]
+    pub lease_namespace: String,
+    /// Name of the coordination.k8s.io Lease used for leader election.
+    #[arg(long, default_value = "netrollout-configurator")]
+    pub lease_name: String,
+    /// How long a lease stays valid after its last renewal (whole seconds, at least 2s).
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub lease_duration: Duration,
+    /// Every API request is abandoned after this and retried with backoff.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub api_timeout: Duration,
+    /// Where `/metrics` is served.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    pub metrics_addr: SocketAddr,
+    /// Where `/healthz` and `/readyz` are served.
+    #[arg(long, default_value = "0.0.0.0:8081")]
+    pub health_addr: SocketAddr,
+    /// Log format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    /// Changes arriving within this window are planned together (at most 100ms).
+    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+    pub debounce: Duration,
+    /// Re-plan at least this often even without changes (timeouts are noticed this late).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub resync: Duration,
+    /// Identity in the Lease and in Events; `$POD_NAME`, else the hostname.
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+    /// The node this configurator runs on (updated last); usually from the downward API.
+    #[arg(long, env = "NODE_NAME")]
+    pub node_name: Option<String>,
+}
+
+impl Args {
+    /// Checks flags that clap cannot check alone.
+    ///
+    /// # Errors
+    /// [`Error::Flag`] naming the flag and what to give instead.
+    pub fn validate(&self) -> Result<()> {
+        if self.debounce > Duration::from_millis(100) {
+            return Err(Error::Flag {
+                flag: "--debounce",
+                message: format!("{:?} is over the 100ms the design allows", self.debounce),
+            });
+        }
+        if self.lease_duration < Duration::from_secs(2) {
+            return Err(Error::Flag {
+                flag: "--lease-duration",
+                message: "give at least 2s".into(),
+            });
+        }
+        for (flag, d) in [
+            ("--apply-timeout", self.apply_timeout),
+            ("--pickup-timeout", self.pickup_timeout),
+            ("--api-timeout", self.api_timeout),
+            ("--resync", self.resync),
+        ] {
+            if d.is_zero() {
+                return Err(Error::Flag {
+                    flag,
+                    message: "must be above zero".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The planner settings; `paused` is the global pause read from the control ConfigMap.
+    pub fn settings(&self, paused: bool) -> Settings {
+        Settings {
+            update_limit: self.update_limit,
+            apply_timeout: self.apply_timeout,
+            pickup_timeout: self.pickup_timeout,
+            max_failures: self.max_failures,
+            paused,
+            history: HistoryLimits {
+                succeeded: self.revision_history_limit,
+                failed: self.failed_revision_history_limit,
+            },
+        }
+    }
+
+    /// The identity used in the Lease and Events: `--identity`/`$POD_NAME`, else the hostname.
+    pub fn identity(&self) -> String {
+        if let Some(id) = self.identity.as_ref().filter(|s| !s.is_empty()) {
+            return id.clone();
+        }
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| "netrollout-configurator".into())
+    }
+}
+
+/// Parses `250ms`, `2s`, `10m`, `1h` and sums like `1m30s`.
+///
+/// # Errors
+/// A message naming the accepted forms.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("{s:?} is not a duration; write e.g. 250ms, 2s, 10m, 1h or 1m30s");
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    let mut total = Duration::ZERO;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(bad());
+        }
+        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let part = match &rest[..unit] {
+            "ms" => Duration::from_millis(n),
+            "s" => Duration::from_secs(n),
+            "m" => Duration::from_secs(n.saturating_mul(60)),
+            "h" => Duration::from_secs(n.saturating_mul(3600)),
+            _ => return Err(bad()),
+        };
+        total = total.saturating_add(part);
+        rest = &rest[unit..];
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn durations_parse_with_units_and_sums() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert!(parse_duration("5").unwrap_err().contains("1m30s"));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("3d").is_err());
+    }
+
+    #[test]
+    fn default_flags_match_the_documented_defaults() {
+        let a = Args::try_parse_from(["netrollout-configurator"]).unwrap();
+        let s = a.settings(false);
+        assert_eq!(s, Settings::default());
+        assert_eq!(a.lease_name, "netrollout-configurator");
+        assert_eq!(a.lease_namespace, "netrollout-system");
+        a.validate().unwrap();
+    }
+
+    #[test]
+    fn a_percentage_limit_and_a_slow_debounce_are_told_apart() {
+        let a =
+            Args::try_parse_from(["x", "--update-limit", "20%", "--debounce", "200ms"]).unwrap();
+        assert_eq!(a.update_limit, UpdateLimit::Percent(20));
+        let err = a.validate().unwrap_err();
+        assert!(err.to_string().contains("--debounce"), "{err}");
+        assert!(Args::try_parse_from(["x", "--update-limit", "0"]).is_err());
+    }
+}

@@ -1,0 +1,241 @@
+//! [`run`]: watches, leader election, the metrics and health endpoints, and the debounced
+//! reconcile loop. Every replica watches; only the lease holder writes, and it stops writing
+//! the moment the lease is lost.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Node as KubeNode};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+use kube_lease_manager::LeaseManagerBuilder;
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+
+use crate::args::Args;
+use crate::context::{Context, Stores};
+use crate::error::{Error, Result};
+use crate::metrics::{self, Metrics};
+use crate::reconcile;
+
+/// Longest wait between retries of a failed pass.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Runs the configurator until `shutdown` completes (then releases the lease) or a background
+/// task ends (an error: the process should restart). `metrics` is shared with the caller.
+///
+/// # Errors
+/// Invalid flags, a port that cannot be bound, leader-election setup, or an ended task.
+pub async fn run(
+    args: Args,
+    client: Client,
+    metrics: Arc<Metrics>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    args.validate()?;
+    let identity = args.identity();
+    let mut tasks: JoinSet<String> = JoinSet::new();
+    let notify = Arc::new(Notify::new());
+
+    let (addrs, serve_metrics, serve_health) =
+        metrics::serve(metrics.clone(), args.metrics_addr, args.health_addr).await?;
+    tracing::info!(metrics = %addrs[0], health = %addrs[1], identity = %identity, "serving metrics and health");
+    tasks.spawn(async move { format!("metrics server ended: {:?}", serve_metrics.await) });
+    tasks.spawn(async move { format!("health server ended: {:?}", serve_health.await) });
+
+    let stores = start_watches(&client, &args, &notify, &mut tasks);
+
+    let lease = format!("{}/{}", args.lease_namespace, args.lease_name);
+    let secs = args.lease_duration.as_secs().max(2);
+    let manager = LeaseManagerBuilder::new(client.clone(), &args.lease_name)
+        .with_namespace(&args.lease_namespace)
+        .with_identity(&identity)
+        .with_duration(secs)
+        .with_grace((secs / 3).max(1))
+        .build()
+        .await
+        .map_err(|source| Error::Lease {
+            lease: lease.clone(),
+            source,
+        })?;
+    let (leader_rx, lease_task) = manager.watch().await;
+
+    let ctx = Arc::new(Context::new(
+        client,
+        args,
+        stores,
+        metrics.clone(),
+        leader_rx.clone(),
+        identity,
+    ));
+    let result = drive(&ctx, leader_rx, &notify, &mut tasks, shutdown).await;
+    // Dropping every receiver makes the lease task release the lease and end.
+    drop(ctx);
+    tasks.shutdown().await;
+    match tokio::time::timeout(Duration::from_secs(5), lease_task).await {
+        Ok(Ok(Ok(_))) => tracing::info!(lease = %lease, "lease released"),
+        Ok(Ok(Err(e))) => tracing::warn!(lease = %lease, error = %e, "releasing the lease failed"),
+        Ok(Err(e)) => tracing::warn!(lease = %lease, error = %e, "lease task panicked"),
+        Err(_) => tracing::warn!(lease = %lease, "releasing the lease timed out"),
+    }
+    metrics.leader.set(0);
+    result
+}
+
+async fn drive(
+    ctx: &Context,
+    mut leader_rx: tokio::sync::watch::Receiver<bool>,
+    notify: &Notify,
+    tasks: &mut JoinSet<String>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    tokio::pin!(shutdown);
+    let synced = async {
+        let s = &ctx.stores;
+        let _ = tokio::join!(
+            s.vrfs.wait_until_ready(),
+            s.layer2s.wait_until_ready(),
+            s.tables.wait_until_ready(),
+            s.nodes.wait_until_ready(),
+            s.nncs.wait_until_ready(),
+            s.ncrs.wait_until_ready(),
+            s.control.wait_until_ready(),
+        );
+    };
+    tokio::select! {
+        biased;
+        () = &mut shutdown => return Ok(()),
+        Some(ended) = tasks.join_next() => return Err(Error::TaskEnded(describe(ended))),
+        () = synced => {}
+    }
+    ctx.metrics.set_ready();
+    tracing::info!("caches synced");
+    let mut backoff = Duration::ZERO;
+    loop {
+        tokio::select! {
+            biased;
+            () = &mut shutdown => return Ok(()),
+            Some(ended) = tasks.join_next() => return Err(Error::TaskEnded(describe(ended))),
+            changed = leader_rx.changed() => {
+                if changed.is_err() {
+                    return Err(Error::TaskEnded("the lease task ended".into()));
+                }
+                let leading = *leader_rx.borrow_and_update();
+                ctx.metrics.leader.set(i64::from(leading));
+                tracing::info!(leading, "leadership changed");
+            }
+            () = notify.notified() => {}
+            () = tokio::time::sleep(ctx.args.resync) => {}
+        }
+        // Debounce: changes arriving within the window are planned together.
+        tokio::select! {
+            biased;
+            () = &mut shutdown => return Ok(()),
+            () = tokio::time::sleep(ctx.args.debounce) => {}
+        }
+        if !ctx.is_leader() {
+            continue;
+        }
+        let mut lost = ctx.leader.clone();
+        let outcome = tokio::select! {
+            biased;
+            _ = lost.wait_for(|leading| !*leading) => Err(Error::NotLeader),
+            r = reconcile::pass(ctx) => r,
+        };
+        match outcome {
+            Ok(plan) => {
+                backoff = Duration::ZERO;
+                if !plan.actions.is_empty() {
+                    tracing::debug!(actions = plan.actions.len(), mode = ?plan.summary.mode, "pass done");
+                }
+            }
+            Err(e) => {
+                ctx.metrics.error(&e);
+                backoff = if e.is_conflict() {
+                    Duration::from_millis(20)
+                } else {
+                    (backoff * 2).clamp(Duration::from_millis(100), MAX_BACKOFF)
+                };
+                tracing::warn!(error = %e, retry_in = ?backoff, "reconcile pass failed; re-planning from fresh state");
+                tokio::select! {
+                    biased;
+                    () = &mut shutdown => return Ok(()),
+                    () = tokio::time::sleep(backoff) => {}
+                }
+                notify.notify_one();
+            }
+        }
+    }
+}
+
+fn describe(ended: std::result::Result<String, tokio::task::JoinError>) -> String {
+    match ended {
+        Ok(s) => s,
+        Err(e) => format!("task failed: {e}"),
+    }
+}
+
+fn start_watches(
+    client: &Client,
+    args: &Args,
+    notify: &Arc<Notify>,
+    tasks: &mut JoinSet<String>,
+) -> Stores {
+    let all = watcher::Config::default();
+    let mut node_cfg = watcher::Config::default();
+    if !args.node_selector.trim().is_empty() {
+        node_cfg = node_cfg.labels(args.node_selector.trim());
+    }
+    let control_cfg = watcher::Config::default().fields(&format!(
+        "metadata.name={}",
+        netrollout_api::CONTROL_CONFIGMAP
+    ));
+    let c = || client.clone();
+    Stores {
+        vrfs: watch(Api::all(c()), all.clone(), notify, tasks),
+        layer2s: watch(Api::all(c()), all.clone(), notify, tasks),
+        tables: watch(Api::all(c()), all.clone(), notify, tasks),
+        nodes: watch::<KubeNode>(Api::all(c()), node_cfg, notify, tasks),
+        nncs: watch(Api::all(c()), all.clone(), notify, tasks),
+        ncrs: watch(Api::all(c()), all, notify, tasks),
+        control: watch::<ConfigMap>(
+            Api::namespaced(c(), &args.lease_namespace),
+            control_cfg,
+            notify,
+            tasks,
+        ),
+    }
+}
+
+fn watch<K>(
+    api: Api<K>,
+    cfg: watcher::Config,
+    notify: &Arc<Notify>,
+    tasks: &mut JoinSet<String>,
+) -> Store<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let kind = K::kind(&()).to_string();
+    let notify = notify.clone();
+    let stream = reflector::reflector(writer, watcher(api, cfg).default_backoff());
+    tasks.spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(_) => notify.notify_one(),
+                Err(e) => {
+                    tracing::warn!(kind = %kind, error = %e, "watch failed; retrying with backoff")
+                }
+            }
+        }
+        format!("watch of {kind} ended")
+    });
+    reader
+}

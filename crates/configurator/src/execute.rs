@@ -1,0 +1,404 @@
+//! Carrying out the planner's actions, in order, stopping at the first failed write: each
+//! action is one or more API writes, a log line and (for decisions) an Event.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::Node as KubeNode;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions};
+use netrollout_api::{
+    DISPATCH_ANNOTATION, FailedNode, MANAGED_BY_LABEL, NetworkConfigRevision, NodeNetworkConfig,
+    NodeNetworkConfigSpec,
+};
+use netrollout_rollout::{Action, DispatchKind, DispatchRecord, NodeFailure, RevisionPhase};
+
+use crate::context::Context;
+use crate::convert::{self, DispatchJson, UNRESPONSIVE_ANNOTATION};
+use crate::error::{Error, Result};
+use crate::render_cache::RenderCache;
+
+/// Node writes of one dispatch (or of consecutive dispatch records) sent at once.
+const DISPATCH_CONCURRENCY: usize = 64;
+
+/// Everything an action needs besides the context: the current objects by name.
+#[derive(Debug)]
+pub struct World<'a> {
+    /// Managed nodes by name.
+    pub nodes: HashMap<&'a str, &'a KubeNode>,
+    /// Node configs by name.
+    pub nncs: HashMap<&'a str, &'a NodeNetworkConfig>,
+    /// Revisions by name.
+    pub ncrs: HashMap<&'a str, &'a NetworkConfigRevision>,
+    /// Rendered configs per revision.
+    pub renders: &'a RenderCache,
+}
+
+/// Executes `actions` in order; the first failure ends the pass.
+///
+/// # Errors
+/// The first failed write.
+pub async fn run(ctx: &Context, world: &World<'_>, actions: &[Action]) -> Result<()> {
+    let mut i = 0;
+    while i < actions.len() {
+        // Consecutive dispatch records touch different nodes and depend on nothing else in
+        // the plan: they are written concurrently (a wave's pickups would otherwise take one
+        // round trip each).
+        let records = actions[i..]
+            .iter()
+            .take_while(|a| matches!(a, Action::RecordDispatch { .. }))
+            .count();
+        if records > 1 {
+            let writes: Vec<BoxFuture<'_, Result<()>>> = actions[i..i + records]
+                .iter()
+                .map(|a| one(ctx, world, a).boxed())
+                .collect();
+            futures::stream::iter(writes)
+                .buffer_unordered(DISPATCH_CONCURRENCY)
+                .try_collect::<Vec<()>>()
+                .await?;
+            i += records;
+        } else {
+            one(ctx, world, &actions[i]).await?;
+            i += 1;
+        }
+    }
+    Ok(())
+}
+
+async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
+    match action {
+        Action::SetRevisionPhase {
+            revision,
+            phase,
+            reason,
+            failed_nodes,
+        } => set_phase(ctx, world, revision, *phase, reason, failed_nodes).await,
+        Action::MarkUnresponsive {
+            node,
+            revision,
+            restore,
+            at,
+            reason,
+        } => {
+            tracing::warn!(node = %node, revision = %revision, reason = %reason, "dispatch withdrawn: agent unresponsive");
+            let unresponsive = serde_json::json!({
+                DISPATCH_ANNOTATION: null,
+                UNRESPONSIVE_ANNOTATION: convert::format_ts(*at),
+            });
+            match restore {
+                Some(r) => write_node(ctx, world, node, Some(r), unresponsive).await?,
+                None => delete_node_config(ctx, world, node).await?,
+            }
+            if let Some(ncr) = world.ncrs.get(revision.as_str()) {
+                ctx.event(*ncr, true, "Unresponsive", "Withdraw", reason)
+                    .await;
+            }
+            Ok(())
+        }
+        Action::RecordDispatch {
+            node,
+            record,
+            reason,
+        } => {
+            tracing::debug!(node = %node, revision = %record.revision, reason = %reason, "dispatch recorded");
+            write_node(ctx, world, node, None, record_annotations(record)?).await
+        }
+        Action::Dispatch {
+            revision,
+            kind,
+            nodes,
+            reason,
+        } => {
+            let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
+            tracing::info!(revision = %revision, kind = ?kind, count = nodes.len(), nodes = ?names, reason = %reason, "dispatch");
+            let started = std::time::Instant::now();
+            let retried = world
+                .ncrs
+                .get(revision.as_str())
+                .and_then(|r| r.metadata.annotations.as_ref())
+                .and_then(|a| a.get(crate::revisions::RETRIED_ANNOTATION))
+                .map(|v| format!("{revision}@{v}"));
+            let retried = &retried;
+            let writes: Vec<BoxFuture<'_, Result<()>>> = nodes
+                .iter()
+                .map(|n| {
+                    async move {
+                        let mut ann = record_annotations(&n.record)?;
+                        if let Some(v) = retried {
+                            // A person retried this revision: its agent may try it once more
+                            // although it failed there before.
+                            ann[netrollout_api::NODE_RETRY_ANNOTATION] = v.clone().into();
+                        }
+                        write_node(ctx, world, &n.node, Some(revision), ann).await
+                    }
+                    .boxed()
+                })
+                .collect();
+            futures::stream::iter(writes)
+                .buffer_unordered(DISPATCH_CONCURRENCY)
+                .try_collect::<Vec<()>>()
+                .await?;
+            tracing::debug!(revision = %revision, count = nodes.len(), took_ms = started.elapsed().as_millis(), "dispatch written");
+            let (label, event) = match kind {
+                DispatchKind::Rollout => ("rollout", "Dispatched"),
+                DispatchKind::Join => ("join", "Joined"),
+                DispatchKind::Rollback => ("rollback", "RolledBack"),
+            };
+            ctx.metrics.dispatched(label, nodes.len() as u64);
+            if let Some(ncr) = world.ncrs.get(revision.as_str()) {
+                let note = format!("{reason} (nodes: {})", names.join(", "));
+                ctx.event(
+                    *ncr,
+                    *kind == DispatchKind::Rollback,
+                    event,
+                    "Dispatch",
+                    &note,
+                )
+                .await;
+            }
+            Ok(())
+        }
+        Action::Prune { revision, reason } => {
+            tracing::info!(revision = %revision, reason = %reason, "prune");
+            let api: Api<NetworkConfigRevision> = Api::all(ctx.client.clone());
+            let res = ctx
+                .write(
+                    || format!("delete NetworkConfigRevision {revision}"),
+                    api.delete(revision, &DeleteParams::default()),
+                )
+                .await;
+            match res {
+                Ok(_) => {}
+                Err(Error::Api {
+                    source: kube::Error::Api(s),
+                    ..
+                }) if s.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+            let rv = world
+                .ncrs
+                .get(revision.as_str())
+                .and_then(|r| r.metadata.resource_version.clone());
+            ctx.ncr_overlay.deleted(revision, rv);
+            Ok(())
+        }
+    }
+}
+
+fn record_annotations(record: &DispatchRecord) -> Result<serde_json::Value> {
+    let json = serde_json::to_string(&DispatchJson::from_record(record)).map_err(|source| {
+        Error::Serialize {
+            what: "the dispatch record",
+            source,
+        }
+    })?;
+    Ok(serde_json::json!({ DISPATCH_ANNOTATION: json, UNRESPONSIVE_ANNOTATION: null }))
+}
+
+async fn set_phase(
+    ctx: &Context,
+    world: &World<'_>,
+    revision: &str,
+    phase: RevisionPhase,
+    reason: &str,
+    failed: &[NodeFailure],
+) -> Result<()> {
+    let api: Api<NetworkConfigRevision> = Api::all(ctx.client.clone());
+    let mut status = serde_json::json!({ "phase": convert::api_phase(phase), "message": reason });
+    if phase == RevisionPhase::Failed {
+        let nodes: Vec<FailedNode> = failed
+            .iter()
+            .map(|f| FailedNode {
+                node: f.node.clone(),
+                reason: f
+                    .reason
+                    .split(':')
+                    .next()
+                    .unwrap_or("Failed")
+                    .trim()
+                    .to_string(),
+                message: f.reason.clone(),
+                time: Some(convert::to_time(f.at)),
+            })
+            .collect();
+        status["failedNodes"] = serde_json::to_value(nodes).map_err(|source| Error::Serialize {
+            what: "failed nodes",
+            source,
+        })?;
+    }
+    let patched = ctx
+        .write(
+            || format!("set phase {phase:?} on NetworkConfigRevision {revision}"),
+            api.patch_status(
+                revision,
+                &PatchParams::default(),
+                &Patch::Merge(&serde_json::json!({ "status": status })),
+            ),
+        )
+        .await?;
+    let warning = phase.is_bad();
+    if warning {
+        tracing::warn!(revision = %revision, phase = ?phase, reason = %reason, "revision phase");
+    } else {
+        tracing::info!(revision = %revision, phase = ?phase, reason = %reason, "revision phase");
+    }
+    match phase {
+        RevisionPhase::Failed => {
+            ctx.metrics.failures.inc();
+        }
+        RevisionPhase::Succeeded => {
+            if let Some(created) = world
+                .ncrs
+                .get(revision)
+                .and_then(|r| r.metadata.creation_timestamp.as_ref())
+            {
+                let took = convert::now().saturating_since(convert::from_time(created));
+                ctx.metrics.rollout_duration.observe(took.as_secs_f64());
+            }
+        }
+        _ => {}
+    }
+    ctx.event(&patched, warning, &format!("{phase:?}"), "SetPhase", reason)
+        .await;
+    ctx.ncr_overlay.written(patched);
+    Ok(())
+}
+
+/// Writes one node's config: with `revision`, its spec moves to that revision (rendered for
+/// the node) under a resourceVersion precondition, so a spec is never changed on a stale view;
+/// without, only `annotations` are merged.
+async fn write_node(
+    ctx: &Context,
+    world: &World<'_>,
+    node: &str,
+    revision: Option<&String>,
+    annotations: serde_json::Value,
+) -> Result<()> {
+    let api: Api<NodeNetworkConfig> = Api::all(ctx.client.clone());
+    let existing = world.nncs.get(node).copied();
+    let spec = match revision {
+        Some(r) => {
+            let ncr = world
+                .ncrs
+                .get(r.as_str())
+                .ok_or_else(|| Error::UnknownRevision(r.clone()))?;
+            let config = world.renders.config(ncr, node)?;
+            Some(NodeNetworkConfigSpec {
+                revision: r.clone(),
+                config,
+            })
+        }
+        None => None,
+    };
+    let written = match (existing, spec) {
+        (None, Some(spec)) => {
+            let obj = new_config(world.nodes.get(node).copied(), node, spec, &annotations);
+            ctx.write(
+                || format!("create NodeNetworkConfig {node}"),
+                api.create(&PostParams::default(), &obj),
+            )
+            .await?
+        }
+        (None, None) => return Ok(()),
+        (Some(current), spec) => {
+            let mut patch = serde_json::json!({
+                "metadata": { "annotations": annotations, "labels": { MANAGED_BY_LABEL: "netrollout-configurator" } },
+            });
+            if let Some(spec) = spec {
+                patch["metadata"]["resourceVersion"] =
+                    serde_json::json!(current.metadata.resource_version);
+                patch["spec"] = serde_json::to_value(spec).map_err(|source| Error::Serialize {
+                    what: "a node config",
+                    source,
+                })?;
+            }
+            ctx.write(
+                || format!("patch NodeNetworkConfig {node}"),
+                api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)),
+            )
+            .await?
+        }
+    };
+    ctx.nnc_overlay.written(written);
+    Ok(())
+}
+
+fn new_config(
+    node: Option<&KubeNode>,
+    name: &str,
+    spec: NodeNetworkConfigSpec,
+    annotations: &serde_json::Value,
+) -> NodeNetworkConfig {
+    let annotations = annotations.as_object().map(|m| {
+        m.iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect()
+    });
+    let owner = node.and_then(|n| {
+        Some(OwnerReference {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            name: n.metadata.name.clone()?,
+            uid: n.metadata.uid.clone()?,
+            ..OwnerReference::default()
+        })
+    });
+    NodeNetworkConfig {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            labels: Some(
+                [(
+                    MANAGED_BY_LABEL.to_string(),
+                    "netrollout-configurator".to_string(),
+                )]
+                .into(),
+            ),
+            annotations,
+            owner_references: owner.map(|o| vec![o]),
+            ..ObjectMeta::default()
+        },
+        spec,
+        status: None,
+    }
+}
+
+async fn delete_node_config(ctx: &Context, world: &World<'_>, node: &str) -> Result<()> {
+    let Some(current) = world.nncs.get(node) else {
+        return Ok(());
+    };
+    let api: Api<NodeNetworkConfig> = Api::all(ctx.client.clone());
+    let dp = DeleteParams {
+        preconditions: Some(Preconditions {
+            resource_version: current.metadata.resource_version.clone(),
+            uid: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match ctx
+        .write(
+            || format!("delete NodeNetworkConfig {node}"),
+            api.delete(node, &dp),
+        )
+        .await
+    {
+        Ok(_) => {}
+        Err(Error::Api {
+            source: kube::Error::Api(s),
+            ..
+        }) if s.code == 404 => {}
+        Err(e) => return Err(e),
+    }
+    ctx.nnc_overlay
+        .deleted(node, current.metadata.resource_version.clone());
+    Ok(())
+}
+
+/// The current objects, indexed by name.
+pub fn index<K: kube::Resource>(objs: &[Arc<K>]) -> HashMap<&str, &K> {
+    objs.iter()
+        .filter_map(|o| Some((o.meta().name.as_deref()?, o.as_ref())))
+        .collect()
+}

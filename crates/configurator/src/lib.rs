@@ -1,0 +1,45 @@
+//! The netrollout configurator: the leader-elected controller that turns the three input kinds
+//! into content-addressed `NetworkConfigRevision`s and rolls them out to `NodeNetworkConfig`s in
+//! waves, as `ROLLOUT.md` describes. It is the I/O shell around `netrollout-render` (validation,
+//! hashing, per-node configs) and `netrollout-rollout` (the pure planner): it watches the API,
+//! converts what it sees into the planner's types, and carries the planner's actions out with
+//! timeouts, retries with backoff, log lines, Events and metrics.
+//!
+//! Layout:
+//! - [`args`]: command-line flags and the planner settings they give.
+//! - [`controller`]: [`run`] — watches, leader election (kube-lease-manager), HTTP endpoints
+//!   and the debounced reconcile loop.
+//! - [`reconcile`]: one pass — retries, inputs → revision, plan, execute, progress, gauges.
+//! - [`revisions`]: "Revisions" of ROLLOUT.md: create, reuse, wait, clash, block, retry.
+//! - [`accepted`]: the `Accepted` condition on inputs.
+//! - [`convert`]: API objects → planner types; the dispatch-record annotation.
+//! - [`execute`]: the planner's actions as API writes.
+//! - [`render_cache`]: revisions rendered once per node set.
+//! - [`overlay`]: own writes laid over the watch caches until the caches catch up.
+//! - [`context`]: what passes share, and the guarded write path (leader, timeout, counter).
+//! - [`metrics`]: Prometheus metrics, `/metrics`, `/healthz`, `/readyz`.
+//! - [`error`]: the error type, [`Error`].
+//!
+//! Pause, resume and retry work through the API (see `docs/configurator.md`): `spec.paused` on
+//! a revision, `data.paused: "true"` in the `netrollout-control` ConfigMap, and the
+//! `netrollout.io/retry` annotation on a Failed revision.
+
+#![forbid(unsafe_code)]
+
+pub mod accepted;
+pub mod args;
+pub mod context;
+pub mod controller;
+pub mod convert;
+pub mod error;
+pub mod execute;
+pub mod metrics;
+pub mod overlay;
+pub mod reconcile;
+pub mod render_cache;
+pub mod revisions;
+
+pub use args::{Args, LogFormat};
+pub use controller::run;
+pub use error::{Error, Result};
+pub use metrics::Metrics;

@@ -1,0 +1,186 @@
+//! Prometheus metrics and the HTTP endpoints: `/metrics`, `/healthz`, `/readyz`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+
+use crate::error::{Error, Result};
+
+/// One label `phase`, `state`, `kind` or `reason`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Label {
+    /// The value.
+    pub name: String,
+}
+
+fn label(name: &str) -> Label {
+    Label { name: name.into() }
+}
+
+/// Every metric the configurator exports, plus its readiness.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// `netrollout_configurator_revisions{name=<phase>}`.
+    pub revisions: Family<Label, Gauge>,
+    /// `netrollout_configurator_nodes{name=<state>}`: managed, not_ready, in_flight, updated, failed.
+    pub nodes: Family<Label, Gauge>,
+    /// `netrollout_configurator_dispatches_total{name=<kind>}`: nodes dispatched.
+    pub dispatches: Family<Label, Counter>,
+    /// `netrollout_configurator_failures_total`: revisions marked Failed.
+    pub failures: Counter,
+    /// `netrollout_configurator_rollout_duration_seconds`: creation to Succeeded.
+    pub rollout_duration: Histogram,
+    /// `netrollout_configurator_reconcile_errors_total{name=<reason>}`.
+    pub reconcile_errors: Family<Label, Counter>,
+    /// `netrollout_configurator_api_writes_total`: create, patch and delete requests sent.
+    pub api_writes: Counter,
+    /// `netrollout_configurator_leader`: 1 while this replica holds the lease.
+    pub leader: Gauge,
+    ready: AtomicBool,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("netrollout_configurator");
+        let m = Self {
+            revisions: Family::default(),
+            nodes: Family::default(),
+            dispatches: Family::default(),
+            failures: Counter::default(),
+            rollout_duration: Histogram::new([
+                1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0,
+            ]),
+            reconcile_errors: Family::default(),
+            api_writes: Counter::default(),
+            leader: Gauge::default(),
+            ready: AtomicBool::new(false),
+            registry: Registry::default(),
+        };
+        registry.register("revisions", "Revisions by phase", m.revisions.clone());
+        registry.register("nodes", "Managed nodes by state", m.nodes.clone());
+        registry.register(
+            "dispatches",
+            "Nodes dispatched by kind",
+            m.dispatches.clone(),
+        );
+        registry.register("failures", "Revisions marked Failed", m.failures.clone());
+        registry.register(
+            "rollout_duration_seconds",
+            "Time from a revision's creation to Succeeded",
+            m.rollout_duration.clone(),
+        );
+        registry.register(
+            "reconcile_errors",
+            "Failed reconcile passes by reason",
+            m.reconcile_errors.clone(),
+        );
+        registry.register(
+            "api_writes",
+            "API write requests sent",
+            m.api_writes.clone(),
+        );
+        registry.register("leader", "1 while this replica leads", m.leader.clone());
+        Self { registry, ..m }
+    }
+}
+
+impl Metrics {
+    /// Sets a gauge family from `(label, value)` pairs, zeroing labels not given.
+    pub fn set_all(family: &Family<Label, Gauge>, names: &[&str], values: &[(&str, i64)]) {
+        for n in names {
+            let v = values.iter().find(|(k, _)| k == n).map_or(0, |(_, v)| *v);
+            family.get_or_create(&label(n)).set(v);
+        }
+    }
+
+    /// Counts one failed pass.
+    pub fn error(&self, e: &Error) {
+        self.reconcile_errors
+            .get_or_create(&label(e.metric_label()))
+            .inc();
+    }
+
+    /// Counts `n` nodes dispatched with `kind`.
+    pub fn dispatched(&self, kind: &str, n: u64) {
+        self.dispatches.get_or_create(&label(kind)).inc_by(n);
+    }
+
+    /// Marks the caches synced: `/readyz` answers 200 from now on.
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::Relaxed);
+    }
+
+    /// The text exposition.
+    pub fn encode(&self) -> String {
+        let mut s = String::new();
+        if prometheus_client::encoding::text::encode(&mut s, &self.registry).is_err() {
+            s.clear();
+        }
+        s
+    }
+}
+
+/// Binds `metrics_addr` (`/metrics`) and `health_addr` (`/healthz`, `/readyz`); returns the
+/// bound addresses and the serving futures (the caller joins them).
+///
+/// # Errors
+/// [`Error::Listen`] when an address cannot be bound.
+pub async fn serve(
+    metrics: Arc<Metrics>,
+    metrics_addr: SocketAddr,
+    health_addr: SocketAddr,
+) -> Result<(
+    [SocketAddr; 2],
+    impl Future<Output = std::io::Result<()>>,
+    impl Future<Output = std::io::Result<()>>,
+)> {
+    let bind = |addr: SocketAddr| async move {
+        TcpListener::bind(addr)
+            .await
+            .map_err(|source| Error::Listen {
+                addr: addr.to_string(),
+                source,
+            })
+    };
+    let ml = bind(metrics_addr).await?;
+    let hl = bind(health_addr).await?;
+    let local = |l: &TcpListener, a| l.local_addr().unwrap_or(a);
+    let addrs = [local(&ml, metrics_addr), local(&hl, health_addr)];
+    let m = Router::new()
+        .route("/metrics", get(metrics_text))
+        .with_state(metrics.clone());
+    let h = Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .with_state(metrics);
+    Ok(
+        (addrs, async move { axum::serve(ml, m).await }, async move {
+            axum::serve(hl, h).await
+        }),
+    )
+}
+
+async fn metrics_text(State(m): State<Arc<Metrics>>) -> String {
+    m.encode()
+}
+
+async fn readyz(State(m): State<Arc<Metrics>>) -> (StatusCode, &'static str) {
+    if m.ready.load(Ordering::Relaxed) {
+        (StatusCode::OK, "ready")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced yet")
+    }
+}

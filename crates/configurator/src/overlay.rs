@@ -1,0 +1,188 @@
+//! [`Overlay`]: the configurator's own writes, laid over the watch caches until the caches
+//! catch up, so that a pass planned right after a write never sees the state before it (which
+//! would free slots that are taken and breach the update limit).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kube::Resource;
+
+/// Entries older than this are dropped even if the cache never showed the write.
+const MAX_AGE: Duration = Duration::from_secs(30);
+
+/// Written objects by name, until the watch cache holds them or something newer.
+#[derive(Debug)]
+pub struct Overlay<K> {
+    entries: Mutex<HashMap<String, Entry<K>>>,
+}
+
+#[derive(Debug)]
+struct Entry<K> {
+    /// The object as the write returned it; `None` after a delete.
+    after: Option<Arc<K>>,
+    /// resourceVersion returned by the write (or the last one seen before a delete).
+    rv: Option<String>,
+    at: Instant,
+}
+
+impl<K> Default for Overlay<K> {
+    fn default() -> Self {
+        Self {
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: Resource + Clone> Overlay<K> {
+    /// Records an object as a create, update or patch returned it.
+    pub fn written(&self, obj: K) {
+        let Some(name) = obj.meta().name.clone() else {
+            return;
+        };
+        let rv = obj.meta().resource_version.clone();
+        self.insert(
+            name,
+            Entry {
+                after: Some(Arc::new(obj)),
+                rv,
+                at: Instant::now(),
+            },
+        );
+    }
+
+    /// Records a delete of `name`, which had resourceVersion `rv`.
+    pub fn deleted(&self, name: &str, rv: Option<String>) {
+        self.insert(
+            name.to_string(),
+            Entry {
+                after: None,
+                rv,
+                at: Instant::now(),
+            },
+        );
+    }
+
+    fn insert(&self, name: String, e: Entry<K>) {
+        if let Ok(mut m) = self.entries.lock() {
+            m.insert(name, e);
+        }
+    }
+
+    /// The cache's objects with the newer writes laid over them.
+    pub fn view(&self, cached: Vec<Arc<K>>) -> Vec<Arc<K>> {
+        let Ok(mut m) = self.entries.lock() else {
+            return cached;
+        };
+        m.retain(|_, e| e.at.elapsed() < MAX_AGE);
+        let mut out = Vec::with_capacity(cached.len() + m.len());
+        let mut seen = std::collections::HashSet::new();
+        for obj in cached {
+            let name = obj.meta().name.clone().unwrap_or_default();
+            match m.get(&name) {
+                None => out.push(obj),
+                Some(e) => {
+                    seen.insert(name.clone());
+                    let cache_rv = obj.meta().resource_version.as_deref();
+                    if e.after.is_none() {
+                        // Deleted by us: hidden until the cache drops it too.
+                        continue;
+                    }
+                    if newer_or_same(cache_rv, e.rv.as_deref()) {
+                        m.remove(&name);
+                        out.push(obj);
+                    } else if let Some(after) = &e.after {
+                        out.push(after.clone());
+                    }
+                }
+            }
+        }
+        // Written objects the cache does not hold: created by us and not seen yet, or gone.
+        m.retain(|name, e| seen.contains(name) || e.after.is_some());
+        for (name, e) in m.iter() {
+            if !seen.contains(name)
+                && let Some(after) = &e.after
+            {
+                out.push(after.clone());
+            }
+        }
+        out
+    }
+}
+
+/// Whether the cache's resourceVersion is at least the written one. resourceVersions are
+/// compared as integers when both are (etcd revisions and the lab server's are); otherwise
+/// any difference counts as newer.
+fn newer_or_same(cache: Option<&str>, written: Option<&str>) -> bool {
+    match (cache, written) {
+        (Some(c), Some(w)) => match (c.parse::<u64>(), w.parse::<u64>()) {
+            (Ok(c), Ok(w)) => c >= w,
+            _ => true,
+        },
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+
+    fn cm(name: &str, rv: &str, v: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                resource_version: Some(rv.into()),
+                ..ObjectMeta::default()
+            },
+            data: Some([("v".to_string(), v.to_string())].into()),
+            ..ConfigMap::default()
+        }
+    }
+
+    fn values(v: &[Arc<ConfigMap>]) -> Vec<String> {
+        let mut out: Vec<String> = v
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}={}",
+                    c.metadata.name.as_deref().unwrap(),
+                    c.data.as_ref().unwrap()["v"]
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn a_write_hides_the_stale_cached_object_until_the_cache_catches_up() {
+        let o = Overlay::default();
+        o.written(cm("a", "7", "new"));
+        assert_eq!(
+            values(&o.view(vec![Arc::new(cm("a", "5", "old"))])),
+            ["a=new"]
+        );
+        assert_eq!(
+            values(&o.view(vec![Arc::new(cm("a", "9", "newer"))])),
+            ["a=newer"]
+        );
+        // The entry is gone: an older cache view is shown as it is.
+        assert_eq!(
+            values(&o.view(vec![Arc::new(cm("a", "5", "old"))])),
+            ["a=old"]
+        );
+    }
+
+    #[test]
+    fn created_objects_show_before_the_cache_has_them_and_deleted_ones_vanish() {
+        let o = Overlay::default();
+        o.written(cm("new", "3", "x"));
+        o.deleted("gone", Some("2".into()));
+        let view = o.view(vec![Arc::new(cm("gone", "2", "y"))]);
+        assert_eq!(values(&view), ["new=x"]);
+        // Once the cache dropped it, the delete entry is forgotten.
+        assert_eq!(values(&o.view(vec![])), ["new=x"]);
+    }
+}

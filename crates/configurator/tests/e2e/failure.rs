@@ -1,0 +1,182 @@
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use kube::api::{Api, Patch, PatchParams};
+use netrollout_api::{
+    ACCEPTED_CONDITION, NetworkConfigRevision, RETRY_ANNOTATION, RevisionPhase, RoutingTable,
+};
+
+use crate::agents::{Agents, Outcome, Script};
+use crate::lab::{Lab, R, eventually};
+use crate::{all_provisioned, has_table, names, nodes};
+
+/// Agents fail every config with table 666 while `bad` is set; everything else succeeds.
+fn fails_table_666(bad: Arc<AtomicBool>) -> Script {
+    Arc::new(move |_, spec| {
+        if has_table(spec, 666) && bad.load(Ordering::SeqCst) {
+            (Duration::from_millis(100), Outcome::Fail)
+        } else {
+            (Duration::from_millis(100), Outcome::Succeed)
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_failing_node_halts_the_rollout_and_its_wave_goes_back_to_the_known_good_revision() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 5).await?;
+    let agents = Agents::start(
+        lab.client.clone(),
+        fails_table_666(Arc::new(AtomicBool::new(true))),
+    );
+    let cfg = lab.configurator(&["--update-limit=2"]);
+    lab.set_table("extra", 100).await?;
+    let good = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    let good_name = good.metadata.name.clone().unwrap();
+
+    lab.set_table("extra", 666).await?;
+    let bad = lab
+        .newest_in(RevisionPhase::Failed, Duration::from_secs(20))
+        .await?;
+    let bad_name = bad.metadata.name.clone().unwrap();
+    let status = bad.status.clone().unwrap();
+    assert!(
+        !status.failed_nodes.is_empty(),
+        "failed nodes are listed: {status:?}"
+    );
+    assert!(
+        status
+            .failed_nodes
+            .iter()
+            .all(|f| f.time.is_some() && !f.message.is_empty())
+    );
+
+    // Every node ends on the known-good revision; only the first wave ever saw the bad one.
+    all_provisioned(&lab, &names(5), &good_name, Duration::from_secs(20)).await?;
+    let bad_pickups: Vec<_> = agents
+        .pickups()
+        .into_iter()
+        .filter(|(_, r)| *r == bad_name)
+        .collect();
+    assert!(
+        bad_pickups.len() <= 2,
+        "the blast radius is one wave: {bad_pickups:?}"
+    );
+    assert!(agents.max_in_flight() <= 2);
+    cfg.stop().await
+}
+
+#[tokio::test]
+async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 3).await?;
+    let bad = Arc::new(AtomicBool::new(true));
+    let agents = Agents::start(lab.client.clone(), fails_table_666(bad.clone()));
+    let cfg = lab.configurator(&["--update-limit=1"]);
+    lab.set_table("extra", 100).await?;
+    lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    lab.set_table("extra", 666).await?;
+    let failed = lab
+        .newest_in(RevisionPhase::Failed, Duration::from_secs(20))
+        .await?;
+    let failed_name = failed.metadata.name.clone().unwrap();
+    lab.set_table("extra", 200).await?;
+    let fixed = lab
+        .newest_after(
+            failed.spec.sequence,
+            RevisionPhase::Succeeded,
+            Duration::from_secs(20),
+        )
+        .await?;
+    let fixed_name = fixed.metadata.name.clone().unwrap();
+    all_provisioned(&lab, &names(3), &fixed_name, Duration::from_secs(10)).await?;
+
+    // The same bad content again: refused, with the reason on the input.
+    bad.store(false, Ordering::SeqCst);
+    lab.set_table("extra", 666).await?;
+    let inputs = Api::<RoutingTable>::all(lab.client.clone());
+    eventually(Duration::from_secs(10), || async {
+        let t = inputs.get("extra").await?;
+        Ok(t.status.is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == ACCEPTED_CONDITION
+                    && c.status == "False"
+                    && c.message
+                        .contains(&format!("identical to failed revision {failed_name}"))
+            })
+        }))
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pickups_before = agents.pickups().len();
+    assert_eq!(
+        lab.revisions().await?.len(),
+        3,
+        "no new revision for the same content"
+    );
+    all_provisioned(&lab, &names(3), &fixed_name, Duration::from_secs(1)).await?;
+
+    // A person retries it: it becomes the newest revision and rolls out.
+    let api = Api::<NetworkConfigRevision>::all(lab.client.clone());
+    let patch = serde_json::json!({ "metadata": { "annotations": { RETRY_ANNOTATION: "now" } } });
+    api.patch(&failed_name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    let retried = lab
+        .newest_after(
+            fixed.spec.sequence,
+            RevisionPhase::Succeeded,
+            Duration::from_secs(20),
+        )
+        .await?;
+    assert_eq!(retried.metadata.name.as_deref(), Some(failed_name.as_str()));
+    assert!(retried.spec.sequence > fixed.spec.sequence);
+    let annotations = retried.metadata.annotations.unwrap_or_default();
+    assert!(
+        !annotations.contains_key(RETRY_ANNOTATION),
+        "the retry request is consumed"
+    );
+    all_provisioned(&lab, &names(3), &failed_name, Duration::from_secs(10)).await?;
+    assert!(agents.pickups().len() > pickups_before);
+    cfg.stop().await
+}
+
+#[tokio::test]
+async fn a_node_that_hangs_mid_apply_fails_the_revision_after_the_apply_timeout() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 3).await?;
+    let script: Script = Arc::new(|node, spec| {
+        let outcome = if node == "n-0" && has_table(spec, 200) {
+            Outcome::Hang
+        } else {
+            Outcome::Succeed
+        };
+        (Duration::from_millis(50), outcome)
+    });
+    let _agents = Agents::start(lab.client.clone(), script);
+    let cfg = lab.configurator(&["--update-limit=3", "--apply-timeout=1s"]);
+    lab.set_table("extra", 100).await?;
+    let good = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    lab.set_table("extra", 200).await?;
+    let failed = lab
+        .newest_after(
+            good.spec.sequence,
+            RevisionPhase::Failed,
+            Duration::from_secs(20),
+        )
+        .await?;
+    let nodes_failed = failed.status.unwrap().failed_nodes;
+    assert_eq!(nodes_failed.len(), 1, "{nodes_failed:?}");
+    assert_eq!(nodes_failed[0].node, "n-0");
+    assert!(
+        nodes_failed[0].message.to_lowercase().contains("timeout")
+            || nodes_failed[0].message.contains("did not finish"),
+        "{nodes_failed:?}"
+    );
+    cfg.stop().await
+}

@@ -1,0 +1,259 @@
+//! The lab for end-to-end tests: an in-process lab API server with the CRDs installed, nodes,
+//! inputs, and configurators run in-process (library `run`) or as real processes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use k8s_openapi::api::core::v1::{Namespace, Node, NodeCondition, NodeStatus};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use netrollout_api::{
+    NetworkConfigRevision, NodeNetworkConfig, RevisionPhase, RoutingTable, RoutingTableSpec,
+};
+use netrollout_configurator::{Args, Metrics};
+use netrollout_lab_apiserver::{Config, LabServer};
+use tempfile::TempDir;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub type R<T = ()> = anyhow::Result<T>;
+
+pub struct Lab {
+    pub server: LabServer,
+    pub client: Client,
+    pub dir: TempDir,
+}
+
+impl Lab {
+    pub async fn start() -> R<Lab> {
+        let dir = tempfile::tempdir()?;
+        let cfg = Config {
+            kubeconfig: Some(dir.path().join("kubeconfig")),
+            ..Config::default()
+        };
+        let server = LabServer::start(cfg).await?;
+        let client = server.client()?;
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        for crd in netrollout_api::crds::all() {
+            crds.create(&PostParams::default(), &crd).await?;
+        }
+        let ns: Api<Namespace> = Api::all(client.clone());
+        let mut n = Namespace::default();
+        n.metadata.name = Some(netrollout_api::DEFAULT_NAMESPACE.into());
+        ns.create(&PostParams::default(), &n).await?;
+        // The CRDs are served once discovery shows them.
+        let rts: Api<RoutingTable> = Api::all(client.clone());
+        eventually(Duration::from_secs(10), || async {
+            Ok(rts.list(&Default::default()).await.is_ok())
+        })
+        .await?;
+        Ok(Lab {
+            server,
+            client,
+            dir,
+        })
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("kubeconfig")
+    }
+
+    pub async fn add_node(&self, name: &str, labels: &[(&str, &str)], ready: bool) -> R {
+        let api: Api<Node> = Api::all(self.client.clone());
+        let node = Node {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect::<BTreeMap<_, _>>(),
+                ),
+                ..ObjectMeta::default()
+            },
+            ..Node::default()
+        };
+        api.create(&PostParams::default(), &node).await?;
+        self.set_ready(name, ready).await
+    }
+
+    pub async fn set_ready(&self, name: &str, ready: bool) -> R {
+        let api: Api<Node> = Api::all(self.client.clone());
+        let status = NodeStatus {
+            conditions: Some(vec![NodeCondition {
+                type_: "Ready".into(),
+                status: if ready { "True" } else { "False" }.into(),
+                ..NodeCondition::default()
+            }]),
+            ..NodeStatus::default()
+        };
+        api.patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&serde_json::json!({ "status": status })),
+        )
+        .await?;
+        Ok(())
+    }
+
+    pub async fn delete_node(&self, name: &str) -> R {
+        let api: Api<Node> = Api::all(self.client.clone());
+        api.delete(name, &DeleteParams::default()).await?;
+        Ok(())
+    }
+
+    /// Creates or replaces a RoutingTable input (the simplest input kind).
+    pub async fn set_table(&self, name: &str, table_id: i64) -> R {
+        let api: Api<RoutingTable> = Api::all(self.client.clone());
+        let obj = RoutingTable::new(name, RoutingTableSpec { table_id });
+        let pp = PatchParams::apply("e2e-test").force();
+        api.patch(name, &pp, &Patch::Apply(&obj)).await?;
+        Ok(())
+    }
+
+    pub async fn revisions(&self) -> R<Vec<NetworkConfigRevision>> {
+        let api: Api<NetworkConfigRevision> = Api::all(self.client.clone());
+        let mut list = api.list(&Default::default()).await?.items;
+        list.sort_by_key(|r| r.spec.sequence);
+        Ok(list)
+    }
+
+    pub async fn configs(&self) -> R<Vec<NodeNetworkConfig>> {
+        let api: Api<NodeNetworkConfig> = Api::all(self.client.clone());
+        Ok(api.list(&Default::default()).await?.items)
+    }
+
+    /// Waits until the newest revision by sequence is in `phase`; returns it.
+    pub async fn newest_in(
+        &self,
+        phase: RevisionPhase,
+        within: Duration,
+    ) -> R<NetworkConfigRevision> {
+        self.newest_after(0, phase, within).await
+    }
+
+    /// Waits until the newest revision has a sequence above `sequence` and is in `phase`.
+    pub async fn newest_after(
+        &self,
+        sequence: i64,
+        phase: RevisionPhase,
+        within: Duration,
+    ) -> R<NetworkConfigRevision> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let revs = self.revisions().await?;
+            let newest = revs.last();
+            if let Some(r) = newest.filter(|r| {
+                r.spec.sequence > sequence && r.status.as_ref().and_then(|s| s.phase) == Some(phase)
+            }) {
+                return Ok(r.clone());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let seen: Vec<_> = revs
+                    .iter()
+                    .map(|r| {
+                        (
+                            r.metadata.name.clone(),
+                            r.spec.sequence,
+                            r.status.as_ref().and_then(|s| s.phase),
+                        )
+                    })
+                    .collect();
+                anyhow::bail!(
+                    "no revision after sequence {sequence} reached {phase:?} within {within:?}; revisions: {seen:?}"
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The flags of a test configurator: short timeouts, ports picked by the OS.
+    pub fn args(&self, extra: &[&str]) -> Args {
+        let mut argv = vec![
+            "netrollout-configurator".to_string(),
+            "--apply-timeout=2s".into(),
+            "--pickup-timeout=3s".into(),
+            "--api-timeout=2s".into(),
+            "--lease-duration=3s".into(),
+            "--metrics-addr=127.0.0.1:0".into(),
+            "--health-addr=127.0.0.1:0".into(),
+            "--resync=200ms".into(),
+            "--debounce=10ms".into(),
+        ];
+        // A flag given in `extra` replaces the default above.
+        argv.retain(|a| {
+            let flag = a.split('=').next().unwrap_or_default();
+            !extra.iter().any(|e| e.split('=').next() == Some(flag))
+        });
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        Args::parse_from(argv)
+    }
+
+    /// Runs a configurator in this process until the returned handle is stopped.
+    pub fn configurator(&self, extra: &[&str]) -> Configurator {
+        let mut args = self.args(extra);
+        args.identity = Some(format!("e2e-{}", rand_suffix()));
+        let metrics = Arc::new(Metrics::default());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let client = self.client.clone();
+        let m = metrics.clone();
+        let task = tokio::spawn(async move {
+            netrollout_configurator::run(args, client, m, async {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        Configurator {
+            stop: Some(stop),
+            task,
+            metrics,
+        }
+    }
+}
+
+pub struct Configurator {
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<netrollout_configurator::Result<()>>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl Configurator {
+    pub async fn stop(mut self) -> R {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        (&mut self.task).await??;
+        Ok(())
+    }
+}
+
+fn rand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Polls `check` every 50 ms until it returns true or `within` passes.
+pub async fn eventually<F, Fut>(within: Duration, mut check: F) -> R
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = R<bool>>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    let mut last = None;
+    loop {
+        match check().await {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => last = Some(e),
+        }
+        if tokio::time::Instant::now() >= deadline {
+            anyhow::bail!("condition not met within {within:?} (last error: {last:?})");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

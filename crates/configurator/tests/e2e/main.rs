@@ -1,0 +1,67 @@
+//! End-to-end tests: the configurator against the in-process lab API server, with simulated
+//! agents that write status the way the real agent does.
+//!
+//! - `rollout`: waves under the update limit, revisions reused and superseded, invalid inputs.
+//! - `failure`: a failing node halts and reverts; a failed config stays blocked until retried.
+//! - `fleet`: nodes joining, leaving and NotReady mid-rollout; unresponsive agents; pauses.
+//! - `faults`: API errors injected by the lab server; a revision deleted while terminating.
+//! - `leader`: two configurator processes, the leader killed mid-rollout.
+
+// A test crate: its helpers may panic (clippy.toml allows this only inside `#[test]` functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod agents;
+mod failure;
+mod faults;
+mod fleet;
+mod lab;
+mod leader;
+mod rollout;
+
+use std::time::Duration;
+
+use netrollout_api::NodeNetworkConfig;
+
+/// Nodes `n-0` .. `n-{count-1}`, Ready, no labels.
+async fn nodes(lab: &lab::Lab, count: usize) -> lab::R {
+    for i in 0..count {
+        lab.add_node(&format!("n-{i}"), &[], true).await?;
+    }
+    Ok(())
+}
+
+/// Waits until every listed node's config names `revision` and reports Provisioned for it.
+async fn all_provisioned(
+    lab: &lab::Lab,
+    nodes: &[String],
+    revision: &str,
+    within: Duration,
+) -> lab::R {
+    lab::eventually(within, || async {
+        let configs = lab.configs().await?;
+        Ok(nodes.iter().all(|n| {
+            configs
+                .iter()
+                .any(|c| c.metadata.name.as_deref() == Some(n.as_str()) && provisioned(c, revision))
+        }))
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("not every node of {nodes:?} provisioned {revision}: {e}"))
+}
+
+fn provisioned(c: &NodeNetworkConfig, revision: &str) -> bool {
+    c.spec.revision == revision
+        && c.status.as_ref().is_some_and(|s| {
+            s.observed_revision.as_deref() == Some(revision)
+                && s.phase == Some(netrollout_api::NodePhase::Provisioned)
+        })
+}
+
+fn names(count: usize) -> Vec<String> {
+    (0..count).map(|i| format!("n-{i}")).collect()
+}
+
+/// Whether `spec` carries a routing table with `id`.
+fn has_table(spec: &netrollout_api::NodeNetworkConfigSpec, id: u32) -> bool {
+    spec.config.routing_tables.iter().any(|t| t.table_id == id)
+}

@@ -1,0 +1,212 @@
+use std::time::Duration;
+
+use netrollout_api::{ACCEPTED_CONDITION, RevisionPhase, RoutingTable};
+
+use crate::agents::{Agents, healthy};
+use crate::lab::{Lab, R, eventually};
+use crate::{all_provisioned, names, nodes};
+
+#[tokio::test]
+async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 6).await?;
+    let agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(150)));
+    let cfg = lab.configurator(&["--update-limit=2"]);
+    lab.set_table("extra", 100).await?;
+    let first = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    let first_name = first.metadata.name.clone().unwrap();
+    all_provisioned(&lab, &names(6), &first_name, Duration::from_secs(5)).await?;
+    assert_eq!(first.spec.sequence, 1);
+    // Progress is written in the same pass as the phase, right after it.
+    eventually(Duration::from_secs(5), || async {
+        let revs = lab.revisions().await?;
+        Ok(revs[0].status.as_ref().and_then(|s| s.progress.as_deref()) == Some("6/6"))
+    })
+    .await?;
+
+    // The input says which revision holds it.
+    let input = kube::Api::<RoutingTable>::all(lab.client.clone())
+        .get("extra")
+        .await?;
+    let status = input.status.unwrap();
+    assert_eq!(status.revision.as_deref(), Some(first_name.as_str()));
+    let accepted = status
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == ACCEPTED_CONDITION)
+        .unwrap();
+    assert_eq!(accepted.status, "True");
+    assert!(
+        accepted.message.contains(&first_name),
+        "{}",
+        accepted.message
+    );
+
+    // A second change is a second revision with the next sequence.
+    lab.set_table("extra", 101).await?;
+    let second = lab
+        .newest_after(1, RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    assert_eq!(second.spec.sequence, 2);
+    let second_name = second.metadata.name.clone().unwrap();
+    all_provisioned(&lab, &names(6), &second_name, Duration::from_secs(5)).await?;
+
+    assert!(
+        agents.max_in_flight() <= 2,
+        "limit breached: {} in flight",
+        agents.max_in_flight()
+    );
+    assert_eq!(
+        agents.max_in_flight(),
+        2,
+        "waves should use the whole limit"
+    );
+    assert_eq!(
+        agents.pickups().len(),
+        12,
+        "each node applied each revision once: {:?}",
+        agents.pickups()
+    );
+    // Every decision is an Event (cluster-scoped objects' Events go to "default").
+    let events =
+        kube::Api::<k8s_openapi::api::events::v1::Event>::namespaced(lab.client.clone(), "default");
+    let reasons: Vec<String> = events
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect();
+    for reason in ["Created", "Joined", "Dispatched", "Succeeded"] {
+        assert!(
+            reasons.iter().any(|r| r == reason),
+            "no {reason} Event in {reasons:?}"
+        );
+    }
+    cfg.stop().await
+}
+
+#[tokio::test]
+async fn undoing_a_change_reuses_the_older_revision_with_a_raised_sequence() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 2).await?;
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
+    let cfg = lab.configurator(&["--update-limit=100%"]);
+    lab.set_table("extra", 100).await?;
+    let a = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    lab.set_table("extra", 101).await?;
+    eventually(Duration::from_secs(20), || async {
+        Ok(lab.revisions().await?.len() == 2)
+    })
+    .await?;
+    let b = lab
+        .newest_after(1, RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    lab.set_table("extra", 100).await?;
+    let again = lab
+        .newest_after(
+            b.spec.sequence,
+            RevisionPhase::Succeeded,
+            Duration::from_secs(20),
+        )
+        .await?;
+    assert_eq!(
+        again.metadata.name, a.metadata.name,
+        "the same content never gets two names"
+    );
+    assert_eq!(again.metadata.uid, a.metadata.uid, "the object is reused");
+    assert!(
+        again.spec.sequence > b.spec.sequence,
+        "{} !> {}",
+        again.spec.sequence,
+        b.spec.sequence
+    );
+    assert_eq!(lab.revisions().await?.len(), 2);
+    all_provisioned(
+        &lab,
+        &names(2),
+        a.metadata.name.as_deref().unwrap(),
+        Duration::from_secs(10),
+    )
+    .await?;
+    cfg.stop().await
+}
+
+#[tokio::test]
+async fn an_invalid_input_is_rejected_and_no_revision_is_created() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 2).await?;
+    let cfg = lab.configurator(&[]);
+    // Two tables claiming the same id.
+    lab.set_table("one", 300).await?;
+    lab.set_table("two", 300).await?;
+    let api = kube::Api::<RoutingTable>::all(lab.client.clone());
+    eventually(Duration::from_secs(10), || async {
+        let two = api.get("two").await?;
+        Ok(two.status.is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == ACCEPTED_CONDITION && c.status == "False" && c.message.contains("300")
+            })
+        }))
+    })
+    .await?;
+    // Give a wrong configurator time to create something, then check that it did not.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        lab.revisions().await?.is_empty(),
+        "no revision from invalid inputs"
+    );
+    assert!(lab.configs().await?.is_empty(), "nothing rolled out");
+    cfg.stop().await
+}
+
+async fn http_get(port: u16, path: &str) -> R<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).await?;
+    Ok(body)
+}
+
+fn free_port() -> R<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+#[tokio::test]
+async fn health_readiness_and_metrics_are_served_once_the_caches_are_synced() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 2).await?;
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(20)));
+    let (m, h) = (free_port()?, free_port()?);
+    let cfg = lab.configurator(&[
+        &format!("--metrics-addr=127.0.0.1:{m}"),
+        &format!("--health-addr=127.0.0.1:{h}"),
+        "--update-limit=2",
+    ]);
+    lab.set_table("extra", 100).await?;
+    lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    assert!(http_get(h, "/healthz").await?.starts_with("HTTP/1.0 200"));
+    assert!(http_get(h, "/readyz").await?.starts_with("HTTP/1.0 200"));
+    let metrics = http_get(m, "/metrics").await?;
+    for line in [
+        "netrollout_configurator_leader 1",
+        "netrollout_configurator_dispatches_total{name=\"join\"} 2",
+        "netrollout_configurator_nodes{name=\"managed\"} 2",
+    ] {
+        assert!(metrics.contains(line), "{line} missing in:\n{metrics}");
+    }
+    assert!(
+        metrics.contains("netrollout_configurator_rollout_duration_seconds_count 1"),
+        "{metrics}"
+    );
+    cfg.stop().await
+}
