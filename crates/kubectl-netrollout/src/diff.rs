@@ -67,7 +67,13 @@ fn walk(path: &str, old: Option<&Value>, new: Option<&Value>, out: &mut Vec<Chan
                 walk(&join(k), a.get(k), b.get(k), out);
             }
         }
-        (Some(Value::Array(a)), Some(Value::Array(b))) => match (keyed(a), keyed(b)) {
+        // A missing list and an empty one are the same: compare element by element.
+        (None | Some(Value::Null), Some(Value::Array(_))) => walk(path, Some(&EMPTY), new, out),
+        (Some(Value::Array(_)), None | Some(Value::Null)) => walk(path, old, Some(&EMPTY), out),
+        (Some(Value::Array(a)), Some(Value::Array(b))) => match (
+            keyed(a).or_else(|| keyed_like(b, a)),
+            keyed(b).or_else(|| keyed_like(a, b)),
+        ) {
             (Some((ka, ma)), Some((kb, mb))) if ka == kb => {
                 let ids: BTreeSet<&String> = ma.keys().chain(mb.keys()).collect();
                 for id in ids {
@@ -98,6 +104,20 @@ fn walk(path: &str, old: Option<&Value>, new: Option<&Value>, out: &mut Vec<Chan
             old: old.filter(|v| !v.is_null()).cloned(),
             new: new.filter(|v| !v.is_null()).cloned(),
         }),
+    }
+}
+
+static EMPTY: Value = Value::Array(Vec::new());
+
+/// An empty list takes the identity field of the list it is compared with.
+fn keyed_like<'a>(
+    other: &[Value],
+    items: &'a [Value],
+) -> Option<(&'static str, BTreeMap<String, &'a Value>)> {
+    if items.is_empty() {
+        keyed(other).map(|(k, _)| (k, BTreeMap::new()))
+    } else {
+        None
     }
 }
 
@@ -301,6 +321,23 @@ mod tests {
             .map(ToString::to_string)
             .collect();
         assert_eq!(lines, ["~ [1].le: 32 -> 28"]);
+    }
+
+    #[test]
+    fn a_list_that_appears_is_matched_by_identity_like_any_other() {
+        let old = json!({"tables": []});
+        let new = json!({"tables": [{"tableId": 100}], "vrfs": [{"name": "a"}]});
+        let lines: Vec<String> = changes(&old, &new)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "+ tables[100]: {\"tableId\":100}",
+                "+ vrfs[a]: {\"name\":\"a\"}"
+            ]
+        );
     }
 
     #[test]

@@ -114,7 +114,7 @@ pub fn short_duration(d: Duration) -> String {
     let s = d.as_secs();
     match s {
         0..120 => format!("{s}s"),
-        120..600 if s % 60 != 0 => format!("{}m{}s", s / 60, s % 60),
+        120..600 if !s.is_multiple_of(60) => format!("{}m{}s", s / 60, s % 60),
         120..7200 => format!("{}m", s / 60),
         7200..172_800 => format!("{}h", s / 3600),
         _ => format!("{}d", s / 86_400),

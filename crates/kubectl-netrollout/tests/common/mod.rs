@@ -28,7 +28,7 @@ pub struct Lab {
 }
 
 impl Lab {
-    /// Starts a server and creates every netrollout CRD.
+    /// Starts a server, creates every netrollout CRD and the configurator's namespace.
     pub async fn start() -> Lab {
         let dir = tempfile::tempdir().expect("temp dir");
         let cfg = Config {
@@ -43,6 +43,17 @@ impl Lab {
                 .await
                 .expect("create CRD");
         }
+        let ns = k8s_openapi::api::core::v1::Namespace {
+            metadata: kube::api::ObjectMeta {
+                name: Some(netrollout_api::DEFAULT_NAMESPACE.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .expect("create namespace");
         let lab = Lab {
             server,
             dir,
