@@ -216,7 +216,14 @@ impl Cluster {
                 field_manager: Some(FIELD_MANAGER.into()),
                 ..Default::default()
             };
-            api.create(&pp, &cm).await.map_err(Error::api(action()))?;
+            api.create(&pp, &cm).await.map_err(|e| match e {
+                kube::Error::Api(s) if s.is_not_found() => Error::Refused(format!(
+                    "namespace {} does not exist: install netrollout (deploy/netrollout.yaml) or name the \
+                     configurator's namespace with -n",
+                    self.namespace
+                )),
+                e => Error::api(action())(e),
+            })?;
         }
         Ok(())
     }

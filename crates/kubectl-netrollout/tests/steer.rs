@@ -56,6 +56,15 @@ async fn pause_and_resume_write_the_control_configmap_or_one_revisions_spec() {
     );
     lab.plugin(&["resume", "ncr-one"]).await.expect_code(0);
     assert!(!lab.revisions().get("ncr-one").await.unwrap().spec.paused);
+    let elsewhere = lab.plugin(&["pause", "-n", "netrollout-elsewhere"]).await;
+    elsewhere.expect_code(1);
+    assert!(
+        elsewhere
+            .stderr
+            .contains("namespace netrollout-elsewhere does not exist"),
+        "{}",
+        elsewhere.stderr
+    );
     let missing = lab.plugin(&["pause", "ncr-nope"]).await;
     missing.expect_code(1);
     assert!(
