@@ -18,6 +18,8 @@ use crate::{Error, Result};
 
 /// Fields that identify an element of a list, in order of preference.
 const KEYS: [&str; 5] = ["name", "id", "tableId", "source", "cidr"];
+/// Distinct (old, new) config pairs remembered while diffing the nodes.
+const MEMO: usize = 64;
 
 /// One difference at a path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -186,24 +188,39 @@ impl DiffReport {
         let new = render(name(to), &to.spec.snapshot, &nodes)?;
         let mut groups: BTreeMap<String, NodeChanges> = BTreeMap::new();
         let mut unchanged = vec![];
+        // Nodes with the same labels get the same configs: diff each distinct pair once.
+        // The memo is bounded so fleets of all-different configs stay linear.
+        let mut memo: Vec<(Option<&NodeConfig>, Option<&NodeConfig>, Option<String>)> = vec![];
         for node in &nodes {
-            let c = changes(
-                &to_value(&old.get(&node.name).cloned().flatten())?,
-                &to_value(&new.get(&node.name).cloned().flatten())?,
+            let (a, b) = (
+                old.get(&node.name).and_then(Option::as_ref),
+                new.get(&node.name).and_then(Option::as_ref),
             );
-            if c.is_empty() {
-                unchanged.push(node.name.clone());
-                continue;
+            let key = match memo.iter().find(|(ma, mb, _)| *ma == a && *mb == b) {
+                Some((_, _, key)) => key.clone(),
+                None => {
+                    let c = changes(&to_value(&a)?, &to_value(&b)?);
+                    let key = if c.is_empty() {
+                        None
+                    } else {
+                        let key =
+                            serde_json::to_string(&c).map_err(|e| Error::Output(e.to_string()))?;
+                        groups.entry(key.clone()).or_insert_with(|| NodeChanges {
+                            nodes: vec![],
+                            changes: c,
+                        });
+                        Some(key)
+                    };
+                    if memo.len() < MEMO {
+                        memo.push((a, b, key.clone()));
+                    }
+                    key
+                }
+            };
+            match key.and_then(|k| groups.get_mut(&k)) {
+                Some(g) => g.nodes.push(node.name.clone()),
+                None => unchanged.push(node.name.clone()),
             }
-            let key = serde_json::to_string(&c).map_err(|e| Error::Output(e.to_string()))?;
-            groups
-                .entry(key)
-                .or_insert_with(|| NodeChanges {
-                    nodes: vec![],
-                    changes: c,
-                })
-                .nodes
-                .push(node.name.clone());
         }
         Ok(Self {
             from: from.map_or("-", |r| name(r)).to_string(),
