@@ -235,7 +235,29 @@ impl StatusReport {
             }
         }
         out.push('\n');
-        out.push_str(&nodes::table(&self.nodes, now));
+        // Nodes that finished their revision are only counted, so that a large healthy fleet
+        // does not bury the few nodes that need attention (`nodes` lists every node).
+        let (done, open): (Vec<&NodeRow>, Vec<&NodeRow>) = self
+            .nodes
+            .iter()
+            .partition(|n| n.up_to_date && n.node_ready.as_deref() == Some("True"));
+        if !open.is_empty() {
+            let open: Vec<NodeRow> = open.into_iter().cloned().collect();
+            out.push_str(&nodes::table(&open, now));
+        }
+        let mut by_revision: std::collections::BTreeMap<&str, usize> =
+            std::collections::BTreeMap::new();
+        for n in &done {
+            *by_revision
+                .entry(n.revision.as_deref().unwrap_or("-"))
+                .or_default() += 1;
+        }
+        for (rev, count) in by_revision {
+            out.push_str(&format!("{count} Ready node(s) run {rev}\n"));
+        }
+        if self.nodes.is_empty() {
+            out.push_str("no nodes\n");
+        }
         out.push_str(&format!("\n{}\n", self.verdict()));
         out
     }

@@ -33,6 +33,14 @@ async fn status_exits_zero_when_the_newest_revision_succeeded_and_three_when_it_
         "{out}"
     );
     assert!(out.contains("newest revision ncr-one: Succeeded"), "{out}");
+    assert!(
+        out.contains("1 Ready node(s) run ncr-one"),
+        "finished nodes are counted: {out}"
+    );
+    assert!(
+        !out.lines().any(|l| l.starts_with("node-a")),
+        "and not listed: {out}"
+    );
 
     lab.revision(
         "ncr-two",
