@@ -345,3 +345,40 @@ async fn the_plugin_runs_as_kubectl_netrollout() {
     let run = common::Run::from(out);
     assert!(run.expect_code(0).contains("ncr-one"), "{}", run.stdout);
 }
+
+#[tokio::test]
+async fn status_watch_rides_out_api_errors_and_still_reports_the_outcome() {
+    let lab = Lab::start().await;
+    lab.revision(
+        "ncr-one",
+        1,
+        snapshot(1500, false),
+        rev_status(RevisionPhase::Progressing, 1, 0, 1, 0),
+    )
+    .await;
+    let watch = lab.plugin(&[
+        "status",
+        "--watch",
+        "--interval",
+        "100ms",
+        "--timeout",
+        "60s",
+    ]);
+    let outage = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        lab.server
+            .faults()
+            .set_error_rate(Some("list"), Some("networkconfigrevisions"), 1.0);
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        lab.server.faults().clear();
+        lab.set_revision_status("ncr-one", failed_status("node-a", 1))
+            .await;
+    };
+    let (run, ()) = tokio::join!(watch, outage);
+    run.expect_code(3);
+    assert!(
+        run.stderr.contains("retrying"),
+        "API errors are reported: {}",
+        run.stderr
+    );
+}
