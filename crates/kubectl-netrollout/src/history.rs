@@ -1,0 +1,71 @@
+//! `history`: every revision, newest first, with what it contains and how its rollout ended.
+
+use netrollout_api::NetworkConfigRevision;
+use serde::Serialize;
+
+use crate::output::{Table, age, or_dash, truncate};
+use crate::status::RevisionRow;
+
+/// One revision in the history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryRow {
+    /// Progress and phase.
+    #[serde(flatten)]
+    pub revision: RevisionRow,
+    /// `sha256:<hex>` of the snapshot.
+    pub hash: String,
+    /// Number of `VRFRouteConfiguration`s in the snapshot.
+    pub vrfs: usize,
+    /// Number of `Layer2NetworkConfiguration`s.
+    pub layer2s: usize,
+    /// Number of `RoutingTable`s.
+    pub routing_tables: usize,
+}
+
+impl HistoryRow {
+    /// The row of one revision.
+    pub fn new(rev: &NetworkConfigRevision) -> Self {
+        let s = &rev.spec.snapshot;
+        Self {
+            revision: RevisionRow::new(rev),
+            hash: rev.spec.hash.clone(),
+            vrfs: s.vrf_route_configurations.len(),
+            layer2s: s.layer2_network_configurations.len(),
+            routing_tables: s.routing_tables.len(),
+        }
+    }
+}
+
+/// Rows of every revision, in the given (newest-first) order.
+pub fn rows(revisions: &[NetworkConfigRevision]) -> Vec<HistoryRow> {
+    revisions.iter().map(HistoryRow::new).collect()
+}
+
+/// The aligned table.
+pub fn table(rows: &[HistoryRow], now: jiff::Timestamp) -> String {
+    let mut t = Table::new(&[
+        "seq", "revision", "phase", "ready", "failed", "paused", "inputs", "age", "message",
+    ]);
+    for h in rows {
+        let r = &h.revision;
+        t.row(vec![
+            r.sequence.to_string(),
+            r.name.clone(),
+            format!("{:?}", r.phase),
+            format!("{}/{}", r.ready, r.total),
+            r.failed.to_string(),
+            r.paused.to_string(),
+            format!(
+                "{} vrf, {} layer2, {} taas",
+                h.vrfs, h.layer2s, h.routing_tables
+            ),
+            age(r.created.as_ref(), now),
+            or_dash(r.message.as_deref().map(|m| truncate(m, 80))),
+        ]);
+    }
+    if t.is_empty() {
+        return "no NetworkConfigRevisions yet\n".into();
+    }
+    t.render()
+}

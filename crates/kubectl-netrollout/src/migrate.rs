@@ -1,0 +1,210 @@
+//! `migrate`: converting the Go network operator's `v1alpha1` manifests (groups
+//! `network.schiff.telekom.de` and `network.t-caas.telekom.com`) to `netrollout.io/v1alpha1`.
+//!
+//! The three input kinds keep their field names, types and ranges, so the conversion changes
+//! `apiVersion`, drops what the API server sets (`status`, `uid`, `resourceVersion`, managed
+//! fields, the last-applied annotation) and drops `namespace` (netrollout's kinds are
+//! cluster-scoped). Each spec is checked against netrollout's types: a field netrollout does not
+//! know is an error, never silently lost. Kinds without an equivalent (the operator's
+//! node configs and revisions, which netrollout generates) are skipped with a note.
+
+use serde_json::{Map, Value};
+
+use crate::diff::changes;
+use crate::{Error, Result};
+
+/// API groups of the Go operator's `v1alpha1` API.
+pub const LEGACY_GROUPS: [&str; 2] = ["network.schiff.telekom.de", "network.t-caas.telekom.com"];
+/// The kinds that migrate.
+pub const INPUT_KINDS: [&str; 3] = [
+    "VRFRouteConfiguration",
+    "Layer2NetworkConfiguration",
+    "RoutingTable",
+];
+/// The `apiVersion` they migrate to.
+pub const TARGET_API_VERSION: &str = "netrollout.io/v1alpha1";
+
+/// Metadata fields kept; the rest is set by the API server.
+const KEPT_METADATA: [&str; 3] = ["name", "labels", "annotations"];
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The converted objects and what was skipped or dropped.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Migration {
+    /// Converted objects, in input order.
+    pub objects: Vec<Value>,
+    /// One line per skipped document or dropped field.
+    pub notes: Vec<String>,
+}
+
+impl Migration {
+    /// The converted objects as one multi-document YAML stream.
+    ///
+    /// # Errors
+    /// [`Error::Output`] if serialising fails.
+    pub fn to_yaml(&self) -> Result<String> {
+        serde_saphyr::to_string_multiple(&self.objects).map_err(|e| Error::Output(e.to_string()))
+    }
+}
+
+/// Converts every document of a YAML stream (`List`s are unpacked).
+///
+/// # Errors
+/// [`Error::Manifest`] for unparsable YAML, a wrong version, or a spec netrollout cannot hold.
+pub fn convert(source_name: &str, text: &str) -> Result<Migration> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| Error::Manifest {
+        source_name: source_name.to_string(),
+        message: format!("not valid YAML: {e}"),
+    })?;
+    let mut m = Migration::default();
+    for (i, doc) in docs.into_iter().enumerate() {
+        let at = format!("{source_name} document {}", i + 1);
+        match doc {
+            Value::Null => {}
+            Value::Object(ref o) if o.get("kind").and_then(Value::as_str) == Some("List") => {
+                for item in o
+                    .get("items")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    convert_one(&at, item, &mut m)?;
+                }
+            }
+            other => convert_one(&at, &other, &mut m)?,
+        }
+    }
+    Ok(m)
+}
+
+fn convert_one(at: &str, doc: &Value, m: &mut Migration) -> Result<()> {
+    let bad = |message: String| Error::Manifest {
+        source_name: at.to_string(),
+        message,
+    };
+    let api_version = doc
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let name = doc
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    if !LEGACY_GROUPS.contains(&group) && group != "netrollout.io" {
+        m.notes.push(format!(
+            "{at}: skipped {api_version} {kind} {name}: not a network operator object"
+        ));
+        return Ok(());
+    }
+    if !INPUT_KINDS.contains(&kind) {
+        m.notes.push(format!(
+            "{at}: skipped {kind} {name}: netrollout has no such input kind (it generates node configs and revisions itself)"
+        ));
+        return Ok(());
+    }
+    if version != "v1alpha1" {
+        return Err(bad(format!(
+            "{kind} {name}: version {version} is not v1alpha1; convert it to v1alpha1 first"
+        )));
+    }
+    if name.is_empty() {
+        return Err(bad(format!("{kind} has no metadata.name")));
+    }
+    let spec = doc
+        .get("spec")
+        .cloned()
+        .unwrap_or(Value::Object(Map::new()));
+    let typed = typed_spec(kind, &spec).map_err(|e| {
+        bad(format!(
+            "{kind} {name}: spec does not fit netrollout's {kind}: {e}"
+        ))
+    })?;
+    let lost: Vec<String> = changes(&spec, &typed)
+        .into_iter()
+        .filter(|c| c.old.is_some())
+        .map(|c| format!("spec.{}", c.path))
+        .collect();
+    if !lost.is_empty() {
+        return Err(bad(format!(
+            "{kind} {name}: netrollout does not know the field(s) {}; remove them or keep the Go operator for this object",
+            lost.join(", ")
+        )));
+    }
+    let mut metadata = Map::new();
+    if let Some(Value::Object(meta)) = doc.get("metadata") {
+        for (k, v) in meta {
+            if KEPT_METADATA.contains(&k.as_str()) {
+                metadata.insert(k.clone(), v.clone());
+            } else if k == "namespace" {
+                m.notes.push(format!("{at}: {kind} {name}: dropped namespace {v} (netrollout's kinds are cluster-scoped)"));
+            }
+        }
+    }
+    if let Some(Value::Object(ann)) = metadata.get_mut("annotations") {
+        ann.remove(LAST_APPLIED);
+        if ann.is_empty() {
+            metadata.remove("annotations");
+        }
+    }
+    let mut out = Map::new();
+    out.insert("apiVersion".into(), TARGET_API_VERSION.into());
+    out.insert("kind".into(), kind.into());
+    out.insert("metadata".into(), Value::Object(metadata));
+    out.insert("spec".into(), spec);
+    m.objects.push(Value::Object(out));
+    Ok(())
+}
+
+/// The spec as netrollout's type reads and writes it back.
+fn typed_spec(kind: &str, spec: &Value) -> Result<Value, serde_json::Error> {
+    use netrollout_api::{
+        Layer2NetworkConfigurationSpec as L2, RoutingTableSpec as Rt,
+        VRFRouteConfigurationSpec as Vrf,
+    };
+    let v = spec.clone();
+    match kind {
+        "VRFRouteConfiguration" => serde_json::to_value(serde_json::from_value::<Vrf>(v)?),
+        "Layer2NetworkConfiguration" => serde_json::to_value(serde_json::from_value::<L2>(v)?),
+        _ => serde_json::to_value(serde_json::from_value::<Rt>(v)?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn legacy_objects_change_api_version_and_lose_server_fields() {
+        let text = "apiVersion: network.schiff.telekom.de/v1alpha1\nkind: RoutingTable\nmetadata:\n  name: t1\n  \
+                    namespace: default\n  uid: abc\n  resourceVersion: '5'\n  labels: {team: net}\nspec:\n  tableId: 7\n\
+                    status: {}\n";
+        let m = convert("t.yaml", text).unwrap();
+        assert_eq!(
+            m.objects,
+            [
+                serde_json::json!({"apiVersion": "netrollout.io/v1alpha1", "kind": "RoutingTable",
+                "metadata": {"name": "t1", "labels": {"team": "net"}}, "spec": {"tableId": 7}})
+            ]
+        );
+        assert!(m.notes[0].contains("dropped namespace"), "{:?}", m.notes);
+    }
+
+    #[test]
+    fn unknown_spec_fields_are_errors_not_silent_losses() {
+        let text = "apiVersion: network.t-caas.telekom.com/v1alpha1\nkind: RoutingTable\nmetadata: {name: t}\n\
+                    spec: {tableId: 7, color: blue}\n";
+        let err = convert("t.yaml", text).unwrap_err().to_string();
+        assert!(err.contains("spec.color"), "{err}");
+    }
+
+    #[test]
+    fn other_kinds_are_skipped_with_a_note() {
+        let text = "apiVersion: network.t-caas.telekom.com/v1alpha1\nkind: NodeConfig\nmetadata: {name: n}\n---\n\
+                    apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n";
+        let m = convert("t.yaml", text).unwrap();
+        assert!(m.objects.is_empty());
+        assert_eq!(m.notes.len(), 2, "{:?}", m.notes);
+    }
+}

@@ -1,0 +1,128 @@
+//! `nodes`: each node's state and last error, from its `Node` and its `NodeNetworkConfig`.
+
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use netrollout_api::{NODE_CONDITION, NodeNetworkConfig, NodePhase};
+use serde::Serialize;
+
+use crate::cluster::Observed;
+use crate::output::{Table, age, or_dash, truncate};
+
+/// One node as `nodes` and `status` show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeRow {
+    /// Node name.
+    pub node: String,
+    /// The Node's `Ready` condition (`True`, `False`, `Unknown`); `None` when the Node is gone.
+    pub node_ready: Option<String>,
+    /// The agent's `NetworkConfigReady` condition on the Node.
+    pub network_config_ready: Option<String>,
+    /// The revision the configurator wants the node to run (`spec.revision`).
+    pub revision: Option<String>,
+    /// The revision the agent's status is about.
+    pub observed_revision: Option<String>,
+    /// The agent's phase for `observedRevision`.
+    pub phase: Option<NodePhase>,
+    /// Whether the agent finished applying the wanted revision (`observed == spec`, Provisioned).
+    pub up_to_date: bool,
+    /// The revision the node restores on failure.
+    pub last_known_good_revision: Option<String>,
+    /// Machine-readable reason of the last outcome, e.g. `ProbeFailed`.
+    pub reason: Option<String>,
+    /// The agent's message: the last error when the phase is `Failed`.
+    pub message: Option<String>,
+    /// When the agent last finished (or started, while applying).
+    pub since: Option<Time>,
+}
+
+impl NodeRow {
+    /// The row of one node; either the Node or its config may be missing.
+    pub fn new(name: &str, node: Option<&Node>, config: Option<&NodeNetworkConfig>) -> Self {
+        let condition = |ty: &str| {
+            node.and_then(|n| n.status.as_ref())
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.type_ == ty))
+                .map(|c| c.status.clone())
+        };
+        let status = config.and_then(|c| c.status.as_ref());
+        let revision = config.map(|c| c.spec.revision.clone());
+        let observed = status.and_then(|s| s.observed_revision.clone());
+        let phase = status.and_then(|s| s.phase);
+        Self {
+            node: name.to_string(),
+            node_ready: node.map(|_| condition("Ready").unwrap_or_else(|| "Unknown".into())),
+            network_config_ready: condition(NODE_CONDITION),
+            up_to_date: revision.is_some()
+                && observed == revision
+                && phase == Some(NodePhase::Provisioned),
+            revision,
+            observed_revision: observed,
+            phase,
+            last_known_good_revision: status.and_then(|s| s.last_known_good_revision.clone()),
+            reason: status.and_then(|s| s.reason.clone()),
+            message: status.and_then(|s| s.message.clone()),
+            since: status.and_then(|s| s.finished_at.clone().or_else(|| s.started_at.clone())),
+        }
+    }
+
+    /// Every node that exists or has a config, sorted by name.
+    pub fn all(observed: &Observed) -> Vec<Self> {
+        let mut names: Vec<&String> = observed
+            .nodes
+            .keys()
+            .chain(observed.configs.keys())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+            .into_iter()
+            .map(|n| Self::new(n, observed.nodes.get(n), observed.configs.get(n)))
+            .collect()
+    }
+
+    /// A short state word for people: what the node is doing with its wanted revision.
+    pub fn state(&self) -> String {
+        let Some(revision) = &self.revision else {
+            return "NoConfig".into();
+        };
+        let phase = self.phase.map(|p| format!("{p:?}"));
+        if self.observed_revision.as_ref() == Some(revision) {
+            phase.unwrap_or_else(|| "Unknown".into())
+        } else {
+            "Dispatched".into()
+        }
+    }
+}
+
+/// The aligned table of node rows; `since` is the age of the last finish (or start).
+pub fn table(rows: &[NodeRow], now: jiff::Timestamp) -> String {
+    let mut t = Table::new(&[
+        "node",
+        "ready",
+        "state",
+        "revision",
+        "observed",
+        "known-good",
+        "since",
+        "reason",
+        "message",
+    ]);
+    for r in rows {
+        t.row(vec![
+            r.node.clone(),
+            or_dash(r.node_ready.as_ref()),
+            r.state(),
+            or_dash(r.revision.as_ref()),
+            or_dash(r.observed_revision.as_ref()),
+            or_dash(r.last_known_good_revision.as_ref()),
+            age(r.since.as_ref(), now),
+            or_dash(r.reason.as_ref()),
+            or_dash(r.message.as_deref().map(|m| truncate(m, 80))),
+        ]);
+    }
+    if t.is_empty() {
+        return "no nodes\n".into();
+    }
+    t.render()
+}

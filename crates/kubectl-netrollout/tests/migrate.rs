@@ -1,0 +1,136 @@
+//! Migration from the Go network operator: its real sample manifests (read from the shared
+//! compat directory, never copied into this repository) convert with `kubectl netrollout
+//! migrate`, apply unchanged but for `apiVersion` to the lab API server with kubectl (strict
+//! field validation against the CRD schemas), and render for a fleet.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+mod common;
+
+use std::path::PathBuf;
+
+use kube::Api;
+use kube::api::ListParams;
+use netrollout_api::{Layer2NetworkConfiguration, RoutingTable, VRFRouteConfiguration};
+use serde_json::Value;
+
+/// The Go operator's sample manifests; `NETROLLOUT_COMPAT_DIR` overrides the directory.
+fn compat_file() -> PathBuf {
+    let dir =
+        std::env::var("NETROLLOUT_COMPAT_DIR").unwrap_or_else(|_| "/work/shared/compat".into());
+    let file = PathBuf::from(dir).join("schiff-network-operator-configs.yaml");
+    assert!(
+        file.exists(),
+        "{} is missing: the migration test needs the Go operator's sample manifests",
+        file.display()
+    );
+    file
+}
+
+#[tokio::test]
+async fn the_go_operators_samples_migrate_by_changing_api_version_alone_and_render() {
+    let file = compat_file();
+    let original: Vec<Value> =
+        serde_saphyr::from_multiple::<Value>(&std::fs::read_to_string(&file).unwrap())
+            .unwrap()
+            .into_iter()
+            .filter(|v| !v.is_null())
+            .collect();
+    let lab = common::Lab::start().await;
+    let run = lab.plugin(&["migrate", "-f", file.to_str().unwrap()]).await;
+    let yaml = run.expect_code(0).to_string();
+    assert!(
+        run.stderr
+            .contains(&format!("converted {} object(s)", original.len())),
+        "{}",
+        run.stderr
+    );
+
+    let converted: Vec<Value> = serde_saphyr::from_multiple::<Value>(&yaml)
+        .unwrap()
+        .into_iter()
+        .filter(|v| !v.is_null())
+        .collect();
+    assert_eq!(converted.len(), original.len());
+    for (new, old) in converted.iter().zip(&original) {
+        assert!(
+            old["apiVersion"]
+                .as_str()
+                .unwrap()
+                .starts_with("network.t-caas.telekom.com/")
+        );
+        assert_eq!(new["apiVersion"], "netrollout.io/v1alpha1");
+        assert_eq!(new["kind"], old["kind"]);
+        assert_eq!(new["metadata"]["name"], old["metadata"]["name"]);
+        assert_eq!(
+            new["spec"], old["spec"],
+            "the spec is carried over unchanged"
+        );
+    }
+
+    let applied = lab.kubectl(&["apply", "-f", "-"], Some(&yaml)).await;
+    let out = applied.expect_code(0);
+    assert_eq!(
+        out.lines().filter(|l| l.ends_with(" created")).count(),
+        original.len(),
+        "{out}"
+    );
+
+    let lp = ListParams::default();
+    let vrfs = Api::<VRFRouteConfiguration>::all(lab.client.clone())
+        .list(&lp)
+        .await
+        .unwrap()
+        .items;
+    let l2s = Api::<Layer2NetworkConfiguration>::all(lab.client.clone())
+        .list(&lp)
+        .await
+        .unwrap()
+        .items;
+    let tables = Api::<RoutingTable>::all(lab.client.clone())
+        .list(&lp)
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(vrfs.len() + l2s.len() + tables.len(), original.len());
+    let snapshot = netrollout_render::from_objects(&vrfs, &l2s, &tables);
+    let nodes: Vec<netrollout_render::Node> = ["node-a", "node-b", "node-c"]
+        .iter()
+        .map(|n| netrollout_render::Node {
+            name: (*n).into(),
+            labels: Default::default(),
+        })
+        .collect();
+    let rendered = netrollout_render::render(&snapshot, &nodes)
+        .unwrap_or_else(|e| panic!("the migrated inputs render: {e}"));
+    let config = rendered.config("node-a").unwrap();
+    assert!(config.vrfs.iter().any(|v| v.name == "m2m"), "{config:?}");
+    assert_eq!(config.layer2s.len(), l2s.len());
+    netrollout_render::Revision::of(&snapshot).unwrap();
+}
+
+#[tokio::test]
+async fn migrate_reads_stdin_and_refuses_fields_netrollout_does_not_know() {
+    let bad = "apiVersion: network.schiff.telekom.de/v1alpha1\nkind: Layer2NetworkConfiguration\nmetadata:\n  name: l2\nspec:\n  id: 5\n  mtu: 1500\n  vni: 5\n  vlanSegmentation: true\n";
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_kubectl-netrollout"))
+        .args(["migrate", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = feed(out, bad).await;
+    run.expect_code(1);
+    assert!(
+        run.stderr.contains("spec.vlanSegmentation"),
+        "{}",
+        run.stderr
+    );
+}
+
+async fn feed(mut child: tokio::process::Child, input: &str) -> common::Run {
+    use tokio::io::AsyncWriteExt;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    drop(stdin);
+    common::Run::from(child.wait_with_output().await.unwrap())
+}
