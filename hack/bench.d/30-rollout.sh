@@ -3,4 +3,4 @@
 # simulated 1,000-node rollout with limit 50 takes (ideal 20). Prints hack/bench.sh rows.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-cargo run --release --locked -q -p netrollout-rollout --example bench
+cargo run --release --locked -q -p netrollout-rollout --example rollout-bench

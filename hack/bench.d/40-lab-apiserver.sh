@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-bin=target/release/examples/bench
-[ -x "$bin" ] || cargo build --release -p netrollout-lab-apiserver --example bench >&2
+bin=target/release/examples/apiserver-bench
+[ -x "$bin" ] || cargo build --release -p netrollout-lab-apiserver --example apiserver-bench >&2
 ulimit -n 65536 2>/dev/null || true
 "$bin" watch 1000 6
 "$bin" memory 100000

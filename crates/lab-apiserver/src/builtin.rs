@@ -79,11 +79,7 @@ mod tests {
         let (_, unknown) = check(Builtin::ConfigMap, &cm).unwrap();
         assert_eq!(
             unknown,
-<<<<<<< HEAD
-            vec!["metadata.bogus".to_string(), "extra".to_string()]
-=======
             vec!["extra".to_string(), "metadata.bogus".to_string()]
->>>>>>> apiserver
         );
     }
 

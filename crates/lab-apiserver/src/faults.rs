@@ -150,13 +150,8 @@ impl Faults {
                 Outage::None => break,
                 Outage::Fail => {
                     return Err(ApiError::new(
-<<<<<<< HEAD
-                        503,
-                        "ServiceUnavailable",
-=======
                         500,
                         "InternalError",
->>>>>>> apiserver
                         "the lab API server is in a simulated outage",
                     ));
                 }

@@ -96,20 +96,6 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
         Err(e) => {
             return ApiError::bad_request(format!("cannot read request body: {e}")).into_response();
         }
-<<<<<<< HEAD
-    };
-    let ct = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    if !body.is_empty() && (ct.contains("protobuf") || ct.contains("cbor")) {
-        let msg = format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct})"
-        );
-        return ApiError::new(415, "UnsupportedMediaType", msg).into_response();
-    }
-=======
     };
     let mut headers = parts.headers;
     let ct = headers
@@ -137,16 +123,11 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
     } else {
         body
     };
->>>>>>> apiserver
     let query = parts.uri.query().map(parse_query).unwrap_or_default();
     let r = Req {
         method: parts.method,
         query,
-<<<<<<< HEAD
-        headers: parts.headers,
-=======
         headers,
->>>>>>> apiserver
         body,
     };
     match route(&app, parts.uri.path(), r).await {

@@ -78,20 +78,6 @@ pub fn invalid_name(name: &str, label: bool) -> Option<String> {
     None
 }
 
-<<<<<<< HEAD
-/// The object without `metadata` and `status`: what `generation` tracks.
-pub fn spec_part(obj: &Value) -> Value {
-    match obj.as_object() {
-        Some(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| {
-                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
-                })
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        ),
-        None => Value::Null,
-=======
 /// Whether two objects agree outside `metadata`, `status`, `apiVersion` and `kind`: what
 /// `generation` tracks.
 pub fn same_spec(a: &Value, b: &Value) -> bool {
@@ -102,7 +88,6 @@ pub fn same_spec(a: &Value, b: &Value) -> bool {
             .filter(|(k, _)| !skip(k))
             .eq(b.iter().filter(|(k, _)| !skip(k))),
         _ => a == b,
->>>>>>> apiserver
     }
 }
 

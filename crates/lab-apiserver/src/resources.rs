@@ -150,18 +150,9 @@ pub fn builtins() -> Vec<ResourceType> {
             &["no"],
             true,
             vec![
-<<<<<<< HEAD
-                col(
-                    "Status",
-                    "string",
-                    ".status.conditions[?(@.type==\"Ready\")].status",
-                ),
-                age(),
-=======
                 col("Status", "string", ".status.conditions"),
                 age(),
                 col("Version", "string", ".status.nodeInfo.kubeletVersion"),
->>>>>>> apiserver
             ],
             Builtin::Node,
         ),
@@ -193,18 +184,11 @@ pub fn builtins() -> Vec<ResourceType> {
             &["ev"],
             false,
             vec![
-<<<<<<< HEAD
-                col("Type", "string", ".type"),
-                col("Reason", "string", ".reason"),
-                col("Message", "string", ".message"),
-                age(),
-=======
                 col("Last Seen", "date", ".lastTimestamp"),
                 col("Type", "string", ".type"),
                 col("Reason", "string", ".reason"),
                 col("Object", "string", ".involvedObject"),
                 col("Message", "string", ".message"),
->>>>>>> apiserver
             ],
             Builtin::CoreEvent,
         ),
@@ -216,18 +200,11 @@ pub fn builtins() -> Vec<ResourceType> {
             &["ev"],
             false,
             vec![
-<<<<<<< HEAD
-                col("Type", "string", ".type"),
-                col("Reason", "string", ".reason"),
-                col("Note", "string", ".note"),
-                age(),
-=======
                 col("Last Seen", "date", ".eventTime"),
                 col("Type", "string", ".type"),
                 col("Reason", "string", ".reason"),
                 col("Object", "string", ".regarding"),
                 col("Note", "string", ".note"),
->>>>>>> apiserver
             ],
             Builtin::Event,
         ),

@@ -315,11 +315,7 @@ mod tests {
 
     #[test]
     fn ranges_lengths_patterns_enums_types_and_required_are_enforced() {
-<<<<<<< HEAD
-        let mut o = json!({"spec": {"seq": 70000, "vrf": "waytoolongvrfname", "action": "maybe"}});
-=======
         let mut o = json!({"spec": {"seq": 70000, "vrf": "Way-Too-Long-Name", "action": "maybe"}});
->>>>>>> apiserver
         let fields: Vec<String> = validate(&schema(), &mut o, true)
             .invalid
             .into_iter()
@@ -327,11 +323,7 @@ mod tests {
             .collect();
         assert_eq!(
             fields,
-<<<<<<< HEAD
-            vec!["spec.seq", "spec.vrf", "spec.vrf", "spec.action"]
-=======
             vec!["spec.action", "spec.seq", "spec.vrf", "spec.vrf"]
->>>>>>> apiserver
         );
         let mut o = json!({"spec": {"vrf": 3}});
         let out = validate(&schema(), &mut o, true);
@@ -344,11 +336,7 @@ mod tests {
         let out = validate(&schema(), &mut o, true);
         assert_eq!(
             out.unknown,
-<<<<<<< HEAD
-            vec!["other".to_string(), "spec.bogus".to_string()]
-=======
             vec!["spec.bogus".to_string(), "other".to_string()]
->>>>>>> apiserver
         );
         assert_eq!(o, json!({"spec": {"seq": 1}}));
     }

@@ -171,12 +171,9 @@ impl LabServer {
             .url()
             .parse()
             .map_err(|e: http::uri::InvalidUri| err(e.to_string()))?;
-<<<<<<< HEAD
-=======
         // kube builds a TLS connector even for http URLs, and rustls needs a process-wide
         // crypto provider; installing fails harmlessly when one is already installed.
         let _ = rustls::crypto::ring::default_provider().install_default();
->>>>>>> apiserver
         let mut config = kube::Config::new(uri);
         config.default_namespace = "default".into();
         kube::Client::try_from(config).map_err(|e| err(e.to_string()))

@@ -8,11 +8,6 @@ use crate::resources::{Builtin, ResourceType};
 /// A Table of `objs`; `columns` includes the column definitions, `full` embeds whole objects
 /// instead of `PartialObjectMetadata`.
 pub fn table(rt: &ResourceType, objs: &[&Value], columns: bool, full: bool) -> Value {
-<<<<<<< HEAD
-    let mut defs = vec![
-        json!({"name": "Name", "type": "string", "format": "name", "description": "Name of the object", "priority": 0}),
-    ];
-=======
     // Events show their name only with `-o wide`, as kube-apiserver's printer does.
     let name_priority = i64::from(matches!(
         rt.builtin,
@@ -20,7 +15,6 @@ pub fn table(rt: &ResourceType, objs: &[&Value], columns: bool, full: bool) -> V
     ));
     let mut defs = vec![json!({"name": "Name", "type": "string", "format": "name",
         "description": "Name of the object", "priority": name_priority})];
->>>>>>> apiserver
     for c in &rt.columns {
         let type_ = if c.type_ == "date" {
             "string"

@@ -34,8 +34,6 @@ impl Lab {
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures")
             .join(name)
-<<<<<<< HEAD
-=======
     }
 
     /// A kubectl command for this server, to spawn (for long-running `-w`).
@@ -48,7 +46,6 @@ impl Lab {
             .stdout(std::process::Stdio::piped())
             .kill_on_drop(true);
         cmd
->>>>>>> apiserver
     }
 
     /// Runs kubectl with `args` (and `stdin`, if any) against this server.

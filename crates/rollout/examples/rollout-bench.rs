@@ -1,6 +1,6 @@
 //! Benchmarks of the planner, printed as rows for `hack/bench.sh` (tab-separated: area,
 //! benchmark, measured, baseline, ratio, goal). Run in release:
-//! `cargo run --release -p netrollout-rollout --example bench`.
+//! `cargo run --release -p netrollout-rollout --example rollout-bench`.
 //!
 //! 1. One planning pass over 10,000 nodes and 3 revisions (goal: under 5 ms). Baseline: sorting
 //!    the 10,000 node names once (the planner orders nodes, so no pass can be much cheaper).
