@@ -176,12 +176,12 @@ impl Lab {
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
             .await
             .with_context(|| format!("marking Node {name} Ready"))?;
-        let child = self.spawn_agent(&name)?;
+        let child = self.spawn_agent(&name, index)?;
         self.nodes.insert(name.clone(), (index, child));
         Ok(name)
     }
 
-    fn spawn_agent(&self, node: &str) -> Result<Child> {
+    fn spawn_agent(&self, node: &str, index: usize) -> Result<Child> {
         let agent = self.opts.bin_dir.join("netrollout-agent");
         let state = self.opts.state_dir.join("nodes").join(node);
         std::fs::create_dir_all(&state)?;
@@ -192,6 +192,7 @@ impl Lab {
             .args(["--node-name", node])
             .arg("--state-dir")
             .arg(&state)
+            .args(["--vtep-ip", &fabric::node_ip(index).to_string()])
             .args(crate::agent_probe_args(&api));
         self.spawn(cmd, node)
     }

@@ -95,6 +95,8 @@ async fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    // Both rustls providers are compiled into the workspace; pick one before any client exists.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     match cli.command {
         Cmd::Up(settings) => up(settings.options(cli.state_dir)?).await,
         Cmd::Down => {
