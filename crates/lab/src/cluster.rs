@@ -80,6 +80,8 @@ impl Lab {
             );
         }
         let vrf = fabric::kernel_has_vrf();
+        // A new lab is a new cluster: agent state from an earlier lab must not leak into it.
+        let _ = std::fs::remove_dir_all(opts.state_dir.join("nodes"));
         std::fs::create_dir_all(opts.state_dir.join("logs"))
             .with_context(|| format!("creating {}", opts.state_dir.display()))?;
         fabric::create_bridge()?;
