@@ -124,7 +124,18 @@ fn every_sample_parses_validates_and_renders() {
 
 #[test]
 fn the_go_operators_manifests_are_accepted_after_changing_only_the_api_version() {
-    let path = repo().join("../shared/compat/schiff-network-operator-configs.yaml");
+    // `../shared/compat` beside the checkout, else the workplace's copy; NETROLLOUT_COMPAT_DIR wins.
+    let beside = repo().join("../shared/compat");
+    let dir = std::env::var("NETROLLOUT_COMPAT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            if beside.exists() {
+                beside
+            } else {
+                PathBuf::from("/work/shared/compat")
+            }
+        });
+    let path = dir.join("schiff-network-operator-configs.yaml");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| {
             panic!(
