@@ -24,6 +24,8 @@ pub struct Settings {
     pub probe_timeout: Duration,
     /// Pause between probe rounds after a change.
     pub probe_interval: Duration,
+    /// How long probes must keep passing once they pass before the change is committed.
+    pub probe_hold: Duration,
 }
 
 /// The agent's moving parts.
@@ -241,7 +243,9 @@ impl Agent {
         }
     }
 
-    /// Probes until every enforced check passes or the probe timeout ends.
+    /// Probes until every enforced check passes, then keeps probing for the probe hold: the
+    /// change is committed only when the checks pass within the probe timeout and then keep
+    /// passing for the whole hold; a failure during the hold fails the change at once.
     async fn probe_after(
         &self,
         rev: &str,
@@ -251,19 +255,39 @@ impl Agent {
         let t = Instant::now();
         let deadline = t + self.settings.probe_timeout;
         let links = convert::link_names(desired);
+        let mut passed_at: Option<Instant> = None;
         let result = loop {
+            let round = Instant::now();
             let mut after = self.prober.connectivity().await;
             after.extend(probe::links_up(&links));
             let failed = probe::enforced_failures(before, &after);
-            if failed.is_empty() {
-                break Ok(());
-            }
-            if Instant::now() >= deadline {
-                let list = probe::describe(&failed);
-                break Err((
-                    "ProbeFailed",
-                    format!("probes failed after applying {rev}: {list}"),
-                ));
+            match passed_at {
+                _ if failed.is_empty() => {
+                    let since = *passed_at.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= self.settings.probe_hold {
+                        break Ok(());
+                    }
+                }
+                Some(since) => {
+                    let list = probe::describe(&failed);
+                    break Err((
+                        "ProbeFailed",
+                        format!(
+                            "probes passed after applying {rev}, then failed {} ms into the {} ms \
+                             probe hold: {list}",
+                            round.saturating_duration_since(since).as_millis(),
+                            self.settings.probe_hold.as_millis()
+                        ),
+                    ));
+                }
+                None if Instant::now() >= deadline => {
+                    let list = probe::describe(&failed);
+                    break Err((
+                        "ProbeFailed",
+                        format!("probes failed after applying {rev}: {list}"),
+                    ));
+                }
+                None => {}
             }
             tokio::time::sleep(self.settings.probe_interval).await;
         };

@@ -65,6 +65,11 @@ pub struct Args {
     /// Pause between probe rounds after a change.
     #[arg(long, default_value = "200ms", value_parser = parse_duration)]
     pub probe_interval: Duration,
+    /// After probes pass, keep probing this long before committing the change; a failure in
+    /// that time restores last-known-good (catches breaks that show only after a moment, such
+    /// as a routing protocol withdrawing a route). `0s` commits at the first pass.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub probe_hold: Duration,
     /// Address of `/metrics`, `/healthz` and `/readyz`.
     #[arg(long, default_value = "0.0.0.0:9101")]
     pub metrics_addr: SocketAddr,
@@ -85,6 +90,7 @@ impl Args {
                 },
                 probe_timeout: self.probe_timeout,
                 probe_interval: self.probe_interval,
+                probe_hold: self.probe_hold,
             },
             probes: ProbeConfig {
                 tcp: self.probe_tcp.clone(),

@@ -5,7 +5,8 @@
 //! - `icmp ADDR`: an echo reply arrives (`--probe-icmp`);
 //! - `gateway`: the IPv4 default gateway (from `/proc/net/route`) answers a ping
 //!   (`--probe-gateway`);
-//! - `api-server`: an uncached `GET /version` to the API server succeeds (`--probe-api-server`);
+//! - `api-server`: an uncached `GET /version` to the API server gets an HTTP answer, of any
+//!   status (`--probe-api-server`);
 //! - `link NAME`: every managed interface of the new config is operationally up (`up` or
 //!   `unknown` in `/sys/class/net/NAME/operstate`).
 //!
@@ -116,7 +117,10 @@ impl Prober {
         if self.cfg.api_server {
             checks.push(Box::pin(async move {
                 let error = match tokio::time::timeout(t, self.client.apiserver_version()).await {
-                    Ok(Ok(_)) => None,
+                    // Any HTTP answer, an error status included, proves the path to the API
+                    // server: an API server that is up but failing (etcd down, overloaded) is
+                    // no reason to undo a network change.
+                    Ok(Ok(_) | Err(kube::Error::Api(_))) => None,
                     Ok(Err(e)) => Some(e.to_string()),
                     Err(_) => Some(format!("no answer within {t:?}")),
                 };

@@ -63,7 +63,7 @@ pub async fn run(
     let selector = format!("metadata.name={node}");
     let watch = tokio::spawn(async move {
         let stream = watcher(nnc_api, watcher::Config::default().fields(&selector))
-            .default_backoff()
+            .backoff(watch_backoff())
             .applied_objects();
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
@@ -133,4 +133,18 @@ fn report_error(agent: &Agent, e: &Error) {
         last_known_good: None,
         ready: false,
     });
+}
+
+/// Backoff of the agent's watch after errors. It watches one small object, so it retries
+/// sooner than kube's default (which grows to 30 s): after the agent's own restore brings the
+/// API server back, or after an outage, a new dispatch is seen within seconds, well inside the
+/// configurator's `--pickup-timeout`. Jitter spreads a fleet's reconnects.
+fn watch_backoff() -> watcher::ExponentialBackoff {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(500))
+        .with_max_delay(Duration::from_secs(5))
+        .with_factor(2.0)
+        .with_jitter()
+        .without_max_times()
+        .into()
 }

@@ -58,7 +58,8 @@ pub struct Context {
     /// Whether this replica holds the lease.
     pub leader: watch::Receiver<bool>,
     /// Accepted conditions last written per input (`kind/name` → fingerprint), to skip
-    /// rewriting a condition the cache does not show yet.
+    /// rewriting a condition the cache does not show yet; also the "identical to failed
+    /// revision" notes already given (`identical-to-failed/<revision>` → message).
     pub accepted_written: Mutex<HashMap<String, String>>,
     /// Revisions rendered for the current nodes.
     pub renders: RenderCache,

@@ -221,23 +221,25 @@ async fn raise_sequence(
     Ok(())
 }
 
+/// Tells (once per revision and replica, in an Event and a log line) that the inputs equal a
+/// failed revision. The revision's own status is left alone: its message keeps the reason it
+/// failed; the inputs carry the verdict in their `Accepted` condition.
 async fn note_identical(ctx: &Context, failed: &NetworkConfigRevision, msg: &str) -> Result<()> {
-    if failed.status.as_ref().and_then(|s| s.message.as_deref()) == Some(msg) {
-        return Ok(());
-    }
     let name = failed.metadata.name.clone().unwrap_or_default();
-    let api: Api<NetworkConfigRevision> = Api::all(ctx.client.clone());
-    let patch = serde_json::json!({ "status": { "message": msg } });
-    let patched = ctx
-        .write(
-            || format!("patch status of NetworkConfigRevision {name}"),
-            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)),
-        )
-        .await?;
+    let key = format!("identical-to-failed/{name}");
+    {
+        let mut noted = ctx
+            .accepted_written
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if noted.get(&key).map(String::as_str) == Some(msg) {
+            return Ok(());
+        }
+        noted.insert(key, msg.to_string());
+    }
     tracing::warn!(revision = %name, "inputs {msg}");
-    ctx.event(&patched, true, "IdenticalToFailed", "Block", msg)
+    ctx.event(failed, true, "IdenticalToFailed", "Block", msg)
         .await;
-    ctx.ncr_overlay.written(patched);
     Ok(())
 }
 

@@ -36,6 +36,8 @@ pub struct Options {
     pub pickup_timeout: String,
     /// `--max-failures` of the configurator.
     pub max_failures: u32,
+    /// `--probe-hold` of the agents.
+    pub probe_hold: String,
     /// Directory holding the `netrollout-agent` and `netrollout-configurator` binaries.
     pub bin_dir: PathBuf,
 }
@@ -195,7 +197,7 @@ impl Lab {
             .arg("--state-dir")
             .arg(&state)
             .args(["--vtep-ip", &fabric::node_ip(index).to_string()])
-            .args(crate::agent_probe_args(&api));
+            .args(crate::agent_probe_args(&api, &self.opts.probe_hold));
         self.spawn(cmd, node)
     }
 

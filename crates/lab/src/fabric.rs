@@ -16,6 +16,8 @@ const VETH_PREFIX: &str = "nrlv";
 /// The host's address on the fabric; the lab API server listens here.
 pub const HOST_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 const PREFIX_LEN: u8 = 24;
+/// The host bridge's fixed, locally administered MAC address.
+const BRIDGE_MAC: &str = "02:00:0a:4d:00:01";
 
 /// Runs `ip` with arguments, failing with its stderr.
 pub fn ip(args: &[&str]) -> Result<()> {
@@ -62,9 +64,13 @@ pub fn kernel_has_vrf() -> bool {
     ok
 }
 
-/// Creates the host bridge with the host's fabric address.
+/// Creates the host bridge with the host's fabric address. Its MAC address is set explicitly:
+/// otherwise the bridge takes the lowest MAC of its ports, which changes when a node joins and
+/// leaves the other nodes' ARP entries for the host stale for seconds (their probes would fail).
 pub fn create_bridge() -> Result<()> {
-    ip(&["link", "add", BRIDGE, "type", "bridge"])?;
+    ip(&[
+        "link", "add", BRIDGE, "address", BRIDGE_MAC, "type", "bridge",
+    ])?;
     ip(&[
         "addr",
         "add",

@@ -20,7 +20,19 @@ pub mod scenario;
 
 use std::net::SocketAddr;
 
-/// The agent's probe flags in the lab: the API server (through the fabric) must stay reachable.
-pub fn agent_probe_args(api: &SocketAddr) -> Vec<String> {
-    vec!["--probe-tcp".into(), api.to_string()]
+/// The agent's probe flags in the lab: the API server (through the fabric) must stay reachable;
+/// a break shows within 5 s; probes must keep passing for `hold` before a change is committed.
+pub fn agent_probe_args(api: &SocketAddr, hold: &str) -> Vec<String> {
+    [
+        "--probe-tcp",
+        &api.to_string(),
+        "--probe-each-timeout",
+        "1s",
+        "--probe-timeout",
+        "5s",
+        "--probe-hold",
+        hold,
+    ]
+    .map(String::from)
+    .to_vec()
 }

@@ -58,6 +58,10 @@ struct Settings {
     /// Failed nodes tolerated before a revision fails.
     #[arg(long, default_value_t = 0)]
     max_failures: u32,
+    /// How long each agent keeps probing after its probes pass before it commits a change (the
+    /// agent's `--probe-hold`); it also makes the waves of a rollout easy to follow.
+    #[arg(long, default_value = "1s")]
+    probe_hold: String,
     /// Directory of the netrollout-agent and netrollout-configurator binaries (default: next to
     /// this program).
     #[arg(long)]
@@ -81,6 +85,7 @@ impl Settings {
             apply_timeout: self.apply_timeout.clone(),
             pickup_timeout: self.pickup_timeout.clone(),
             max_failures: self.max_failures,
+            probe_hold: self.probe_hold.clone(),
             bin_dir,
         })
     }
@@ -90,7 +95,9 @@ impl Settings {
 async fn main() -> Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            // The lab reports its own API errors in its timeline; kube's request logs add noise.
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn,kube_client=off,kube_runtime=off".into()),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -135,7 +135,9 @@ fn phase(c: &NodeNetworkConfig) -> Option<NodePhase> {
     c.status.as_ref().and_then(|s| s.phase)
 }
 
-fn finished(c: &NodeNetworkConfig) -> bool {
+/// Whether a node's status reports a finished attempt (`Provisioned` or `Failed`) for its spec's
+/// revision.
+pub fn finished(c: &NodeNetworkConfig) -> bool {
     c.status.as_ref().is_some_and(|s| {
         s.observed_revision.as_deref() == Some(c.spec.revision.as_str())
             && matches!(s.phase, Some(NodePhase::Provisioned | NodePhase::Failed))
