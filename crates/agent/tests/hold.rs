@@ -1,0 +1,85 @@
+//! The real agent in a network namespace against the lab API server: with `--probe-hold`, a
+//! change is committed only after its probes kept passing for the hold, and a break that shows
+//! during the hold (probes passed at first) restores last-known-good.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Lab, layer2s};
+use netrollout_api::{NodeConfig, NodePhase};
+
+const HOLD_MS: i64 = 1500;
+
+fn holding(lab: &mut Lab) {
+    lab.extra_args = vec![
+        "--probe-tcp".into(),
+        lab.api_target(),
+        "--probe-each-timeout".into(),
+        "300ms".into(),
+        "--probe-timeout".into(),
+        "2s".into(),
+        "--probe-interval".into(),
+        "100ms".into(),
+        "--probe-hold".into(),
+        format!("{HOLD_MS}ms"),
+    ];
+}
+
+#[tokio::test]
+async fn a_change_is_committed_only_after_its_probes_held_for_the_probe_hold() {
+    let mut lab = Lab::new().await;
+    holding(&mut lab);
+    lab.set_spec("rev-1", layer2s(100, 1)).await;
+    lab.start_agent();
+    let nnc = lab.wait_finished("rev-1", 30).await;
+    let status = nnc.status.unwrap();
+    assert_eq!(status.phase, Some(NodePhase::Provisioned), "{status:?}");
+    let (started, finished) = (status.started_at.unwrap().0, status.finished_at.unwrap().0);
+    let took = finished.duration_since(started).as_millis();
+    assert!(
+        took >= i128::from(HOLD_MS),
+        "committed {took} ms after the start, before the {HOLD_MS} ms hold ended"
+    );
+    assert!(lab.holds(&layer2s(100, 1)).await);
+}
+
+#[tokio::test]
+async fn a_break_during_the_probe_hold_restores_last_known_good() {
+    let mut lab = Lab::new().await;
+    holding(&mut lab);
+    lab.set_spec("rev-good", layer2s(100, 1)).await;
+    lab.start_agent();
+    lab.wait_finished("rev-good", 30).await;
+
+    // The new config itself is harmless: its probes pass. Then, inside the hold, the route to
+    // the API server goes away (as when a routing protocol withdraws it a moment later) and comes
+    // back after a second, long enough for the agent to see it.
+    let next: NodeConfig = layer2s(120, 2);
+    lab.set_spec("rev-next", next.clone()).await;
+    lab.wait_log("\"step\":\"probe-before\"", 2, 30).await;
+    lab.wait_nnc(30, "rev-next to be applied", |o| {
+        o.status
+            .as_ref()
+            .is_some_and(|s| s.observed_revision.as_deref() == Some("rev-next"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let host = format!("{}/32", lab.host_ip);
+    lab.ip(&format!("route add blackhole {host}"));
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    lab.ip(&format!("route del blackhole {host}"));
+
+    let nnc = lab.wait_finished("rev-next", 30).await;
+    let status = nnc.status.unwrap();
+    assert_eq!(status.phase, Some(NodePhase::Failed), "{status:?}");
+    assert_eq!(status.reason.as_deref(), Some("ProbeFailed"));
+    let message = status.message.unwrap_or_default();
+    assert!(
+        message.contains("probes passed after applying rev-next, then failed")
+            && message.contains(&format!("tcp {}", lab.api_target()))
+            && message.contains("restored last-known-good rev-good"),
+        "{message}"
+    );
+    assert!(lab.holds(&layer2s(100, 1)).await, "not restored");
+}
