@@ -1,7 +1,7 @@
 //! Scripted stories that run against a real lab and end with a summary. Each records a timeline
 //! of what the API showed and checks the promises of ROLLOUT.md; a broken promise fails the run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -64,6 +64,8 @@ struct NodeTracker {
     peak_at: Vec<String>,
     /// Every Failed status message seen, per node.
     failures: BTreeMap<String, Vec<String>>,
+    /// Nodes whose spec ever named each revision.
+    dispatched: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl NodeTracker {
@@ -85,6 +87,10 @@ impl NodeTracker {
                 seen.push(msg);
             }
         }
+        self.dispatched
+            .entry(c.spec.revision.clone())
+            .or_default()
+            .insert(name.clone());
         self.configs.insert(name, c);
         let in_flight: Vec<String> = self
             .configs
@@ -160,6 +166,12 @@ impl Monitor {
     pub fn failures(&self) -> BTreeMap<String, Vec<String>> {
         let t = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
         t.failures.clone()
+    }
+
+    /// Nodes whose spec ever named `revision`.
+    pub fn dispatched(&self, revision: &str) -> BTreeSet<String> {
+        let t = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
+        t.dispatched.get(revision).cloned().unwrap_or_default()
     }
 
     /// Takes one observation and prints what changed in the revisions.
@@ -267,14 +279,7 @@ pub async fn run(name: &str, lab: &mut Lab) -> Result<Summary> {
                 o.phase_of(&bad) == Some(RevisionPhase::Failed)
             })
             .await?;
-            let failed = m.failures().len();
-            let max_failures = lab.options().max_failures as usize;
             summary.check("bad revision Failed", true, bad.clone());
-            summary.check(
-                "blast radius ≤ max-failures + update limit",
-                failed <= max_failures + limit,
-                format!("{failed} node(s) failed, limit {limit}, max-failures {max_failures}"),
-            );
             m.until(
                 lab,
                 "every node back on the known-good revision",
@@ -283,6 +288,19 @@ pub async fn run(name: &str, lab: &mut Lab) -> Result<Summary> {
             )
             .await?;
             all_provisioned(&mut summary, &m, lab, &good);
+            let given: Vec<String> = m.dispatched(&bad).into_iter().collect();
+            summary.check(
+                "the rollout halted: only the first wave was given the bad revision",
+                !given.is_empty() && given.len() <= limit,
+                format!("{} (limit {limit})", given.join(", ")),
+            );
+            let failed = m.failures().len();
+            let max_failures = lab.options().max_failures as usize;
+            summary.check(
+                "blast radius ≤ max-failures + update limit",
+                failed <= max_failures + limit,
+                format!("{failed} node(s) failed, limit {limit}, max-failures {max_failures}"),
+            );
             let failures = m.failures();
             let restored = format!("restored last-known-good {good}");
             let said_why = !failures.is_empty()
