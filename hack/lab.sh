@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
-# Builds the binaries and brings the lab up: `hack/lab.sh up --nodes 5` (as root; Ctrl-C tears it
-# down). Any netrollout-lab command works: `hack/lab.sh scenario bad-config`, `hack/lab.sh down`.
+# Builds the binaries (release) and runs the lab: `hack/lab.sh up --nodes 5` brings a whole
+# cluster up on this machine and rolls out config/samples; Ctrl-C tears it down. Any
+# netrollout-lab command works: `hack/lab.sh scenario bad-config`, `hack/lab.sh down`,
+# `hack/lab.sh --help`. The lab needs root for network namespaces: it re-runs itself with sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v ip >/dev/null || hack/install-deps.sh
+command -v cargo >/dev/null || { echo "lab.sh: needs a Rust toolchain (https://rustup.rs)" >&2; exit 1; }
+if ! command -v ip >/dev/null; then
+  root=""; [ "$(id -u)" -eq 0 ] || root=sudo
+  $root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
+fi
+echo "lab.sh: building (the first build takes a few minutes) ..." >&2
 cargo build --release --locked --bins -q
-exec target/release/netrollout-lab "${@:-up}"
+set -- "${@:-up}"
+if [ "$(id -u)" -ne 0 ] && [[ "$*" != *--help* ]]; then
+  exec sudo target/release/netrollout-lab "$@"
+fi
+exec target/release/netrollout-lab "$@"

@@ -33,6 +33,17 @@ enum Cmd {
     /// Remove what a crashed lab left behind: processes, namespaces, links.
     Down,
     /// Run a scripted story and check the rollout's promises; exit non-zero when one broke.
+    #[command(after_help = "Scenarios:
+  happy               the samples roll out in waves of at most --update-limit nodes
+  bad-config          a config that cuts the nodes off the API server: the first wave restores
+                      its last-known-good config locally, the rollout halts, and those nodes
+                      return to the known-good revision
+  node-join           a node joins mid-rollout and gets the revision too
+  configurator-crash  two configurators; the leader is killed with SIGKILL mid-rollout and the
+                      standby finishes it without exceeding the limit
+  api-outage          the lab API server answers every request with 500 for 5 s while nodes
+                      apply; the rollout finishes with no node failed
+  all                 each of the above, one lab each")]
     Scenario {
         /// happy, bad-config, node-join, configurator-crash, api-outage, or all.
         name: String,
@@ -120,6 +131,12 @@ async fn main() -> Result<()> {
             Ok(())
         }
         Cmd::Scenario { name, settings } => {
+            if name != "all" && !scenario::NAMES.contains(&name.as_str()) {
+                anyhow::bail!(
+                    "unknown scenario {name:?}: choose one of {} or all",
+                    scenario::NAMES.join(", ")
+                );
+            }
             let names: Vec<&str> = if name == "all" {
                 scenario::NAMES.to_vec()
             } else {

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use anyhow::Result;
+use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use netrollout_api::{NetworkConfigRevision, NodeNetworkConfig, NodePhase, RevisionPhase};
 
@@ -14,6 +15,8 @@ pub struct Observed {
     pub revisions: Vec<NetworkConfigRevision>,
     /// Node configs by node name.
     pub configs: Vec<NodeNetworkConfig>,
+    /// Names of the cluster's Nodes.
+    pub nodes: Vec<String>,
 }
 
 impl Observed {
@@ -25,7 +28,20 @@ impl Observed {
         revisions.sort_by_key(|r| std::cmp::Reverse(r.spec.sequence));
         let mut configs = nnc.list(&ListParams::default()).await?.items;
         configs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        Ok(Self { revisions, configs })
+        let node_api: Api<Node> = Api::all(client.clone());
+        let mut nodes: Vec<String> = node_api
+            .list_metadata(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter_map(|n| n.metadata.name)
+            .collect();
+        nodes.sort();
+        Ok(Self {
+            revisions,
+            configs,
+            nodes,
+        })
     }
 
     /// The newest revision.
@@ -80,6 +96,12 @@ impl Observed {
 
     /// Aligned tables of revisions and nodes.
     pub fn render(&self) -> String {
+        if self.revisions.is_empty() {
+            return format!(
+                "{} node(s); waiting for the configurator to render the first revision ...\n",
+                self.nodes.len()
+            );
+        }
         let mut rows = vec![vec![
             "REVISION".to_string(),
             "SEQ".into(),
@@ -114,7 +136,21 @@ impl Observed {
             "PHASE".into(),
             "MESSAGE".into(),
         ]];
-        for c in &self.configs {
+        for name in &self.nodes {
+            let Some(c) = self
+                .configs
+                .iter()
+                .find(|c| c.metadata.name.as_ref() == Some(name))
+            else {
+                rows.push(vec![
+                    name.clone(),
+                    "-".into(),
+                    "-".into(),
+                    "Waiting".into(),
+                    "not dispatched yet (waits for its wave)".into(),
+                ]);
+                continue;
+            };
             let s = c.status.clone().unwrap_or_default();
             rows.push(vec![
                 c.metadata.name.clone().unwrap_or_default(),

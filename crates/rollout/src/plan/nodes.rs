@@ -203,7 +203,12 @@ impl<'a> Pass<'a> {
             );
             self.set_phase(g, RevisionPhase::Succeeded, reason, Vec::new());
         } else if goal_dispatched > 0 || !self.on_rev[g].is_empty() {
-            let reason = format!("rolling out revision {goal}: {succeeded} node(s) done");
+            // Written once per phase change, so no counts here (they would go stale): the
+            // status counts and `progress` carry them.
+            let reason = format!(
+                "rolling out revision {goal} in waves of at most {} node(s)",
+                self.limit
+            );
             self.set_phase(g, RevisionPhase::Progressing, reason, Vec::new());
         }
     }

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `netrollout-lab up` as a user runs it: the rollout succeeds, kubectl works with the kubeconfig
+# it writes, and after the lab is killed with SIGKILL (a crash) `netrollout-lab down` leaves no
+# namespace, link or process behind.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cargo build --locked --bins -q
+state="${TMPDIR:-/tmp}/netrollout-lab-updown"
+lab=target/debug/netrollout-lab
+$lab --state-dir "$state" down >/dev/null
+rm -f "$state/up.log"
+mkdir -p "$state"
+$lab --state-dir "$state" up --nodes 3 >"$state/up.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 120); do
+  grep -q "rollout succeeded" "$state/up.log" && break
+  kill -0 "$pid" 2>/dev/null || { cat "$state/up.log"; echo "FAIL: netrollout-lab up exited" >&2; exit 1; }
+  sleep 1
+done
+grep -q "rollout succeeded" "$state/up.log" || { cat "$state/up.log"; echo "FAIL: no success in 120 s" >&2; exit 1; }
+export KUBECONFIG="$state/kubeconfig"
+kubectl get ncr,nnc
+phases=$(kubectl get nnc -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | sort | uniq -c)
+echo "$phases"
+[ "$(kubectl get nnc -o name | wc -l)" -eq 3 ] && [ "$(echo "$phases" | awk '{print $2}')" = "Provisioned" ] \
+  || { echo "FAIL: not every node Provisioned" >&2; exit 1; }
+kubectl get ncr -o jsonpath='{.items[0].status.phase}' | grep -qx Succeeded \
+  || { echo "FAIL: the revision is not Succeeded" >&2; exit 1; }
+
+kill -9 "$pid"
+wait "$pid" 2>/dev/null || true
+leftover_procs=$(pgrep -f "netrollout-(agent|configurator)" | wc -l)
+echo "after SIGKILL: $(ip netns list | grep -c nrlab- || true) namespaces, $leftover_procs agent/configurator processes"
+$lab --state-dir "$state" down
+sleep 0.5
+fail=0
+ip netns list | grep nrlab- && { echo "FAIL: namespaces left" >&2; fail=1; }
+ip -br link | grep -E '^(nrlab|nrlv)' && { echo "FAIL: links left" >&2; fail=1; }
+pgrep -af "netrollout-(agent|configurator)" && { echo "FAIL: processes left" >&2; fail=1; }
+[ "$fail" = 0 ] && echo "lab up/down: PASSED"
+exit "$fail"
