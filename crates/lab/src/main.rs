@@ -232,8 +232,14 @@ async fn up(opts: Options) -> Result<()> {
             if done && !announced {
                 announced = true;
                 println!(
-                    "rollout succeeded. The lab stays up; try:\n  export KUBECONFIG={}\n  kubectl get ncr,nnc\nCtrl-C tears everything down.",
-                    lab.kubeconfig().display()
+                    "rollout succeeded. The lab stays up; in another terminal try:\n  \
+                     export KUBECONFIG={} PATH={}:$PATH\n  \
+                     kubectl get ncr,nnc\n  \
+                     kubectl netrollout status\n  \
+                     kubectl patch layer2 vlan502 --type merge -p '{{\"spec\":{{\"mtu\":1400}}}}'   # a new revision rolls out\n\
+                     Changes show up here. Ctrl-C tears everything down.",
+                    lab.kubeconfig().display(),
+                    lab.options().bin_dir.display(),
                 );
             }
         }

@@ -183,8 +183,8 @@ pub fn finished(c: &NodeNetworkConfig) -> bool {
 /// Left-aligned columns separated by two spaces; long cells are cut.
 pub fn table(rows: &[Vec<String>]) -> String {
     let cut = |s: &str| {
-        if s.chars().count() > 60 {
-            format!("{}…", s.chars().take(59).collect::<String>())
+        if s.chars().count() > 80 {
+            format!("{}…", s.chars().take(79).collect::<String>())
         } else {
             s.to_string()
         }
