@@ -8,6 +8,13 @@ cargo build --locked --bins -q
 state="${TMPDIR:-/tmp}/netrollout-lab-updown"
 lab=target/debug/netrollout-lab
 $lab --state-dir "$state" down >/dev/null
+
+# Without root it stops at once and says what it needs.
+if out=$(setpriv --reuid=65534 --regid=65534 --clear-groups $lab --state-dir /tmp/nrlab-nobody up 2>&1); then
+  echo "FAIL: the lab started without privileges" >&2; exit 1
+fi
+echo "$out" | grep -q "needs root or CAP_NET_ADMIN" || { echo "FAIL: unclear message: $out" >&2; exit 1; }
+echo "without root: $out"
 rm -f "$state/up.log"
 mkdir -p "$state"
 $lab --state-dir "$state" up --nodes 3 >"$state/up.log" 2>&1 &
