@@ -73,6 +73,10 @@ pub struct Args {
     /// Address of `/metrics`, `/healthz` and `/readyz`.
     #[arg(long, default_value = "0.0.0.0:9101")]
     pub metrics_addr: SocketAddr,
+    /// Address of a separate listener for `/healthz` and `/readyz` only (e.g. for kubelet
+    /// probes on another port). They are always served on `--metrics-addr` too.
+    #[arg(long)]
+    pub health_addr: Option<SocketAddr>,
     /// Log format.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,

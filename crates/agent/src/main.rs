@@ -46,6 +46,14 @@ async fn main() -> anyhow::Result<()> {
             tracing::error!(error = %e, %addr, "the metrics and health server stopped");
         }
     });
+    let health = args.health_addr.map(|addr| {
+        let serve = metrics::serve_health(addr, metrics.clone(), stopped(stop_rx.clone()));
+        tokio::spawn(async move {
+            if let Err(e) = serve.await {
+                tracing::error!(error = %e, %addr, "the health server stopped");
+            }
+        })
+    });
     let signals = tokio::spawn(async move {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
@@ -59,5 +67,8 @@ async fn main() -> anyhow::Result<()> {
     let result = netrollout_agent::run::run(args.config(), client, metrics, stopped(stop_rx)).await;
     signals.abort();
     server.abort();
+    if let Some(health) = health {
+        health.abort();
+    }
     result.context("netrollout-agent")
 }

@@ -147,6 +147,25 @@ pub async fn serve(
         .await
 }
 
+/// Serves only `/healthz` and `/readyz` on `addr` (the agent's `--health-addr`).
+///
+/// # Errors
+/// When `addr` cannot be bound.
+pub async fn serve_health(
+    addr: SocketAddr,
+    metrics: Arc<Metrics>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .with_state(metrics);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
 async fn render(State(m): State<Arc<Metrics>>) -> String {
     m.render()
 }

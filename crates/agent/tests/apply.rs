@@ -17,7 +17,12 @@ use netrollout_api::{NodeNetworkConfig, NodeNetworkConfigSpec, NodePhase};
 #[tokio::test]
 async fn a_new_revision_goes_provisioning_to_provisioned_and_the_node_turns_ready() {
     let mut lab = Lab::new().await;
-    lab.extra_args = vec!["--probe-tcp".into(), lab.api_target()];
+    lab.extra_args = vec![
+        "--probe-tcp".into(),
+        lab.api_target(),
+        "--health-addr".into(),
+        format!("{}:9102", lab.ns_ip),
+    ];
     lab.set_spec("rev-a", layer2s(100, 3)).await;
     // Every status the API server stores, in order, as a watcher sees them.
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -99,6 +104,20 @@ async fn a_new_revision_goes_provisioning_to_provisioned_and_the_node_turns_read
     );
     assert!(http_get(&lab, "/healthz").await.0.contains("200"));
     assert!(http_get(&lab, "/readyz").await.0.contains("200"));
+    // The separate health listener serves the probes and nothing else.
+    assert!(
+        http_get_port(&lab, 9102, "/healthz")
+            .await
+            .0
+            .contains("200")
+    );
+    assert!(http_get_port(&lab, 9102, "/readyz").await.0.contains("200"));
+    assert!(
+        http_get_port(&lab, 9102, "/metrics")
+            .await
+            .0
+            .contains("404")
+    );
 }
 
 #[tokio::test]
@@ -166,10 +185,15 @@ async fn probes_that_failed_before_the_change_are_reported_not_enforced() {
 }
 
 /// An HTTP GET from the host to the agent's metrics server: (status line, body).
-#[allow(clippy::unwrap_used)]
 async fn http_get(lab: &Lab, path: &str) -> (String, String) {
+    http_get_port(lab, 9101, path).await
+}
+
+/// An HTTP GET from the host to the agent on `port`: (status line, body).
+#[allow(clippy::unwrap_used)]
+async fn http_get_port(lab: &Lab, port: u16, path: &str) -> (String, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect((lab.ns_ip.as_str(), 9101))
+    let mut s = tokio::net::TcpStream::connect((lab.ns_ip.as_str(), port))
         .await
         .unwrap();
     let req = format!("GET {path} HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n");
