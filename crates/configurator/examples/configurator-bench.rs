@@ -4,7 +4,8 @@
 //! the ideal 20 waves × 0.2 s, API writes per node, the configurator's CPU time and peak RSS,
 //! and the time from a changed input to the first dispatch.
 //!
-//! `BENCH_NODES` overrides the node count (the ideal and the limit stay as above).
+//! `BENCH_NODES` overrides the node count (the ideal and the limit stay as above);
+//! `BENCH_ARGS` adds configurator flags (e.g. `--debounce=1ms`) for experiments.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -55,6 +56,11 @@ async fn main() -> Result<()> {
             "--health-addr=127.0.0.1:0".into(),
             "--log-format=json".into(),
         ])
+        .args(
+            std::env::var("BENCH_ARGS")
+                .unwrap_or_default()
+                .split_whitespace(),
+        )
         .env(
             "RUST_LOG",
             std::env::var("BENCH_LOG").unwrap_or_else(|_| "warn".into()),

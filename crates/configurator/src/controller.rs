@@ -142,6 +142,7 @@ async fn drive(
             continue;
         }
         let mut lost = ctx.leader.clone();
+        let started = std::time::Instant::now();
         let outcome = tokio::select! {
             biased;
             _ = lost.wait_for(|leading| !*leading) => Err(Error::NotLeader),
@@ -150,9 +151,8 @@ async fn drive(
         match outcome {
             Ok(plan) => {
                 backoff = Duration::ZERO;
-                if !plan.actions.is_empty() {
-                    tracing::debug!(actions = plan.actions.len(), mode = ?plan.summary.mode, "pass done");
-                }
+                tracing::debug!(actions = plan.actions.len(), mode = ?plan.summary.mode,
+                    duration_us = started.elapsed().as_micros() as u64, "pass done");
             }
             Err(e) => {
                 ctx.metrics.error(&e);
