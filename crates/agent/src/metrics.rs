@@ -131,20 +131,16 @@ impl Metrics {
 }
 
 /// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until `shutdown` resolves.
+///
+/// # Errors
+/// When `addr` cannot be bound.
 pub async fn serve(
     addr: SocketAddr,
     metrics: Arc<Metrics>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = Router::new()
-        .route("/metrics", get(render))
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(readyz))
-        .with_state(metrics);
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    let app = health(Router::new().route("/metrics", get(render)));
+    listen(addr, app.with_state(metrics), shutdown).await
 }
 
 /// Serves only `/healthz` and `/readyz` on `addr` (the agent's `--health-addr`).
@@ -156,10 +152,21 @@ pub async fn serve_health(
     metrics: Arc<Metrics>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = Router::new()
+    listen(addr, health(Router::new()).with_state(metrics), shutdown).await
+}
+
+/// Adds `/healthz` (the process runs) and `/readyz` (its state is recovered).
+fn health(routes: Router<Arc<Metrics>>) -> Router<Arc<Metrics>> {
+    routes
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
-        .with_state(metrics);
+}
+
+async fn listen(
+    addr: SocketAddr,
+    app: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
