@@ -261,33 +261,28 @@ impl Agent {
             let mut after = self.prober.connectivity().await;
             after.extend(probe::links_up(&links));
             let failed = probe::enforced_failures(before, &after);
-            match passed_at {
-                _ if failed.is_empty() => {
-                    let since = *passed_at.get_or_insert_with(Instant::now);
-                    if since.elapsed() >= self.settings.probe_hold {
-                        break Ok(());
-                    }
+            if failed.is_empty() {
+                let since = *passed_at.get_or_insert_with(Instant::now);
+                if since.elapsed() >= self.settings.probe_hold {
+                    break Ok(());
                 }
-                Some(since) => {
-                    let list = probe::describe(&failed);
-                    break Err((
-                        "ProbeFailed",
-                        format!(
-                            "probes passed after applying {rev}, then failed {} ms into the {} ms \
-                             probe hold: {list}",
-                            round.saturating_duration_since(since).as_millis(),
-                            self.settings.probe_hold.as_millis()
-                        ),
-                    ));
-                }
-                None if Instant::now() >= deadline => {
-                    let list = probe::describe(&failed);
-                    break Err((
-                        "ProbeFailed",
-                        format!("probes failed after applying {rev}: {list}"),
-                    ));
-                }
-                None => {}
+            } else if let Some(since) = passed_at {
+                let list = probe::describe(&failed);
+                break Err((
+                    "ProbeFailed",
+                    format!(
+                        "probes passed after applying {rev}, then failed {} ms into the {} ms \
+                         probe hold: {list}",
+                        round.saturating_duration_since(since).as_millis(),
+                        self.settings.probe_hold.as_millis()
+                    ),
+                ));
+            } else if Instant::now() >= deadline {
+                let list = probe::describe(&failed);
+                break Err((
+                    "ProbeFailed",
+                    format!("probes failed after applying {rev}: {list}"),
+                ));
             }
             tokio::time::sleep(self.settings.probe_interval).await;
         };

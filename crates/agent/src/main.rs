@@ -39,20 +39,17 @@ async fn main() -> anyhow::Result<()> {
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let serve = metrics::serve(args.metrics_addr, metrics.clone(), stopped(stop_rx.clone()));
-    let addr = args.metrics_addr;
-    let server = tokio::spawn(async move {
-        if let Err(e) = serve.await {
-            tracing::error!(error = %e, %addr, "the metrics and health server stopped");
-        }
-    });
+    let server = spawn_server(
+        "metrics and health",
+        args.metrics_addr,
+        metrics::serve(args.metrics_addr, metrics.clone(), stopped(stop_rx.clone())),
+    );
     let health = args.health_addr.map(|addr| {
-        let serve = metrics::serve_health(addr, metrics.clone(), stopped(stop_rx.clone()));
-        tokio::spawn(async move {
-            if let Err(e) = serve.await {
-                tracing::error!(error = %e, %addr, "the health server stopped");
-            }
-        })
+        spawn_server(
+            "health",
+            addr,
+            metrics::serve_health(addr, metrics.clone(), stopped(stop_rx.clone())),
+        )
     });
     let signals = tokio::spawn(async move {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -71,4 +68,17 @@ async fn main() -> anyhow::Result<()> {
         health.abort();
     }
     result.context("netrollout-agent")
+}
+
+/// Runs an HTTP server in the background; an error (such as an address in use) is logged.
+fn spawn_server(
+    what: &'static str,
+    addr: std::net::SocketAddr,
+    serve: impl std::future::Future<Output = std::io::Result<()>> + Send + 'static,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if let Err(e) = serve.await {
+            tracing::error!(error = %e, %addr, "the {what} server stopped");
+        }
+    })
 }
