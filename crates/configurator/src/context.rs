@@ -58,9 +58,11 @@ pub struct Context {
     /// Whether this replica holds the lease.
     pub leader: watch::Receiver<bool>,
     /// Accepted conditions last written per input (`kind/name` → fingerprint), to skip
-    /// rewriting a condition the cache does not show yet; also the "identical to failed
-    /// revision" notes already given (`identical-to-failed/<revision>` → message).
+    /// rewriting a condition the cache does not show yet.
     pub accepted_written: Mutex<HashMap<String, String>>,
+    /// "Identical to failed revision" notes already given (revision → message), so each is
+    /// told once per replica.
+    pub identical_noted: Mutex<HashMap<String, String>>,
     /// Revisions rendered for the current nodes.
     pub renders: RenderCache,
     recorder: Recorder,
@@ -96,6 +98,7 @@ impl Context {
             metrics,
             leader,
             accepted_written: Mutex::new(HashMap::new()),
+            identical_noted: Mutex::new(HashMap::new()),
             renders: RenderCache::default(),
         }
     }

@@ -104,7 +104,7 @@ pub async fn sync(ctx: &Context, nodes: &[RenderNode]) -> Result<()> {
                  (kubectl netrollout retry {0}, i.e. annotate it {RETRY_ANNOTATION})",
                 rev.name
             );
-            note_identical(ctx, existing, &msg).await?;
+            note_identical(ctx, existing, &msg).await;
             Verdict::rejected("IdenticalToFailedRevision", msg)
         }
         Some(existing) => {
@@ -224,23 +224,21 @@ async fn raise_sequence(
 /// Tells (once per revision and replica, in an Event and a log line) that the inputs equal a
 /// failed revision. The revision's own status is left alone: its message keeps the reason it
 /// failed; the inputs carry the verdict in their `Accepted` condition.
-async fn note_identical(ctx: &Context, failed: &NetworkConfigRevision, msg: &str) -> Result<()> {
+async fn note_identical(ctx: &Context, failed: &NetworkConfigRevision, msg: &str) {
     let name = failed.metadata.name.clone().unwrap_or_default();
-    let key = format!("identical-to-failed/{name}");
     {
         let mut noted = ctx
-            .accepted_written
+            .identical_noted
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if noted.get(&key).map(String::as_str) == Some(msg) {
-            return Ok(());
+        if noted.get(&name).map(String::as_str) == Some(msg) {
+            return;
         }
-        noted.insert(key, msg.to_string());
+        noted.insert(name.clone(), msg.to_string());
     }
     tracing::warn!(revision = %name, "inputs {msg}");
     ctx.event(failed, true, "IdenticalToFailed", "Block", msg)
         .await;
-    Ok(())
 }
 
 /// Carries out retries asked for with [`RETRY_ANNOTATION`]: a Failed (or Blocked) revision is

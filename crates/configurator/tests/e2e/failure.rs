@@ -119,6 +119,15 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
         "no new revision for the same content"
     );
     all_provisioned(&lab, &names(3), &fixed_name, Duration::from_secs(1)).await?;
+    // The failed revision still says why it failed; the refusal did not overwrite that.
+    let still = Api::<NetworkConfigRevision>::all(lab.client.clone())
+        .get(&failed_name)
+        .await?;
+    assert_eq!(
+        still.status.as_ref().and_then(|s| s.message.clone()),
+        failed.status.as_ref().and_then(|s| s.message.clone()),
+        "the failure reason is kept"
+    );
 
     // A person retries it: it becomes the newest revision and rolls out.
     let api = Api::<NetworkConfigRevision>::all(lab.client.clone());
