@@ -80,20 +80,6 @@ impl Observed {
             .collect()
     }
 
-    /// Nodes whose status says `Failed` for `revision`.
-    pub fn failed_on(&self, revision: &str) -> Vec<&str> {
-        self.configs
-            .iter()
-            .filter(|c| {
-                c.status.as_ref().is_some_and(|s| {
-                    s.observed_revision.as_deref() == Some(revision)
-                        && s.phase == Some(NodePhase::Failed)
-                })
-            })
-            .filter_map(|c| c.metadata.name.as_deref())
-            .collect()
-    }
-
     /// Aligned tables of revisions and nodes.
     pub fn render(&self) -> String {
         if self.revisions.is_empty() {

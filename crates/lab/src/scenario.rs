@@ -294,14 +294,14 @@ pub async fn run(name: &str, lab: &mut Lab) -> Result<Summary> {
                 !given.is_empty() && given.len() <= limit,
                 format!("{} (limit {limit})", given.join(", ")),
             );
-            let failed = m.failures().len();
+            let failures = m.failures();
+            let failed = failures.len();
             let max_failures = lab.options().max_failures as usize;
             summary.check(
                 "blast radius ≤ max-failures + update limit",
                 failed <= max_failures + limit,
                 format!("{failed} node(s) failed, limit {limit}, max-failures {max_failures}"),
             );
-            let failures = m.failures();
             let restored = format!("restored last-known-good {good}");
             let said_why = !failures.is_empty()
                 && failures
@@ -374,10 +374,11 @@ pub async fn run(name: &str, lab: &mut Lab) -> Result<Summary> {
                 o.phase_of(&next) == Some(RevisionPhase::Succeeded)
             })
             .await?;
+            let failures = m.failures();
             summary.check(
                 "the rollout finished after the outage, no node failed",
-                m.failures().is_empty(),
-                format!("{next} Succeeded; failures seen: {:?}", m.failures()),
+                failures.is_empty(),
+                format!("{next} Succeeded; failures seen: {failures:?}"),
             );
             all_provisioned(&mut summary, &m, lab, &next);
         }
