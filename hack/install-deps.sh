@@ -3,7 +3,8 @@
 # so a second run is instant and a fresh machine gets everything.
 set -euo pipefail
 
-packages=(iproute2 iputils-ping qemu-system-x86 busybox-static cpio kmod)
+# frr + frr-pythontools: the routing daemon the agent configures (frr-reload.py applies changes).
+packages=(iproute2 iputils-ping qemu-system-x86 busybox-static cpio kmod frr frr-pythontools)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -14,4 +15,10 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# FRR is started per network namespace by the tests and the lab, never as the host's service.
+if systemctl is-enabled frr >/dev/null 2>&1; then systemctl disable --now frr >/dev/null 2>&1 || true; fi
+# Manifest checkers for the bundle tests.
+for tool in checkov kubernetes-validate; do
+  command -v "$tool" >/dev/null || { echo "install-deps: pip install $tool" >&2; python3 -m pip install -q --root-user-action=ignore "$tool"; }
+done
 command -v kubectl >/dev/null || { echo "install-deps: kubectl (v1.32) must be on PATH" >&2; exit 1; }
