@@ -11,12 +11,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions};
 use netrollout_api::{
     DISPATCH_ANNOTATION, FailedNode, MANAGED_BY_LABEL, NetworkConfigRevision, NodeNetworkConfig,
-    NodeNetworkConfigSpec,
+    NodeNetworkConfigSpec, RETRIED_ANNOTATION, UNRESPONSIVE_ANNOTATION,
 };
 use netrollout_rollout::{Action, DispatchKind, DispatchRecord, NodeFailure, RevisionPhase};
 
 use crate::context::Context;
-use crate::convert::{self, DispatchJson, UNRESPONSIVE_ANNOTATION};
+use crate::convert;
 use crate::error::{Error, Result};
 use crate::render_cache::RenderCache;
 
@@ -119,7 +119,7 @@ async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
                 .ncrs
                 .get(revision.as_str())
                 .and_then(|r| r.metadata.annotations.as_ref())
-                .and_then(|a| a.get(crate::revisions::RETRIED_ANNOTATION))
+                .and_then(|a| a.get(RETRIED_ANNOTATION))
                 .map(|v| format!("{revision}@{v}"));
             let retried = &retried;
             let writes: Vec<BoxFuture<'_, Result<()>>> = nodes
@@ -189,12 +189,19 @@ async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
 }
 
 fn record_annotations(record: &DispatchRecord) -> Result<serde_json::Value> {
-    let json = serde_json::to_string(&DispatchJson::from_record(record)).map_err(|source| {
-        Error::Serialize {
+    let json = convert::dispatch_annotation(record)
+        .ok_or_else(|| Error::Serialize {
+            what: "the dispatch record",
+            source: serde::ser::Error::custom(format!(
+                "a time of the record for revision {} is out of range",
+                record.revision
+            )),
+        })?
+        .to_annotation()
+        .map_err(|source| Error::Serialize {
             what: "the dispatch record",
             source,
-        }
-    })?;
+        })?;
     Ok(serde_json::json!({ DISPATCH_ANNOTATION: json, UNRESPONSIVE_ANNOTATION: null }))
 }
 

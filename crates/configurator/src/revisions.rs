@@ -171,9 +171,7 @@ async fn create(
     Ok(())
 }
 
-/// Annotation the configurator leaves on a revision a person retried (the retry's value); each
-/// later dispatch of it asks the node's agent for one more try (`NODE_RETRY_ANNOTATION`).
-pub const RETRIED_ANNOTATION: &str = "netrollout.io/retried";
+pub use netrollout_api::RETRIED_ANNOTATION;
 
 async fn raise_sequence(
     ctx: &Context,

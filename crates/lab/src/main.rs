@@ -61,22 +61,29 @@ struct Settings {
     #[arg(long, default_value = "2")]
     update_limit: String,
     /// How long a node may take to apply and probe.
-    #[arg(long, default_value = "30s")]
+    #[arg(long, default_value = "30s", value_parser = duration_text)]
     apply_timeout: String,
     /// How long an agent may take to pick a dispatch up.
-    #[arg(long, default_value = "60s")]
+    #[arg(long, default_value = "60s", value_parser = duration_text)]
     pickup_timeout: String,
     /// Failed nodes tolerated before a revision fails.
     #[arg(long, default_value_t = 0)]
     max_failures: u32,
     /// How long each agent keeps probing after its probes pass before it commits a change (the
     /// agent's `--probe-hold`); it also makes the waves of a rollout easy to follow.
-    #[arg(long, default_value = "1s")]
+    #[arg(long, default_value = "1s", value_parser = duration_text)]
     probe_hold: String,
     /// Directory of the netrollout-agent and netrollout-configurator binaries (default: next to
     /// this program).
     #[arg(long)]
     bin_dir: Option<PathBuf>,
+}
+
+/// A duration flag the lab hands on to the agent or configurator, checked here with the grammar
+/// they use, so that a typo stops the lab before it starts anything.
+fn duration_text(text: &str) -> Result<String, netrollout_support::DurationError> {
+    netrollout_support::parse_duration(text)?;
+    Ok(text.to_string())
 }
 
 impl Settings {
@@ -114,14 +121,11 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run() -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            // The lab reports its own API errors in its timeline; kube's request logs add noise.
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn,kube_client=off,kube_runtime=off".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // The lab reports its own API errors in its timeline; kube's request logs add noise.
+    netrollout_support::init_logging(
+        netrollout_support::LogFormat::Text,
+        "warn,kube_client=off,kube_runtime=off",
+    );
     let cli = Cli::parse();
     // Both rustls providers are compiled into the workspace; pick one before any client exists.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -176,7 +180,7 @@ async fn run_scenario(name: &str, opts: Options) -> Result<bool> {
     let mut lab = Lab::start(opts).await?;
     let result = tokio::select! {
         r = scenario::run(name, &mut lab) => r,
-        _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
+        _ = netrollout_support::shutdown() => Err(anyhow::anyhow!("interrupted")),
     };
     let logs = lab.options().state_dir.join("logs");
     lab.shutdown().await?;
@@ -225,7 +229,7 @@ async fn up(opts: Options) -> Result<()> {
     let tty = std::io::stdout().is_terminal();
     let mut shown = String::new();
     let mut announced = false;
-    let stop = tokio::signal::ctrl_c();
+    let stop = netrollout_support::shutdown();
     tokio::pin!(stop);
     loop {
         if let Ok(obs) = Observed::fetch(&lab.client).await {

@@ -22,8 +22,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use netrollout_rollout::{
-    Action, CANARY_LABEL, DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase,
-    Settings, State, Timestamp, UpdateLimit, ZONE_LABEL, plan,
+    Action, DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, Settings, State,
+    Timestamp, UpdateLimit, plan,
 };
 
 fn fleet(n: usize) -> State {
@@ -38,13 +38,8 @@ fn fleet(n: usize) -> State {
     let nodes = (0..n)
         .map(|i| {
             let mut node = Node::new(format!("worker-{i:05}"));
-            node.labels
-                .insert(ZONE_LABEL.into(), format!("zone-{}", i % 3));
-            node.labels
-                .insert("kubernetes.io/hostname".into(), node.name.clone());
-            if i % 97 == 0 {
-                node.labels.insert(CANARY_LABEL.into(), "true".into());
-            }
+            node.zone = format!("zone-{}", i % 3);
+            node.canary = i % 97 == 0;
             let rev = match i % 10 {
                 0..=5 => Some("ncr-a"),
                 6 => Some("ncr-b"),

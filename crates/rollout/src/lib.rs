@@ -44,8 +44,5 @@ pub mod time;
 pub use action::{Action, DispatchKind, Mode, NodeDispatch, NodeFailure, Plan, Summary};
 pub use plan::plan;
 pub use settings::{HistoryLimits, ParseUpdateLimitError, Settings, UpdateLimit};
-pub use state::{
-    CANARY_LABEL, DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, State,
-    ZONE_LABEL,
-};
+pub use state::{DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, State};
 pub use time::Timestamp;

@@ -65,14 +65,11 @@ pub fn first_in_dispatch_order<'a>(nodes: Vec<&'a Node>, take: usize) -> Vec<&'a
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{CANARY_LABEL, ZONE_LABEL};
 
     fn n(name: &str, zone: &str, canary: bool, configured: bool) -> Node {
         let mut node = Node::new(name);
-        node.labels.insert(ZONE_LABEL.into(), zone.into());
-        if canary {
-            node.labels.insert(CANARY_LABEL.into(), "true".into());
-        }
+        node.zone = zone.into();
+        node.canary = canary;
         node.spec_revision = configured.then(|| "r1".to_string());
         node
     }

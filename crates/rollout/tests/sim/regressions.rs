@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use netrollout_rollout::{
-    Action, CANARY_LABEL, DispatchKind, DispatchRecord, Mode, Node, NodePhase, NodeStatus, Plan,
-    Revision, RevisionPhase, Settings, State, Timestamp, UpdateLimit, ZONE_LABEL, plan,
+    Action, DispatchKind, DispatchRecord, Mode, Node, NodePhase, NodeStatus, Plan, Revision,
+    RevisionPhase, Settings, State, Timestamp, UpdateLimit, plan,
 };
 
 use crate::agent::{Agent, Behavior};
@@ -170,11 +170,11 @@ fn dispatch_order_is_unconfigured_then_canaries_then_zones_round_robin_and_the_c
  {
     let zoned = |name: &str, zone: &str| {
         let mut n = on(name, "r1", NodePhase::Provisioned);
-        n.labels.insert(ZONE_LABEL.into(), zone.into());
+        n.zone = zone.into();
         n
     };
     let mut canary = zoned("c", "z1");
-    canary.labels.insert(CANARY_LABEL.into(), "true".into());
+    canary.canary = true;
     let mut me = zoned("aa-configurator", "z1");
     me.runs_configurator = true;
     let state = State {

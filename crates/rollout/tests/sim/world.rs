@@ -4,8 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use netrollout_rollout::{
-    Action, CANARY_LABEL, Node, Plan, Revision, RevisionPhase, Settings, State, Timestamp,
-    ZONE_LABEL, plan,
+    Action, Node, Plan, Revision, RevisionPhase, Settings, State, Timestamp, plan,
 };
 
 use crate::agent::{Agent, Behavior};
@@ -66,10 +65,8 @@ impl World {
         let name = format!("node-{:03}", self.next_node);
         self.next_node += 1;
         let mut n = Node::new(&name);
-        n.labels.insert(ZONE_LABEL.into(), format!("zone-{zone}"));
-        if canary {
-            n.labels.insert(CANARY_LABEL.into(), "true".into());
-        }
+        n.zone = format!("zone-{zone}");
+        n.canary = canary;
         self.log.push(format!(
             "join {name} zone-{zone} canary={canary} {:?}",
             agent.behavior
