@@ -2,9 +2,8 @@
 //! writes, metrics, the Event recorder and the leadership flag — and the guarded API calls
 //! (leader check, `--api-timeout`, write counter) through which every write goes.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Node as KubeNode, ObjectReference};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -18,6 +17,7 @@ use tokio::sync::watch;
 
 use crate::args::Args;
 use crate::error::{Error, Result};
+use crate::memo::{AcceptedMemo, NotedMemo};
 use crate::metrics::Metrics;
 use crate::overlay::Overlay;
 use crate::render_cache::RenderCache;
@@ -57,12 +57,11 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Whether this replica holds the lease.
     pub leader: watch::Receiver<bool>,
-    /// Accepted conditions last written per input (`kind/name` → fingerprint), to skip
-    /// rewriting a condition the cache does not show yet.
-    pub accepted_written: Mutex<HashMap<String, String>>,
-    /// "Identical to failed revision" notes already given (revision → message), so each is
-    /// told once per replica.
-    pub identical_noted: Mutex<HashMap<String, String>>,
+    /// Accepted conditions last written per input, to skip rewriting a condition the cache
+    /// does not show yet.
+    pub accepted_written: AcceptedMemo,
+    /// "Identical to failed revision" notes already given, so each is told once per replica.
+    pub identical_noted: NotedMemo,
     /// Revisions rendered for the current nodes.
     pub renders: RenderCache,
     recorder: Recorder,
@@ -97,8 +96,8 @@ impl Context {
             ncr_overlay: Overlay::default(),
             metrics,
             leader,
-            accepted_written: Mutex::new(HashMap::new()),
-            identical_noted: Mutex::new(HashMap::new()),
+            accepted_written: AcceptedMemo::default(),
+            identical_noted: NotedMemo::default(),
             renders: RenderCache::default(),
         }
     }

@@ -10,8 +10,11 @@
 //! - [`controller`]: [`run`] — watches, leader election (kube-lease-manager), HTTP endpoints
 //!   and the debounced reconcile loop.
 //! - [`reconcile`]: one pass — retries, inputs → revision, plan, execute, progress, gauges.
-//! - [`revisions`]: "Revisions" of ROLLOUT.md: create, reuse, wait, clash, block, retry.
-//! - [`accepted`]: the `Accepted` condition on inputs.
+//! - [`lifecycle`]: "Revisions" of ROLLOUT.md as a pure function: retry, create, reuse,
+//!   wait, clash, block, `Accepted` verdicts.
+//! - [`revisions`]: carries the lifecycle's actions out as API writes.
+//! - [`accepted`]: writes the `Accepted` condition on inputs.
+//! - [`memo`]: what this replica already wrote or told (typed memos).
 //! - [`convert`]: API objects → planner types; the dispatch-record annotation.
 //! - [`execute`]: the planner's actions as API writes.
 //! - [`render_cache`]: revisions rendered once per node set.
@@ -33,6 +36,8 @@ pub mod controller;
 pub mod convert;
 pub mod error;
 pub mod execute;
+pub mod lifecycle;
+pub mod memo;
 pub mod metrics;
 pub mod overlay;
 pub mod reconcile;

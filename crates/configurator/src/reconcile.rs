@@ -29,7 +29,6 @@ pub async fn pass(ctx: &Context) -> Result<Plan> {
         })
         .collect();
     ctx.renders.set_nodes(render_nodes.clone());
-    crate::revisions::retries(ctx).await?;
     crate::revisions::sync(ctx, &render_nodes).await?;
 
     let ncrs = ctx.revisions();
