@@ -23,7 +23,7 @@ pub async fn write(
 ) -> Result<()> {
     let verdict = &update.verdict;
     if ctx
-        .accepted_written
+        .accepted_memo()
         .already_written(input, update.generation, verdict)
     {
         return Ok(());
@@ -33,7 +33,7 @@ pub async fn write(
         patch["status"]["revision"] = r.clone().into();
     }
     patch_status(ctx, input, &patch).await?;
-    ctx.accepted_written
+    ctx.accepted_memo()
         .record(input, update.generation, verdict);
     let kind = input.kind.kind();
     let name = &input.name;
@@ -42,14 +42,15 @@ pub async fn write(
     } else {
         tracing::warn!(kind, input = %name, reason = %verdict.reason, "input not accepted: {}", verdict.message);
         if let Some(reference) = reference {
-            ctx.event_ref(
-                reference,
-                true,
-                &verdict.reason,
-                "Validate",
-                &verdict.message,
-            )
-            .await;
+            ctx.writer()
+                .event_ref(
+                    reference,
+                    true,
+                    &verdict.reason,
+                    "Validate",
+                    &verdict.message,
+                )
+                .await;
         }
     }
     Ok(())
@@ -62,16 +63,22 @@ async fn patch_status(ctx: &Context, input: &InputRef, patch: &serde_json::Value
     let patch = Patch::Merge(patch);
     match input.kind {
         InputKind::Vrf => {
-            let api: Api<VRFRouteConfiguration> = Api::all(ctx.client.clone());
-            ctx.write(what, api.patch_status(name, &pp, &patch)).await?;
+            let api: Api<VRFRouteConfiguration> = ctx.writer().api();
+            ctx.writer()
+                .write(what, api.patch_status(name, &pp, &patch))
+                .await?;
         }
         InputKind::Layer2 => {
-            let api: Api<Layer2NetworkConfiguration> = Api::all(ctx.client.clone());
-            ctx.write(what, api.patch_status(name, &pp, &patch)).await?;
+            let api: Api<Layer2NetworkConfiguration> = ctx.writer().api();
+            ctx.writer()
+                .write(what, api.patch_status(name, &pp, &patch))
+                .await?;
         }
         InputKind::Table => {
-            let api: Api<RoutingTable> = Api::all(ctx.client.clone());
-            ctx.write(what, api.patch_status(name, &pp, &patch)).await?;
+            let api: Api<RoutingTable> = ctx.writer().api();
+            ctx.writer()
+                .write(what, api.patch_status(name, &pp, &patch))
+                .await?;
         }
     }
     Ok(())

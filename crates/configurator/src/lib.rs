@@ -19,7 +19,8 @@
 //! - [`execute`]: the planner's actions as API writes.
 //! - [`render_cache`]: revisions rendered once per node set.
 //! - [`overlay`]: own writes laid over the watch caches until the caches catch up.
-//! - [`context`]: what passes share, and the guarded write path (leader, timeout, counter).
+//! - [`context`]: what passes share, with private fields: a read view of the watch caches with
+//!   the overlays, the guarded writer (leader, timeout, counter, Events, overlays), the memos.
 //! - [`metrics`]: Prometheus metrics, `/metrics`, `/healthz`, `/readyz`.
 //! - [`error`]: the error type, [`Error`].
 //!

@@ -8,6 +8,15 @@ use std::time::{Duration, Instant};
 
 use kube::Resource;
 
+/// The overlays of the two kinds the configurator writes and plans from.
+#[derive(Debug, Default)]
+pub struct Overlays {
+    /// Own `NodeNetworkConfig` writes.
+    pub(crate) nncs: Overlay<netrollout_api::NodeNetworkConfig>,
+    /// Own `NetworkConfigRevision` writes.
+    pub(crate) ncrs: Overlay<netrollout_api::NetworkConfigRevision>,
+}
+
 /// Entries older than this are dropped even if the cache never showed the write.
 const MAX_AGE: Duration = Duration::from_secs(30);
 

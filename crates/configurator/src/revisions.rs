@@ -113,13 +113,14 @@ impl Live {
 /// # Errors
 /// API errors; a snapshot that cannot be serialised.
 pub async fn sync(ctx: &Context, nodes: &[RenderNode]) -> Result<()> {
+    let cached = ctx.read().inputs();
     let live = Live {
-        vrfs: ctx.stores.vrfs.state(),
-        layer2s: ctx.stores.layer2s.state(),
-        tables: ctx.stores.tables.state(),
+        vrfs: cached.vrfs,
+        layer2s: cached.layer2s,
+        tables: cached.tables,
     };
     let inputs = live.views();
-    let current = ctx.revisions();
+    let current = ctx.read().revisions();
     let views: Vec<RevisionView> = current.iter().map(|r| RevisionView::of(r)).collect();
     let candidate = live.check(nodes)?;
     if let Candidate::Invalid(invalid) = &candidate
@@ -154,7 +155,7 @@ struct Executor<'a> {
 
 impl Executor<'_> {
     fn api(&self) -> Api<NetworkConfigRevision> {
-        Api::all(self.ctx.client.clone())
+        self.ctx.writer().api()
     }
 
     fn revision(&self, name: &str) -> Result<Arc<NetworkConfigRevision>> {
@@ -164,11 +165,11 @@ impl Executor<'_> {
             .ok_or_else(|| Error::UnknownRevision(name.to_string()))
     }
 
+    /// Keeps `obj` as the last write left it (the writer lays it over the cache).
     fn written(&mut self, obj: NetworkConfigRevision) {
         if let Some(name) = obj.metadata.name.clone() {
-            self.revisions.insert(name, Arc::new(obj.clone()));
+            self.revisions.insert(name, Arc::new(obj));
         }
-        self.ctx.ncr_overlay.written(obj);
     }
 
     async fn one(&mut self, action: RevisionAction) -> Result<()> {
@@ -205,14 +206,15 @@ impl Executor<'_> {
                 };
                 // Never overwritten; the rollout of existing revisions goes on meanwhile.
                 tracing::error!(revision = %revision, "{err}");
-                self.ctx.metrics.error(&err);
+                self.ctx.metrics().error(&err);
                 Ok(())
             }
             RevisionAction::NoteIdentical { revision, message } => {
-                if self.ctx.identical_noted.first_time(&revision, &message) {
+                if self.ctx.noted_memo().first_time(&revision, &message) {
                     tracing::warn!(revision = %revision, "inputs {message}");
                     let failed = self.revision(&revision)?;
                     self.ctx
+                        .writer()
                         .event(
                             failed.as_ref(),
                             true,
@@ -239,7 +241,8 @@ impl Executor<'_> {
         }});
         let cleared = self
             .ctx
-            .write(
+            .writer()
+            .write_revision(
                 || format!("clear Failed on NetworkConfigRevision {name}"),
                 self.api()
                     .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)),
@@ -271,7 +274,8 @@ impl Executor<'_> {
         });
         let patched = self
             .ctx
-            .write(
+            .writer()
+            .write_revision(
                 || format!("raise the sequence of NetworkConfigRevision {name}"),
                 self.api()
                     .patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
@@ -283,6 +287,7 @@ impl Executor<'_> {
         );
         tracing::info!(revision = %name, sequence = to, "{msg}");
         self.ctx
+            .writer()
             .event(&patched, false, "SequenceRaised", "RaiseSequence", &msg)
             .await;
         self.written(patched);
@@ -294,7 +299,8 @@ impl Executor<'_> {
             serde_json::json!({ "metadata": { "annotations": { RETRY_ANNOTATION: null } } });
         let patched = self
             .ctx
-            .write(
+            .writer()
+            .write_revision(
                 || format!("remove the retry annotation of NetworkConfigRevision {name}"),
                 self.api()
                     .patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
@@ -335,7 +341,8 @@ impl Executor<'_> {
         };
         let created = self
             .ctx
-            .write(
+            .writer()
+            .write_revision(
                 || format!("create NetworkConfigRevision {name}"),
                 self.api().create(&PostParams::default(), &obj),
             )
@@ -344,6 +351,7 @@ impl Executor<'_> {
             format!("created revision {name} (sequence {sequence}, {size} bytes) from the inputs");
         tracing::info!(revision = %name, sequence, "{msg}");
         self.ctx
+            .writer()
             .event(&created, false, "Created", "CreateRevision", &msg)
             .await;
         self.written(created);
