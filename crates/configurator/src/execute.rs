@@ -14,11 +14,13 @@ use netrollout_api::{
     NodeNetworkConfigSpec,
 };
 use netrollout_rollout::{Action, DispatchKind, DispatchRecord, NodeFailure, RevisionPhase};
+use tracing::Instrument;
 
 use crate::context::Context;
 use crate::convert::{self, DispatchJson, UNRESPONSIVE_ANNOTATION};
 use crate::error::{Error, Result};
 use crate::render_cache::RenderCache;
+use crate::spans;
 
 /// Node writes of one dispatch (or of consecutive dispatch records) sent at once.
 const DISPATCH_CONCURRENCY: usize = 64;
@@ -68,7 +70,14 @@ pub async fn run(ctx: &Context, world: &World<'_>, actions: &[Action]) -> Result
     Ok(())
 }
 
+/// One action, inside its span ([`spans::planner`]).
 async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
+    carry_out(ctx, world, action)
+        .instrument(spans::planner(action))
+        .await
+}
+
+async fn carry_out(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
     match action {
         Action::SetRevisionPhase {
             revision,
@@ -135,6 +144,7 @@ async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
                         }
                         write_node(ctx, world, &n.node, Some(revision), ann).await
                     }
+                    .instrument(spans::dispatch_node(revision, &n.node))
                     .boxed()
                 })
                 .collect();

@@ -21,6 +21,7 @@
 //! - [`overlay`]: own writes laid over the watch caches until the caches catch up.
 //! - [`context`]: what passes share, with private fields: a read view of the watch caches with
 //!   the overlays, the guarded writer (leader, timeout, counter, Events, overlays), the memos.
+//! - [`spans`]: the tracing span of each action (create revision, dispatch, halt, revert, ...).
 //! - [`metrics`]: Prometheus metrics, `/metrics`, `/healthz`, `/readyz`.
 //! - [`error`]: the error type, [`Error`].
 //!
@@ -44,6 +45,7 @@ pub mod overlay;
 pub mod reconcile;
 pub mod render_cache;
 pub mod revisions;
+pub mod spans;
 
 pub use args::{Args, LogFormat};
 pub use controller::run;

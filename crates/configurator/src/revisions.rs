@@ -14,6 +14,7 @@ use netrollout_api::{
     RevisionPhase, RoutingTable, Snapshot, VRFRouteConfiguration,
 };
 use netrollout_render::{Node as RenderNode, Revision};
+use tracing::Instrument;
 
 use crate::accepted;
 use crate::context::Context;
@@ -23,6 +24,7 @@ use crate::lifecycle::model::{layer2_status, table_status, vrf_status};
 use crate::lifecycle::{
     self, Candidate, InputKind, InputObject, InputRef, RaiseReason, RevisionAction, RevisionView,
 };
+use crate::spans;
 
 /// Annotation the configurator leaves on a revision a person retried (the retry's value); each
 /// later dispatch of it asks the node's agent for one more try (`NODE_RETRY_ANNOTATION`).
@@ -141,7 +143,8 @@ pub async fn sync(ctx: &Context, nodes: &[RenderNode]) -> Result<()> {
             .collect(),
     };
     for action in actions {
-        exec.one(action).await?;
+        let span = spans::lifecycle(&action);
+        exec.one(action).instrument(span).await?;
     }
     Ok(())
 }
