@@ -259,7 +259,13 @@ async fn set_phase(
         _ => {}
     }
     ctx.writer()
-        .event(&patched, warning, &format!("{phase:?}"), "SetPhase", reason)
+        .event(
+            patched.as_ref(),
+            warning,
+            &format!("{phase:?}"),
+            "SetPhase",
+            reason,
+        )
         .await;
     Ok(())
 }

@@ -44,20 +44,22 @@ impl<K> Default for Overlay<K> {
 }
 
 impl<K: Resource + Clone> Overlay<K> {
-    /// Records an object as a create, update or patch returned it.
-    pub fn written(&self, obj: K) {
+    /// Records an object as a create, update or patch returned it, and hands it back shared.
+    pub fn written(&self, obj: K) -> Arc<K> {
+        let obj = Arc::new(obj);
         let Some(name) = obj.meta().name.clone() else {
-            return;
+            return obj;
         };
         let rv = obj.meta().resource_version.clone();
         self.insert(
             name,
             Entry {
-                after: Some(Arc::new(obj)),
+                after: Some(obj.clone()),
                 rv,
                 at: Instant::now(),
             },
         );
+        obj
     }
 
     /// Records a delete of `name`, which had resourceVersion `rv`.

@@ -169,9 +169,9 @@ impl Executor<'_> {
     }
 
     /// Keeps `obj` as the last write left it (the writer lays it over the cache).
-    fn written(&mut self, obj: NetworkConfigRevision) {
+    fn written(&mut self, obj: Arc<NetworkConfigRevision>) {
         if let Some(name) = obj.metadata.name.clone() {
-            self.revisions.insert(name, Arc::new(obj));
+            self.revisions.insert(name, obj);
         }
     }
 
@@ -291,7 +291,13 @@ impl Executor<'_> {
         tracing::info!(revision = %name, sequence = to, "{msg}");
         self.ctx
             .writer()
-            .event(&patched, false, "SequenceRaised", "RaiseSequence", &msg)
+            .event(
+                patched.as_ref(),
+                false,
+                "SequenceRaised",
+                "RaiseSequence",
+                &msg,
+            )
             .await;
         self.written(patched);
         Ok(())
@@ -355,7 +361,7 @@ impl Executor<'_> {
         tracing::info!(revision = %name, sequence, "{msg}");
         self.ctx
             .writer()
-            .event(&created, false, "Created", "CreateRevision", &msg)
+            .event(created.as_ref(), false, "Created", "CreateRevision", &msg)
             .await;
         self.written(created);
         Ok(())

@@ -110,13 +110,12 @@ impl Writer {
         &self,
         what: impl Fn() -> String,
         call: F,
-    ) -> Result<NetworkConfigRevision>
+    ) -> Result<Arc<NetworkConfigRevision>>
     where
         F: Future<Output = kube::Result<NetworkConfigRevision>>,
     {
         let written = self.write(what, call).await?;
-        self.overlays.ncrs.written(written.clone());
-        Ok(written)
+        Ok(self.overlays.ncrs.written(written))
     }
 
     /// [`Writer::write`] of a node config; the result is laid over the cache.
@@ -127,13 +126,12 @@ impl Writer {
         &self,
         what: impl Fn() -> String,
         call: F,
-    ) -> Result<NodeNetworkConfig>
+    ) -> Result<Arc<NodeNetworkConfig>>
     where
         F: Future<Output = kube::Result<NodeNetworkConfig>>,
     {
         let written = self.write(what, call).await?;
-        self.overlays.nncs.written(written.clone());
-        Ok(written)
+        Ok(self.overlays.nncs.written(written))
     }
 
     /// Deletes the revision `name` (last seen at resourceVersion `rv`); already gone is fine.
