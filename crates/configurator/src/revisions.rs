@@ -1,5 +1,5 @@
 //! Inputs → revisions ("Revisions" in ROLLOUT.md), the I/O half: gather the live inputs and
-//! the revisions, check the merged snapshot, let [`lifecycle::decide`] choose, and carry its
+//! the revisions, check the merged snapshot, let [`lifecycle::decide()`] choose, and carry its
 //! [`RevisionAction`]s out as API writes, log lines, Events and metrics, in order, stopping at
 //! the first failed write.
 
@@ -107,7 +107,7 @@ impl Live {
 
 /// Carries out retries asked for with [`RETRY_ANNOTATION`], makes sure a revision exists for
 /// the current inputs and is the newest by sequence (unless it is Failed), and sets every
-/// input's `Accepted` condition — as [`lifecycle::decide`] decides.
+/// input's `Accepted` condition — as [`lifecycle::decide()`] decides.
 ///
 /// A name clash ([`Error::NameClash`]) is reported on the inputs and in the metrics, and the
 /// pass goes on without a new revision.

@@ -1,4 +1,4 @@
-//! What [`decide`](super::decide) asks the I/O layer to do. Execute the actions **in order**
+//! What [`decide`](super::decide()) asks the I/O layer to do. Execute the actions **in order**
 //! and stop at the first failed write; the next pass decides again from fresh state (every
 //! action is idempotent or guarded by a resourceVersion precondition).
 

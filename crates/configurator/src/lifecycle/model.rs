@@ -1,4 +1,4 @@
-//! What [`decide`](super::decide) looks at: the live inputs with their `Accepted` state, the
+//! What [`decide`](super::decide()) looks at: the live inputs with their `Accepted` state, the
 //! revisions as plain values, and the candidate (the inputs merged, validated and hashed).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
