@@ -20,7 +20,8 @@
 //!
 //! # Layout
 //! - [`state`]: the observed state (revisions, nodes, dispatch records).
-//! - [`settings`]: update limit (`"5"` / `"20%"`), timeouts, failure budget, history limits.
+//! - [`settings`]: update limit (`"5"` / `"20%"`), strategy (waves or window), timeouts,
+//!   failure budget, history limits.
 //! - [`action`]: the plan, its actions and summary.
 //! - `plan`: the planning pass ([`plan()`]); `plan/nodes.rs` holds its node-level half.
 //! - `assess`: each node's condition relative to its spec revision.
@@ -43,7 +44,10 @@ pub mod time;
 
 pub use action::{Action, DispatchKind, Mode, NodeDispatch, NodeFailure, Plan, Summary};
 pub use plan::plan;
-pub use settings::{HistoryLimits, ParseUpdateLimitError, Settings, UpdateLimit};
+pub use settings::{
+    HistoryLimits, ParseRolloutStrategyError, ParseUpdateLimitError, RolloutStrategy, Settings,
+    UpdateLimit,
+};
 pub use state::{
     CANARY_LABEL, DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, State,
     ZONE_LABEL,

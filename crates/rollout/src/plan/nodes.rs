@@ -7,6 +7,7 @@ use super::{Decision, Managed, Pass};
 use crate::action::{Action, DispatchKind, Mode, NodeDispatch};
 use crate::assess::Cond;
 use crate::order::first_in_dispatch_order;
+use crate::settings::RolloutStrategy;
 use crate::state::{DispatchRecord, Node, RevisionPhase};
 
 impl<'a> Pass<'a> {
@@ -90,8 +91,9 @@ impl<'a> Pass<'a> {
             .collect();
         // Waves: nodes move only when a whole wave fits (the limit, or all that is left), so a
         // healthy rollout takes exactly ceil(N / limit) waves. Joining nodes sort first, so they
-        // go in the next wave.
-        if free < self.limit.min(eligible.len()) {
+        // go in the next wave. Window: every free slot is filled at once.
+        if self.settings.strategy == RolloutStrategy::Waves && free < self.limit.min(eligible.len())
+        {
             return (Vec::new(), 0, 0);
         }
         let eligible = first_in_dispatch_order(eligible, free);
@@ -205,10 +207,16 @@ impl<'a> Pass<'a> {
         } else if goal_dispatched > 0 || !self.on_rev[g].is_empty() {
             // Written once per phase change, so no counts here (they would go stale): the
             // status counts and `progress` carry them.
-            let reason = format!(
-                "rolling out revision {goal} in waves of at most {} node(s)",
-                self.limit
-            );
+            let reason = match self.settings.strategy {
+                RolloutStrategy::Waves => format!(
+                    "rolling out revision {goal} in waves of at most {} node(s)",
+                    self.limit
+                ),
+                RolloutStrategy::Window => format!(
+                    "rolling out revision {goal} with at most {} node(s) in flight (window)",
+                    self.limit
+                ),
+            };
             self.set_phase(g, RevisionPhase::Progressing, reason, Vec::new());
         }
     }

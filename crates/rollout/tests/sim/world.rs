@@ -38,6 +38,11 @@ pub struct World {
     next_node: u32,
 }
 
+/// The number in a simulated node's name (`node-042` is 42).
+fn node_number(name: &str) -> Option<u32> {
+    name.strip_prefix("node-")?.parse().ok()
+}
+
 /// The revision name for a content id (names derive from content, as in the real system).
 pub fn rev_name(content: u64) -> String {
     format!("ncr-{content}")
@@ -79,8 +84,16 @@ impl World {
         name
     }
 
+    /// Nodes are only appended (numbered in creation order) and removed in place, so the list
+    /// stays sorted by number: a binary search finds a node in a 10,000-node fleet.
     pub fn node_mut(&mut self, name: &str) -> Option<&mut Node> {
-        self.state.nodes.iter_mut().find(|n| n.name == name)
+        let id = node_number(name)?;
+        let i = self
+            .state
+            .nodes
+            .binary_search_by_key(&id, |n| node_number(&n.name).unwrap_or(u32::MAX))
+            .ok()?;
+        self.state.nodes.get_mut(i)
     }
 
     /// Remove a node and its agent entirely (its deletion completed).
@@ -237,7 +250,7 @@ impl World {
 }
 
 /// How many API writes an action takes (a dispatch writes one object per node).
-fn write_count(a: &Action) -> usize {
+pub fn write_count(a: &Action) -> usize {
     match a {
         Action::Dispatch { nodes, .. } => nodes.len(),
         _ => 1,
