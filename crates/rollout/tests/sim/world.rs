@@ -11,7 +11,7 @@ use netrollout_rollout::{
 use crate::agent::{Agent, Behavior};
 use crate::rng::Rng;
 
-/// Virtual time per step.
+/// Virtual time per step (unless a benchmark sets [`World::step_ms`]).
 pub const STEP_MS: u64 = 30_000;
 
 /// One simulated cluster.
@@ -34,6 +34,8 @@ pub struct World {
     pub log: Vec<String>,
     /// Steps taken so far.
     pub step: u64,
+    /// Virtual time per step ([`STEP_MS`]).
+    pub step_ms: u64,
     next_seq: u64,
     next_node: u32,
 }
@@ -61,6 +63,7 @@ impl World {
             crash_pct: 0,
             log: Vec::new(),
             step: 0,
+            step_ms: STEP_MS,
             next_seq: 1,
             next_node: 0,
         }
@@ -244,7 +247,7 @@ impl World {
     }
 
     pub fn advance(&mut self) {
-        self.now = Timestamp::from_millis(self.now.as_millis() + STEP_MS);
+        self.now = Timestamp::from_millis(self.now.as_millis() + self.step_ms);
         self.step += 1;
     }
 }
