@@ -43,6 +43,9 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
     Plan { actions, summary }
 }
 
+/// Failed nodes named in a Failed revision's message; the rest are counted.
+const NAMED_FAILURES: usize = 10;
+
 /// What the pass decided to move nodes to.
 struct Decision {
     mode: Mode,
@@ -233,10 +236,19 @@ impl<'a> Pass<'a> {
             }
             let r = &self.revs[i];
             let failures = self.failures_of(r);
-            let names: Vec<String> = failures
+            // The message names the first few; `failed_nodes` has them all (a large fleet can
+            // fail hundreds of nodes at once, and the message is written into the revision).
+            let mut names: Vec<String> = failures
                 .iter()
+                .take(NAMED_FAILURES)
                 .map(|f| format!("{} ({})", f.node, f.reason))
                 .collect();
+            if failures.len() > NAMED_FAILURES {
+                names.push(format!(
+                    "and {} more (all in the failed-node list)",
+                    failures.len() - NAMED_FAILURES
+                ));
+            }
             let reason = format!(
                 "{} node(s) failed revision {} (more than --max-failures={}): {}; rollout halted",
                 failures.len(),
