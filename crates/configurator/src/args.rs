@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use netrollout_rollout::{HistoryLimits, Settings, UpdateLimit};
+use netrollout_rollout::{HistoryLimits, RolloutStrategy, Settings, UpdateLimit};
 
 use crate::error::{Error, Result};
 
@@ -22,6 +22,10 @@ pub struct Args {
     /// managed nodes (`20%`, rounded up).
     #[arg(long, default_value = "1")]
     pub update_limit: UpdateLimit,
+    /// How free slots are filled: `waves` (lock-step, each wave waits for its slowest node) or
+    /// `window` (a node is dispatched as soon as a slot frees, like a DaemonSet rolling update).
+    #[arg(long, default_value = "waves")]
+    pub rollout_strategy: RolloutStrategy,
     /// A node that started applying and did not finish within this counts as failed.
     #[arg(long, default_value = "2m", value_parser = parse_duration)]
     pub apply_timeout: Duration,
@@ -113,6 +117,7 @@ impl Args {
     pub fn settings(&self, paused: bool) -> Settings {
         Settings {
             update_limit: self.update_limit,
+            strategy: self.rollout_strategy,
             apply_timeout: self.apply_timeout,
             pickup_timeout: self.pickup_timeout,
             max_failures: self.max_failures,
@@ -182,5 +187,8 @@ mod tests {
         let err = a.validate().unwrap_err();
         assert!(err.to_string().contains("--debounce"), "{err}");
         assert!(Args::try_parse_from(["x", "--update-limit", "0"]).is_err());
+        let w = Args::try_parse_from(["x", "--rollout-strategy", "window"]).unwrap();
+        assert_eq!(w.settings(false).strategy, RolloutStrategy::Window);
+        assert!(Args::try_parse_from(["x", "--rollout-strategy", "rolling"]).is_err());
     }
 }
