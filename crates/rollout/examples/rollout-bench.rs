@@ -7,17 +7,6 @@
 //! 2. The simulated rollout of 1,000 healthy nodes with update limit 50: waves used against the
 //!    ideal ceil(1000 / 50) = 20 (goal: ratio 1.00).
 
-// The simulator is shared with the tests; the benchmark uses only part of it.
-#[allow(dead_code)]
-#[path = "../tests/sim/agent.rs"]
-mod agent;
-#[allow(dead_code)]
-#[path = "../tests/sim/rng.rs"]
-mod rng;
-#[allow(dead_code)]
-#[path = "../tests/sim/world.rs"]
-mod world;
-
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -25,6 +14,7 @@ use netrollout_rollout::{
     Action, CANARY_LABEL, DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase,
     Settings, State, Timestamp, UpdateLimit, ZONE_LABEL, plan,
 };
+use netrollout_testkit::sim::{agent, world};
 
 fn fleet(n: usize) -> State {
     let mut revisions = vec![

@@ -8,8 +8,8 @@ use netrollout_rollout::{
     ZONE_LABEL, plan,
 };
 
-use crate::agent::{Agent, Behavior};
-use crate::rng::Rng;
+use super::agent::{Agent, Behavior};
+use super::rng::Rng;
 
 /// Virtual time per step.
 pub const STEP_MS: u64 = 30_000;

@@ -1,0 +1,201 @@
+//! The workloads and roles of the deploy bundle keep their security promises: the agent's
+//! capabilities and host access, the configurator's hardening, least-privilege RBAC.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::{bundle, bundle_text, repo};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use serde_json::Value;
+
+fn object<T: serde::de::DeserializeOwned>(kind: &str, name: &str) -> T {
+    let doc = bundle()
+        .into_iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("the bundle has no {kind} {name}"));
+    serde_json::from_value(doc).unwrap()
+}
+
+#[test]
+fn the_agent_runs_on_the_host_network_with_only_net_admin_and_net_raw() {
+    let ds: DaemonSet = object("DaemonSet", "netrollout-agent");
+    let pod = ds.spec.unwrap().template.spec.unwrap();
+    assert_eq!(pod.host_network, Some(true));
+    assert_eq!(
+        pod.service_account_name.as_deref(),
+        Some("netrollout-agent")
+    );
+    assert!(
+        pod.tolerations
+            .unwrap()
+            .iter()
+            .any(|t| t.operator.as_deref() == Some("Exists") && t.key.is_none()),
+        "runs on every node"
+    );
+    let c = &pod.containers[0];
+    let sc = c.security_context.clone().unwrap();
+    assert_eq!(sc.privileged, Some(false));
+    assert_eq!(sc.allow_privilege_escalation, Some(false));
+    assert_eq!(sc.read_only_root_filesystem, Some(true));
+    let caps = sc.capabilities.unwrap();
+    assert_eq!(caps.add.unwrap(), ["NET_ADMIN", "NET_RAW"]);
+    assert_eq!(caps.drop.unwrap(), ["ALL"]);
+    let node_name = c
+        .env
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|e| e.name == "NODE_NAME")
+        .unwrap();
+    assert_eq!(
+        node_name
+            .value_from
+            .as_ref()
+            .unwrap()
+            .field_ref
+            .as_ref()
+            .unwrap()
+            .field_path,
+        "spec.nodeName"
+    );
+    let state = pod
+        .volumes
+        .unwrap()
+        .into_iter()
+        .find(|v| v.name == "state")
+        .unwrap();
+    assert_eq!(state.host_path.unwrap().path, "/var/lib/netrollout");
+    assert!(
+        c.args
+            .as_ref()
+            .unwrap()
+            .contains(&"--state-dir=/var/lib/netrollout".to_string())
+    );
+    assert_eq!(
+        c.liveness_probe
+            .as_ref()
+            .unwrap()
+            .http_get
+            .as_ref()
+            .unwrap()
+            .path
+            .as_deref(),
+        Some("/healthz")
+    );
+    assert_eq!(
+        c.readiness_probe
+            .as_ref()
+            .unwrap()
+            .http_get
+            .as_ref()
+            .unwrap()
+            .path
+            .as_deref(),
+        Some("/readyz")
+    );
+}
+
+#[test]
+fn the_configurator_runs_two_non_root_replicas_with_probes_and_a_read_only_root() {
+    let d: Deployment = object("Deployment", "netrollout-configurator");
+    let spec = d.spec.unwrap();
+    assert_eq!(spec.replicas, Some(2));
+    let pod = spec.template.spec.unwrap();
+    assert_eq!(pod.security_context.unwrap().run_as_non_root, Some(true));
+    let c = &pod.containers[0];
+    let sc = c.security_context.clone().unwrap();
+    assert_eq!(sc.read_only_root_filesystem, Some(true));
+    assert_eq!(sc.allow_privilege_escalation, Some(false));
+    assert_eq!(sc.capabilities.unwrap().drop.unwrap(), ["ALL"]);
+    assert!(
+        c.resources.as_ref().unwrap().requests.is_some()
+            && c.resources.as_ref().unwrap().limits.is_some()
+    );
+    assert_eq!(
+        c.liveness_probe
+            .as_ref()
+            .unwrap()
+            .http_get
+            .as_ref()
+            .unwrap()
+            .path
+            .as_deref(),
+        Some("/healthz")
+    );
+    assert_eq!(
+        c.readiness_probe
+            .as_ref()
+            .unwrap()
+            .http_get
+            .as_ref()
+            .unwrap()
+            .path
+            .as_deref(),
+        Some("/readyz")
+    );
+    let flags: BTreeSet<&str> = c
+        .args
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|a| a.split('=').next().unwrap())
+        .collect();
+    let documented = [
+        "--update-limit",
+        "--apply-timeout",
+        "--pickup-timeout",
+        "--max-failures",
+        "--node-selector",
+        "--lease-namespace",
+        "--lease-name",
+        "--metrics-addr",
+        "--health-addr",
+        "--log-format",
+    ];
+    assert_eq!(
+        flags,
+        documented.into_iter().collect(),
+        "the configurator's flags"
+    );
+}
+
+#[test]
+fn the_agent_reads_node_configs_and_writes_only_statuses_and_events() {
+    let role: ClusterRole = object("ClusterRole", "netrollout-agent");
+    for rule in role.rules.unwrap() {
+        let resources = rule.resources.unwrap_or_default();
+        for r in &resources {
+            let allowed: &[&str] = match r.as_str() {
+                "nodenetworkconfigs" => &["get", "list", "watch"],
+                "nodenetworkconfigs/status" => &["get", "update", "patch"],
+                "nodes/status" => &["get", "patch"],
+                "events" => &["create", "patch"],
+                other => panic!("the agent must not be granted {other}"),
+            };
+            for verb in &rule.verbs {
+                assert!(allowed.contains(&verb.as_str()), "agent: {verb} on {r}");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_configurator_rule_is_justified_by_a_comment() {
+    let text = std::fs::read_to_string(repo().join("config/rbac/configurator_role.yaml")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut rules = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim_start().starts_with("- apiGroups:") {
+            rules += 1;
+            assert!(
+                lines[i - 1].trim_start().starts_with('#'),
+                "rule at line {} has no comment above it",
+                i + 1
+            );
+        }
+    }
+    assert!(rules >= 8, "{rules} rules");
+}
