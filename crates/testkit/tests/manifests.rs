@@ -6,10 +6,9 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{bundle, bundle_text, repo};
+use common::{bundle, repo};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::rbac::v1::ClusterRole;
-use serde_json::Value;
 
 fn object<T: serde::de::DeserializeOwned>(kind: &str, name: &str) -> T {
     let doc = bundle()
