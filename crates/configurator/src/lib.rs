@@ -12,7 +12,8 @@
 //! - [`reconcile`]: one pass — retries, inputs → revision, plan, execute, progress, gauges.
 //! - [`revisions`]: "Revisions" of ROLLOUT.md: create, reuse, wait, clash, block, retry.
 //! - [`accepted`]: the `Accepted` condition on inputs.
-//! - [`convert`]: API objects → planner types; the dispatch-record annotation.
+//! - [`convert`]: API objects → planner types; the dispatch record and times to and from the
+//!   API's typed annotations (`netrollout_api::annotations`).
 //! - [`execute`]: the planner's actions as API writes.
 //! - [`render_cache`]: revisions rendered once per node set.
 //! - [`overlay`]: own writes laid over the watch caches until the caches catch up.
