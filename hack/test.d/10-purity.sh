@@ -23,14 +23,20 @@ for pkg in $candidates; do
   fi
   tree=$(cargo tree --locked -p "$pkg" -e normal --prefix none)
   count=$(sed 's/ (\*)$//; s/ (proc-macro)$//' <<<"$tree" | sort -u | wc -l)
+  found=''
   for crate in $forbidden; do
     if grep -q "^$crate v" <<<"$tree"; then
       echo "FAIL: $pkg's normal dependency tree contains $crate; the path to it:" >&2
       cargo tree --locked -p "$pkg" -e normal -i "$crate" >&2
+      found="$found $crate"
       failed=1
     fi
   done
-  echo "purity: $pkg: $count crates in its normal tree, none of: $forbidden"
+  if [ -z "$found" ]; then
+    echo "purity: $pkg: $count crates in its normal tree, none of: $forbidden"
+  else
+    echo "purity: $pkg: $count crates in its normal tree, including:$found" >&2
+  fi
   checked=$((checked + 1))
 done
 

@@ -22,7 +22,7 @@ pub enum Error {
         /// The timeout that passed.
         timeout: Duration,
     },
-    /// A revision with the snapshot's name exists with different content (ROLLOUT.md rule 4).
+    /// A revision with the snapshot's name exists with different content (contract rule 4, docs/contract.md).
     #[error(
         "NetworkConfigRevision {name} exists with hash {existing}, but the inputs hash to {wanted}; \
          it is never overwritten: delete that revision if it was edited by hand"

@@ -1,6 +1,6 @@
 //! The netrollout configurator: the leader-elected controller that turns the three input kinds
 //! into content-addressed `NetworkConfigRevision`s and rolls them out to `NodeNetworkConfig`s in
-//! waves, as `ROLLOUT.md` describes. It is the I/O shell around `netrollout-render` (validation,
+//! waves, as the contract (`docs/contract.md`) describes. It is the I/O shell around `netrollout-render` (validation,
 //! hashing, per-node configs) and `netrollout-rollout` (the pure planner): it watches the API,
 //! converts what it sees into the planner's types, and carries the planner's actions out with
 //! timeouts, retries with backoff, log lines, Events and metrics.
@@ -10,12 +10,13 @@
 //! - [`controller`]: [`run`] — watches, leader election (kube-lease-manager), HTTP endpoints
 //!   and the debounced reconcile loop.
 //! - [`reconcile`]: one pass — retries, inputs → revision, plan, execute, progress, gauges.
-//! - [`lifecycle`]: "Revisions" of ROLLOUT.md as a pure function: retry, create, reuse,
-//!   wait, clash, block, `Accepted` verdicts.
+//! - [`lifecycle`]: the revision lifecycle of the contract (docs/contract.md) as a pure
+//!   function: retry, create, reuse, wait, clash, block, `Accepted` verdicts.
 //! - [`revisions`]: carries the lifecycle's actions out as API writes.
 //! - [`accepted`]: writes the `Accepted` condition on inputs.
 //! - [`memo`]: what this replica already wrote or told (typed memos).
-//! - [`convert`]: API objects → planner types; the dispatch-record annotation.
+//! - [`convert`]: API objects → planner types; the dispatch record and times to and from the
+//!   API's typed annotations (`netrollout_api::annotations`).
 //! - [`execute`]: the planner's actions as API writes.
 //! - [`render_cache`]: revisions rendered once per node set.
 //! - [`overlay`]: own writes laid over the watch caches until the caches catch up.

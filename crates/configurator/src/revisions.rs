@@ -1,4 +1,4 @@
-//! Inputs → revisions ("Revisions" in ROLLOUT.md), the I/O half: gather the live inputs and
+//! Inputs → revisions ("Revisions" in docs/contract.md), the I/O half: gather the live inputs and
 //! the revisions, check the merged snapshot, let [`lifecycle::decide()`] choose, and carry its
 //! [`RevisionAction`]s out as API writes, log lines, Events and metrics, in order, stopping at
 //! the first failed write.

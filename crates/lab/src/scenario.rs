@@ -1,5 +1,5 @@
 //! Scripted stories that run against a real lab and end with a summary. Each records a timeline
-//! of what the API showed and checks the promises of ROLLOUT.md; a broken promise fails the run.
+//! of what the API showed and checks the promises of the contract (docs/contract.md); a broken promise fails the run.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};

@@ -1,7 +1,7 @@
 //! The rollout planner of netrollout: a pure state machine that decides, from observed state
 //! and the current time, which nodes get which `NetworkConfigRevision` next.
 //!
-//! It implements "The plan" of `ROLLOUT.md`: a global update limit across revisions, dispatch
+//! It implements "The plan" of the contract (`docs/contract.md`): a global update limit across revisions, dispatch
 //! order (unconfigured, canaries, zones round-robin, names, the configurator's node last),
 //! pickup and apply timeouts measured on the configurator's clock, failure budget, rollback
 //! only to known-good revisions, supersession, joins, pauses and bounded history. It does no
@@ -31,7 +31,7 @@
 //! - `prune`: history limits.
 //! - [`time`]: caller-supplied instants.
 //!
-//! The contract and the decisions taken where ROLLOUT.md leaves room are in `docs/rollout.md`.
+//! The contract and the decisions taken where the contract leaves room are in `docs/rollout.md`.
 #![forbid(unsafe_code)]
 
 pub mod action;

@@ -1,4 +1,4 @@
-//! The revision lifecycle as a pure function ("Revisions" in ROLLOUT.md), like the planner:
+//! The revision lifecycle as a pure function ("Revisions" in docs/contract.md), like the planner:
 //! [`decide()`] looks at the live inputs, the revisions (cache plus own writes), the checked
 //! candidate snapshot and the time, and returns the [`RevisionAction`]s to carry out, in order.
 //! `revisions.rs` gathers the inputs and executes the actions against the API; nothing here

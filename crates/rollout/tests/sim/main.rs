@@ -5,7 +5,7 @@
 //!
 //! Layout: `rng` (SplitMix64), `agent` (simulated agents), `world` (API state, faults,
 //! configurator), `check` (the invariants), `scenario` (chaos and wave scenarios),
-//! `regressions` (one named scenario per rule of ROLLOUT.md).
+//! `regressions` (one named scenario per rule of the contract (docs/contract.md)).
 
 // A test harness: panicking on a bad SIM_SEED or a crashed worker thread is the right failure.
 #![allow(clippy::expect_used, clippy::unwrap_used)]

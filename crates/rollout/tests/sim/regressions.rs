@@ -1,4 +1,4 @@
-//! Named regression scenarios, one per rule of ROLLOUT.md "The plan" (failure handling is in
+//! Named regression scenarios, one per rule of the contract (docs/contract.md) "The plan" (failure handling is in
 //! `regressions_failure`). Each builds the API-visible state by hand (or drives the simulated
 //! fleet) and checks the planner's decision.
 
