@@ -1,7 +1,7 @@
 //! `undo`: rewrite the input objects to an older revision's `spec.snapshot`.
 //!
 //! The configurator then finds that the inputs hash to the older revision and raises its
-//! sequence, which makes it the target again (ROLLOUT.md "Revisions" rule 5): no new name, the
+//! sequence, which makes it the target again (docs/contract.md, "Revisions" rule 5): no new name, the
 //! same known-good content. The plan (create, update, delete per object) is shown before
 //! anything is written; `--dry-run` stops there, and writing needs `--yes` or a "y" on a
 //! terminal. Metadata of updated objects (labels, annotations) is kept; only `spec` changes.

@@ -102,7 +102,7 @@ impl World {
         self.agents.remove(name);
     }
 
-    /// The configurator renders a snapshot with this content (ROLLOUT.md "Revisions" rule 5):
+    /// The configurator renders a snapshot with this content (docs/contract.md, "Revisions" rule 5):
     /// same content reuses the object, raising its sequence unless it is Failed.
     pub fn add_revision(&mut self, content: u64) -> String {
         let name = rev_name(content);
