@@ -165,12 +165,6 @@ impl Frr {
         Ok(1)
     }
 
-    /// Forgets what FRR holds, so the next apply reloads (after a restore of the kernel alone,
-    /// for one, nothing is needed; this is for tests and recovery).
-    pub async fn forget(&self) {
-        *self.loaded.lock().await = None;
-    }
-
     /// Runs `vtysh` with `args` (e.g. `-c "show bgp summary json"`); returns stdout.
     pub async fn vtysh(&self, args: &[&str]) -> Result<String, String> {
         let out = self

@@ -1,7 +1,9 @@
 //! Routing probes, asked of FRR through `vtysh` (JSON output):
 //! - `frr`: FRR answers `show bgp vrf all summary json`;
 //! - `bgp VRF PEER`: a BGP session that was Established before the change is Established
-//!   again (only sessions Established before are checked after);
+//!   again (only sessions Established before are checked after; sessions of a VRF or routing
+//!   table the new config removes, and the default VRF's end of a removed VRF's veth
+//!   (`vd.<name>`), are expected to go);
 //! - `evpn vni N`: every VRF of the new config with a VNI is known to FRR's EVPN with that VNI
 //!   (`show vrf vni json` lists the VRF with it).
 //!
@@ -91,6 +93,9 @@ pub fn after(before: &RoutingState, now: &RoutingState, config: &NodeConfig) -> 
         error: now.unanswered.clone(),
     }];
     for s in before.established() {
+        if removed_by(&s, config) {
+            continue;
+        }
         let error = match now.sessions.get(&s).map(String::as_str) {
             Some("Established") => None,
             Some(other) => Some(format!("session is {other}, was Established")),
@@ -116,6 +121,18 @@ pub fn after(before: &RoutingState, now: &RoutingState, config: &NodeConfig) -> 
         }
     }
     out
+}
+
+/// Whether session `VRF PEER` belongs to a VRF, routing table or VRF veth that `config` does not
+/// have (the agent's own objects: `vr.*`, `tb.*`, `vd.*`).
+fn removed_by(session: &str, config: &NodeConfig) -> bool {
+    let (vrf, peer) = session.split_once(' ').unwrap_or((session, ""));
+    let vrf_gone = vrf != "default"
+        && !config.vrfs.iter().any(|v| v.vrf_interface == vrf)
+        && !config.routing_tables.iter().any(|t| t.interface == vrf);
+    let veth_gone =
+        peer.starts_with("vd.") && !config.vrfs.iter().any(|v| v.veth_default_interface == peer);
+    vrf_gone || veth_gone
 }
 
 fn parse_json(text: &str) -> Result<Value, String> {
@@ -230,5 +247,33 @@ mod tests {
             .map(|o| &o.name)
             .collect();
         assert_eq!(failed, ["bgp default 10.0.0.2", "evpn vni 5000"]);
+    }
+
+    #[test]
+    fn sessions_of_vrfs_the_new_config_removes_may_go() {
+        let mut before = RoutingState::default();
+        for s in [
+            "vr.red vv.red",
+            "default vd.red",
+            "vr.blue vv.blue",
+            "default vd.blue",
+        ] {
+            before.sessions.insert(s.into(), "Established".into());
+        }
+        let config = NodeConfig {
+            vrfs: vec![netrollout_api::VrfConfig {
+                vrf_interface: "vr.blue".into(),
+                veth_default_interface: "vd.blue".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let out = after(&before, &RoutingState::default(), &config);
+        let failed: Vec<_> = out
+            .iter()
+            .filter(|o| !o.passed())
+            .map(|o| &o.name)
+            .collect();
+        assert_eq!(failed, ["bgp default vd.blue", "bgp vr.blue vv.blue"]);
     }
 }

@@ -307,6 +307,11 @@ async fn layer2_vnis_reach_frr_and_the_peer_and_an_unchanged_frr_text_makes_no_w
 #[tokio::test]
 async fn a_change_that_drops_an_established_session_is_restored_and_reported_failed() {
     let mut w = World::new("4s").await;
+    // A broken session shows only after a keepalive or the hold time (1 s / 3 s here): hold the
+    // probes longer than that before committing.
+    w.lab
+        .extra_args
+        .extend(["--probe-hold".into(), "4s".into()]);
     let good = layer2s(400, 1);
     w.lab.set_spec("rev-1", good.clone()).await;
     w.lab.start_agent();
