@@ -51,10 +51,8 @@ fn vrf_instance(out: &mut String, vrf: &VrfConfig, settings: &Settings) {
         for aggregate in aggregates(vrf, v6) {
             let _ = writeln!(out, "  aggregate-address {aggregate}");
         }
-        if v6 {
-            // IPv4 unicast is active by default (`bgp default ipv4-unicast`); IPv6 is not.
-            let _ = writeln!(out, "  neighbor {peer} activate");
-        }
+        // Explicit for IPv4 too: the base may say `no bgp default ipv4-unicast`.
+        let _ = writeln!(out, "  neighbor {peer} activate");
         let _ = writeln!(out, "  neighbor {peer} soft-reconfiguration inbound");
         let _ = writeln!(out, "  neighbor {peer} route-map {export} in");
         let _ = writeln!(out, "  neighbor {peer} route-map {import} out");
@@ -134,9 +132,7 @@ pub(crate) fn default_instance(out: &mut String, config: &NodeConfig, settings: 
             let peer = &vrf.veth_default_interface;
             let import = route_map_name(&vrf.name, Direction::Import, family);
             let export = route_map_name(&vrf.name, Direction::Export, family);
-            if family == Family::V6 {
-                let _ = writeln!(out, "  neighbor {peer} activate");
-            }
+            let _ = writeln!(out, "  neighbor {peer} activate");
             let _ = writeln!(out, "  neighbor {peer} allowas-in origin");
             let _ = writeln!(out, "  neighbor {peer} soft-reconfiguration inbound");
             let _ = writeln!(out, "  neighbor {peer} route-map {import} in");
