@@ -37,6 +37,9 @@ fn vrf_instance(out: &mut String, vrf: &VrfConfig, settings: &Settings) {
     let _ = writeln!(out, "router bgp {} vrf {}", settings.asn, vrf.vrf_interface);
     let _ = writeln!(out, " bgp router-id {}", settings.router_id);
     out.push_str(" no bgp suppress-duplicates\n");
+    // Sessions are activated per family below; FRR then shows every `activate` line, so the
+    // running config equals this text and a reload of it changes nothing.
+    out.push_str(" no bgp default ipv4-unicast\n");
     let _ = writeln!(out, " neighbor {peer} interface remote-as internal");
     for family in [Family::V4, Family::V6] {
         let (af, v6) = match family {
@@ -51,10 +54,7 @@ fn vrf_instance(out: &mut String, vrf: &VrfConfig, settings: &Settings) {
         for aggregate in aggregates(vrf, v6) {
             let _ = writeln!(out, "  aggregate-address {aggregate}");
         }
-        if v6 {
-            // IPv4 unicast is active by default (`bgp default ipv4-unicast`); IPv6 is not.
-            let _ = writeln!(out, "  neighbor {peer} activate");
-        }
+        let _ = writeln!(out, "  neighbor {peer} activate");
         let _ = writeln!(out, "  neighbor {peer} soft-reconfiguration inbound");
         let _ = writeln!(out, "  neighbor {peer} route-map {export} in");
         let _ = writeln!(out, "  neighbor {peer} route-map {import} out");
@@ -134,9 +134,10 @@ pub(crate) fn default_instance(out: &mut String, config: &NodeConfig, settings: 
             let peer = &vrf.veth_default_interface;
             let import = route_map_name(&vrf.name, Direction::Import, family);
             let export = route_map_name(&vrf.name, Direction::Export, family);
-            if family == Family::V6 {
-                let _ = writeln!(out, "  neighbor {peer} activate");
-            }
+            // Explicit for IPv4 too, as the base may say `no bgp default ipv4-unicast`. With
+            // FRR's default (on) the running config hides this line, so `frr-reload.py` sends it
+            // again on every reload: a no-op.
+            let _ = writeln!(out, "  neighbor {peer} activate");
             let _ = writeln!(out, "  neighbor {peer} allowas-in origin");
             let _ = writeln!(out, "  neighbor {peer} soft-reconfiguration inbound");
             let _ = writeln!(out, "  neighbor {peer} route-map {import} in");

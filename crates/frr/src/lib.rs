@@ -34,7 +34,10 @@ pub const END_MARKER: &str = "! ---- netrollout managed: end ----";
 pub struct Settings {
     /// The node's BGP AS number (the same as in the base config's `router bgp`).
     pub asn: u32,
-    /// The BGP router id of every instance the agent creates.
+    /// The BGP router id of every instance the agent creates (VRFs, routing tables). It must
+    /// differ from the router id of the base config's default instance: each VRF peers with the
+    /// default VRF over iBGP, and BGP refuses a session between equal ids. The Go operator uses
+    /// the node's VTEP (underlay) address here.
     pub router_id: Ipv4Addr,
 }
 

@@ -30,6 +30,32 @@ fn every_rendered_config_loads_into_frr_without_an_error_line() {
             "{name}: FRR rejected lines of the rendered config:\n{}\n--- config\n{managed}",
             errors.join("\n")
         );
+        // FRR runs exactly the rendered text: a reload of the same file changes nothing.
+        // Tolerated: the base's hostname/forwarding lines, and the default instance's IPv4
+        // `neighbor vd.<v> activate` (hidden by FRR under `bgp default ipv4-unicast`, a no-op).
+        let delta: Vec<String> = frr
+            .reload_delta(&path)
+            .into_iter()
+            .filter(|l| {
+                let line = l[2..].trim();
+                let header = line.starts_with("router bgp") || line.starts_with("address-family");
+                let base = [
+                    "no hostname",
+                    "hostname ",
+                    "ip forwarding",
+                    "ipv6 forwarding",
+                ]
+                .iter()
+                .any(|p| line.starts_with(p));
+                let hidden = line.starts_with("neighbor vd.") && line.ends_with(" activate");
+                !(header || base || hidden)
+            })
+            .collect();
+        assert!(
+            delta.is_empty(),
+            "{name}: frr-reload.py would still change these lines after loading the config:\n{}",
+            delta.join("\n")
+        );
         let running = frr.show("show running-config");
         for vrf in &config.vrfs {
             let instance = format!("router bgp {} vrf {}", settings.asn, vrf.vrf_interface);

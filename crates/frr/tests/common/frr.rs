@@ -100,6 +100,42 @@ impl Frr {
         (out.status.success(), text)
     }
 
+    /// `frr-reload.py --test` of a config file against the running config: the lines it would
+    /// delete and add (empty when FRR already runs exactly this config).
+    pub fn reload_delta(&self, path: &Path) -> Vec<String> {
+        let out = Command::new("python3")
+            .args([
+                "/usr/lib/frr/frr-reload.py",
+                "--test",
+                "--stdout",
+                "--pathspace",
+                &self.name,
+            ])
+            .arg(path)
+            .output()
+            .expect("frr-reload.py runs (frr-pythontools)");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "frr-reload.py --test failed: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut delta = Vec::new();
+        let mut section = "";
+        for line in text.lines() {
+            if line.starts_with("Lines To Delete") {
+                section = "-";
+            } else if line.starts_with("Lines To Add") {
+                section = "+";
+            } else if line.starts_with("=====") || line.trim().is_empty() {
+                continue;
+            } else if !section.is_empty() {
+                delta.push(format!("{section} {line}"));
+            }
+        }
+        delta
+    }
+
     /// Runs one `vtysh -c` command and returns its output.
     pub fn show(&self, command: &str) -> String {
         let out = self.vtysh_raw(&["-c", command]);

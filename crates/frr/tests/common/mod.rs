@@ -26,13 +26,24 @@ pub fn settings() -> Settings {
     }
 }
 
+/// The input documents of a YAML stream (null documents dropped).
+pub fn docs_of(text: &str) -> Vec<Value> {
+    serde_saphyr::from_str_multiple::<Value, Vec<Value>>(text)
+        .unwrap()
+        .into_iter()
+        .filter(|d| !d.is_null())
+        .collect()
+}
+
 /// The input documents of a YAML stream as a snapshot; legacy API versions are accepted.
 pub fn snapshot_of(text: &str) -> Snapshot {
+    snapshot_of_docs(docs_of(text))
+}
+
+/// Input documents as a snapshot; legacy API versions are accepted.
+pub fn snapshot_of_docs(docs: Vec<Value>) -> Snapshot {
     let (mut vrfs, mut l2s, mut tables) = (Vec::new(), Vec::new(), Vec::new());
-    for mut doc in serde_saphyr::from_str_multiple::<Value, Vec<Value>>(text).unwrap() {
-        if doc.is_null() {
-            continue;
-        }
+    for mut doc in docs {
         doc["apiVersion"] = Value::from("netrollout.io/v1alpha1");
         match doc["kind"].as_str().unwrap() {
             "VRFRouteConfiguration" => {
@@ -50,6 +61,11 @@ pub fn snapshot_of(text: &str) -> Snapshot {
 
 /// Every sample under `config/samples/` as one snapshot.
 pub fn samples() -> Snapshot {
+    snapshot_of(&samples_text())
+}
+
+/// Every sample under `config/samples/` as one YAML stream.
+pub fn samples_text() -> String {
     let dir = repo().join("config/samples");
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
@@ -61,7 +77,7 @@ pub fn samples() -> Snapshot {
         .iter()
         .map(|p| std::fs::read_to_string(p).unwrap())
         .collect();
-    snapshot_of(&text.join("\n---\n"))
+    text.join("\n---\n")
 }
 
 /// The compatibility manifests' directory: `NETROLLOUT_COMPAT_DIR`, else `../shared/compat`
