@@ -318,7 +318,8 @@ impl Agent {
                 after.extend(routing::after(rb, &routing::state(frr).await, config));
             }
             let failed = probe::enforced_failures(before, &after);
-            let give_up = !failed.is_empty() && (passed_at.is_some() || Instant::now() >= deadline);
+            let expired = Instant::now() >= deadline;
+            let give_up = !failed.is_empty() && (passed_at.is_some() || expired);
             if give_up {
                 for o in &failed {
                     self.metrics.probe_failed(probe_kind(&o.name));
@@ -340,7 +341,7 @@ impl Agent {
                         self.settings.probe_hold.as_millis()
                     ),
                 ));
-            } else if Instant::now() >= deadline {
+            } else if expired {
                 let list = probe::describe(&failed);
                 break Err((
                     FailureReason::ProbeFailed,

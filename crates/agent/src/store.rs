@@ -326,6 +326,28 @@ mod tests {
     }
 
     #[test]
+    fn state_written_before_frr_support_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let write = |name: &str, body: &str| {
+            let text = format!("{HEADER}{}\n{body}", checksum(body.as_bytes()));
+            fs::write(dir.path().join(name), text).unwrap();
+        };
+        write(LKG_FILE, r#"{"revision":"rev-1","config":{}}"#);
+        write(
+            FAILED_FILE,
+            r#"{"revisions":{"rev-2":{"reason":"ProbeFailed","message":"m","at":"2026-01-01T00:00:00Z","retry":null}}}"#,
+        );
+        let lkg = store.last_known_good().unwrap();
+        assert_eq!((lkg.revision.as_deref(), lkg.frr), (Some("rev-1"), None));
+        let failures = store.failures().unwrap();
+        assert_eq!(
+            failures.revisions["rev-2"].reason,
+            FailureReason::ProbeFailed
+        );
+    }
+
+    #[test]
     fn a_modified_body_fails_the_checksum() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
