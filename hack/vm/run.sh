@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Boots Debian's stock kernel in qemu (TCG) with a busybox initramfs holding iproute2, the
 # kernel modules the dataplane needs (vrf 8021q dummy vxlan bridge veth macvlan) and a test
-# binary, runs the binary there and exits with its status. Fails loudly (non-zero) when the
+# binary (with VM_FRR=1 also FRR's zebra, bgpd and vtysh), runs the binary there and exits with
+# its status. Fails loudly (non-zero) when the
 # VM cannot boot, a module cannot load, or the binary fails.
 #
-#   hack/vm/run.sh TEST-BINARY [ARGS...]
+#   [VM_FRR=1] hack/vm/run.sh TEST-BINARY [ARGS...]
 #
 # docs/dataplane.md ("Tests") describes the VM tier. The kernel is cached in .vm-cache/.
 set -euo pipefail
@@ -36,6 +37,17 @@ copy_with_libs() { # FILE DEST
 copy_with_libs "$(command -v ip)" "$r/usr/local/sbin/ip"
 copy_with_libs "$(command -v bridge)" "$r/usr/local/sbin/bridge"
 copy_with_libs "$bin" "$r/test"
+if [ "${VM_FRR:-0}" = 1 ]; then
+  # Routing tests: FRR's zebra, bgpd and vtysh with their libraries (run per namespace with -N,
+  # as root), the YANG modules, and the users and groups FRR looks up.
+  [ -x /usr/lib/frr/bgpd ] || { echo "vm: VM_FRR=1 needs FRR (hack/install-deps.sh)" >&2; exit 2; }
+  mkdir -p "$r/usr/lib/frr" "$r/etc/frr" "$r/var/tmp/frr" "$r/var/lib/frr"
+  for d in zebra bgpd; do copy_with_libs "/usr/lib/frr/$d" "$r/usr/lib/frr/$d"; done
+  copy_with_libs "$(command -v vtysh)" "$r/usr/bin/vtysh"
+  if [ -d /usr/share/yang ]; then mkdir -p "$r/usr/share" && cp -a /usr/share/yang "$r/usr/share/"; fi
+  printf 'root:x:0:0:root:/root:/bin/sh\nfrr:x:100:101::/nonexistent:/bin/false\n' >"$r/etc/passwd"
+  printf 'root:x:0:\nfrr:x:101:\nfrrvty:x:102:frr,root\n' >"$r/etc/group"
+fi
 strip --strip-debug "$r/test"
 
 # Only the modules asked for and their dependencies, resolved against the package's tree.

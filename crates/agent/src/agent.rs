@@ -1,15 +1,21 @@
-//! One node's apply cycle: journal, probe, apply, probe, commit or restore; crash recovery.
+//! One node's apply cycle: journal, probe, apply (kernel, then FRR), probe, commit or restore
+//! (FRR, then kernel); crash recovery. Each attempt, restore and recovery runs in a `tracing`
+//! span (`attempt`, `restore`, `recover`) carrying the revision.
 
 use std::time::{Duration, Instant};
 
 use netrollout_api::{NODE_RETRY_ANNOTATION, NodeConfig, NodeNetworkConfig, NodePhase};
 use netrollout_dataplane::{Dataplane, Desired};
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use crate::convert::{self, Vtep};
 use crate::error::{Error, Result};
+use crate::frr::{Frr, FrrError};
 use crate::metrics::Metrics;
 use crate::probe::{self, Prober};
+use crate::reason::FailureReason;
+use crate::routing::{self, RoutingState};
 use crate::status::Report;
 use crate::store::{Failure, Journal, LastKnownGood, Store};
 
@@ -35,9 +41,13 @@ pub struct Agent {
     store: Store,
     dataplane: Dataplane,
     prober: Prober,
+    frr: Option<Frr>,
     metrics: std::sync::Arc<Metrics>,
     reports: watch::Sender<Option<Report>>,
 }
+
+/// Why an attempt failed, before it is recorded.
+type Failed = (FailureReason, String);
 
 impl Agent {
     /// Puts the parts together.
@@ -46,6 +56,7 @@ impl Agent {
         store: Store,
         dataplane: Dataplane,
         prober: Prober,
+        frr: Option<Frr>,
         metrics: std::sync::Arc<Metrics>,
         reports: watch::Sender<Option<Report>>,
     ) -> Self {
@@ -54,6 +65,7 @@ impl Agent {
             store,
             dataplane,
             prober,
+            frr,
             metrics,
             reports,
         }
@@ -67,6 +79,12 @@ impl Agent {
     /// On start: a journal means the agent died mid-apply. Restores the last-known-good config;
     /// a second death while applying the same revision marks it failed on this node.
     pub async fn recover(&self) -> Result<()> {
+        self.recover_inner()
+            .instrument(tracing::info_span!("recover"))
+            .await
+    }
+
+    async fn recover_inner(&self) -> Result<()> {
         let Some(journal) = self.store.journal()? else {
             return Ok(());
         };
@@ -88,7 +106,7 @@ impl Agent {
             self.fail(
                 &journal,
                 &lkg,
-                "AgentCrashed",
+                FailureReason::AgentCrashed,
                 message,
                 jiff::Timestamp::now(),
             )?;
@@ -141,7 +159,10 @@ impl Agent {
             failures.revisions.remove(&rev);
             self.store.set_failures(&failures)?;
         }
-        self.attempt(&rev, &nnc.spec.config, retry, lkg).await
+        let span = tracing::info_span!("attempt", revision = %rev);
+        self.attempt(&rev, &nnc.spec.config, retry, lkg)
+            .instrument(span)
+            .await
     }
 
     async fn attempt(
@@ -166,10 +187,19 @@ impl Agent {
             Ok(d) => d,
             Err(e) => {
                 let msg = format!("the config cannot be applied on this node: {e}");
-                return self.fail(&journal, &lkg, "InvalidConfig", msg, started);
+                return self.fail(&journal, &lkg, FailureReason::InvalidConfig, msg, started);
             }
         };
         convert::to_desired(&lkg.config, &self.settings.vtep).map_err(Error::LastKnownGood)?;
+        // The FRR text (base + managed): a base file that cannot be read stops the agent (it is
+        // the node's problem, not the revision's) before anything is touched.
+        let frr_text = match &self.frr {
+            Some(frr) => {
+                let full = frr.full(&frr.managed(config)).map_err(Error::Frr)?;
+                Some((frr, full))
+            }
+            None => None,
+        };
         if !self.store.has_last_known_good() {
             self.store.set_last_known_good(&lkg)?;
         }
@@ -187,7 +217,14 @@ impl Agent {
         tracing::info!(step = "journal", revision = %rev, attempt, duration_ms = ms(t0), "journal written");
 
         let t = Instant::now();
-        let before = self.prober.connectivity().await;
+        let mut before = self.prober.connectivity().await;
+        let routing_before = match &self.frr {
+            Some(frr) => Some(routing::state(frr).await),
+            None => None,
+        };
+        if let Some(state) = &routing_before {
+            before.extend(routing::before(state));
+        }
         let failing: Vec<_> = before.iter().filter(|o| !o.passed()).collect();
         let not_enforced = probe::describe(&failing);
         tracing::info!(step = "probe-before", revision = %rev, duration_ms = ms(t),
@@ -196,19 +233,31 @@ impl Agent {
         let t = Instant::now();
         let applied = self.dataplane.apply(&desired).await;
         self.metrics.apply_time(t.elapsed().as_secs_f64());
-        let outcome = match applied {
+        let mut outcome = match applied {
             Ok(report) => {
                 tracing::info!(step = "apply", revision = %rev, writes = report.writes,
                     duration_ms = ms(t), "applied");
-                self.probe_after(rev, &before, &desired).await
+                Ok(())
             }
-            Err(e) => Err(("ApplyFailed", format!("applying {rev} failed: {e}"))),
+            Err(e) => Err((
+                FailureReason::ApplyFailed,
+                format!("applying {rev} failed: {e}"),
+            )),
         };
+        if let (Ok(()), Some((frr, full))) = (&outcome, &frr_text) {
+            outcome = self.apply_frr(rev, frr, full).await;
+        }
+        if outcome.is_ok() {
+            outcome = self
+                .probe_after(rev, &before, routing_before.as_ref(), &desired, config)
+                .await;
+        }
         match outcome {
             Ok(()) => {
                 self.store.set_last_known_good(&LastKnownGood {
                     revision: Some(rev.to_string()),
                     config: config.clone(),
+                    frr: frr_text.map(|(_, full)| full),
                 })?;
                 self.store.clear_journal()?;
                 self.metrics.provisioned();
@@ -223,10 +272,13 @@ impl Agent {
                 Ok(())
             }
             Err((reason, message)) => {
-                tracing::warn!(step = "restore", revision = %rev, reason, %message,
+                tracing::warn!(step = "restore", revision = %rev, %reason, %message,
                     "the change failed; restoring last-known-good");
                 self.restore(&lkg).await?;
-                let after = self.prober.connectivity().await;
+                let mut after = self.prober.connectivity().await;
+                if let (Some(frr), Some(rb)) = (&self.frr, &routing_before) {
+                    after.extend(routing::after(rb, &routing::state(frr).await, &lkg.config));
+                }
                 let still: Vec<_> = probe::enforced_failures(&before, &after);
                 let mut message = format!(
                     "{message}; restored last-known-good {}",
@@ -250,8 +302,10 @@ impl Agent {
         &self,
         rev: &str,
         before: &[probe::Outcome],
+        routing_before: Option<&RoutingState>,
         desired: &Desired,
-    ) -> Result<(), (&'static str, String)> {
+        config: &NodeConfig,
+    ) -> Result<(), Failed> {
         let t = Instant::now();
         let deadline = t + self.settings.probe_timeout;
         let links = convert::link_names(desired);
@@ -260,7 +314,17 @@ impl Agent {
             let round = Instant::now();
             let mut after = self.prober.connectivity().await;
             after.extend(probe::links_up(&links));
+            if let (Some(frr), Some(rb)) = (&self.frr, routing_before) {
+                after.extend(routing::after(rb, &routing::state(frr).await, config));
+            }
             let failed = probe::enforced_failures(before, &after);
+            let expired = Instant::now() >= deadline;
+            let give_up = !failed.is_empty() && (passed_at.is_some() || expired);
+            if give_up {
+                for o in &failed {
+                    self.metrics.probe_failed(probe_kind(&o.name));
+                }
+            }
             if failed.is_empty() {
                 let since = *passed_at.get_or_insert_with(Instant::now);
                 if since.elapsed() >= self.settings.probe_hold {
@@ -269,7 +333,7 @@ impl Agent {
             } else if let Some(since) = passed_at {
                 let list = probe::describe(&failed);
                 break Err((
-                    "ProbeFailed",
+                    FailureReason::ProbeFailed,
                     format!(
                         "probes passed after applying {rev}, then failed {} ms into the {} ms \
                          probe hold: {list}",
@@ -277,10 +341,10 @@ impl Agent {
                         self.settings.probe_hold.as_millis()
                     ),
                 ));
-            } else if Instant::now() >= deadline {
+            } else if expired {
                 let list = probe::describe(&failed);
                 break Err((
-                    "ProbeFailed",
+                    FailureReason::ProbeFailed,
                     format!("probes failed after applying {rev}: {list}"),
                 ));
             }
@@ -292,10 +356,56 @@ impl Agent {
         result
     }
 
+    /// The FRR step of an attempt: writes and reloads the new text (no write when unchanged).
+    async fn apply_frr(&self, rev: &str, frr: &Frr, full: &str) -> Result<(), Failed> {
+        let t = Instant::now();
+        match frr.apply(full).await {
+            Ok(writes) => {
+                self.metrics.frr_writes(writes);
+                tracing::info!(step = "apply-frr", revision = %rev, writes,
+                    duration_ms = ms(t), "FRR config applied");
+                Ok(())
+            }
+            Err(FrrError::Rejected { line, wrote }) => {
+                self.metrics.frr_writes(u32::from(wrote));
+                Err((
+                    FailureReason::FrrRejected,
+                    format!("FRR rejected the routing config of {rev}: {line}"),
+                ))
+            }
+            Err(e) => Err((
+                FailureReason::ApplyFailed,
+                format!("applying the routing config of {rev} failed: {e}"),
+            )),
+        }
+    }
+
+    /// Restores the last-known-good config: FRR first, then the kernel (the reverse of apply).
     async fn restore(&self, lkg: &LastKnownGood) -> Result<()> {
+        let span = tracing::info_span!("restore", revision = lkg.revision.as_deref().unwrap_or(""));
+        self.restore_inner(lkg).instrument(span).await
+    }
+
+    async fn restore_inner(&self, lkg: &LastKnownGood) -> Result<()> {
         let t = Instant::now();
         let desired =
             convert::to_desired(&lkg.config, &self.settings.vtep).map_err(Error::LastKnownGood)?;
+        if let Some(frr) = &self.frr {
+            // The text FRR last accepted, base included: a restore undoes a broken base edit
+            // too (the next apply picks the base file up again).
+            let full = match &lkg.frr {
+                Some(text) => text.clone(),
+                None => frr.full(&frr.managed(&lkg.config)).map_err(Error::Frr)?,
+            };
+            let writes = frr.apply(&full).await.map_err(Error::FrrRestore)?;
+            self.metrics.frr_writes(writes);
+            tracing::info!(
+                step = "restored-frr",
+                writes,
+                duration_ms = ms(t),
+                "restored the last-known-good FRR config"
+            );
+        }
         let report = self
             .dataplane
             .apply(&desired)
@@ -317,12 +427,12 @@ impl Agent {
         &self,
         journal: &Journal,
         lkg: &LastKnownGood,
-        reason: &'static str,
+        reason: FailureReason,
         message: String,
         started: jiff::Timestamp,
     ) -> Result<()> {
         let failure = Failure {
-            reason: reason.into(),
+            reason,
             message,
             at: jiff::Timestamp::now().to_string(),
             retry: journal.retry.clone(),
@@ -331,8 +441,8 @@ impl Agent {
         failures.record(&journal.revision, failure.clone());
         self.store.set_failures(&failures)?;
         self.store.clear_journal()?;
-        self.metrics.failed(reason);
-        tracing::warn!(step = "failed", revision = %journal.revision, reason, message = %failure.message,
+        self.metrics.failed(reason.as_str());
+        tracing::warn!(step = "failed", revision = %journal.revision, %reason, message = %failure.message,
             "revision failed on this node; it is not retried until a person asks");
         let mut report = failed(&journal.revision, &failure, lkg);
         report.started_at = Some(started);
@@ -365,13 +475,18 @@ fn failed(rev: &str, f: &Failure, lkg: &LastKnownGood) -> Report {
     Report {
         revision: Some(rev.to_string()),
         phase: Some(NodePhase::Failed),
-        reason: f.reason.clone(),
+        reason: f.reason.as_str().into(),
         message: f.message.clone(),
         started_at: at,
         finished_at: at,
         last_known_good: lkg.revision.clone(),
         ready: false,
     }
+}
+
+/// The kind of a probe by its name (`bgp default 10.0.0.2` → `bgp`), a metric label.
+fn probe_kind(name: &str) -> &str {
+    name.split_whitespace().next().unwrap_or(name)
 }
 
 fn ms(t: Instant) -> f64 {

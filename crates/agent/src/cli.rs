@@ -9,6 +9,7 @@ pub use netrollout_support::{LogFormat, parse_duration};
 
 use crate::agent::Settings;
 use crate::convert::Vtep;
+use crate::frr::FrrSettings;
 use crate::probe::ProbeConfig;
 use crate::run::Config;
 
@@ -72,6 +73,36 @@ pub struct Args {
     /// Log format.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// The node operator's FRR base config (underlay sessions, ASN, router id). Turns FRR
+    /// support on: the agent writes this file plus its managed sections to --frr-config and
+    /// applies it with frr-reload.py. Without it the agent does not touch FRR.
+    #[arg(long, env = "NETROLLOUT_FRR_BASE_CONFIG")]
+    pub frr_base_config: Option<PathBuf>,
+    /// The frr.conf FRR reads; the agent owns it (base + managed sections).
+    #[arg(
+        long,
+        env = "NETROLLOUT_FRR_CONFIG",
+        default_value = "/etc/frr/frr.conf"
+    )]
+    pub frr_config: PathBuf,
+    /// FRR pathspace (FRR started with `-N NAME`; vtysh -N NAME), for labs and tests.
+    #[arg(long, env = "NETROLLOUT_FRR_PATHSPACE")]
+    pub frr_pathspace: Option<String>,
+    /// vtysh's socket directory when not FRR's default (/var/run/frr).
+    #[arg(long, env = "NETROLLOUT_FRR_VTY_SOCKET")]
+    pub frr_vty_socket: Option<PathBuf>,
+    /// FRR's frr-reload.py.
+    #[arg(long, default_value = "/usr/lib/frr/frr-reload.py")]
+    pub frr_reload: PathBuf,
+    /// Directory holding vtysh.
+    #[arg(long, default_value = "/usr/bin")]
+    pub frr_bindir: PathBuf,
+    /// BGP ASN of the managed sections; default: the `router bgp <asn>` of the base config.
+    #[arg(long, env = "NETROLLOUT_ASN")]
+    pub asn: Option<u32>,
+    /// BGP router id of the managed sections; default: the `bgp router-id` of the base config.
+    #[arg(long, env = "NETROLLOUT_ROUTER_ID")]
+    pub router_id: Option<std::net::Ipv4Addr>,
 }
 
 impl Args {
@@ -96,6 +127,17 @@ impl Args {
                 each_timeout: self.probe_each_timeout,
             },
             state_dir: self.state_dir.clone(),
+            frr: self.frr_base_config.as_ref().map(|base| FrrSettings {
+                base_config: base.clone(),
+                config: self.frr_config.clone(),
+                pathspace: self.frr_pathspace.clone(),
+                vty_socket: self.frr_vty_socket.clone(),
+                asn: self.asn,
+                router_id: self.router_id,
+                reload_script: self.frr_reload.clone(),
+                bindir: self.frr_bindir.clone(),
+                rundir: self.state_dir.clone(),
+            }),
         }
     }
 }
@@ -151,5 +193,19 @@ mod tests {
         assert!(cfg.probes.api_server);
         assert_eq!(cfg.settings.probe_timeout, Duration::from_secs(30));
         assert_eq!(cfg.state_dir, PathBuf::from("/var/lib/netrollout"));
+        assert_eq!(cfg.frr, None, "FRR support is off without a base config");
+        let args = Args::parse_from([
+            "netrollout-agent",
+            "--node-name",
+            "n1",
+            "--frr-base-config",
+            "/etc/frr/base.conf",
+            "--frr-pathspace",
+            "lab1",
+        ]);
+        let frr = args.config().frr.expect("FRR support on");
+        assert_eq!(frr.config, PathBuf::from("/etc/frr/frr.conf"));
+        assert_eq!(frr.pathspace.as_deref(), Some("lab1"));
+        assert_eq!(frr.asn, None);
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! What the rendered config does not say about the node itself (the VTEP source address and the
 //! underlay device of VXLAN links) comes from agent flags as a [`Vtep`]. Route policies (import,
-//! export, aggregates, communities, route targets) are for the node's routing daemon, not for
-//! netlink, and are not converted; neither is `advertiseNeighbors`.
+//! export, aggregates, communities, route targets) are no kernel objects: they reach FRR through
+//! `netrollout-frr` and the agent's FRR step ([`crate::frr`]); `advertiseNeighbors` is rejected
+//! by the renderer.
 //!
 //! | rendered | kernel objects |
 //! |---|---|

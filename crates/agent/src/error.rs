@@ -1,6 +1,7 @@
 //! The agent's error type.
 
 use crate::convert::ConvertError;
+use crate::frr::FrrError;
 use crate::store::StoreError;
 
 /// What stopped the agent from finishing a step; every variant says what failed.
@@ -15,6 +16,12 @@ pub enum Error {
     /// Restoring the last-known-good config failed in the kernel.
     #[error("restoring the last-known-good config failed: {0}")]
     Restore(#[source] netrollout_dataplane::Error),
+    /// FRR support is on but its base config is unusable (unreadable, no ASN or router id).
+    #[error(transparent)]
+    Frr(FrrError),
+    /// Restoring the last-known-good FRR config failed.
+    #[error("restoring the last-known-good FRR config failed: {0}")]
+    FrrRestore(#[source] FrrError),
     /// The netlink connection could not be opened.
     #[error("netlink: {0}")]
     Netlink(#[source] netrollout_dataplane::Error),
@@ -30,7 +37,8 @@ impl Error {
             Error::Store(StoreError::Corrupt { .. }) => "StateCorrupt",
             Error::Store(StoreError::Io { .. }) => "StateUnavailable",
             Error::LastKnownGood(_) => "LastKnownGoodInvalid",
-            Error::Restore(_) => "RestoreFailed",
+            Error::Restore(_) | Error::FrrRestore(_) => "RestoreFailed",
+            Error::Frr(_) => "FrrBaseInvalid",
             Error::Netlink(_) => "NetlinkUnavailable",
             Error::Kube(_) => "ApiError",
         }

@@ -1,7 +1,8 @@
 //! The netrollout node agent. It runs on every node (a DaemonSet pod in the host network
 //! namespace), watches only its own `NodeNetworkConfig`, and for each new revision: writes the
 //! last-known-good config and a journal entry to disk, reports `Provisioning`, probes, applies the
-//! difference via netlink (the dataplane crate), probes again, then commits (`Provisioned`) or
+//! difference via netlink (the dataplane crate) and, with FRR support on, its routing config through FRR's
+//! `frr-reload.py`, probes again, then commits (`Provisioned`) or
 //! restores the last-known-good config (`Failed`, with reason). The safety of the node never
 //! depends on the API server: status is reported when it can be. A revision that failed on this
 //! node is retried only when a person sets a new value of the `netrollout.io/retry` annotation on
@@ -12,6 +13,9 @@
 //! - [`run`]: the main loop: recover, watch, reconcile, report.
 //! - [`agent`]: one apply cycle; crash recovery from the journal.
 //! - [`convert`]: rendered `NodeConfig` → the dataplane's desired kernel objects.
+//! - [`frr`]: the FRR step: base + managed text, written atomically, `frr-reload.py`.
+//! - [`routing`]: routing probes asked of FRR (sessions, EVPN VNIs).
+//! - [`reason`]: why a revision failed ([`reason::FailureReason`]).
 //! - [`store`]: the checksummed state files (last-known-good, journal, failures).
 //! - [`probe`] (with `icmp`): connectivity and link checks.
 //! - [`status`]: the `NodeNetworkConfig` status and the Node's `NetworkConfigReady` condition.
@@ -23,9 +27,12 @@ pub mod agent;
 pub mod cli;
 pub mod convert;
 pub mod error;
+pub mod frr;
 mod icmp;
 pub mod metrics;
 pub mod probe;
+pub mod reason;
+pub mod routing;
 pub mod run;
 pub mod status;
 pub mod store;

@@ -4,7 +4,11 @@
 //! - `netrollout_agent_failures_total{reason}`: failed attempts by reason;
 //! - `netrollout_agent_restores_total`: restores of the last-known-good config;
 //! - `netrollout_agent_apply_duration_seconds`, `netrollout_agent_probe_duration_seconds`:
-//!   histograms of the netlink apply and of the post-change probing.
+//!   histograms of the netlink apply and of the post-change probing;
+//! - `netrollout_agent_frr_writes_total`: writes to FRR (one per `frr-reload.py` run); an
+//!   unchanged routing config makes none;
+//! - `netrollout_agent_probe_failures_total{probe}`: enforced probe failures that failed an
+//!   attempt, by kind (`tcp`, `icmp`, `gateway`, `api-server`, `link`, `frr`, `bgp`, `evpn`).
 //!
 //! `/healthz` answers 200 while the process serves; `/readyz` answers 200 once the agent has
 //! recovered its state and started watching, 503 before.
@@ -31,6 +35,8 @@ pub struct Metrics {
     applies: Family<Labels, Counter>,
     failures: Family<Labels, Counter>,
     restores: Counter,
+    frr_writes: Counter,
+    probe_failures: Family<Labels, Counter>,
     apply_seconds: Histogram,
     probe_seconds: Histogram,
     ready: AtomicBool,
@@ -42,6 +48,8 @@ impl Default for Metrics {
         let applies = Family::<Labels, Counter>::default();
         let failures = Family::<Labels, Counter>::default();
         let restores = Counter::default();
+        let frr_writes = Counter::default();
+        let probe_failures = Family::<Labels, Counter>::default();
         let apply_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
         let probe_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
         registry.register(
@@ -60,6 +68,16 @@ impl Default for Metrics {
             restores.clone(),
         );
         registry.register(
+            "frr_writes",
+            "Writes to FRR (frr-reload.py runs)",
+            frr_writes.clone(),
+        );
+        registry.register(
+            "probe_failures",
+            "Enforced probe failures that failed an attempt, by probe kind",
+            probe_failures.clone(),
+        );
+        registry.register(
             "apply_duration_seconds",
             "Time of the netlink apply of a revision",
             apply_seconds.clone(),
@@ -74,6 +92,8 @@ impl Default for Metrics {
             applies,
             failures,
             restores,
+            frr_writes,
+            probe_failures,
             apply_seconds,
             probe_seconds,
             ready: AtomicBool::new(false),
@@ -102,6 +122,18 @@ impl Metrics {
     /// Counts a restore of the last-known-good config.
     pub fn restored(&self) {
         self.restores.inc();
+    }
+
+    /// Counts writes to FRR.
+    pub fn frr_writes(&self, n: u32) {
+        self.frr_writes.inc_by(u64::from(n));
+    }
+
+    /// Counts an enforced probe failure of kind `probe` (e.g. `bgp`).
+    pub fn probe_failed(&self, probe: &str) {
+        self.probe_failures
+            .get_or_create(&vec![("probe".into(), probe.into())])
+            .inc();
     }
 
     /// Records the duration of a netlink apply.
@@ -167,7 +199,14 @@ mod tests {
         m.failed("ProbeFailed");
         m.provisioned();
         m.apply_time(0.5);
+        m.frr_writes(0);
+        m.probe_failed("bgp");
         let text = m.render();
+        assert!(
+            text.contains("netrollout_agent_frr_writes_total 0"),
+            "{text}"
+        );
+        assert!(text.contains("netrollout_agent_probe_failures_total{probe=\"bgp\"} 1"));
         assert!(text.contains("netrollout_agent_failures_total{reason=\"ProbeFailed\"} 1"));
         assert!(text.contains("netrollout_agent_applies_total{outcome=\"provisioned\"} 1"));
         assert!(text.contains("netrollout_agent_apply_duration_seconds_count 1"));

@@ -34,6 +34,8 @@ pub struct Config {
     pub probes: ProbeConfig,
     /// The state directory.
     pub state_dir: std::path::PathBuf,
+    /// FRR support (`None`: off).
+    pub frr: Option<crate::frr::FrrSettings>,
 }
 
 /// Runs the agent until `shutdown` resolves.
@@ -52,11 +54,16 @@ pub async fn run(
     let nnc_api: Api<NodeNetworkConfig> = Api::all(client.clone());
     let reporter = tokio::spawn(reporter(client.clone(), node.clone(), reports_rx));
     let prober = Prober::new(cfg.probes, client);
+    let frr = match cfg.frr {
+        Some(settings) => Some(crate::frr::Frr::new(settings).map_err(Error::Frr)?),
+        None => None,
+    };
     let agent = Agent::new(
         cfg.settings,
         store,
         dataplane,
         prober,
+        frr,
         metrics.clone(),
         reports_tx,
     );

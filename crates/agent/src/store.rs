@@ -17,6 +17,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::reason::FailureReason;
+
 /// File of the last-known-good config.
 pub const LKG_FILE: &str = "last-known-good.json";
 /// File of the journal ("applying R").
@@ -57,6 +59,11 @@ pub struct LastKnownGood {
     pub revision: Option<String>,
     /// The config.
     pub config: NodeConfig,
+    /// The full `frr.conf` text (base + managed) FRR ran when it was committed (`None` without
+    /// FRR support, or in state written before it: then it is rendered from `config` and the
+    /// current base file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frr: Option<String>,
 }
 
 /// "Applying R": written before the dataplane is touched, removed after commit or restore.
@@ -74,8 +81,8 @@ pub struct Journal {
 /// A revision that failed on this node.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Failure {
-    /// Machine-readable reason, e.g. `ProbeFailed`.
-    pub reason: String,
+    /// Why it failed.
+    pub reason: FailureReason,
     /// What happened.
     pub message: String,
     /// When (RFC 3339).
@@ -259,6 +266,7 @@ mod tests {
         LastKnownGood {
             revision: Some("rev-1".into()),
             config: NodeConfig::default(),
+            frr: Some("router bgp 65000 vrf vr.x\n".into()),
         }
     }
 
@@ -305,7 +313,7 @@ mod tests {
         for i in 0..Failures::LIMIT + 3 {
             let at = jiff::Timestamp::from_second(1_000 + i as i64).unwrap();
             let failure = Failure {
-                reason: "ProbeFailed".into(),
+                reason: FailureReason::ProbeFailed,
                 message: String::new(),
                 at: at.to_string(),
                 retry: None,
@@ -315,6 +323,28 @@ mod tests {
         assert_eq!(failures.revisions.len(), Failures::LIMIT);
         assert!(!failures.revisions.contains_key("rev-2"));
         assert!(failures.revisions.contains_key("rev-3"));
+    }
+
+    #[test]
+    fn state_written_before_frr_support_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let write = |name: &str, body: &str| {
+            let text = format!("{HEADER}{}\n{body}", checksum(body.as_bytes()));
+            fs::write(dir.path().join(name), text).unwrap();
+        };
+        write(LKG_FILE, r#"{"revision":"rev-1","config":{}}"#);
+        write(
+            FAILED_FILE,
+            r#"{"revisions":{"rev-2":{"reason":"ProbeFailed","message":"m","at":"2026-01-01T00:00:00Z","retry":null}}}"#,
+        );
+        let lkg = store.last_known_good().unwrap();
+        assert_eq!((lkg.revision.as_deref(), lkg.frr), (Some("rev-1"), None));
+        let failures = store.failures().unwrap();
+        assert_eq!(
+            failures.revisions["rev-2"].reason,
+            FailureReason::ProbeFailed
+        );
     }
 
     #[test]

@@ -291,3 +291,44 @@ fn loopbacks_get_stable_distinct_per_node_addresses() {
         ["VRFRouteConfiguration v: spec.loopbacks[0].subnet"]
     );
 }
+
+#[test]
+fn routing_settings_frr_cannot_carry_are_rejected_naming_the_field() {
+    // A route target without a VNI, communities on a policy that exports nothing, a community and
+    // a route target FRR refuses, and two prefix items that would get the same FRR sequence.
+    let mut no_vni = vrf("no-vni", "blue", 1);
+    no_vni.spec.route_target = Some("65000:1".into());
+    no_vni.spec.community = Some("65000:1".into());
+    let mut bad = vrf("bad", "red", 1);
+    bad.spec.vni = Some(300);
+    bad.spec.route_target = Some("4200000000:70000".into());
+    bad.spec.communities = vec!["70000:1".into()];
+    let item = |cidr: &str, seq: Option<i64>| PrefixItem {
+        cidr: cidr.into(),
+        seq,
+        ..Default::default()
+    };
+    bad.spec.export = vec![
+        item("10.0.0.0/24", None),
+        item("fd00::/64", None),
+        item("10.1.0.0/24", Some(1)),
+    ];
+    let mut net = l2("net", 10, 100);
+    net.spec.advertise_neighbors = true;
+    let got = problems(&[bad, no_vni], &[net], &[]);
+    assert_eq!(
+        fields(&got),
+        [
+            "VRFRouteConfiguration no-vni: spec.routeTarget",
+            "VRFRouteConfiguration no-vni: spec.community",
+            "VRFRouteConfiguration bad: spec.routeTarget",
+            "VRFRouteConfiguration bad: spec.export[2].seq",
+            "VRFRouteConfiguration bad: spec.communities[0]",
+            "Layer2NetworkConfiguration net: spec.advertiseNeighbors",
+        ]
+    );
+    assert!(got[0].message.contains("set spec.vni"), "{}", got[0]);
+    assert!(got[1].message.contains("exports nothing"), "{}", got[1]);
+    assert!(got[3].message.contains("spec.export[0]"), "{}", got[3]);
+    assert!(got[5].message.contains("remove the field"), "{}", got[5]);
+}

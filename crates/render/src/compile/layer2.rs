@@ -63,6 +63,9 @@ impl Compiler {
                     );
                 }
             }
+            if spec.advertise_neighbors {
+                self.invalid.push(LAYER2_KIND, name, "spec.advertiseNeighbors", "advertiseNeighbors is not supported: netrollout installs no host routes for local neighbours (the Go operator's anycast tracker); remove the field. EVPN type-2 MAC/IP routes already carry each neighbour to the other nodes of the network".to_string());
+            }
             let vrf_name = spec.vrf.clone().filter(|v| !v.is_empty());
             let vrf = vrf_name.as_ref().and_then(|v| {
                 let found = self.out.vrfs.iter().position(|c| &c.name == v);

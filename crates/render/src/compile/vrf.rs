@@ -60,6 +60,11 @@ impl Compiler {
                 self.invalid
                     .push(VRF_KIND, first, "spec.routeTarget", message);
             }
+            if route_target.is_some() && vni.is_none() {
+                let message = "a route target needs the VRF's layer-3 VNI (it is an EVPN attribute); set spec.vni or remove spec.routeTarget".to_string();
+                self.invalid
+                    .push(VRF_KIND, first, "spec.routeTarget", message);
+            }
             let table_id =
                 vni.unwrap_or_else(|| DERIVED_TABLE_BASE + fnv1a(vrf) % DERIVED_TABLE_SPAN);
             self.claim_table(
@@ -143,6 +148,7 @@ impl Compiler {
             for (i, item) in items.iter().enumerate() {
                 self.prefix_item(name, &format!("spec.{list}[{i}]"), item);
             }
+            self.prefix_seqs(name, list, items);
         }
         for (list, cidrs) in [
             ("aggregate", &spec.aggregate),
@@ -165,17 +171,22 @@ impl Compiler {
             .cloned()
             .collect();
         for (i, community) in communities.iter().enumerate() {
-            if community.is_empty()
-                || community.len() > 64
-                || community.contains(char::is_whitespace)
-            {
+            if !is_community(community) {
                 self.invalid.push(
                     VRF_KIND,
                     name,
                     format!("spec.communities[{i}]"),
-                    format!("{community:?} is not a BGP community; write e.g. 65000:100"),
+                    format!("{community:?} is not a BGP community; write AS:number (each 0 to 65535, e.g. 65000:100) or a well-known name such as no-export"),
                 );
             }
+        }
+        if !communities.is_empty() && spec.export.is_empty() {
+            let field = if spec.community.is_some() {
+                "spec.community"
+            } else {
+                "spec.communities"
+            };
+            self.invalid.push(VRF_KIND, name, field, "communities are set on exported routes, but this policy exports nothing; add spec.export entries or remove the communities".to_string());
         }
         let mut loopbacks = Vec::new();
         for (i, lo) in spec.loopbacks.iter().enumerate() {
@@ -216,6 +227,19 @@ impl Compiler {
             sbr_prefixes: spec.sbr_prefixes.clone(),
             loopbacks,
         });
+    }
+
+    /// The sequence numbers FRR gets (an item's `seq`, else its position from 1) must be unique
+    /// per prefix list and address family: FRR would silently replace the earlier entry.
+    fn prefix_seqs(&mut self, object: &str, list: &str, items: &[PrefixItem]) {
+        let mut seen: BTreeMap<(bool, i64), usize> = BTreeMap::new();
+        for (i, item) in items.iter().enumerate() {
+            let seq = item.seq.unwrap_or(i as i64 + 1);
+            let v6 = item.cidr.contains(':');
+            if let Some(first) = seen.insert((v6, seq), i) {
+                self.invalid.push(VRF_KIND, object, format!("spec.{list}[{i}].seq"), format!("sequence {seq} is also used by spec.{list}[{first}] (an item without seq gets its position, counted from 1); give every item of the same address family its own seq"));
+            }
+        }
     }
 
     fn prefix_item(&mut self, object: &str, field: &str, item: &PrefixItem) {
@@ -266,13 +290,41 @@ impl Compiler {
     }
 }
 
+/// The route-target forms FRR accepts: `ASN2:u32`, `ASN4:u16`, `IPv4:u16`.
 fn is_route_target(rt: &str) -> bool {
     let Some((admin, number)) = rt.split_once(':') else {
         return false;
     };
-    let admin_ok =
-        admin.parse::<u32>().is_ok() || admin.parse::<IpAddr>().is_ok_and(|a| a.is_ipv4());
-    admin_ok && number.parse::<u32>().is_ok()
+    match (admin.parse::<u32>(), admin.parse::<IpAddr>()) {
+        (Ok(asn), _) if asn <= u32::from(u16::MAX) => number.parse::<u32>().is_ok(),
+        (Ok(_), _) => number.parse::<u16>().is_ok(),
+        (_, Ok(ip)) => ip.is_ipv4() && number.parse::<u16>().is_ok(),
+        _ => false,
+    }
+}
+
+/// Well-known community names FRR's `set community` accepts.
+const WELL_KNOWN_COMMUNITIES: &[&str] = &[
+    "internet",
+    "graceful-shutdown",
+    "accept-own",
+    "llgr-stale",
+    "no-llgr",
+    "blackhole",
+    "no-export",
+    "no-advertise",
+    "local-AS",
+    "no-peer",
+];
+
+/// A standard BGP community as FRR's `set community` takes it: `AS:number` (both 0 to 65535),
+/// a 32-bit number, or a well-known name.
+fn is_community(c: &str) -> bool {
+    if WELL_KNOWN_COMMUNITIES.contains(&c) || c.parse::<u32>().is_ok() {
+        return true;
+    }
+    c.split_once(':')
+        .is_some_and(|(a, n)| a.parse::<u16>().is_ok() && n.parse::<u16>().is_ok())
 }
 
 /// FNV-1a, for stable derived table ids.

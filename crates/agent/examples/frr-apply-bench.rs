@@ -1,0 +1,183 @@
+//! FRR apply benchmark: real FRR 8.4 (zebra + bgpd, pathspace `-N`) in a fresh network
+//! namespace, a config of 50 VRFs with import/export/aggregate/community policies rendered by
+//! `netrollout-frr`. Baseline (same run): a full `vtysh -f` load of that config into FRR.
+//! Measured: the agent's apply (`frr-reload.py`) of the same config with one VRF's export and
+//! community changed, and the no-op apply of an unchanged text (0 FRR writes).
+//! Needs root and FRR. Prints tab-separated rows: area, benchmark, measured, baseline, ratio, goal.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use netrollout_agent::frr::{Frr, FrrSettings};
+use netrollout_api::{NodeConfig, PrefixAction, PrefixItem, VrfConfig, VrfPolicy};
+
+const VRFS: u32 = 50;
+const BASE: &str = "frr defaults datacenter\nhostname bench\n!\nrouter bgp 65000\n \
+    bgp router-id 192.0.2.1\nexit\n!\n";
+
+fn run(tool: &str, args: &[&str]) {
+    let out = Command::new(tool).args(args).output().expect(tool);
+    assert!(
+        out.status.success(),
+        "`{tool} {}` failed (needs root and FRR): {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn config(changed: bool) -> NodeConfig {
+    let item = |cidr: String| PrefixItem {
+        cidr,
+        seq: None,
+        ge: None,
+        le: Some(28),
+        action: PrefixAction::Permit,
+    };
+    NodeConfig {
+        vrfs: (0..VRFS)
+            .map(|i| {
+                let bump = u32::from(changed && i == 7);
+                VrfConfig {
+                    name: format!("t{i}"),
+                    table_id: 100 + i,
+                    vrf_interface: format!("vr.t{i}"),
+                    veth_default_interface: format!("vd.t{i}"),
+                    veth_vrf_interface: format!("vv.t{i}"),
+                    policies: vec![VrfPolicy {
+                        source: format!("t{i}"),
+                        seq: 10,
+                        import: vec![item(format!("10.{i}.0.0/16"))],
+                        export: vec![item(format!("172.16.{}.0/24", i * 2 + bump))],
+                        aggregate: vec![format!("172.16.{}.0/23", i * 2)],
+                        communities: vec![format!("65000:{}", 100 + i + bump)],
+                    }],
+                    ..Default::default()
+                }
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// zebra + bgpd in namespace `ns` (pathspace `ns`) reading `dir/frr.conf`.
+fn start(ns: &str, dir: &Path) {
+    std::fs::write(dir.join("frr.conf"), BASE).unwrap();
+    let run_dir = Path::new("/var/run/frr").join(ns);
+    std::fs::create_dir_all(&run_dir).unwrap();
+    run("chown", &["frr:frr", run_dir.to_str().unwrap()]);
+    for d in ["zebra", "bgpd"] {
+        let conf = dir.join("frr.conf");
+        let pid = run_dir.join(format!("{d}.pid"));
+        run(
+            "ip",
+            &[
+                "netns",
+                "exec",
+                ns,
+                &format!("/usr/lib/frr/{d}"),
+                "-d",
+                "-N",
+                ns,
+                "-u",
+                "frr",
+                "-g",
+                "frr",
+                "-f",
+                conf.to_str().unwrap(),
+                "-i",
+                pid.to_str().unwrap(),
+                "--log",
+                "syslog",
+            ],
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !Command::new("vtysh")
+        .args(["-N", ns, "-c", "show bgp summary json"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        assert!(Instant::now() < deadline, "FRR in {ns} does not answer");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn stop(ns: &str) {
+    let run_dir = Path::new("/var/run/frr").join(ns);
+    for d in ["bgpd", "zebra"] {
+        if let Ok(pid) = std::fs::read_to_string(run_dir.join(format!("{d}.pid"))) {
+            let _ = Command::new("kill").arg(pid.trim()).status();
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = std::fs::remove_dir_all(&run_dir);
+    let _ = Command::new("ip").args(["netns", "del", ns]).status();
+}
+
+#[tokio::main]
+async fn main() {
+    let ns = format!("frrbench-{}", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    let dir_path: PathBuf = dir.path().to_path_buf();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir_path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    run("ip", &["netns", "add", &ns]);
+    run("ip", &["-n", &ns, "link", "set", "lo", "up"]);
+    start(&ns, &dir_path);
+    let base = dir_path.join("base.conf");
+    std::fs::write(&base, BASE).unwrap();
+    let frr = Frr::new(FrrSettings {
+        base_config: base,
+        config: dir_path.join("frr.conf"),
+        pathspace: Some(ns.clone()),
+        vty_socket: None,
+        asn: None,
+        router_id: None,
+        reload_script: "/usr/lib/frr/frr-reload.py".into(),
+        bindir: "/usr/bin".into(),
+        rundir: dir_path.clone(),
+    })
+    .unwrap();
+    let full = frr.full(&frr.managed(&config(false))).unwrap();
+    let changed = frr.full(&frr.managed(&config(true))).unwrap();
+    assert_ne!(full, changed);
+
+    // Baseline: the whole config loaded with `vtysh -f` into FRR running the base only.
+    let file = dir_path.join("load.conf");
+    std::fs::write(&file, &full).unwrap();
+    let t = Instant::now();
+    let out = Command::new("vtysh")
+        .args(["-N", &ns, "-f"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let load = t.elapsed();
+    assert!(out.status.success(), "vtysh -f failed");
+
+    // The agent's apply of the same text (FRR already runs it), then one changed VRF.
+    assert_eq!(frr.apply(&full).await.unwrap(), 1);
+    let t = Instant::now();
+    let writes = frr.apply(&changed).await.unwrap();
+    let one = t.elapsed();
+    assert_eq!(writes, 1);
+    let t = Instant::now();
+    let noop_writes = frr.apply(&changed).await.unwrap();
+    let noop = t.elapsed();
+    stop(&ns);
+
+    let base_ms = load.as_secs_f64() * 1e3;
+    let ms = one.as_secs_f64() * 1e3;
+    println!(
+        "agent-frr\tapply 1 changed VRF of {VRFS} (frr-reload)\t{ms:.0} ms\t{base_ms:.0} ms (vtysh -f, full)\t{:.2}x\t< 1x full load",
+        ms / base_ms
+    );
+    let noop_ms = noop.as_secs_f64() * 1e3;
+    println!(
+        "agent-frr\tno-op apply ({noop_writes} FRR writes)\t{noop_ms:.3} ms\t{base_ms:.0} ms (vtysh -f, full)\t{:.4}x\t0 writes",
+        noop_ms / base_ms
+    );
+}

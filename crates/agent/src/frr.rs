@@ -1,0 +1,412 @@
+//! FRR: the node's routing daemon, configured as one step of the agent's transaction.
+//!
+//! The node operator owns a base file (`--frr-base-config`: underlay sessions, ASN, router id);
+//! the agent owns the managed sections rendered from the `NodeConfig` by `netrollout-frr`. The
+//! full text (base + managed) is written to the `frr.conf` FRR reads (`--frr-config`) atomically
+//! (temporary file, fsync, rename) and applied with FRR's own `frr-reload.py --reload`, which
+//! computes the difference against the running config; FRR is never restarted.
+//!
+//! Before a write the new text is checked with `vtysh -m -f` (a parse, no change): a line FRR
+//! does not know fails the attempt with FRR's own error line and leaves `frr.conf` and FRR as
+//! they were. A line a daemon rejects while loading fails the same way (the restore then loads
+//! the last-known-good text again).
+//!
+//! Unchanged text makes no FRR write at all: the process remembers the text FRR last loaded
+//! successfully; after a (re)start the first apply always reloads (`frr-reload.py` then writes
+//! only a difference, if any).
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use netrollout_api::NodeConfig;
+use tokio::process::Command;
+use tokio::sync::Mutex;
+
+/// Where FRR lives and how the agent reaches it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrrSettings {
+    /// The operator's base config (underlay, ASN, router id).
+    pub base_config: PathBuf,
+    /// The `frr.conf` FRR reads; written by the agent.
+    pub config: PathBuf,
+    /// FRR pathspace (`-N NAME`) when FRR runs with one (the lab, tests).
+    pub pathspace: Option<String>,
+    /// vtysh's socket directory, when not FRR's default.
+    pub vty_socket: Option<PathBuf>,
+    /// The ASN of the managed `router bgp` sections; read from the base file when `None`.
+    pub asn: Option<u32>,
+    /// The router id; read from the base file when `None`.
+    pub router_id: Option<Ipv4Addr>,
+    /// FRR's `frr-reload.py`.
+    pub reload_script: PathBuf,
+    /// Directory holding `vtysh`.
+    pub bindir: PathBuf,
+    /// Where `frr-reload.py` writes its temporary files (the agent's state directory: FRR's
+    /// `/var/run/frr` is not the agent's to write).
+    pub rundir: PathBuf,
+}
+
+/// What went wrong with FRR.
+#[derive(Debug, thiserror::Error)]
+pub enum FrrError {
+    /// The base file cannot be read.
+    #[error(
+        "FRR base config {path}: {source}; create it (see docs/operations.md) or drop --frr-base-config"
+    )]
+    Base {
+        /// The file.
+        path: PathBuf,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// The ASN or router id is neither a flag nor in the base file, or they disagree.
+    #[error("FRR base config {path}: {problem}")]
+    Routing {
+        /// The base file.
+        path: PathBuf,
+        /// What is missing or inconsistent and what to do.
+        problem: String,
+    },
+    /// `frr.conf` (or its temporary file) cannot be written.
+    #[error("FRR config {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// A program (vtysh, frr-reload.py) cannot be started.
+    #[error("running {program}: {source}")]
+    Spawn {
+        /// The program.
+        program: PathBuf,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// FRR refused the config; `line` is FRR's own error output.
+    #[error("FRR rejected the config: {line}")]
+    Rejected {
+        /// FRR's error line(s).
+        line: String,
+        /// Whether FRR was written to (a daemon refused a line while loading) or not (the
+        /// parser refused the file first).
+        wrote: bool,
+    },
+}
+
+/// The node's FRR.
+#[derive(Debug)]
+pub struct Frr {
+    settings: FrrSettings,
+    routing: netrollout_frr::Settings,
+    /// The full text FRR last loaded successfully from this process.
+    loaded: Mutex<Option<String>>,
+}
+
+impl Frr {
+    /// Reads the base file once to settle the ASN and router id (flags win when they agree).
+    pub fn new(settings: FrrSettings) -> Result<Self, FrrError> {
+        let base = read_base(&settings.base_config)?;
+        let routing = routing_settings(&settings, &base)?;
+        Ok(Self {
+            settings,
+            routing,
+            loaded: Mutex::new(None),
+        })
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &FrrSettings {
+        &self.settings
+    }
+
+    /// The managed FRR text of `config` (deterministic).
+    pub fn managed(&self, config: &NodeConfig) -> String {
+        netrollout_frr::render(config, &self.routing)
+    }
+
+    /// The full `frr.conf` text: the current base file and `managed`.
+    pub fn full(&self, managed: &str) -> Result<String, FrrError> {
+        let base = read_base(&self.settings.base_config)?;
+        Ok(netrollout_frr::with_base(&base, managed))
+    }
+
+    /// Makes FRR run `full`; returns the number of FRR writes (0 when FRR already runs it).
+    pub async fn apply(&self, full: &str) -> Result<u32, FrrError> {
+        let mut loaded = self.loaded.lock().await;
+        if loaded.as_deref() == Some(full) {
+            return Ok(0);
+        }
+        let dir = self.confdir();
+        let name = self
+            .settings
+            .config
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "frr.conf".into());
+        let tmp = dir.join(format!(".{name}.netrollout.tmp"));
+        write_synced(&tmp, full)?;
+        if let Err(e) = self.check(&tmp).await {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        std::fs::rename(&tmp, &self.settings.config).map_err(|source| FrrError::Write {
+            path: self.settings.config.clone(),
+            source,
+        })?;
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        // From here FRR may hold part of the text: forget what it held.
+        *loaded = None;
+        self.reload().await?;
+        *loaded = Some(full.to_string());
+        Ok(1)
+    }
+
+    /// Runs `vtysh` with `args` (e.g. `-c "show bgp summary json"`); returns stdout.
+    pub async fn vtysh(&self, args: &[&str]) -> Result<String, String> {
+        let out = self
+            .vtysh_cmd()
+            .args(args)
+            .output()
+            .await
+            .map_err(|e| format!("running vtysh: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "vtysh {}: {}{}",
+                args.join(" "),
+                error_lines(&String::from_utf8_lossy(&out.stdout)),
+                error_lines(&String::from_utf8_lossy(&out.stderr)),
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn confdir(&self) -> PathBuf {
+        self.settings
+            .config
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf()
+    }
+
+    fn vtysh_cmd(&self) -> Command {
+        let mut cmd = Command::new(self.settings.bindir.join("vtysh"));
+        cmd.arg("--config_dir").arg(self.confdir());
+        if let Some(ps) = &self.settings.pathspace {
+            cmd.args(["-N", ps]);
+        }
+        if let Some(sock) = &self.settings.vty_socket {
+            cmd.arg("--vty_socket").arg(sock);
+        }
+        cmd.stdin(Stdio::null()).kill_on_drop(true);
+        cmd
+    }
+
+    /// `vtysh -m -f FILE`: FRR's parser reads the file; an unknown line fails with its number.
+    async fn check(&self, file: &Path) -> Result<(), FrrError> {
+        let program = self.settings.bindir.join("vtysh");
+        let out = self
+            .vtysh_cmd()
+            .arg("-m")
+            .arg("-f")
+            .arg(file)
+            .output()
+            .await
+            .map_err(|source| FrrError::Spawn { program, source })?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let mut line = error_lines(&String::from_utf8_lossy(&out.stderr));
+        if line.is_empty() {
+            line = format!("vtysh -m -f exited with {}", out.status);
+        }
+        Err(FrrError::Rejected { line, wrote: false })
+    }
+
+    /// `frr-reload.py --reload`: FRR applies the difference to the written `frr.conf`.
+    async fn reload(&self) -> Result<(), FrrError> {
+        let s = &self.settings;
+        let mut cmd = Command::new(&s.reload_script);
+        cmd.arg("--reload")
+            .arg("--stdout")
+            .arg("--log-level")
+            .arg("error")
+            .arg("--bindir")
+            .arg(&s.bindir)
+            .arg("--confdir")
+            .arg(self.confdir())
+            .arg("--rundir")
+            .arg(&s.rundir);
+        if let Some(ps) = &s.pathspace {
+            cmd.args(["--pathspace", ps]);
+        }
+        if let Some(sock) = &s.vty_socket {
+            cmd.arg("--vty_socket").arg(sock);
+        }
+        cmd.arg(&s.config).stdin(Stdio::null()).kill_on_drop(true);
+        let out = cmd.output().await.map_err(|source| FrrError::Spawn {
+            program: s.reload_script.clone(),
+            source,
+        })?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let text = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut line = error_lines(&text);
+        if line.is_empty() {
+            line = format!("frr-reload.py exited with {}", out.status);
+        }
+        Err(FrrError::Rejected { line, wrote: true })
+    }
+}
+
+/// FRR's error lines in its output: `line N: ...` and `% ...`, each once, joined by ` | `.
+/// vtysh's note about a missing `vtysh.conf` is no error.
+pub fn error_lines(text: &str) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for l in text.lines().map(str::trim) {
+        let is_error = l.starts_with('%') || (l.starts_with("line ") && l.contains(':'));
+        if is_error && !l.contains("Can't open configuration file") && !seen.contains(&l) {
+            seen.push(l);
+        }
+    }
+    seen.join(" | ")
+}
+
+fn read_base(path: &Path) -> Result<String, FrrError> {
+    std::fs::read_to_string(path).map_err(|source| FrrError::Base {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn write_synced(path: &Path, text: &str) -> Result<(), FrrError> {
+    use std::io::Write;
+    let err = |source| FrrError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut f = std::fs::File::create(path).map_err(err)?;
+    f.write_all(text.as_bytes()).map_err(err)?;
+    f.sync_all().map_err(err)
+}
+
+/// The ASN and router id: flags, else the base file's `router bgp ASN` (the one without `vrf`)
+/// and its `bgp router-id`.
+fn routing_settings(s: &FrrSettings, base: &str) -> Result<netrollout_frr::Settings, FrrError> {
+    let (base_asn, base_id) = parse_base(base);
+    let problem = |problem: String| FrrError::Routing {
+        path: s.base_config.clone(),
+        problem,
+    };
+    let asn = match (s.asn, base_asn) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(problem(format!(
+                "--asn {a} disagrees with `router bgp {b}` in the file; make them equal or drop --asn"
+            )));
+        }
+        (Some(a), _) | (None, Some(a)) => a,
+        (None, None) => {
+            return Err(problem(
+                "no `router bgp <asn>` line and no --asn: add the node's BGP instance to the file or pass --asn".into(),
+            ));
+        }
+    };
+    let router_id = match (s.router_id, base_id) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(problem(format!(
+                "--router-id {a} disagrees with `bgp router-id {b}` in the file; make them equal or drop --router-id"
+            )));
+        }
+        (Some(a), _) | (None, Some(a)) => a,
+        (None, None) => {
+            return Err(problem(
+                "no ` bgp router-id <ipv4>` under `router bgp` and no --router-id: add one".into(),
+            ));
+        }
+    };
+    Ok(netrollout_frr::Settings { asn, router_id })
+}
+
+/// `(ASN, router id)` of the default-VRF `router bgp` block of a config text.
+fn parse_base(text: &str) -> (Option<u32>, Option<Ipv4Addr>) {
+    let (mut asn, mut id, mut inside) = (None, None, false);
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["router", "bgp", a] => {
+                asn = a.parse().ok();
+                inside = true;
+            }
+            ["router", ..] | ["exit"] => inside = false,
+            ["bgp", "router-id", r] if inside => id = r.parse().ok(),
+            _ => {}
+        }
+    }
+    (asn, id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(asn: Option<u32>, id: Option<&str>) -> FrrSettings {
+        FrrSettings {
+            base_config: "/etc/frr/base.conf".into(),
+            config: "/etc/frr/frr.conf".into(),
+            pathspace: None,
+            vty_socket: None,
+            asn,
+            router_id: id.map(|i| i.parse().unwrap()),
+            reload_script: "/usr/lib/frr/frr-reload.py".into(),
+            bindir: "/usr/bin".into(),
+            rundir: "/var/lib/netrollout".into(),
+        }
+    }
+
+    const BASE: &str = "router bgp 65001 vrf vr.x\n bgp router-id 9.9.9.9\nexit\n\
+        router bgp 65000\n bgp router-id 10.0.0.1\n neighbor 10.0.0.2 remote-as 65100\nexit\n";
+
+    #[test]
+    fn asn_and_router_id_come_from_the_base_files_default_bgp_instance() {
+        let r = routing_settings(&settings(None, None), BASE).unwrap();
+        assert_eq!((r.asn, r.router_id), (65000, "10.0.0.1".parse().unwrap()));
+        let r = routing_settings(&settings(Some(65000), Some("10.0.0.1")), BASE).unwrap();
+        assert_eq!(r.asn, 65000);
+    }
+
+    #[test]
+    fn a_missing_or_disagreeing_asn_names_the_file_and_the_fix() {
+        let err = routing_settings(&settings(None, None), "hostname x\n").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("/etc/frr/base.conf") && text.contains("--asn"),
+            "{text}"
+        );
+        let err = routing_settings(&settings(Some(1), None), BASE).unwrap_err();
+        assert!(err.to_string().contains("disagrees"), "{err}");
+        let r = routing_settings(&settings(Some(7), Some("1.2.3.4")), "hostname x\n").unwrap();
+        assert_eq!(r.asn, 7);
+    }
+
+    #[test]
+    fn frr_error_lines_are_kept_once_and_vtysh_conf_notes_dropped() {
+        let out = "% Can't open configuration file /etc/frr/x/vtysh.conf due to 'No such file'.\n\
+            % Malformed communities attribute '1:2:3'\n\
+            line 2: Failure to communicate[13] to bgpd, line:  set community 1:2:3\n\
+            % Malformed communities attribute '1:2:3'\nINFO: noise\n";
+        assert_eq!(
+            error_lines(out),
+            "% Malformed communities attribute '1:2:3' | \
+             line 2: Failure to communicate[13] to bgpd, line:  set community 1:2:3"
+        );
+    }
+}

@@ -1,0 +1,160 @@
+//! Helpers shared by the FRR renderer's tests: the inputs (the repo's samples and the Go
+//! operator's manifests in `../shared/compat`, read from there), the nodes they are rendered for
+//! and the routing settings.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)] // tests may panic
+
+pub mod frr;
+
+use std::path::{Path, PathBuf};
+
+use netrollout_api::{
+    Layer2NetworkConfiguration, NodeConfig, RoutingTable, Snapshot, VRFRouteConfiguration,
+};
+use netrollout_frr::Settings;
+use netrollout_render::{Node, from_objects, render};
+use serde_json::Value;
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn settings() -> Settings {
+    Settings {
+        asn: 4_200_065_169,
+        router_id: "192.0.2.11".parse().unwrap(),
+    }
+}
+
+/// The input documents of a YAML stream (null documents dropped).
+pub fn docs_of(text: &str) -> Vec<Value> {
+    serde_saphyr::from_str_multiple::<Value, Vec<Value>>(text)
+        .unwrap()
+        .into_iter()
+        .filter(|d| !d.is_null())
+        .collect()
+}
+
+/// The input documents of a YAML stream as a snapshot; legacy API versions are accepted.
+pub fn snapshot_of(text: &str) -> Snapshot {
+    snapshot_of_docs(docs_of(text))
+}
+
+/// Input documents as a snapshot; legacy API versions are accepted.
+pub fn snapshot_of_docs(docs: Vec<Value>) -> Snapshot {
+    let (mut vrfs, mut l2s, mut tables) = (Vec::new(), Vec::new(), Vec::new());
+    for mut doc in docs {
+        doc["apiVersion"] = Value::from("netrollout.io/v1alpha1");
+        match doc["kind"].as_str().unwrap() {
+            "VRFRouteConfiguration" => {
+                vrfs.push(serde_json::from_value::<VRFRouteConfiguration>(doc).unwrap());
+            }
+            "Layer2NetworkConfiguration" => {
+                l2s.push(serde_json::from_value::<Layer2NetworkConfiguration>(doc).unwrap());
+            }
+            "RoutingTable" => tables.push(serde_json::from_value::<RoutingTable>(doc).unwrap()),
+            other => panic!("unexpected kind {other}"),
+        }
+    }
+    from_objects(&vrfs, &l2s, &tables)
+}
+
+/// Every sample under `config/samples/` as one snapshot.
+pub fn samples() -> Snapshot {
+    snapshot_of(&samples_text())
+}
+
+/// Every sample under `config/samples/` as one YAML stream.
+pub fn samples_text() -> String {
+    let dir = repo().join("config/samples");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    paths.sort();
+    let text: Vec<String> = paths
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    text.join("\n---\n")
+}
+
+/// The compatibility manifests' directory: `NETROLLOUT_COMPAT_DIR`, else `../shared/compat`
+/// beside the checkout, else the workplace's copy. Never copied into the repo.
+pub fn compat_dir() -> PathBuf {
+    if let Ok(dir) = std::env::var("NETROLLOUT_COMPAT_DIR") {
+        return PathBuf::from(dir);
+    }
+    let beside = repo().join("../shared/compat");
+    if beside.exists() {
+        beside
+    } else {
+        PathBuf::from("/work/shared/compat")
+    }
+}
+
+/// Every compatibility manifest (file stem, snapshot), sorted by name. Fails loudly when the
+/// directory is missing or empty.
+pub fn compat() -> Vec<(String, Snapshot)> {
+    let dir = compat_dir();
+    let mut out: Vec<(String, Snapshot)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{} must exist for the compatibility tests: {e}",
+                dir.display()
+            )
+        })
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .map(|p| {
+            let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
+            (stem, snapshot_of(&std::fs::read_to_string(&p).unwrap()))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(!out.is_empty(), "no manifests in {}", dir.display());
+    out
+}
+
+/// The nodes every snapshot is rendered for: a control-plane node in rack r0 and a worker in
+/// rack r1 (the samples select on both labels).
+pub fn nodes() -> Vec<Node> {
+    vec![
+        Node {
+            name: "cp-r0".into(),
+            labels: [
+                ("netrollout.io/rack".to_string(), "r0".to_string()),
+                (
+                    "node-role.kubernetes.io/control-plane".to_string(),
+                    String::new(),
+                ),
+            ]
+            .into(),
+        },
+        Node {
+            name: "worker-r1".into(),
+            labels: [("netrollout.io/rack".to_string(), "r1".to_string())].into(),
+        },
+    ]
+}
+
+/// Every (case name, node config) the golden and FRR tests cover.
+pub fn cases() -> Vec<(String, NodeConfig)> {
+    let mut sets = vec![("samples".to_string(), samples())];
+    sets.extend(
+        compat()
+            .into_iter()
+            .map(|(n, s)| (format!("compat-{n}"), s)),
+    );
+    let mut out = Vec::new();
+    for (set, snapshot) in sets {
+        let rendered =
+            render(&snapshot, &nodes()).unwrap_or_else(|e| panic!("{set} does not render: {e}"));
+        for node in nodes() {
+            let config = rendered.config(&node.name).unwrap();
+            out.push((format!("{set}-{}", node.name), config));
+        }
+    }
+    out
+}

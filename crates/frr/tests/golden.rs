@@ -1,0 +1,61 @@
+//! Golden tests: the samples and every compatibility manifest render to the FRR text stored
+//! under `tests/golden/`. Re-bless with `NETROLLOUT_BLESS=1 cargo test -p netrollout-frr`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+mod common;
+
+use netrollout_frr::{render, with_base};
+
+#[test]
+fn samples_and_compat_manifests_render_to_the_golden_texts() {
+    let bless = std::env::var_os("NETROLLOUT_BLESS").is_some();
+    let dir = common::repo().join("crates/frr/tests/golden");
+    let mut failed = Vec::new();
+    for (name, config) in common::cases() {
+        let text = render(&config, &common::settings());
+        assert_eq!(
+            text,
+            render(&config.clone(), &common::settings()),
+            "{name}: same input, same text"
+        );
+        let path = dir.join(format!("{name}.frr"));
+        if bless {
+            std::fs::write(&path, &text).unwrap();
+            continue;
+        }
+        let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!("{}: {e}; create it with NETROLLOUT_BLESS=1", path.display())
+        });
+        if want != text {
+            failed.push(format!(
+                "--- {} (want)\n{want}\n+++ got\n{text}",
+                path.display()
+            ));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "rendered FRR text differs from the golden file (re-bless with NETROLLOUT_BLESS=1 if intended):\n{}",
+        failed.join("\n")
+    );
+}
+
+#[test]
+fn with_base_keeps_the_base_and_replaces_only_the_managed_section() {
+    let base = "frr defaults datacenter\nhostname n1\n!\nrouter bgp 65000\n bgp router-id 192.0.2.1\nexit\n";
+    let first = with_base(base, "route-map a deny 65535\nexit\n");
+    assert!(first.starts_with(base.trim_end()));
+    assert!(first.contains(netrollout_frr::BEGIN_MARKER));
+    assert!(first.ends_with(&format!("{}\n", netrollout_frr::END_MARKER)));
+    let second = with_base(&first, "route-map b deny 65535\nexit\n");
+    assert_eq!(second, with_base(base, "route-map b deny 65535\nexit\n"));
+    assert!(!second.contains("route-map a"));
+    assert_eq!(with_base(&second, ""), with_base(base, ""));
+}
+
+#[test]
+fn an_empty_config_renders_nothing() {
+    let text = render(&Default::default(), &common::settings());
+    assert_eq!(text, "");
+}

@@ -1,0 +1,386 @@
+//! EVPN type-5 between two nodes with real FRR, in Debian's stock kernel (VRFs). Built only with
+//! the `vm` feature; `hack/test.d/55-frr-vm.sh` boots the VM (`hack/vm/run.sh` with
+//! `VM_FRR=1`, which puts FRR into the initramfs) and runs it there.
+//!
+//! Two network namespaces joined by an underlay veth; each has the kernel objects the agent
+//! creates for tenant VRF `t1` (VNI 5000) and runs zebra + bgpd with a base config (eBGP EVPN to
+//! the other node) plus the text this crate renders. The test checks that a prefix of node 1
+//! reaches node 2 as an EVPN type-5 route, lands in node 2's VRF table and, through the veth
+//! route leak, in its default VRF; that an export filter change on node 1 is visible on node 2;
+//! and that an import filter on node 2 stops one prefix from entering its default VRF.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use netrollout_api::{NodeConfig, PrefixAction, PrefixItem, VrfConfig, VrfPolicy};
+use netrollout_frr::{Settings, render, with_base};
+
+const FRR_LIB: &str = "/usr/lib/frr";
+
+fn sh(args: &[&str]) -> String {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// One node: a namespace with FRR in the pathspace of the same name.
+struct Node {
+    ns: String,
+    asn: u32,
+    ip: String,
+}
+
+impl Node {
+    fn ip(&self, args: &str) -> String {
+        let mut all = vec!["ip", "-n", &self.ns];
+        all.extend(args.split_whitespace());
+        sh(&all)
+    }
+
+    fn vtysh(&self, command: &str) -> String {
+        sh(&["vtysh", "-N", &self.ns, "-c", command])
+    }
+
+    /// Loads a config file with `vtysh -f`; any output line is an error.
+    fn load(&self, text: &str) {
+        let path = format!("/tmp/{}.conf", self.ns);
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new("vtysh")
+            .args(["-N", &self.ns, "-f", &path])
+            .output()
+            .unwrap();
+        let output = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let errors: Vec<&str> = output
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.contains("vtysh.conf"))
+            .collect();
+        assert!(
+            out.status.success() && errors.is_empty(),
+            "{}: FRR rejected the config: {errors:?}\n{text}",
+            self.ns
+        );
+    }
+
+    /// The agent's settings: the router id of the VRF instances differs from the base's
+    /// default-instance id (the underlay address), as the veth iBGP sessions need.
+    fn settings(&self) -> Settings {
+        let last = self.ip.rsplit('.').next().unwrap();
+        Settings {
+            asn: self.asn,
+            router_id: format!("10.255.0.{last}").parse().unwrap(),
+        }
+    }
+
+    fn base(&self, peer: &Node) -> String {
+        format!(
+            "hostname {ns}\n!\nbgp route-map delay-timer 1\n!\nrouter bgp {asn}\n bgp router-id {ip}\n \
+             no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n neighbor {pip} remote-as {pasn}\n \
+             neighbor {pip} timers 3 9\n !\n address-family l2vpn evpn\n  neighbor {pip} activate\n  \
+             advertise-all-vni\n exit-address-family\nexit\n",
+            ns = self.ns,
+            asn = self.asn,
+            ip = self.ip,
+            pip = peer.ip,
+            pasn = peer.asn
+        )
+    }
+
+    /// The kernel objects the agent creates for VRF `t1`, plus tenant prefixes on dummies.
+    fn kernel(&self, prefixes: &[&str]) {
+        self.ip("link set lo up");
+        self.ip("link add vr.t1 type vrf table 5000");
+        self.ip("link add br.t1 type bridge");
+        self.ip("link set br.t1 master vr.t1");
+        self.ip(&format!(
+            "link add vx.t1 type vxlan id 5000 local {} dstport 4789 nolearning",
+            self.ip
+        ));
+        self.ip("link set vx.t1 master br.t1");
+        self.ip("link add vd.t1 type veth peer name vv.t1");
+        self.ip("link set vv.t1 master vr.t1");
+        for (i, prefix) in prefixes.iter().enumerate() {
+            let dev = format!("lo.t{i}");
+            self.ip(&format!("link add {dev} type dummy"));
+            self.ip(&format!("link set {dev} master vr.t1"));
+            self.ip(&format!("addr add {prefix} dev {dev}"));
+            self.ip(&format!("link set {dev} up"));
+        }
+        for dev in ["vr.t1", "br.t1", "vx.t1", "vd.t1", "vv.t1"] {
+            self.ip(&format!("link set {dev} up"));
+        }
+    }
+
+    fn start_frr(&self) {
+        std::fs::create_dir_all(format!("/etc/frr/{}", self.ns)).unwrap();
+        std::fs::create_dir_all(format!("/var/run/frr/{}", self.ns)).unwrap();
+        // No PAM in the VM: vtysh lets root in without asking it.
+        std::fs::write(
+            format!("/etc/frr/{}/vtysh.conf", self.ns),
+            "username root nopassword\n",
+        )
+        .unwrap();
+        for daemon in ["zebra", "bgpd"] {
+            sh(&[
+                "ip",
+                "netns",
+                "exec",
+                &self.ns,
+                &format!("{FRR_LIB}/{daemon}"),
+                "-d",
+                "-N",
+                &self.ns,
+                "-u",
+                "root",
+                "-g",
+                "root",
+                "-F",
+                "traditional",
+                "--log",
+                &format!("file:/tmp/{}-{daemon}.log", self.ns),
+            ]);
+        }
+        let mut last = String::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let out = Command::new("vtysh")
+                .args(["-N", &self.ns, "-c", "show bgp summary"])
+                .output()
+                .unwrap();
+            if out.status.success() {
+                break;
+            }
+            last = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                Instant::now() < deadline,
+                "{}: FRR does not answer within 60 s: {last}\n{}",
+                self.ns,
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        eprintln!("vm-frr: ok: {} FRR answers {last}", self.ns);
+    }
+
+    fn logs(&self) -> String {
+        ["zebra", "bgpd"]
+            .iter()
+            .map(|d| {
+                let path = format!("/tmp/{}-{d}.log", self.ns);
+                format!(
+                    "--- {path}\n{}",
+                    std::fs::read_to_string(&path).unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+
+    fn debug(&self) -> String {
+        let mut out = String::new();
+        for c in [
+            "show bgp summary",
+            "show bgp vrf all summary",
+            "show bgp l2vpn evpn route type prefix",
+            "show evpn vni",
+            "show vrf vni",
+            "show bgp vrf vr.t1 ipv4 unicast",
+            "show ip route vrf all",
+        ] {
+            out.push_str(&format!("--- {} {c}\n{}\n", self.ns, self.vtysh(c)));
+        }
+        out.push_str(&self.logs());
+        out
+    }
+}
+
+/// Polls `check` every half second until it returns `Some`, or fails after `secs`.
+fn wait<T>(what: &str, secs: u64, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = check() {
+            eprintln!("vm-frr: ok: {what}");
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {secs} s: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn item(cidr: &str, seq: i64, le: Option<i32>, action: PrefixAction) -> PrefixItem {
+    PrefixItem {
+        cidr: cidr.into(),
+        seq: Some(seq),
+        le,
+        action,
+        ..Default::default()
+    }
+}
+
+fn config(import: Vec<PrefixItem>, export: Vec<PrefixItem>) -> NodeConfig {
+    NodeConfig {
+        vrfs: vec![VrfConfig {
+            name: "t1".into(),
+            table_id: 5000,
+            vrf_interface: "vr.t1".into(),
+            bridge_interface: Some("br.t1".into()),
+            vxlan_interface: Some("vx.t1".into()),
+            veth_default_interface: "vd.t1".into(),
+            veth_vrf_interface: "vv.t1".into(),
+            vni: Some(5000),
+            route_target: Some("65000:5000".into()),
+            policies: vec![VrfPolicy {
+                source: "t1".into(),
+                seq: 10,
+                import,
+                export,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+fn permit_all() -> Vec<PrefixItem> {
+    vec![item("10.50.0.0/16", 1, Some(32), PrefixAction::Permit)]
+}
+
+/// Whether `vtysh` output or a route listing mentions the prefix.
+fn has(text: &str, prefix: &str) -> bool {
+    text.contains(prefix)
+}
+
+#[test]
+fn evpn_type5_routes_follow_export_and_import_filters_between_two_nodes() {
+    let pid = std::process::id();
+    let n1 = Node {
+        ns: format!("nrfv1-{pid}"),
+        asn: 65001,
+        ip: "192.168.77.1".into(),
+    };
+    let n2 = Node {
+        ns: format!("nrfv2-{pid}"),
+        asn: 65002,
+        ip: "192.168.77.2".into(),
+    };
+    for n in [&n1, &n2] {
+        sh(&["ip", "netns", "add", &n.ns]);
+    }
+    sh(&[
+        "ip", "link", "add", "u1", "netns", &n1.ns, "type", "veth", "peer", "name", "u2", "netns",
+        &n2.ns,
+    ]);
+    n1.ip("addr add 192.168.77.1/24 dev u1");
+    n1.ip("link set u1 up");
+    n2.ip("addr add 192.168.77.2/24 dev u2");
+    n2.ip("link set u2 up");
+    n1.kernel(&["10.50.1.1/24", "10.50.3.1/24", "10.50.4.1/24"]);
+    n2.kernel(&["10.50.2.1/24"]);
+    for n in [&n1, &n2] {
+        n.start_frr();
+    }
+
+    // 1. Both export and import everything in 10.50.0.0/16.
+    let managed1 = render(&config(permit_all(), permit_all()), &n1.settings());
+    let managed2 = render(&config(permit_all(), permit_all()), &n2.settings());
+    n1.load(&with_base(&n1.base(&n2), &managed1));
+    n2.load(&with_base(&n2.base(&n1), &managed2));
+
+    let result = std::panic::catch_unwind(|| {
+        wait(
+            "node 2 learns 10.50.1.0/24 as an EVPN type-5 route",
+            120,
+            || {
+                has(
+                    &n2.vtysh("show bgp l2vpn evpn route type prefix"),
+                    "10.50.1.0",
+                )
+                .then_some(())
+            },
+        );
+        wait("node 2's VRF table has 10.50.1.0/24", 60, || {
+            has(&n2.ip("route show vrf vr.t1"), "10.50.1.0/24").then_some(())
+        });
+        wait(
+            "node 2's default VRF has 10.50.1.0/24 through the veth leak",
+            60,
+            || has(&n2.ip("route show table main"), "10.50.1.0/24").then_some(()),
+        );
+        wait("node 1 learns node 2's 10.50.2.0/24", 60, || {
+            has(&n1.ip("route show vrf vr.t1"), "10.50.2.0/24").then_some(())
+        });
+
+        // 2. Node 1 now exports only 10.50.3.0/24 and 10.50.4.0/24: 10.50.1.0/24 is withdrawn.
+        let export = vec![
+            item("10.50.3.0/24", 1, None, PrefixAction::Permit),
+            item("10.50.4.0/24", 2, None, PrefixAction::Permit),
+        ];
+        let managed1 = render(&config(permit_all(), export), &n1.settings());
+        n1.load(&with_base(&n1.base(&n2), &managed1));
+        wait(
+            "node 2 loses 10.50.1.0/24 after node 1's export change",
+            90,
+            || {
+                let evpn = n2.vtysh("show bgp l2vpn evpn route type prefix");
+                (!has(&evpn, "10.50.1.0") && has(&evpn, "10.50.3.0")).then_some(())
+            },
+        );
+        wait("node 2's VRF table follows", 60, || {
+            let routes = n2.ip("route show vrf vr.t1");
+            (!has(&routes, "10.50.1.0/24") && has(&routes, "10.50.4.0/24")).then_some(())
+        });
+
+        // 3. Node 2's import filter denies 10.50.3.0/24: it stays in the VRF, but the default
+        //    VRF keeps only 10.50.4.0/24.
+        let import = vec![
+            item("10.50.3.0/24", 1, None, PrefixAction::Deny),
+            item("10.50.0.0/16", 2, Some(32), PrefixAction::Permit),
+        ];
+        let managed2 = render(&config(import, permit_all()), &n2.settings());
+        n2.load(&with_base(&n2.base(&n1), &managed2));
+        wait(
+            "node 2's default VRF drops 10.50.3.0/24 but keeps 10.50.4.0/24",
+            90,
+            || {
+                let main = n2.ip("route show table main");
+                (!has(&main, "10.50.3.0/24") && has(&main, "10.50.4.0/24")).then_some(())
+            },
+        );
+        assert!(has(&n2.ip("route show vrf vr.t1"), "10.50.3.0/24"));
+    });
+    if result.is_err() {
+        eprintln!("{}\n{}", n1.debug(), n2.debug());
+    }
+    for n in [&n1, &n2] {
+        for daemon in ["bgpd", "zebra"] {
+            if let Ok(pid) = std::fs::read_to_string(format!("/var/run/frr/{}/{daemon}.pid", n.ns))
+            {
+                let _ = Command::new("kill").arg(pid.trim()).status();
+            }
+        }
+        let _ = Command::new("ip").args(["netns", "del", &n.ns]).status();
+    }
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
