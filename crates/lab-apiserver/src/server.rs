@@ -8,9 +8,11 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::app::App;
+use crate::auth::{Identity, Tokens};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
-use crate::front::{App, handle};
+use crate::front::handle;
 use crate::persist;
 use crate::store::State;
 
@@ -58,6 +60,8 @@ pub struct LabServer {
     stop: Option<oneshot::Sender<()>>,
     serve: JoinHandle<()>,
     persist: Option<JoinHandle<()>>,
+    tokens: Tokens,
+    admin_token: String,
 }
 
 impl LabServer {
@@ -79,7 +83,12 @@ impl LabServer {
             source,
         })?;
         let faults = Faults::new(state.clone());
+        // With persisted objects the tokens persist beside them, so that kubeconfigs written
+        // before a restart keep working; the admin keeps one token.
+        let tokens = Tokens::new(cfg.data.as_ref().map(|d| d.with_extension("tokens.json")))?;
+        let admin_token = tokens.issue(Identity::admin())?;
         let app = Arc::new(App {
+            tokens: tokens.clone(),
             state: state.clone(),
             faults: faults.clone(),
             addr,
@@ -120,6 +129,8 @@ impl LabServer {
             stop: Some(stop),
             serve,
             persist,
+            tokens,
+            admin_token,
         };
         if let Some(path) = &cfg.kubeconfig {
             server.write_kubeconfig(path)?;
@@ -143,26 +154,55 @@ impl LabServer {
         self.kubeconfig.as_deref()
     }
 
-    /// A kubeconfig (YAML) with one context, `netrollout-lab`, pointing at the server.
+    /// A kubeconfig (YAML) with one context, `netrollout-lab`, pointing at the server, for
+    /// the admin (group `system:masters`).
     pub fn kubeconfig_yaml(&self) -> String {
+        self.kubeconfig_yaml_with(&self.admin_token)
+    }
+
+    fn kubeconfig_yaml_with(&self, token: &str) -> String {
         format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: netrollout-lab\n  cluster:\n    server: {}\n\
-             users:\n- name: netrollout-lab\n  user: {{}}\ncontexts:\n- name: netrollout-lab\n  context:\n    \
+             users:\n- name: netrollout-lab\n  user:\n    token: {token}\ncontexts:\n- name: netrollout-lab\n  context:\n    \
              cluster: netrollout-lab\n    user: netrollout-lab\n    namespace: default\ncurrent-context: netrollout-lab\n",
             self.url()
         )
     }
 
-    /// Writes [`LabServer::kubeconfig_yaml`] to `path`.
+    /// Writes [`LabServer::kubeconfig_yaml`] (the admin's) to `path`.
     pub fn write_kubeconfig(&self, path: &Path) -> Result<()> {
-        std::fs::write(path, self.kubeconfig_yaml()).map_err(|source| Error::File {
-            path: path.display().to_string(),
-            source,
-        })
+        write_file(path, &self.kubeconfig_yaml())
     }
 
-    /// A `kube::Client` for the server.
+    /// Issues a bearer token for `identity` (a ServiceAccount, with the node-name claim for an
+    /// agent, or a person) and returns it.
+    pub fn issue_token(&self, identity: Identity) -> Result<String> {
+        self.tokens.issue(identity)
+    }
+
+    /// Issues a token for `identity` and writes a kubeconfig with it to `path`.
+    pub fn write_kubeconfig_for(&self, path: &Path, identity: Identity) -> Result<()> {
+        let token = self.tokens.issue(identity)?;
+        write_file(path, &self.kubeconfig_yaml_with(&token))
+    }
+
+    /// A `kube::Client` acting as `identity` (a new token).
+    pub fn client_for(&self, identity: Identity) -> Result<kube::Client> {
+        let token = self.tokens.issue(identity)?;
+        self.client_with(Some(token))
+    }
+
+    /// A `kube::Client` without credentials (every request but health checks gets 401).
+    pub fn anonymous_client(&self) -> Result<kube::Client> {
+        self.client_with(None)
+    }
+
+    /// A `kube::Client` for the server, as the admin.
     pub fn client(&self) -> Result<kube::Client> {
+        self.client_with(Some(self.admin_token.clone()))
+    }
+
+    fn client_with(&self, token: Option<String>) -> Result<kube::Client> {
         let err = |message: String| Error::Client {
             url: self.url(),
             message,
@@ -176,6 +216,7 @@ impl LabServer {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut config = kube::Config::new(uri);
         config.default_namespace = "default".into();
+        config.auth_info.token = token.map(secrecy::SecretString::from);
         kube::Client::try_from(config).map_err(|e| err(e.to_string()))
     }
 
@@ -224,6 +265,13 @@ impl LabServer {
             None => Ok(()),
         }
     }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|source| Error::File {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 impl Drop for LabServer {
