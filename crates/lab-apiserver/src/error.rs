@@ -40,6 +40,12 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// The server's TLS certificate could not be made.
+    #[error("cannot set up TLS: {message}")]
+    Tls {
+        /// What failed.
+        message: String,
+    },
     /// A lock was poisoned by an earlier panic.
     #[error("a lock of the lab API server was poisoned by an earlier panic")]
     Poisoned,

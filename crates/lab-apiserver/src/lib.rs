@@ -15,7 +15,8 @@
 //! ```
 //!
 //! Layout:
-//! - [`server`]: [`LabServer`] and its [`Config`] (start, kubeconfig, client, shutdown).
+//! - [`server`]: [`LabServer`] and its [`Config`] (start, kubeconfig, client, shutdown);
+//!   `listener`: HTTPS (self-signed) and plain HTTP on one port.
 //! - `front`: authentication, authorization and routing of every HTTP request, discovery and
 //!   `/lab/faults` endpoints; `app`: what handlers share (state, request, responses).
 //! - [`auth`]: bearer tokens per [`Identity`]; `rbac`: the RBAC authorizer over stored roles.
@@ -46,6 +47,7 @@ pub mod error;
 mod event;
 pub mod faults;
 mod front;
+mod listener;
 mod managed;
 mod object;
 mod patch;

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use base64::Engine as _;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -13,6 +14,7 @@ use crate::auth::{Identity, Tokens};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::front::handle;
+use crate::listener::{self, Certificate};
 use crate::persist;
 use crate::store::State;
 
@@ -62,6 +64,7 @@ pub struct LabServer {
     persist: Option<JoinHandle<()>>,
     tokens: Tokens,
     admin_token: String,
+    cert: Certificate,
 }
 
 impl LabServer {
@@ -97,17 +100,8 @@ impl LabServer {
         });
         let router = axum::Router::new().fallback(handle).with_state(app);
         let (stop, stopped) = oneshot::channel::<()>();
-        let serve = tokio::spawn(async move {
-            let shutdown = async {
-                let _ = stopped.await;
-            };
-            if let Err(e) = axum::serve(listener, router)
-                .with_graceful_shutdown(shutdown)
-                .await
-            {
-                tracing::error!(error = %e, "lab API server stopped with an error");
-            }
-        });
+        let cert = Certificate::new(addr)?;
+        let serve = tokio::spawn(listener::serve(listener, cert.clone(), router, stopped));
         let persist = cfg.data.clone().map(|path| {
             let state = state.clone();
             let every = cfg.persist_interval;
@@ -131,6 +125,7 @@ impl LabServer {
             persist,
             tokens,
             admin_token,
+            cert,
         };
         if let Some(path) = &cfg.kubeconfig {
             server.write_kubeconfig(path)?;
@@ -144,9 +139,14 @@ impl LabServer {
         self.addr
     }
 
-    /// `http://<addr>`.
+    /// `https://<addr>` (the same port also answers plain HTTP: `http://<addr>`).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("https://{}", self.addr)
+    }
+
+    /// The server's self-signed certificate (PEM), which its kubeconfigs and clients trust.
+    pub fn certificate_pem(&self) -> &str {
+        &self.cert.pem
     }
 
     /// The kubeconfig path given in [`Config::kubeconfig`].
@@ -162,10 +162,11 @@ impl LabServer {
 
     fn kubeconfig_yaml_with(&self, token: &str) -> String {
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: netrollout-lab\n  cluster:\n    server: {}\n\
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: netrollout-lab\n  cluster:\n    server: {}\n    certificate-authority-data: {}\n\
              users:\n- name: netrollout-lab\n  user:\n    token: {token}\ncontexts:\n- name: netrollout-lab\n  context:\n    \
              cluster: netrollout-lab\n    user: netrollout-lab\n    namespace: default\ncurrent-context: netrollout-lab\n",
-            self.url()
+            self.url(),
+            base64::engine::general_purpose::STANDARD.encode(&self.cert.pem)
         )
     }
 
@@ -217,6 +218,7 @@ impl LabServer {
         let mut config = kube::Config::new(uri);
         config.default_namespace = "default".into();
         config.auth_info.token = token.map(secrecy::SecretString::from);
+        config.root_cert = Some(vec![self.cert.der.clone()]);
         kube::Client::try_from(config).map_err(|e| err(e.to_string()))
     }
 

@@ -456,6 +456,7 @@ async fn bad_input_is_rejected_by_kubectl_apply_with_the_field_named() {
         s[k] = v;
         vrf(s)
     };
+    let c = &c;
     let apply = |doc: String| async move { c.admin(&["apply", "-f", "-"], Some(&doc)).await };
     apply(with(
         "import",
