@@ -258,14 +258,23 @@ fn every_configurator_rule_is_justified_by_a_comment() {
 
 #[test]
 fn the_icmp_probes_component_adds_net_raw_to_the_agent_only() {
-    let dir = tempfile::tempdir().unwrap();
+    // kustomize takes only relative paths: an overlay under the target directory refers back.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let here = dir.path().canonicalize().unwrap();
     let r = repo();
+    let common = here
+        .ancestors()
+        .find(|a| r.starts_with(a))
+        .unwrap()
+        .to_path_buf();
+    let up = "../".repeat(here.strip_prefix(&common).unwrap().components().count());
+    let rel = |p: &str| format!("{up}{}", r.join(p).strip_prefix(&common).unwrap().display());
     std::fs::write(
         dir.path().join("kustomization.yaml"),
         format!(
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [{}]\ncomponents: [{}]\n",
-            r.join("config/default").display(),
-            r.join("config/components/icmp-probes").display()
+            rel("config/default"),
+            rel("config/components/icmp-probes")
         ),
     )
     .unwrap();
