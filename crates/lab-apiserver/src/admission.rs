@@ -67,15 +67,38 @@ fn as_seen(rt: &ResourceType, sub: Option<&str>, obj: &Value, old: Option<&Value
     seen
 }
 
+/// Checks a custom object against its CRD version's `openAPIV3Schema` as the server does on
+/// create: the schema (types, ranges, patterns, lengths, item limits) and the CEL rules. Returns
+/// `(field path, message)` for every failure, e.g. `("spec.import[0].cidr", "Invalid value:
+/// \"string\": cidr must be a network ...")`; empty when the object is valid.
+pub fn check_custom_object(schema: &Value, object: &Value) -> Vec<(String, String)> {
+    let mut copy = object.clone();
+    let out = crate::schema::validate(schema, &mut copy, false);
+    let mut causes = out.invalid;
+    if causes.is_empty() {
+        causes.extend(cel_causes(schema, object, None));
+    }
+    causes
+}
+
 /// `x-kubernetes-validations` of a custom resource's schema; 422 naming each failing field.
 fn crd_rules(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
     let Some(schema) = &rt.schema else {
         return Ok(());
     };
-    let Err(errors) = Validator::new().validate(schema, object, old) else {
+    let causes = cel_causes(schema, object, old);
+    if causes.is_empty() {
         return Ok(());
+    }
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    Err(ApiError::invalid(&rt.group, &rt.kind, name, &causes))
+}
+
+fn cel_causes(schema: &Value, object: &Value, old: Option<&Value>) -> Vec<(String, String)> {
+    let Err(errors) = Validator::new().validate(schema, object, old) else {
+        return vec![];
     };
-    let causes: Vec<(String, String)> = errors
+    errors
         .iter()
         .map(|e| {
             let field = if e.field_path.is_empty() {
@@ -91,9 +114,7 @@ fn crd_rules(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<(
                 .unwrap_or("object");
             (field, format!("Invalid value: \"{value}\": {}", e.message))
         })
-        .collect();
-    let name = object["metadata"]["name"].as_str().unwrap_or_default();
-    Err(ApiError::invalid(&rt.group, &rt.kind, name, &causes))
+        .collect()
 }
 
 /// One path segment (`import[0]` or `cidr`) into a JSON value.

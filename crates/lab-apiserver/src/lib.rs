@@ -64,6 +64,7 @@ mod verbs;
 mod watch;
 mod watchers;
 
+pub use admission::check_custom_object;
 pub use auth::Identity;
 pub use error::{ApiError, Error, Result};
 pub use faults::{ErrorRule, FaultConfig, Faults, Outage};
