@@ -555,3 +555,85 @@ async fn bad_input_is_rejected_by_kubectl_apply_with_the_field_named() {
     .await
     .ok();
 }
+
+#[tokio::test]
+async fn an_agent_may_only_remove_taints_from_its_own_node() {
+    let c = Cluster::start().await;
+    // The agent's role gains `patch nodes` for its startup taint (granted here as the bundle
+    // will); the own-node policy then limits what such a patch may change.
+    let grant = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": "agent-taints"},
+         "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "agent-taints"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "agent-taints"},
+         "subjects": [{"kind": "ServiceAccount", "name": "netrollout-agent", "namespace": NS}]},
+    ]});
+    c.admin(&["apply", "-f", "-"], Some(&grant.to_string()))
+        .await
+        .ok();
+    let taint = |key: &str| json!({"key": key, "effect": "NoSchedule"});
+    for node in ["node-a", "node-b"] {
+        let p = json!({"spec": {"taints": [taint("netrollout.io/not-ready"), taint("other")]}});
+        c.admin(
+            &["patch", "node", node, "--type=merge", "-p", &p.to_string()],
+            None,
+        )
+        .await
+        .ok();
+    }
+    let c = &c;
+    let agent = |args: Vec<String>| async move {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        c.kubectl("agent-a", &args, None).await
+    };
+    let patch = |node: &str, p: Value| {
+        vec![
+            "patch".to_string(),
+            "node".into(),
+            node.into(),
+            "--type=merge".into(),
+            "-p".into(),
+            p.to_string(),
+        ]
+    };
+    agent(patch("node-a", json!({"spec": {"taints": [taint("netrollout.io/not-ready"), taint("other"), taint("new")]}})))
+        .await
+        .refused(&["netrollout-agent-own-node", "may only remove taints"]);
+    agent(patch("node-a", json!({"spec": {"unschedulable": true}})))
+        .await
+        .refused(&["may only remove taints"]);
+    agent(patch(
+        "node-a",
+        json!({"metadata": {"labels": {"zone": "b"}}}),
+    ))
+    .await
+    .refused(&["may only remove taints"]);
+    agent(patch(
+        "node-b",
+        json!({"spec": {"taints": [taint("other")]}}),
+    ))
+    .await
+    .refused(&["may write only its own node, not node-b"]);
+    agent(patch(
+        "node-a",
+        json!({"spec": {"taints": [taint("other")]}}),
+    ))
+    .await
+    .ok();
+    let left = c
+        .admin(
+            &[
+                "get",
+                "node",
+                "node-a",
+                "-o",
+                "jsonpath={.spec.taints[*].key}",
+            ],
+            None,
+        )
+        .await
+        .ok();
+    assert_eq!(left.stdout.trim(), "other");
+}
