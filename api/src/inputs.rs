@@ -6,6 +6,15 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// A VRF name: letters, digits, `_` and `-`, starting with a letter or digit.
+pub const VRF_NAME_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_-]*$";
+
+/// A BGP route target: `ASN:number` (ASN up to 4294967295) or `IPv4:number`.
+pub const ROUTE_TARGET_PATTERN: &str = r"^([0-9]{1,10}|([0-9]{1,3}\.){3}[0-9]{1,3}):[0-9]{1,10}$";
+
+/// A BGP community: `ASN:number`, a large community `a:b:c`, or a well-known name.
+pub const COMMUNITY_PATTERN: &str = r"^([0-9]{1,10}:[0-9]{1,10}(:[0-9]{1,10})?|internet|local-AS|no-advertise|no-export|no-peer|graceful-shutdown|blackhole|accept-own|no-llgr|llgr-stale)$";
+
 /// One VRF's route policy: which prefixes are imported into and exported from the cluster VRF.
 /// Several objects may name the same `vrf`; their policies are merged in `seq` order.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -35,15 +44,12 @@ use serde::{Deserialize, Serialize};
 pub struct VRFRouteConfigurationSpec {
     /// VRF this configuration refers to (at most 12 characters, so that prefixed interface names
     /// fit the kernel's 15-byte limit).
-    #[schemars(
-        length(min = 1, max = 12),
-        regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
-    )]
+    #[schemars(length(min = 1, max = 12), regex(pattern = VRF_NAME_PATTERN))]
     pub vrf: String,
 
-    /// BGP route target of the VRF, `ASN:number` or `IP:number`.
+    /// BGP route target of the VRF, `ASN:number` or `IPv4:number`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(regex(pattern = r"^[0-9.]+:[0-9]+$"))]
+    #[schemars(length(max = 26), regex(pattern = ROUTE_TARGET_PATTERN))]
     pub route_target: Option<String>,
 
     /// VXLAN VNI of the VRF (layer-3 VNI).
@@ -53,18 +59,24 @@ pub struct VRFRouteConfigurationSpec {
 
     /// Routes imported from this VRF into the cluster VRF.
     #[serde(default)]
+    #[schemars(length(max = 1000))]
     pub import: Vec<PrefixItem>,
 
     /// Routes exported from the cluster VRF into this VRF.
     #[serde(default)]
+    #[schemars(length(max = 1000))]
     pub export: Vec<PrefixItem>,
 
-    /// Aggregate routes that are announced.
+    /// Aggregate routes that are announced (networks, e.g. `10.250.0.0/16`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 256), inner(length(min = 1, max = 64)))]
+    #[x_kube(validation = Rule::new("self.all(c, isCIDR(c))").message("every aggregate entry must be a network with prefix length, e.g. 10.250.0.0/16"))]
     pub aggregate: Vec<String>,
 
     /// Traffic from these prefixes is sent directly to this VRF (source-based routing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 256), inner(length(min = 1, max = 64)))]
+    #[x_kube(validation = Rule::new("self.all(c, isCIDR(c))").message("every sbrPrefixes entry must be a network with prefix length, e.g. 10.250.0.0/24"))]
     pub sbr_prefixes: Vec<String>,
 
     /// Sequence of the generated route-map entry; at most 65534 because an explicit
@@ -72,13 +84,15 @@ pub struct VRFRouteConfigurationSpec {
     #[schemars(range(min = 1, max = 65534))]
     pub seq: i32,
 
-    /// Community set on export; none when omitted.
+    /// Community set on export (`ASN:number`, a large community `a:b:c`, or a well-known name
+    /// such as `no-export`); none when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 64))]
+    #[schemars(length(max = 64), regex(pattern = COMMUNITY_PATTERN))]
     pub community: Option<String>,
 
-    /// Further communities set on export.
+    /// Further communities set on export, written like `community`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32), inner(length(max = 64), regex(pattern = COMMUNITY_PATTERN)))]
     pub communities: Vec<String>,
 
     /// MTU of the VRF's interfaces.
@@ -88,6 +102,7 @@ pub struct VRFRouteConfigurationSpec {
 
     /// Loopback interfaces in the VRF, each with a per-node address allocated from `subnet`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
     pub loopbacks: Vec<VrfLoopback>,
 
     /// Nodes to create the VRF on; all nodes when omitted.
@@ -98,10 +113,13 @@ pub struct VRFRouteConfigurationSpec {
 /// One entry of an import or export prefix list.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[x_kube(validation = Rule::new("!has(self.ge) || !has(self.le) || self.ge <= self.le").message("ge must not be greater than le"))]
+#[x_kube(validation = Rule::new("!has(self.ge) || !isCIDR(self.cidr) || (self.ge >= cidr(self.cidr).prefixLength() && self.ge <= (cidr(self.cidr).ip().family() == 4 ? 32 : 128))").message("ge must lie between the prefix length of cidr and 32 (IPv4) or 128 (IPv6)"))]
+#[x_kube(validation = Rule::new("!has(self.le) || !isCIDR(self.cidr) || (self.le >= cidr(self.cidr).prefixLength() && self.le <= (cidr(self.cidr).ip().family() == 4 ? 32 : 128))").message("le must lie between the prefix length of cidr and 32 (IPv4) or 128 (IPv6)"))]
 #[serde(rename_all = "camelCase")]
 pub struct PrefixItem {
     /// The network, e.g. `10.250.0.0/24`.
     #[schemars(length(min = 1, max = 64))]
+    #[x_kube(validation = Rule::new("isCIDR(self)").message("cidr must be a network with prefix length, e.g. 10.250.0.0/24"))]
     pub cidr: String,
 
     /// Sequence in the generated prefix list; the list index when omitted.
@@ -109,14 +127,16 @@ pub struct PrefixItem {
     #[schemars(range(min = 1, max = 4294967295u32))]
     pub seq: Option<i64>,
 
-    /// Minimum prefix length to match.
+    /// Minimum prefix length to match (not below the prefix length of `cidr`); omit it
+    /// rather than writing `null`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0, max = 128))]
+    #[schemars(with = "i32", range(min = 0, max = 128))]
     pub ge: Option<i32>,
 
-    /// Maximum prefix length to match.
+    /// Maximum prefix length to match (not below the prefix length of `cidr`); omit it
+    /// rather than writing `null`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0, max = 128))]
+    #[schemars(with = "i32", range(min = 0, max = 128))]
     pub le: Option<i32>,
 
     /// Whether matching routes are permitted or denied.
@@ -135,13 +155,14 @@ pub enum PrefixAction {
 }
 
 /// A loopback interface inside a VRF whose address is allocated per node.
-#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct VrfLoopback {
     /// Interface name, e.g. `lo.mir`.
     #[schemars(length(min = 1, max = 15))]
     pub name: String,
     /// The CIDR from which each node gets one address.
     #[schemars(length(min = 1, max = 64))]
+    #[x_kube(validation = Rule::new("isCIDR(self)").message("subnet must be a network with prefix length, e.g. 10.100.0.0/24"))]
     pub subnet: String,
 }
 
@@ -195,7 +216,8 @@ pub struct Layer2NetworkConfigurationSpec {
 
     /// Anycast gateway addresses (with prefix length) configured on the bridge.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 64))]
+    #[schemars(length(max = 64), inner(length(min = 1, max = 64)))]
+    #[x_kube(validation = Rule::new("self.all(g, isCIDR(g))").message("every anycastGateways entry must be an address with prefix length, e.g. 10.0.0.1/24"))]
     pub anycast_gateways: Vec<String>,
 
     /// Advertise host routes for local neighbours.
@@ -218,9 +240,10 @@ pub struct Layer2NetworkConfigurationSpec {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disable_segmentation: bool,
 
-    /// VRF to attach the network to; the default VRF when omitted.
+    /// VRF to attach the network to (named like `VRFRouteConfiguration.spec.vrf`); the default
+    /// VRF when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 12))]
+    #[schemars(length(min = 1, max = 12), regex(pattern = VRF_NAME_PATTERN))]
     pub vrf: Option<String>,
 
     /// Nodes to create the network on; all nodes when omitted.
@@ -259,11 +282,13 @@ pub struct RoutingTableSpec {
 }
 
 /// Status of an input object: whether the configurator accepted it into a revision.
-#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct InputStatus {
-    /// `Accepted` (True/False with reason and message) and future conditions.
+    /// `Accepted` (True/False with reason and message) and future conditions, one per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
     /// The revision that last included this object.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -2,7 +2,7 @@
 //! the outcome of applying it (status, written only by that node's agent).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::CustomResource;
+use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -60,12 +60,15 @@ pub struct NodeNetworkConfigSpec {
 pub struct NodeConfig {
     /// VRFs, sorted by name.
     #[serde(default)]
+    #[schemars(length(max = 4096))]
     pub vrfs: Vec<VrfConfig>,
     /// Layer-2 networks, sorted by VLAN id.
     #[serde(default)]
+    #[schemars(length(max = 4096))]
     pub layer2s: Vec<Layer2Config>,
     /// Extra routing tables, sorted by table id.
     #[serde(default)]
+    #[schemars(length(max = 4096))]
     pub routing_tables: Vec<RoutingTableConfig>,
 }
 
@@ -100,9 +103,11 @@ pub struct VrfConfig {
     pub mtu: Option<u32>,
     /// Prefixes whose traffic is steered into the VRF by ip rules.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 256))]
     pub sbr_prefixes: Vec<String>,
     /// Loopbacks with this node's address.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
     pub loopbacks: Vec<LoopbackConfig>,
     /// Route policies, one per input object, sorted by `seq`.
     pub policies: Vec<VrfPolicy>,
@@ -118,15 +123,19 @@ pub struct VrfPolicy {
     pub seq: i32,
     /// Routes imported into the cluster VRF.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1000))]
     pub import: Vec<PrefixItem>,
     /// Routes exported from the cluster VRF.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1000))]
     pub export: Vec<PrefixItem>,
     /// Aggregates announced.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 256))]
     pub aggregate: Vec<String>,
     /// Communities set on export (`community` first, then `communities`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
     pub communities: Vec<String>,
 }
 
@@ -167,6 +176,7 @@ pub struct Layer2Config {
     pub anycast_mac: Option<String>,
     /// Anycast gateway addresses with prefix length.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
     pub anycast_gateways: Vec<String>,
     /// Advertise host routes for local neighbours.
     #[serde(default)]
@@ -192,7 +202,7 @@ pub struct RoutingTableConfig {
 }
 
 /// What the node's agent last did with its config.
-#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeNetworkConfigStatus {
     /// The revision this status is about; it counts only when equal to `spec.revision`.
@@ -216,8 +226,10 @@ pub struct NodeNetworkConfigStatus {
     /// The revision the node restores on failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_known_good_revision: Option<String>,
-    /// Standard conditions.
+    /// Standard conditions, one per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
 }
 

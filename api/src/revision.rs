@@ -62,12 +62,15 @@ pub struct NetworkConfigRevisionSpec {
 pub struct Snapshot {
     /// `VRFRouteConfiguration` specs by object name.
     #[serde(default)]
+    #[schemars(length(max = 4096))]
     pub vrf_route_configurations: Vec<NamedInput<VRFRouteConfigurationSpec>>,
     /// `Layer2NetworkConfiguration` specs by object name.
     #[serde(default)]
+    #[schemars(length(max = 4096))]
     pub layer2_network_configurations: Vec<NamedInput<Layer2NetworkConfigurationSpec>>,
     /// `RoutingTable` specs by object name.
     #[serde(default)]
+    #[schemars(length(max = 4096))]
     pub routing_tables: Vec<NamedInput<RoutingTableSpec>>,
 }
 
@@ -81,7 +84,7 @@ pub struct NamedInput<T> {
 }
 
 /// Rollout progress of a revision. Written only by the configurator.
-#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct NetworkConfigRevisionStatus {
     /// Where the rollout stands.
@@ -116,9 +119,12 @@ pub struct NetworkConfigRevisionStatus {
     pub skipped: i32,
     /// Failed nodes with their reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 10000))]
     pub failed_nodes: Vec<FailedNode>,
-    /// Standard conditions.
+    /// Standard conditions, one per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
 }
 

@@ -132,6 +132,13 @@ fn convert_one(at: &str, doc: &Value, m: &mut Migration) -> Result<()> {
             lost.join(", ")
         )));
     }
+    let refused = check_limits(kind, name, &spec);
+    if !refused.is_empty() {
+        return Err(bad(format!(
+            "{kind} {name}: {}; netrollout's CRD refuses these values, fix them before migrating",
+            refused.join("; ")
+        )));
+    }
     let mut metadata = Map::new();
     if let Some(Value::Object(meta)) = doc.get("metadata") {
         for (k, v) in meta {
@@ -155,6 +162,27 @@ fn convert_one(at: &str, doc: &Value, m: &mut Migration) -> Result<()> {
     out.insert("spec".into(), spec);
     m.objects.push(Value::Object(out));
     Ok(())
+}
+
+/// The limits the CRD of `kind` enforces (schema and CEL rules, as the API server checks them):
+/// one `field: message` per failure.
+fn check_limits(kind: &str, name: &str, spec: &Value) -> Vec<String> {
+    let Some(schema) = netrollout_api::crds::all()
+        .into_iter()
+        .find(|c| c.spec.names.kind == kind)
+        .and_then(|c| c.spec.versions.into_iter().next())
+        .and_then(|v| v.schema?.open_api_v3_schema)
+        .and_then(|s| serde_json::to_value(s).ok())
+    else {
+        return vec![];
+    };
+    let object = serde_json::json!({
+        "apiVersion": TARGET_API_VERSION, "kind": kind, "metadata": {"name": name}, "spec": spec,
+    });
+    netrollout_lab_apiserver::check_custom_object(&schema, &object)
+        .into_iter()
+        .map(|(field, message)| format!("{field}: {message}"))
+        .collect()
 }
 
 /// The spec as netrollout's type reads and writes it back.
@@ -189,6 +217,23 @@ mod tests {
             ]
         );
         assert!(m.notes[0].contains("dropped namespace"), "{:?}", m.notes);
+    }
+
+    #[test]
+    fn values_the_crd_refuses_are_errors_naming_the_field() {
+        let text = "apiVersion: network.schiff.telekom.de/v1alpha1\nkind: VRFRouteConfiguration\nmetadata:\n  name: v\n\
+                    spec:\n  vrf: mir\n  seq: 10\n  routeTarget: my-target\n  import:\n  - cidr: 10.0.0.0/33\n    action: permit\n";
+        let err = convert("in.yaml", text).unwrap_err().to_string();
+        assert!(err.contains("spec.routeTarget"), "{err}");
+        let text = text.replace("  routeTarget: my-target\n", "");
+        let err = convert("in.yaml", &text).unwrap_err().to_string();
+        assert!(err.contains("spec.import[0].cidr"), "{err}");
+        assert!(
+            err.contains("must be a network with prefix length"),
+            "{err}"
+        );
+        let ok = text.replace("10.0.0.0/33", "10.0.0.0/24");
+        convert("in.yaml", &ok).unwrap();
     }
 
     #[test]

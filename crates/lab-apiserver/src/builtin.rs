@@ -2,9 +2,13 @@
 //! required fields) and encoded again; fields that did not survive the round trip are the
 //! unknown fields, rejected under `fieldValidation=Strict` and dropped otherwise.
 
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Node};
+use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Node, ServiceAccount};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
@@ -23,6 +27,13 @@ pub fn check(b: Builtin, obj: &Value) -> Result<(Value, Vec<String>), String> {
         Builtin::Event => round::<Event>(obj),
         Builtin::ConfigMap => round::<ConfigMap>(obj),
         Builtin::Crd => round::<CustomResourceDefinition>(obj),
+        Builtin::ServiceAccount => round::<ServiceAccount>(obj),
+        Builtin::Role => round::<Role>(obj),
+        Builtin::ClusterRole => round::<ClusterRole>(obj),
+        Builtin::RoleBinding => round::<RoleBinding>(obj),
+        Builtin::ClusterRoleBinding => round::<ClusterRoleBinding>(obj),
+        Builtin::Vap => round::<ValidatingAdmissionPolicy>(obj),
+        Builtin::VapBinding => round::<ValidatingAdmissionPolicyBinding>(obj),
     }?;
     let mut unknown = vec![];
     diff(obj, &typed, "", &mut unknown);

@@ -32,6 +32,23 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// The token table file is not valid.
+    #[error("token table {path} is corrupt: {message}; delete it and issue new kubeconfigs")]
+    Data {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The server's TLS certificate could not be made.
+    #[error("cannot set up TLS: {message}")]
+    Tls {
+        /// What failed.
+        message: String,
+    },
+    /// A lock was poisoned by an earlier panic.
+    #[error("a lock of the lab API server was poisoned by an earlier panic")]
+    Poisoned,
     /// The kube client could not be built from the server's configuration.
     #[error("cannot build a kube client for {url}: {message}")]
     Client {
@@ -152,6 +169,48 @@ impl ApiError {
             "Expired",
             format!("too old resource version: {rv} ({oldest})"),
         )
+    }
+
+    /// 403 in the words of the Kubernetes RBAC authorizer: `<resource> "<name>" is forbidden:
+    /// User "<user>" cannot <verb> resource "<resource>" in API group "<group>" ...`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn forbidden(
+        user: &str,
+        verb: &str,
+        group: &str,
+        resource: &str,
+        sub: Option<&str>,
+        ns: Option<&str>,
+        name: Option<&str>,
+    ) -> Self {
+        let full = match sub {
+            Some(s) => format!("{resource}/{s}"),
+            None => resource.to_string(),
+        };
+        let scope = match ns {
+            Some(ns) => format!("in the namespace \"{ns}\""),
+            None => "at the cluster scope".to_string(),
+        };
+        let what = match name {
+            Some(n) => format!("{} \"{n}\"", qualified(group, &full)),
+            None => qualified(group, &full),
+        };
+        let message = format!(
+            "{what} is forbidden: User \"{user}\" cannot {verb} resource \"{full}\" in API group \"{group}\" {scope}"
+        );
+        let mut e = Self::new(403, "Forbidden", message);
+        let mut d = json!({"group": group, "kind": resource});
+        if let Some(n) = name {
+            d["name"] = json!(n);
+        }
+        e.details = Some(d);
+        e
+    }
+
+    /// 403 from a ValidatingAdmissionPolicy (`reason: Forbidden`), or 422 (`Invalid`).
+    pub fn denied_by_policy(code: u16, message: String) -> Self {
+        let reason = if code == 403 { "Forbidden" } else { "Invalid" };
+        Self::new(code, reason, message)
     }
 
     /// 405 for a verb the resource does not support.

@@ -1,92 +1,20 @@
-//! The HTTP front: routes every request (discovery, OpenAPI, fault control, resources),
-//! applies injected faults, and renders responses.
+//! The HTTP front: authenticates every request (bearer token, 401 without one), authorizes
+//! it (RBAC, 403), routes it (discovery, OpenAPI, fault control, resources), applies injected
+//! faults, and renders responses.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{Request, State as AxState};
 use axum::response::{IntoResponse, Response};
-use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use serde_json::Value;
+use http::{HeaderValue, Method, header};
 
+use crate::app::{App, Req, Target, bytes_response, json_response};
 use crate::discovery;
 use crate::error::ApiError;
-use crate::faults::{FaultConfig, Faults, Outage};
-use crate::resources::ResourceType;
-use crate::store::State;
+use crate::faults::{FaultConfig, Outage};
+use crate::rbac::{self, Attributes};
 use crate::verbs;
-
-/// Shared by every request.
-#[derive(Debug)]
-pub struct App {
-    /// All objects.
-    pub state: Arc<Mutex<State>>,
-    /// Fault injection.
-    pub faults: Faults,
-    /// `host:port` the server listens on.
-    pub addr: SocketAddr,
-    /// Buffer per watcher before a slow watcher is dropped.
-    pub watch_buffer: usize,
-    /// Bookmark period.
-    pub bookmark_every: Duration,
-}
-
-impl App {
-    /// Locks the state, turning a poisoned lock into a 500.
-    pub fn lock(&self) -> Result<MutexGuard<'_, State>, ApiError> {
-        self.state.lock().map_err(|_| {
-            ApiError::new(
-                500,
-                "InternalError",
-                "state lock poisoned by an earlier panic",
-            )
-        })
-    }
-}
-
-/// A request addressed to a resource.
-#[derive(Debug)]
-pub struct Target {
-    /// The resource type at the requested version.
-    pub rt: Arc<ResourceType>,
-    /// Namespace from the URL.
-    pub ns: Option<String>,
-    /// Object name from the URL.
-    pub name: Option<String>,
-    /// Subresource (`status`).
-    pub sub: Option<String>,
-}
-
-/// Everything a verb handler needs from the request.
-#[derive(Debug)]
-pub struct Req {
-    /// HTTP method.
-    pub method: Method,
-    /// Decoded query parameters.
-    pub query: HashMap<String, String>,
-    /// Request headers.
-    pub headers: HeaderMap,
-    /// Request body.
-    pub body: bytes::Bytes,
-}
-
-impl Req {
-    /// A query parameter.
-    pub fn q(&self, k: &str) -> Option<&str> {
-        self.query.get(k).map(String::as_str)
-    }
-
-    /// A header as text.
-    pub fn header(&self, k: header::HeaderName) -> &str {
-        self.headers
-            .get(k)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-    }
-}
 
 /// The router's only handler.
 pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
@@ -124,13 +52,27 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
         body
     };
     let query = parts.uri.query().map(parse_query).unwrap_or_default();
+    let path = parts.uri.path();
+    let user = if matches!(path, "/healthz" | "/readyz" | "/livez") {
+        // Health checks are open to anonymous users, as on a real API server.
+        Arc::new(crate::auth::Identity::user("system:anonymous", &[]))
+    } else {
+        let auth = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        match app.tokens.authenticate(auth) {
+            Ok(u) => u,
+            Err(e) => return e.into_response(),
+        }
+    };
     let r = Req {
         method: parts.method,
         query,
         headers,
         body,
+        user,
     };
-    match route(&app, parts.uri.path(), r).await {
+    match route(&app, path, r).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     }
@@ -170,26 +112,18 @@ fn decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// A JSON response with status 200 (or `code`).
-pub fn json_response(code: u16, v: &Value) -> Response {
-    bytes_response(
-        code,
-        serde_json::to_vec(v).unwrap_or_default(),
-        "application/json",
-    )
-}
-
-/// A response from already encoded bytes.
-pub fn bytes_response(code: u16, body: Vec<u8>, content_type: &'static str) -> Response {
-    let mut r = Response::new(Body::from(body));
-    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    r
-}
-
 async fn route(app: &App, path: &str, r: Req) -> Result<Response, ApiError> {
     if let Some(rest) = path.strip_prefix("/lab/faults") {
+        if !r.user.is_master() {
+            return Err(ApiError::new(
+                403,
+                "Forbidden",
+                format!(
+                    "User \"{}\" cannot use the lab's fault injection: it is for the admin",
+                    r.user.username
+                ),
+            ));
+        }
         return faults(app, rest, r);
     }
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
@@ -207,6 +141,7 @@ async fn route(app: &App, path: &str, r: Req) -> Result<Response, ApiError> {
     };
     let target = resolve(app, group, version, rest)?;
     let verb = verb_of(&r, &target);
+    authorize(app, &r, &target, verb)?;
     app.faults
         .before(verb, &target.rt.plural, &target.rt.kind)
         .await?;
@@ -240,6 +175,31 @@ fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Targe
         return Err(ApiError::no_resource());
     }
     Ok(Target { rt, ns, name, sub })
+}
+
+/// RBAC for a resource request. A list or watch pinned to one name by a `metadata.name=`
+/// field selector is authorized for that name, as Kubernetes does (so `resourceNames` rules
+/// cover a watch of one object).
+fn authorize(app: &App, r: &Req, t: &Target, verb: &str) -> Result<(), ApiError> {
+    if r.user.is_master() {
+        return Ok(());
+    }
+    let selected = crate::selector::FieldSelector::parse(r.q("fieldSelector").unwrap_or_default())?;
+    let name = t.name.as_deref().or_else(|| {
+        matches!(verb, "list" | "watch")
+            .then(|| selected.name())
+            .flatten()
+    });
+    let a = Attributes {
+        verb,
+        group: &t.rt.group,
+        resource: &t.rt.plural,
+        sub: t.sub.as_deref(),
+        ns: t.ns.as_deref(),
+        name,
+    };
+    let st = app.lock()?;
+    rbac::authorize(&st, &r.user, &a)
 }
 
 fn verb_of(r: &Req, t: &Target) -> &'static str {

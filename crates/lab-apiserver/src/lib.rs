@@ -15,12 +15,17 @@
 //! ```
 //!
 //! Layout:
-//! - [`server`]: [`LabServer`] and its [`Config`] (start, kubeconfig, client, shutdown).
-//! - `front`: routing of every HTTP request, discovery and `/lab/faults` endpoints.
+//! - [`server`]: [`LabServer`] and its [`Config`] (start, kubeconfig, client, shutdown);
+//!   `listener`: HTTPS (self-signed) and plain HTTP on one port.
+//! - `front`: authentication, authorization and routing of every HTTP request, discovery and
+//!   `/lab/faults` endpoints; `app`: what handlers share (state, request, responses).
+//! - [`auth`]: bearer tokens per [`Identity`]; `rbac`: the RBAC authorizer over stored roles.
 //! - `verbs`: get, list, watch, create, update, patch, delete, deletecollection; admission.
-//! - `store`: objects, the global resourceVersion, event window, finalizers, garbage collection.
-//! - `watch`: watcher registry and the streaming watch response with bookmarks.
+//! - `store`: objects, the global resourceVersion, event window, finalizers, garbage collection;
+//!   `event`: one change as retained and sent.
+//! - `watchers`: the watcher registry; `watch`: the streaming watch response with bookmarks.
 //! - [`resources`]: built-in kinds and kinds defined by CRDs.
+//! - `admission`: CEL admission (CRD `x-kubernetes-validations`, ValidatingAdmissionPolicies).
 //! - `schema`: CRD `openAPIV3Schema` validation; `builtin`: typed checks of built-in kinds.
 //! - `patch`: merge, JSON, strategic-merge and apply patches; `managed`: field ownership
 //!   (`managedFields`) and server-side apply conflicts.
@@ -32,17 +37,23 @@
 //! - [`error`]: [`Error`] and the `Status`-rendering [`ApiError`].
 #![forbid(unsafe_code)]
 
+mod admission;
+mod app;
+pub mod auth;
 mod builtin;
 mod convert;
 mod discovery;
 pub mod error;
+mod event;
 pub mod faults;
 mod front;
+mod listener;
 mod managed;
 mod object;
 mod patch;
 mod persist;
 mod protobuf;
+mod rbac;
 pub mod resources;
 mod schema;
 mod selector;
@@ -51,7 +62,10 @@ mod store;
 mod table;
 mod verbs;
 mod watch;
+mod watchers;
 
+pub use admission::check_custom_object;
+pub use auth::Identity;
 pub use error::{ApiError, Error, Result};
 pub use faults::{ErrorRule, FaultConfig, Faults, Outage};
 pub use server::{Config, LabServer};

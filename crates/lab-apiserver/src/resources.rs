@@ -23,6 +23,20 @@ pub enum Builtin {
     ConfigMap,
     /// `apiextensions.k8s.io/v1` CustomResourceDefinition.
     Crd,
+    /// `v1` ServiceAccount.
+    ServiceAccount,
+    /// `rbac.authorization.k8s.io/v1` Role.
+    Role,
+    /// `rbac.authorization.k8s.io/v1` ClusterRole.
+    ClusterRole,
+    /// `rbac.authorization.k8s.io/v1` RoleBinding.
+    RoleBinding,
+    /// `rbac.authorization.k8s.io/v1` ClusterRoleBinding.
+    ClusterRoleBinding,
+    /// `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicy.
+    Vap,
+    /// `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicyBinding.
+    VapBinding,
 }
 
 /// One printer column (a CRD `additionalPrinterColumns` entry or a built-in column).
@@ -228,8 +242,81 @@ pub fn builtins() -> Vec<ResourceType> {
             vec![col("Created At", "string", ".metadata.creationTimestamp")],
             Builtin::Crd,
         ),
+        builtin(
+            "",
+            "ServiceAccount",
+            "serviceaccounts",
+            true,
+            &["sa"],
+            false,
+            vec![age()],
+            Builtin::ServiceAccount,
+        ),
+        builtin(
+            RBAC,
+            "Role",
+            "roles",
+            true,
+            &[],
+            false,
+            vec![age()],
+            Builtin::Role,
+        ),
+        builtin(
+            RBAC,
+            "ClusterRole",
+            "clusterroles",
+            false,
+            &[],
+            false,
+            vec![age()],
+            Builtin::ClusterRole,
+        ),
+        builtin(
+            RBAC,
+            "RoleBinding",
+            "rolebindings",
+            true,
+            &[],
+            false,
+            vec![col("Role", "string", ".roleRef.name"), age()],
+            Builtin::RoleBinding,
+        ),
+        builtin(
+            RBAC,
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            false,
+            &[],
+            false,
+            vec![col("Role", "string", ".roleRef.name"), age()],
+            Builtin::ClusterRoleBinding,
+        ),
+        builtin(
+            ADMISSION,
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            false,
+            &[],
+            true,
+            vec![age()],
+            Builtin::Vap,
+        ),
+        builtin(
+            ADMISSION,
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            false,
+            &[],
+            false,
+            vec![col("Policy", "string", ".spec.policyName"), age()],
+            Builtin::VapBinding,
+        ),
     ]
 }
+
+const RBAC: &str = "rbac.authorization.k8s.io";
+const ADMISSION: &str = "admissionregistration.k8s.io";
 
 /// The resource types a CRD object defines (one per served version).
 pub fn from_crd(crd: &Value) -> Vec<ResourceType> {

@@ -2,7 +2,7 @@
 //! types, required, enum, minimum/maximum, length and item limits, pattern, nullable,
 //! int-or-string, allOf/anyOf/oneOf/not, and unknown fields (reported for
 //! `fieldValidation=Strict`, otherwise pruned) unless `x-kubernetes-preserve-unknown-fields`.
-//! CEL rules (`x-kubernetes-validations`) are not evaluated.
+//! CEL rules (`x-kubernetes-validations`) are evaluated in `admission`.
 
 use serde_json::{Map, Value};
 

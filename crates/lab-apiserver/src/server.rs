@@ -5,12 +5,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use base64::Engine as _;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::app::App;
+use crate::auth::{Identity, Tokens};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
-use crate::front::{App, handle};
+use crate::front::handle;
+use crate::listener::{self, Certificate};
 use crate::persist;
 use crate::store::State;
 
@@ -58,6 +62,9 @@ pub struct LabServer {
     stop: Option<oneshot::Sender<()>>,
     serve: JoinHandle<()>,
     persist: Option<JoinHandle<()>>,
+    tokens: Tokens,
+    admin_token: String,
+    cert: Certificate,
 }
 
 impl LabServer {
@@ -79,7 +86,12 @@ impl LabServer {
             source,
         })?;
         let faults = Faults::new(state.clone());
+        // With persisted objects the tokens persist beside them, so that kubeconfigs written
+        // before a restart keep working; the admin keeps one token.
+        let tokens = Tokens::new(cfg.data.as_ref().map(|d| d.with_extension("tokens.json")))?;
+        let admin_token = tokens.issue(Identity::admin())?;
         let app = Arc::new(App {
+            tokens: tokens.clone(),
             state: state.clone(),
             faults: faults.clone(),
             addr,
@@ -88,17 +100,8 @@ impl LabServer {
         });
         let router = axum::Router::new().fallback(handle).with_state(app);
         let (stop, stopped) = oneshot::channel::<()>();
-        let serve = tokio::spawn(async move {
-            let shutdown = async {
-                let _ = stopped.await;
-            };
-            if let Err(e) = axum::serve(listener, router)
-                .with_graceful_shutdown(shutdown)
-                .await
-            {
-                tracing::error!(error = %e, "lab API server stopped with an error");
-            }
-        });
+        let cert = Certificate::new(addr)?;
+        let serve = tokio::spawn(listener::serve(listener, cert.clone(), router, stopped));
         let persist = cfg.data.clone().map(|path| {
             let state = state.clone();
             let every = cfg.persist_interval;
@@ -120,6 +123,9 @@ impl LabServer {
             stop: Some(stop),
             serve,
             persist,
+            tokens,
+            admin_token,
+            cert,
         };
         if let Some(path) = &cfg.kubeconfig {
             server.write_kubeconfig(path)?;
@@ -133,9 +139,14 @@ impl LabServer {
         self.addr
     }
 
-    /// `http://<addr>`.
+    /// `https://<addr>` (the same port also answers plain HTTP: `http://<addr>`).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("https://{}", self.addr)
+    }
+
+    /// The server's self-signed certificate (PEM), which its kubeconfigs and clients trust.
+    pub fn certificate_pem(&self) -> &str {
+        &self.cert.pem
     }
 
     /// The kubeconfig path given in [`Config::kubeconfig`].
@@ -143,26 +154,56 @@ impl LabServer {
         self.kubeconfig.as_deref()
     }
 
-    /// A kubeconfig (YAML) with one context, `netrollout-lab`, pointing at the server.
+    /// A kubeconfig (YAML) with one context, `netrollout-lab`, pointing at the server, for
+    /// the admin (group `system:masters`).
     pub fn kubeconfig_yaml(&self) -> String {
+        self.kubeconfig_yaml_with(&self.admin_token)
+    }
+
+    fn kubeconfig_yaml_with(&self, token: &str) -> String {
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: netrollout-lab\n  cluster:\n    server: {}\n\
-             users:\n- name: netrollout-lab\n  user: {{}}\ncontexts:\n- name: netrollout-lab\n  context:\n    \
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: netrollout-lab\n  cluster:\n    server: {}\n    certificate-authority-data: {}\n\
+             users:\n- name: netrollout-lab\n  user:\n    token: {token}\ncontexts:\n- name: netrollout-lab\n  context:\n    \
              cluster: netrollout-lab\n    user: netrollout-lab\n    namespace: default\ncurrent-context: netrollout-lab\n",
-            self.url()
+            self.url(),
+            base64::engine::general_purpose::STANDARD.encode(&self.cert.pem)
         )
     }
 
-    /// Writes [`LabServer::kubeconfig_yaml`] to `path`.
+    /// Writes [`LabServer::kubeconfig_yaml`] (the admin's) to `path`.
     pub fn write_kubeconfig(&self, path: &Path) -> Result<()> {
-        std::fs::write(path, self.kubeconfig_yaml()).map_err(|source| Error::File {
-            path: path.display().to_string(),
-            source,
-        })
+        write_file(path, &self.kubeconfig_yaml())
     }
 
-    /// A `kube::Client` for the server.
+    /// Issues a bearer token for `identity` (a ServiceAccount, with the node-name claim for an
+    /// agent, or a person) and returns it.
+    pub fn issue_token(&self, identity: Identity) -> Result<String> {
+        self.tokens.issue(identity)
+    }
+
+    /// Issues a token for `identity` and writes a kubeconfig with it to `path`.
+    pub fn write_kubeconfig_for(&self, path: &Path, identity: Identity) -> Result<()> {
+        let token = self.tokens.issue(identity)?;
+        write_file(path, &self.kubeconfig_yaml_with(&token))
+    }
+
+    /// A `kube::Client` acting as `identity` (a new token).
+    pub fn client_for(&self, identity: Identity) -> Result<kube::Client> {
+        let token = self.tokens.issue(identity)?;
+        self.client_with(Some(token))
+    }
+
+    /// A `kube::Client` without credentials (every request but health checks gets 401).
+    pub fn anonymous_client(&self) -> Result<kube::Client> {
+        self.client_with(None)
+    }
+
+    /// A `kube::Client` for the server, as the admin.
     pub fn client(&self) -> Result<kube::Client> {
+        self.client_with(Some(self.admin_token.clone()))
+    }
+
+    fn client_with(&self, token: Option<String>) -> Result<kube::Client> {
         let err = |message: String| Error::Client {
             url: self.url(),
             message,
@@ -176,6 +217,8 @@ impl LabServer {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut config = kube::Config::new(uri);
         config.default_namespace = "default".into();
+        config.auth_info.token = token.map(secrecy::SecretString::from);
+        config.root_cert = Some(vec![self.cert.der.clone()]);
         kube::Client::try_from(config).map_err(|e| err(e.to_string()))
     }
 
@@ -224,6 +267,13 @@ impl LabServer {
             None => Ok(()),
         }
     }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|source| Error::File {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 impl Drop for LabServer {

@@ -189,7 +189,7 @@ async fn the_binary_prints_its_address_and_writes_a_kubeconfig_kubectl_accepts()
         .unwrap();
     let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let url = lines.next_line().await.unwrap().unwrap();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    assert!(url.starts_with("https://127.0.0.1:"), "{url}");
     let kubectl = |args: Vec<&str>| {
         std::process::Command::new(common::KUBECTL)
             .env("KUBECONFIG", &kubeconfig)

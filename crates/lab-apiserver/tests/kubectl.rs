@@ -113,7 +113,7 @@ async fn get_by_short_name_prints_the_crd_printer_columns() {
         "alpha",
         "--type=merge",
         "-p",
-        r#"{"spec":{"replicas":9}}"#,
+        r#"{"spec":{"replicas":5}}"#,
     ])
     .await;
     let modified = tokio::time::timeout(std::time::Duration::from_secs(15), async {
@@ -130,7 +130,7 @@ async fn get_by_short_name_prints_the_crd_printer_columns() {
         .split_whitespace()
         .map(String::from)
         .collect();
-    assert_eq!(&row[..4], ["MODIFIED", "alpha", "red", "9"]);
+    assert_eq!(&row[..4], ["MODIFIED", "alpha", "red", "5"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -156,3 +156,21 @@ async fn server_side_apply_reports_conflicts_until_forced() {
         "4"
     );
 }
+
+#[tokio::test]
+async fn a_crd_cel_rule_refuses_an_object_and_names_the_field() {
+    let lab = Lab::start().await;
+    common::apply_crds(&lab).await;
+    let widget = r#"{"apiVersion": "lab.example.com/v1", "kind": "Widget", "metadata": {"name": "big"},
+        "spec": {"color": "red", "replicas": 9}}"#;
+    let out = lab.kubectl_in(&["apply", "-f", "-"], Some(widget)).await;
+    assert!(
+        !out.status.success(),
+        "a red widget with 9 replicas was accepted"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"spec: Invalid value: "object": red widgets come in at most 5 replicas"#),
+        "{err}"
+    );
+}

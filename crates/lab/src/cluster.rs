@@ -149,6 +149,7 @@ impl Lab {
         )
         .await
         .context("creating the configurator's namespace")?;
+        crate::identities::install(&self.client).await?;
         Ok(())
     }
 
@@ -198,13 +199,18 @@ impl Lab {
             .arg(&state)
             .args(["--vtep-ip", &fabric::node_ip(index).to_string()])
             .args(crate::agent_probe_args(&api, &self.opts.probe_hold));
-        self.spawn(cmd, node)
+        let kubeconfig = crate::identities::agent_kubeconfig(
+            &self.server,
+            &self.opts.state_dir,
+            NAMESPACE,
+            node,
+        )?;
+        self.spawn(cmd.env("KUBECONFIG", kubeconfig), node)
     }
 
-    fn spawn(&self, mut cmd: Command, name: &str) -> Result<Child> {
+    fn spawn(&self, cmd: &mut Command, name: &str) -> Result<Child> {
         let log = std::fs::File::create(self.log_path(name))?;
-        cmd.env("KUBECONFIG", self.kubeconfig())
-            .env("RUST_LOG", "info")
+        cmd.env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -234,7 +240,13 @@ impl Lab {
                 "--health-addr",
                 "127.0.0.1:0",
             ]);
-        let child = self.spawn(cmd, id)?;
+        let kubeconfig = crate::identities::configurator_kubeconfig(
+            &self.server,
+            &self.opts.state_dir,
+            NAMESPACE,
+            id,
+        )?;
+        let child = self.spawn(cmd.env("KUBECONFIG", kubeconfig), id)?;
         self.configurators.insert(id.to_string(), child);
         Ok(())
     }

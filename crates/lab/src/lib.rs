@@ -6,6 +6,7 @@
 //! Layout:
 //! - [`fabric`]: the host bridge and one namespace per node (iproute2).
 //! - [`cluster`]: [`cluster::Lab`]: API server, Node objects, agents and configurators.
+//! - [`identities`]: the bundle's RBAC and admission policies in the lab; a token per process.
 //! - [`inputs`]: the samples and the scenarios' configs.
 //! - [`progress`]: observing revisions and node configs; tables.
 //! - [`scenario`]: the scripted stories and their checks.
@@ -14,6 +15,7 @@
 
 pub mod cluster;
 pub mod fabric;
+pub mod identities;
 pub mod inputs;
 pub mod progress;
 pub mod scenario;

@@ -5,9 +5,9 @@ use axum::response::Response;
 use http::header;
 use serde_json::{Value, json};
 
+use crate::app::{App, Req, Target, bytes_response, json_response};
 use crate::convert::{storage_field, view};
 use crate::error::ApiError;
-use crate::front::{App, Req, Target, bytes_response, json_response};
 use crate::resources::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::table;

@@ -6,10 +6,11 @@ use http::header;
 use serde_json::{Value, json};
 
 use super::{Shape, name_of, ns_of, render, shape};
+use crate::admission::{self, Attempt};
+use crate::app::{App, Req, Target, json_response};
 use crate::builtin;
 use crate::convert::{to_storage, view};
 use crate::error::ApiError;
-use crate::front::{App, Req, Target, json_response};
 use crate::managed::{self, Writer};
 use crate::object::{invalid_name, meta_mut, meta_str, parse_body, random_suffix};
 use crate::patch::{self, PatchKind};
@@ -76,6 +77,28 @@ fn writer(r: &Req, apply: bool) -> Writer {
 
 fn strict(r: &Req) -> bool {
     r.q("fieldValidation") == Some("Strict")
+}
+
+/// CEL admission (CRD rules, admission policies) of a write as `r.user`.
+fn cel_admit(
+    st: &crate::store::State,
+    t: &Target,
+    r: &Req,
+    object: &Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    admission::admit(
+        st,
+        &Attempt {
+            operation: if old.is_some() { "UPDATE" } else { "CREATE" },
+            rt: &t.rt,
+            sub: t.sub.as_deref(),
+            ns: ns_of(t),
+            user: &r.user,
+            object,
+            old,
+        },
+    )
 }
 
 fn dry_run(r: &Req) -> bool {
@@ -163,10 +186,12 @@ pub(super) fn create(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
     admit(&t.rt, &mut obj, strict(r))?;
     let mut obj = to_storage(&t.rt, obj);
     managed::record(&writer(r, false), None, &mut obj, None, &t.rt.api_version());
+    let mut st = app.lock()?;
+    cel_admit(&st, t, r, &obj, None)?;
     if dry_run(r) {
         return Ok(render(&t.rt, &obj, Shape::Plain, 201));
     }
-    let created = app.lock()?.create(&t.rt, ns_of(t), obj)?;
+    let created = st.create(&t.rt, ns_of(t), obj)?;
     Ok(render(&t.rt, &created, shape(r), 201))
 }
 
@@ -192,6 +217,7 @@ pub(super) fn update(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
         None,
         &t.rt.api_version(),
     );
+    cel_admit(&st, t, r, &obj, old.as_deref())?;
     if dry_run(r) {
         return st
             .get(&t.rt, ns_of(t), name)
@@ -226,6 +252,7 @@ pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError
             Some(&applied),
             &t.rt.api_version(),
         );
+        cel_admit(&st, t, r, &obj, None)?;
         if dry_run(r) {
             return Ok(render(&t.rt, &obj, Shape::Plain, 201));
         }
@@ -251,6 +278,7 @@ pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError
         w.apply.then_some(&p),
         &t.rt.api_version(),
     );
+    cel_admit(&st, t, r, &obj, Some(&cur))?;
     if dry_run(r) {
         return Ok(render(&t.rt, &obj, Shape::Plain, 200));
     }

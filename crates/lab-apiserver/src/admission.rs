@@ -1,0 +1,338 @@
+//! CEL admission, as a real API server runs it after schema validation: the CRD's
+//! `x-kubernetes-validations` (with `oldSelf` transition rules on update) and every
+//! `ValidatingAdmissionPolicy` bound by a `ValidatingAdmissionPolicyBinding` (match
+//! constraints, match conditions, variables, validations with `messageExpression` and `reason`;
+//! `request`, `object`, `oldObject` bound). Expressions are evaluated by the `cel` crate with
+//! the Kubernetes CEL libraries of `kube-cel` (`isCIDR`, `cidr(...)`, `isIP`, strings, lists,
+//! sets, regex). Not supported: `params` (paramKind), `authorizer`, `namespaceObject`, binding
+//! `matchResources`, and `DELETE`/`CONNECT` operations (nothing in this product uses them).
+
+use kube_cel::cel::{Context, ExecutionError, Program, Value as CelValue};
+use kube_cel::{KubeCelExt, Validator};
+use serde_json::{Value, json};
+
+use crate::auth::Identity;
+use crate::error::ApiError;
+use crate::resources::{Builtin, ResourceType};
+use crate::store::State;
+
+const POLICIES: &str = "admissionregistration.k8s.io/validatingadmissionpolicies";
+const BINDINGS: &str = "admissionregistration.k8s.io/validatingadmissionpolicybindings";
+
+/// One write as admission sees it.
+#[derive(Debug)]
+pub struct Attempt<'a> {
+    /// `CREATE` or `UPDATE`.
+    pub operation: &'static str,
+    /// The type written.
+    pub rt: &'a ResourceType,
+    /// Subresource (`status`).
+    pub sub: Option<&'a str>,
+    /// Namespace, empty for cluster-scoped objects.
+    pub ns: &'a str,
+    /// Who writes.
+    pub user: &'a Identity,
+    /// The object as it would be stored.
+    pub object: &'a Value,
+    /// The stored object, on update.
+    pub old: Option<&'a Value>,
+}
+
+/// Runs the CRD's CEL rules and the bound admission policies; the first denial is returned.
+pub fn admit(st: &State, a: &Attempt<'_>) -> Result<(), ApiError> {
+    let object = as_seen(a.rt, a.sub, a.object, a.old);
+    let old = a.old.map(|o| as_seen(a.rt, None, o, None));
+    crd_rules(a.rt, &object, old.as_ref())?;
+    policies(st, a, &object, old.as_ref())
+}
+
+/// The object the policies see: for a status write, the stored object with the new status
+/// (the server ignores the rest); built-in kinds show empty `spec`/`status` like typed objects.
+fn as_seen(rt: &ResourceType, sub: Option<&str>, obj: &Value, old: Option<&Value>) -> Value {
+    let mut seen = match (sub, old) {
+        (Some("status"), Some(old)) => {
+            let mut o = old.clone();
+            o["status"] = obj.get("status").cloned().unwrap_or(json!({}));
+            o
+        }
+        _ => obj.clone(),
+    };
+    if rt.builtin == Some(Builtin::Node)
+        && let Some(m) = seen.as_object_mut()
+    {
+        for k in ["spec", "status"] {
+            m.entry(k).or_insert_with(|| json!({}));
+        }
+    }
+    seen
+}
+
+/// Checks a custom object against its CRD version's `openAPIV3Schema` as the server does on
+/// create: the schema (types, ranges, patterns, lengths, item limits) and the CEL rules. Returns
+/// `(field path, message)` for every failure, e.g. `("spec.import[0].cidr", "Invalid value:
+/// \"string\": cidr must be a network ...")`; empty when the object is valid.
+pub fn check_custom_object(schema: &Value, object: &Value) -> Vec<(String, String)> {
+    let mut copy = object.clone();
+    let out = crate::schema::validate(schema, &mut copy, false);
+    let mut causes = out.invalid;
+    if causes.is_empty() {
+        causes.extend(cel_causes(schema, object, None));
+    }
+    causes
+}
+
+/// `x-kubernetes-validations` of a custom resource's schema; 422 naming each failing field.
+fn crd_rules(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    let Some(schema) = &rt.schema else {
+        return Ok(());
+    };
+    let causes = cel_causes(schema, object, old);
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    Err(ApiError::invalid(&rt.group, &rt.kind, name, &causes))
+}
+
+fn cel_causes(schema: &Value, object: &Value, old: Option<&Value>) -> Vec<(String, String)> {
+    let Err(errors) = Validator::new().validate(schema, object, old) else {
+        return vec![];
+    };
+    errors
+        .iter()
+        .map(|e| {
+            let field = if e.field_path.is_empty() {
+                "<root>".to_string()
+            } else {
+                e.field_path.clone()
+            };
+            let value = e
+                .field_path
+                .split('.')
+                .try_fold(object, |v, seg| step(v, seg))
+                .map(type_name)
+                .unwrap_or("object");
+            (field, format!("Invalid value: \"{value}\": {}", e.message))
+        })
+        .collect()
+}
+
+/// One path segment (`import[0]` or `cidr`) into a JSON value.
+fn step<'v>(v: &'v Value, seg: &str) -> Option<&'v Value> {
+    match seg.split_once('[') {
+        Some((key, idx)) => {
+            let base = if key.is_empty() { v } else { v.get(key)? };
+            let i: usize = idx.trim_end_matches(']').parse().ok()?;
+            base.get(i)
+        }
+        None => v.get(seg),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Number(_) => "integer",
+        Value::Bool(_) => "boolean",
+        Value::Array(_) => "array",
+        Value::Null => "null",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Every binding whose policy matches the request, evaluated in name order.
+fn policies(
+    st: &State,
+    a: &Attempt<'_>,
+    object: &Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    let bindings: Vec<Value> = st
+        .list(BINDINGS, None)
+        .map(|(_, b)| (**b).clone())
+        .collect();
+    if bindings.is_empty() {
+        return Ok(());
+    }
+    let request = request_value(a);
+    for binding in &bindings {
+        let actions: Vec<&str> = strs(&binding["spec"]["validationActions"]).collect();
+        if !actions.contains(&"Deny") {
+            continue;
+        }
+        let policy_name = binding["spec"]["policyName"].as_str().unwrap_or_default();
+        let Some(policy) = st
+            .list(POLICIES, None)
+            .find(|((_, n), _)| n == policy_name)
+            .map(|(_, p)| (**p).clone())
+        else {
+            continue;
+        };
+        if !matches_resource(&policy["spec"]["matchConstraints"], a) {
+            continue;
+        }
+        let deny = |code: u16, message: String| {
+            let binding_name = binding["metadata"]["name"].as_str().unwrap_or_default();
+            let what = match (a.rt.group.as_str(), object["metadata"]["name"].as_str()) {
+                ("", Some(n)) => format!("{} \"{n}\"", a.rt.plural),
+                (g, Some(n)) => format!("{}.{g} \"{n}\"", a.rt.plural),
+                (_, None) => a.rt.plural.clone(),
+            };
+            ApiError::denied_by_policy(
+                code,
+                format!(
+                    "{what} is forbidden: ValidatingAdmissionPolicy '{policy_name}' with binding \
+                     '{binding_name}' denied request: {message}"
+                ),
+            )
+        };
+        let fail_closed = policy["spec"]["failurePolicy"].as_str() != Some("Ignore");
+        let mut ctx = Context::default().with_all();
+        let bound = bind(&mut ctx, "request", &request)
+            .and_then(|()| bind(&mut ctx, "object", object))
+            .and_then(|()| bind(&mut ctx, "oldObject", old.unwrap_or(&Value::Null)))
+            .and_then(|()| bind(&mut ctx, "params", &Value::Null));
+        if let Err(e) = bound {
+            return Err(deny(500, format!("cannot bind the request for CEL: {e}")));
+        }
+        // matchConditions: all must hold; an error fails the request (failurePolicy Fail).
+        let mut applies = true;
+        for c in policy["spec"]["matchConditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let expr = c["expression"].as_str().unwrap_or("false");
+            match eval_bool(&ctx, expr) {
+                Ok(true) => {}
+                Ok(false) => {
+                    applies = false;
+                    break;
+                }
+                Err(e) if fail_closed => return Err(deny(403, e)),
+                Err(_) => {
+                    applies = false;
+                    break;
+                }
+            }
+        }
+        if !applies {
+            continue;
+        }
+        // variables, in order; later ones may use earlier ones.
+        let mut cel_vars = std::collections::HashMap::new();
+        for v in policy["spec"]["variables"].as_array().into_iter().flatten() {
+            let name = v["name"].as_str().unwrap_or_default().to_string();
+            let expr = v["expression"].as_str().unwrap_or("null");
+            match eval(&ctx, expr) {
+                Ok(val) => {
+                    cel_vars.insert(name, val);
+                }
+                Err(e) if fail_closed => {
+                    return Err(deny(403, format!("variable {name}: {e}")));
+                }
+                Err(_) => {}
+            }
+            ctx.add_variable_from_value("variables", cel_vars.clone());
+        }
+        for v in policy["spec"]["validations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let expr = v["expression"].as_str().unwrap_or("false");
+            let code = if v["reason"].as_str() == Some("Forbidden") {
+                403
+            } else {
+                422
+            };
+            match eval_bool(&ctx, expr) {
+                Ok(true) => {}
+                Ok(false) => {
+                    let message = v["messageExpression"]
+                        .as_str()
+                        .and_then(|m| match eval(&ctx, m) {
+                            Ok(CelValue::String(s)) => Some(s.to_string()),
+                            _ => None,
+                        })
+                        .or_else(|| v["message"].as_str().map(str::to_string))
+                        .unwrap_or_else(|| format!("failed expression: {expr}"));
+                    return Err(deny(code, message));
+                }
+                Err(e) if fail_closed => return Err(deny(code, e)),
+                Err(_) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+fn strs(v: &Value) -> impl Iterator<Item = &str> {
+    v.as_array().into_iter().flatten().filter_map(Value::as_str)
+}
+
+/// `matchConstraints.resourceRules` against the request (group, version, operation,
+/// resource with subresource; `*` wildcards).
+fn matches_resource(constraints: &Value, a: &Attempt<'_>) -> bool {
+    let resource = match a.sub {
+        Some(s) => format!("{}/{s}", a.rt.plural),
+        None => a.rt.plural.clone(),
+    };
+    strs_rules(constraints).any(|r| {
+        let any = |field: &str, want: &str| strs(&r[field]).any(|x| x == "*" || x == want);
+        any("apiGroups", &a.rt.group)
+            && any("apiVersions", &a.rt.version)
+            && any("operations", a.operation)
+            && strs(&r["resources"]).any(|x| {
+                x == "*/*"
+                    || x == resource
+                    || (a.sub.is_none() && x == "*")
+                    || (a.sub.is_some() && x == format!("{}/*", a.rt.plural))
+            })
+    })
+}
+
+fn strs_rules(constraints: &Value) -> impl Iterator<Item = &Value> {
+    constraints["resourceRules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+}
+
+/// `request` as admission policies see it.
+fn request_value(a: &Attempt<'_>) -> Value {
+    json!({
+        "operation": a.operation,
+        "name": a.object["metadata"]["name"],
+        "namespace": a.ns,
+        "kind": {"group": a.rt.group, "version": a.rt.version, "kind": a.rt.kind},
+        "resource": {"group": a.rt.group, "version": a.rt.version, "resource": a.rt.plural},
+        "subResource": a.sub.unwrap_or_default(),
+        "dryRun": false,
+        "userInfo": {
+            "username": a.user.username,
+            "uid": a.user.uid,
+            "groups": a.user.groups,
+            "extra": a.user.extra,
+        },
+    })
+}
+
+fn bind(ctx: &mut Context<'_>, name: &str, v: &Value) -> Result<(), String> {
+    ctx.add_variable(name, v).map_err(|e| e.to_string())
+}
+
+fn eval(ctx: &Context<'_>, expr: &str) -> Result<CelValue, String> {
+    let program =
+        Program::compile(expr).map_err(|e| format!("compilation error in {expr:?}: {e}"))?;
+    program
+        .execute(ctx)
+        .map_err(|e: ExecutionError| format!("expression '{expr}' resulted in error: {e}"))
+}
+
+fn eval_bool(ctx: &Context<'_>, expr: &str) -> Result<bool, String> {
+    match eval(ctx, expr)? {
+        CelValue::Bool(b) => Ok(b),
+        other => Err(format!("expression '{expr}' must be a bool, not {other:?}")),
+    }
+}

@@ -1,0 +1,116 @@
+//! The listener: HTTPS with a self-signed certificate made at start (kubectl sends bearer
+//! tokens only over TLS), and plain HTTP on the same port for clients that connect without TLS
+//! (kube clients send their token either way). The first byte of a connection decides: a TLS
+//! handshake starts with 0x16.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+use crate::error::Error;
+
+/// The server's certificate: PEM for kubeconfigs, DER for kube clients.
+#[derive(Clone)]
+pub struct Certificate {
+    /// PEM text (`certificate-authority-data` of kubeconfigs, base64-encoded there).
+    pub pem: String,
+    /// DER bytes.
+    pub der: Vec<u8>,
+    acceptor: TlsAcceptor,
+}
+
+impl std::fmt::Debug for Certificate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Certificate")
+            .field("pem", &self.pem)
+            .finish()
+    }
+}
+
+impl Certificate {
+    /// A self-signed certificate for the listen address, `127.0.0.1` and `localhost`.
+    pub fn new(addr: SocketAddr) -> Result<Self, Error> {
+        let tls = |message: String| Error::Tls { message };
+        let names = vec![
+            addr.ip().to_string(),
+            "127.0.0.1".to_string(),
+            "localhost".to_string(),
+        ];
+        let ck = rcgen::generate_simple_self_signed(names).map_err(|e| tls(e.to_string()))?;
+        let der = ck.cert.der().to_vec();
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.key_pair.serialize_der()));
+        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+        let config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| tls(e.to_string()))?
+            .with_no_client_auth()
+            .with_single_cert(vec![CertificateDer::from(der.clone())], key)
+            .map_err(|e| tls(e.to_string()))?;
+        Ok(Self {
+            pem: ck.cert.pem(),
+            der,
+            acceptor: TlsAcceptor::from(Arc::new(config)),
+        })
+    }
+}
+
+/// Serves `router` on `listener` until `stop` fires, then lets open requests finish for up to
+/// five seconds.
+pub async fn serve(
+    listener: TcpListener,
+    cert: Certificate,
+    router: axum::Router,
+    stop: oneshot::Receiver<()>,
+) {
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(stop);
+    loop {
+        let (stream, _) = tokio::select! {
+            _ = &mut stop => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    continue;
+                }
+            },
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let acceptor = cert.acceptor.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let mut first = [0u8; 1];
+            let tls = matches!(stream.peek(&mut first).await, Ok(1) if first[0] == 0x16);
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(TokioTimer::new());
+            let result = if tls {
+                match acceptor.accept(stream).await {
+                    Ok(s) => {
+                        let conn = http.serve_connection(TokioIo::new(s), service);
+                        watcher.watch(conn).await
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "TLS handshake failed");
+                        return;
+                    }
+                }
+            } else {
+                let conn = http.serve_connection(TokioIo::new(stream), service);
+                watcher.watch(conn).await
+            };
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
+}
