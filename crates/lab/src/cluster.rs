@@ -18,6 +18,7 @@ use serde_json::json;
 use tokio::process::{Child, Command};
 
 use crate::fabric;
+use crate::settings::flag;
 
 /// How to build a lab.
 #[derive(Clone, Debug)]
@@ -29,15 +30,15 @@ pub struct Options {
     /// Configurator replicas (the leader writes; the others stand by).
     pub configurators: usize,
     /// `--update-limit` of the configurator.
-    pub update_limit: String,
+    pub update_limit: crate::settings::UpdateLimit,
     /// `--apply-timeout` of the configurator.
-    pub apply_timeout: String,
+    pub apply_timeout: Duration,
     /// `--pickup-timeout` of the configurator.
-    pub pickup_timeout: String,
+    pub pickup_timeout: Duration,
     /// `--max-failures` of the configurator.
     pub max_failures: u32,
     /// `--probe-hold` of the agents.
-    pub probe_hold: String,
+    pub probe_hold: Duration,
     /// Directory holding the `netrollout-agent` and `netrollout-configurator` binaries.
     pub bin_dir: PathBuf,
 }
@@ -54,6 +55,8 @@ pub struct Lab {
     next_index: usize,
     /// Whether this kernel has VRF devices.
     pub vrf: bool,
+    /// Tenant traffic between the nodes' workloads.
+    pub traffic: crate::traffic::Traffic,
 }
 
 /// Namespace of the configurator's Lease and control ConfigMap.
@@ -74,9 +77,11 @@ impl Lab {
             }
         }
         fabric::check_privileges()?;
-        let leftovers = fabric::teardown();
+        crate::frr::check_installed()?;
+        let mut leftovers = crate::frr::teardown();
+        leftovers.extend(fabric::teardown());
         if !leftovers.is_empty() {
-            eprintln!(
+            crate::err!(
                 "removed leftovers of an earlier lab: {}",
                 leftovers.join(", ")
             );
@@ -87,6 +92,8 @@ impl Lab {
         std::fs::create_dir_all(opts.state_dir.join("logs"))
             .with_context(|| format!("creating {}", opts.state_dir.display()))?;
         fabric::create_bridge()?;
+        let rr = crate::frr::start_reflector().context("starting the route reflector's FRR")?;
+        record_pids(&opts.state_dir, &rr)?;
         let server = LabServer::start(Config {
             listen: SocketAddr::from((fabric::HOST_IP, 0)),
             kubeconfig: Some(opts.state_dir.join("kubeconfig")),
@@ -103,6 +110,7 @@ impl Lab {
             configurators: BTreeMap::new(),
             next_index: 1,
             vrf,
+            traffic: crate::traffic::Traffic::default(),
         };
         lab.install().await?;
         for _ in 0..lab.opts.nodes {
@@ -158,6 +166,14 @@ impl Lab {
         self.next_index += 1;
         let name = format!("lab-node-{index}");
         fabric::add_node(&name, index)?;
+        let ns = fabric::netns(&name);
+        let pids = crate::frr::start(
+            &ns,
+            &ns,
+            &crate::frr::node_config(&name, fabric::node_ip(index)),
+        )
+        .with_context(|| format!("starting FRR on {name}"))?;
+        record_pids(&self.opts.state_dir, &pids)?;
         let nodes: Api<Node> = Api::all(self.client.clone());
         let zone = format!("zone-{}", (index - 1) % 2);
         let node: Node = serde_json::from_value(json!({
@@ -197,7 +213,22 @@ impl Lab {
             .arg("--state-dir")
             .arg(&state)
             .args(["--vtep-ip", &fabric::node_ip(index).to_string()])
-            .args(crate::agent_probe_args(&api, &self.opts.probe_hold));
+            .args(crate::agent_probe_args(&api, &flag(self.opts.probe_hold)));
+        // The tenant probe: from the node's own port on the lab's tenant network, every other
+        // node's workload must answer (checks that fail before a change are not enforced, so
+        // the first rollout, before workloads exist, is not held up).
+        let tenant = crate::traffic::networks(&[crate::inputs::tenant(crate::inputs::TENANT_VNI)?]);
+        let targets: Vec<String> = tenant
+            .iter()
+            .flat_map(|net| {
+                (1..=self.opts.nodes.max(index))
+                    .filter(move |j| *j != index)
+                    .map(move |j| net.addr(j).to_string())
+            })
+            .collect();
+        if !targets.is_empty() {
+            cmd.args(["--probe-icmp", &targets.join(",")]);
+        }
         self.spawn(cmd, node)
     }
 
@@ -210,12 +241,7 @@ impl Lab {
             .stderr(log)
             .kill_on_drop(true);
         let child = cmd.spawn().with_context(|| format!("starting {name}"))?;
-        if let Some(pid) = child.id() {
-            let pids = self.opts.state_dir.join("pids");
-            let mut text = std::fs::read_to_string(&pids).unwrap_or_default();
-            text.push_str(&format!("{pid}\n"));
-            std::fs::write(pids, text)?;
-        }
+        record_pids(&self.opts.state_dir, child.id().as_slice())?;
         Ok(child)
     }
 
@@ -223,9 +249,9 @@ impl Lab {
     pub fn start_configurator(&mut self, id: &str) -> Result<()> {
         let mut cmd = Command::new(self.opts.bin_dir.join("netrollout-configurator"));
         cmd.env("POD_NAME", id)
-            .args(["--update-limit", &self.opts.update_limit])
-            .args(["--apply-timeout", &self.opts.apply_timeout])
-            .args(["--pickup-timeout", &self.opts.pickup_timeout])
+            .args(["--update-limit", &self.opts.update_limit.to_string()])
+            .args(["--apply-timeout", &flag(self.opts.apply_timeout)])
+            .args(["--pickup-timeout", &flag(self.opts.pickup_timeout)])
             .args(["--max-failures", &self.opts.max_failures.to_string()])
             .args(["--lease-namespace", NAMESPACE, "--lease-name", LEASE])
             .args([
@@ -255,6 +281,19 @@ impl Lab {
             .remove(id)
             .with_context(|| format!("no configurator {id}"))?;
         child.kill().await.with_context(|| format!("killing {id}"))
+    }
+
+    /// (Re)starts tenant traffic on the default-VRF layer-2 networks among `objects`: attaches
+    /// workloads on every node that carries them and starts the ping streams.
+    pub async fn start_traffic(&mut self, objects: &[DynamicObject]) -> Result<()> {
+        let networks = crate::traffic::networks(objects);
+        let nodes: Vec<(String, usize)> = self
+            .nodes
+            .iter()
+            .map(|(name, (index, _))| (name.clone(), *index))
+            .collect();
+        let state_dir = self.opts.state_dir.clone();
+        self.traffic.start(&networks, &nodes, &state_dir).await
     }
 
     /// Names of the running nodes.
@@ -291,14 +330,14 @@ impl Lab {
 
     /// Stops every process and removes the fabric.
     pub async fn shutdown(mut self) -> Result<()> {
+        self.traffic.stop().await;
         for (_, mut child) in std::mem::take(&mut self.configurators) {
             let _ = child.kill().await;
         }
         for (_, (_, mut child)) in std::mem::take(&mut self.nodes) {
             let _ = child.kill().await;
         }
-        let _ = std::fs::remove_file(self.opts.state_dir.join("pids"));
-        fabric::teardown();
+        cleanup(&self.opts.state_dir);
         tokio::time::timeout(Duration::from_secs(5), self.server.shutdown())
             .await
             .ok();
@@ -332,6 +371,27 @@ fn api_resource(obj: &DynamicObject) -> Result<ApiResource> {
     };
     let gvk = kube::core::GroupVersionKind::try_from(types)?;
     Ok(ApiResource::from_gvk_with_plural(&gvk, plural))
+}
+
+/// Ends every process a lab recorded and every FRR it started, removes its namespaces, links
+/// and FRR directories; returns what it did. It writes nothing to stdout or stderr, so it
+/// works when those are gone (a `| tee` ended by the same Ctrl-C).
+pub fn cleanup(state_dir: &Path) -> Vec<String> {
+    let killed = kill_recorded(state_dir);
+    let mut done = vec![format!("stopped {killed} process(es)")];
+    done.extend(crate::frr::teardown());
+    done.extend(fabric::teardown());
+    done
+}
+
+/// Appends pids to the lab's pid file, so `netrollout-lab down` can end them after a crash.
+pub fn record_pids(state_dir: &Path, pids: &[u32]) -> Result<()> {
+    let file = state_dir.join("pids");
+    let mut text = std::fs::read_to_string(&file).unwrap_or_default();
+    for pid in pids {
+        text.push_str(&format!("{pid}\n"));
+    }
+    std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))
 }
 
 /// Kills the processes listed in a lab's pid file; returns how many it signalled.
