@@ -380,7 +380,13 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
                 })
                 .collect();
             let t0 = traffic::now_ms();
-            let next = rollout(&mut m, lab, &objects, &format!("MTU 1400 on {changed}")).await?;
+            m.say(&format!("applying MTU 1400 on {changed}"));
+            lab.apply(&objects).await?;
+            let next = new_revision(&mut m, lab, &target).await?;
+            m.until(lab, "the MTU change to succeed", SETTLE, |o| {
+                o.phase_of(&next) == Some(RevisionPhase::Succeeded)
+            })
+            .await?;
             let t1 = traffic::now_ms();
             all_provisioned(&mut summary, &m, lab, &next);
             traffic_report(&mut summary, &m, lab, (t0, t1), &[changed.as_str()], &[]).await;
