@@ -65,9 +65,9 @@ pub const NAMESPACE: &str = netrollout_api::DEFAULT_NAMESPACE;
 pub const LEASE: &str = "netrollout-configurator";
 
 impl Lab {
-    /// Builds the fabric, starts the API server, applies the CRDs and starts nodes and
-    /// configurators.
-    pub async fn start(opts: Options) -> Result<Self> {
+    /// Checks what a lab needs before it changes anything: the binaries, root (or the
+    /// capabilities), and FRR. Each failure says what is missing and how to get it.
+    pub fn preflight(opts: &Options) -> Result<()> {
         for bin in ["netrollout-agent", "netrollout-configurator"] {
             if !opts.bin_dir.join(bin).exists() {
                 bail!(
@@ -77,7 +77,13 @@ impl Lab {
             }
         }
         fabric::check_privileges()?;
-        crate::frr::check_installed()?;
+        crate::frr::check_installed()
+    }
+
+    /// Builds the fabric, starts the API server, applies the CRDs and starts nodes and
+    /// configurators.
+    pub async fn start(opts: Options) -> Result<Self> {
+        Self::preflight(&opts)?;
         let mut leftovers = crate::frr::teardown();
         leftovers.extend(fabric::teardown());
         if !leftovers.is_empty() {

@@ -24,18 +24,23 @@ pub const ASN: u32 = 65000;
 pub const RR_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
 /// The route reflector's namespace (and pathspace).
 pub const RR_NETNS: &str = "nrlab-rr";
-const ZEBRA: &str = "/usr/lib/frr/zebra";
-const BGPD: &str = "/usr/lib/frr/bgpd";
+/// Where FRR's daemons are (Debian's `frr`); the environment variable
+/// `NETROLLOUT_LAB_FRR_DIR` names another directory.
+fn daemon(name: &str) -> PathBuf {
+    let dir = std::env::var_os("NETROLLOUT_LAB_FRR_DIR").unwrap_or_else(|| "/usr/lib/frr".into());
+    Path::new(&dir).join(name)
+}
 const ETC: &str = "/etc/frr";
 const RUN: &str = "/var/run/frr";
 
 /// Checks that Debian's `frr` package is installed (daemons and the `frr` user).
 pub fn check_installed() -> Result<()> {
-    for bin in [ZEBRA, BGPD, "/usr/bin/vtysh"] {
-        if !Path::new(bin).exists() {
+    for bin in [daemon("zebra"), daemon("bgpd"), "/usr/bin/vtysh".into()] {
+        if !bin.exists() {
             bail!(
-                "the lab runs FRR on every node but {bin} is missing: install Debian's frr \
-                 package (apt-get install frr frr-pythontools; hack/install-deps.sh does it)"
+                "the lab runs FRR on every node but {} is missing: install Debian's frr \
+                 package (apt-get install frr frr-pythontools; hack/install-deps.sh does it)",
+                bin.display()
             );
         }
     }
@@ -101,11 +106,16 @@ pub fn start(netns: &str, pathspace: &str, config: &str) -> Result<Vec<u32>> {
     )?;
     let base = base.to_string_lossy().into_owned();
     let mut pids = Vec::new();
-    for (daemon, pidfile) in [(ZEBRA, "zebra.pid"), (BGPD, "bgpd.pid")] {
-        run_ok(Command::new("ip").args([
-            "netns", "exec", netns, daemon, "-d", "-N", pathspace, "-f", &base,
-        ]))
-        .with_context(|| format!("starting {daemon} in {netns}"))?;
+    for name in ["zebra", "bgpd"] {
+        let bin = daemon(name);
+        run_ok(
+            Command::new("ip")
+                .args(["netns", "exec", netns])
+                .arg(&bin)
+                .args(["-d", "-N", pathspace, "-f", &base]),
+        )
+        .with_context(|| format!("starting {} in {netns}", bin.display()))?;
+        let pidfile = format!("{name}.pid");
         pids.push(wait_pid(&run.join(pidfile))?);
     }
     Ok(pids)

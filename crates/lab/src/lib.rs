@@ -6,6 +6,7 @@
 //! Layout:
 //! - [`fabric`]: the host bridge and one namespace per node (iproute2).
 //! - [`frr`]: zebra + bgpd per node and a route reflector (EVPN).
+//! - [`bench`]: the lab benchmark (a one-network change under tenant traffic).
 //! - [`cluster`]: [`cluster::Lab`]: API server, Node objects, agents and configurators.
 //! - [`inputs`]: the samples and the scenarios' configs.
 //! - [`progress`]: observing revisions and node configs; tables.
@@ -16,6 +17,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bench;
 pub mod cluster;
 pub mod fabric;
 pub mod frr;

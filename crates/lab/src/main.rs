@@ -58,6 +58,12 @@ enum Cmd {
         #[command(flatten)]
         settings: Settings,
     },
+    /// Benchmark: roll out a one-network change with tenant traffic flowing; print
+    /// hack/bench.sh rows (wall time against the ideal, probes lost per node).
+    Bench {
+        #[command(flatten)]
+        settings: Settings,
+    },
     /// (internal) The tenant ping stream the lab runs inside a workload namespace.
     #[command(hide = true)]
     Pinger {
@@ -171,6 +177,19 @@ async fn run() -> Result<()> {
             let mut stop = Stop::install()?;
             up(settings.options(cli.state_dir)?, &mut stop).await
         }
+        Cmd::Bench { settings } => {
+            let mut stop = Stop::install()?;
+            let mut lab = start(settings.options(cli.state_dir)?, &mut stop).await?;
+            let result = tokio::select! {
+                r = netrollout_lab::bench::run(&mut lab) => r,
+                () = stop.wait() => Err(anyhow::anyhow!("interrupted")),
+            };
+            lab.shutdown().await?;
+            for row in result? {
+                out!("{}", row.join("\t"));
+            }
+            Ok(())
+        }
         Cmd::Down => {
             out!("{}", cluster::cleanup(&cli.state_dir).join(", "));
             Ok(())
@@ -195,6 +214,7 @@ async fn run() -> Result<()> {
 
 /// Starts a lab; on failure (or a signal meanwhile) removes what was started.
 async fn start(opts: Options, stop: &mut Stop) -> Result<Lab> {
+    Lab::preflight(&opts)?;
     let state_dir = opts.state_dir.clone();
     let started = tokio::select! {
         lab = Lab::start(opts) => lab,

@@ -73,13 +73,12 @@ pub fn run(targets: &[Target], rate: u32, timeout: Duration) -> Result<()> {
                 next = now + period;
             }
         }
-        if let Ok(n) = (&socket).read(&mut buf) {
-            if let Some(reply_seq) = parse_reply(&buf[..n], id)
-                && let Some((i, _, sent)) = pending.remove(&reply_seq)
-                && writeln!(stdout, "{} {sent} 1", targets[i].pair).is_err()
-            {
-                return Ok(());
-            }
+        if let Ok(n) = (&socket).read(&mut buf)
+            && let Some(reply_seq) = parse_reply(&buf[..n], id)
+            && let Some((i, _, sent)) = pending.remove(&reply_seq)
+            && writeln!(stdout, "{} {sent} 1", targets[i].pair).is_err()
+        {
+            return Ok(());
         }
         let expired: Vec<u16> = pending
             .iter()

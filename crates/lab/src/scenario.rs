@@ -598,6 +598,9 @@ fn halted_and_restored(
 /// routes travel through the route reflector).
 const CONVERGE: Duration = Duration::from_secs(30);
 
+/// How long the traffic report watches after a rollout ends.
+const AFTER: Duration = Duration::from_secs(3);
+
 /// Attaches workloads, starts the ping streams and checks full reachability.
 async fn start_traffic(
     summary: &mut Summary,
@@ -664,6 +667,8 @@ async fn traffic_report(
     first_wave: &[&str],
 ) {
     let (t0, t1) = window;
+    // Some probes after the rollout, then until every pair answers again.
+    tokio::time::sleep(AFTER).await;
     let missing = lab.traffic.wait_reachable(CONVERGE).await;
     let end = traffic::now_ms().saturating_sub(traffic::PROBE_TIMEOUT.as_millis() as u64);
     let t = &lab.traffic;
@@ -742,7 +747,7 @@ async fn traffic_report(
 }
 
 /// Applies inputs and waits for the resulting revision to succeed; returns its name.
-async fn rollout(
+pub(crate) async fn rollout(
     m: &mut Monitor,
     lab: &Lab,
     objects: &[kube::api::DynamicObject],
@@ -756,7 +761,7 @@ async fn rollout(
 }
 
 /// Waits until a revision other than `previous` is the newest; returns its name.
-async fn new_revision(m: &mut Monitor, lab: &Lab, previous: &str) -> Result<String> {
+pub(crate) async fn new_revision(m: &mut Monitor, lab: &Lab, previous: &str) -> Result<String> {
     m.until(lab, "a new revision", SETTLE, |o| {
         o.newest()
             .is_some_and(|r| r.metadata.name.as_deref() != Some(previous))
