@@ -207,6 +207,8 @@ struct Record {
 pub struct Traffic {
     record: Arc<Mutex<Record>>,
     pingers: Vec<Child>,
+    /// The pairs of the running ping streams.
+    current: Vec<Pair>,
     /// The networks carried.
     pub networks: Vec<Network>,
 }
@@ -229,6 +231,7 @@ impl Traffic {
         state_dir: &Path,
     ) -> Result<()> {
         self.stop().await;
+        self.current.clear();
         self.networks = networks.to_vec();
         let exe = std::env::current_exe().context("locating netrollout-lab")?;
         for net in networks {
@@ -248,6 +251,7 @@ impl Traffic {
                     from: node.clone(),
                     to: to.clone(),
                 };
+                self.current.push(pair.clone());
                 let pair_id = {
                     let mut r = self.record.lock().unwrap_or_else(PoisonError::into_inner);
                     match r.pairs.iter().position(|p| *p == pair) {
@@ -314,6 +318,11 @@ impl Traffic {
         }
     }
 
+    /// How many ping streams run.
+    pub fn running(&self) -> usize {
+        self.current.len()
+    }
+
     /// Pairs seen so far.
     pub fn pairs(&self) -> Vec<Pair> {
         self.record
@@ -346,47 +355,28 @@ impl Traffic {
         })
     }
 
-    /// Whether every pair got replies to all its probes in the last `window` (full
-    /// reachability); the pairs without are listed.
+    /// The pairs of the running streams that did not get replies to all their probes in the
+    /// last `window` (a pair that sent nothing counts as unreachable).
     pub fn unreachable(&self, window: Duration) -> Vec<Pair> {
         let to = now_ms().saturating_sub(PROBE_TIMEOUT.as_millis() as u64);
         let from = to.saturating_sub(window.as_millis() as u64);
-        let running: Vec<Pair> = self.running_pairs();
-        running
-            .into_iter()
+        self.current
+            .iter()
             .filter(|pair| {
-                let l = self.loss(from, to, |p| p == pair);
+                let l = self.loss(from, to, |p| p == *pair);
                 l.sent == 0 || l.lost > 0
             })
+            .cloned()
             .collect()
     }
 
-    fn running_pairs(&self) -> Vec<Pair> {
-        let r = self.record.lock().unwrap_or_else(PoisonError::into_inner);
-        let recent = now_ms().saturating_sub(3_000);
-        let mut ids: Vec<usize> = r
-            .probes
-            .iter()
-            .rev()
-            .take_while(|p| p.at >= recent)
-            .map(|p| p.pair)
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        ids.into_iter()
-            .filter_map(|i| r.pairs.get(i).cloned())
-            .collect()
-    }
-
-    /// Waits until every pair has full reachability over 2 s, or `timeout`; returns the pairs
-    /// still without.
+    /// Waits until every running pair has full reachability over 2 s, or `timeout`; returns
+    /// the pairs still without (all of them when no stream runs).
     pub async fn wait_reachable(&self, timeout: Duration) -> Vec<Pair> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let missing = self.unreachable(Duration::from_secs(2));
-            if (missing.is_empty() && !self.running_pairs().is_empty())
-                || tokio::time::Instant::now() > deadline
-            {
+            if missing.is_empty() || tokio::time::Instant::now() > deadline {
                 return missing;
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
