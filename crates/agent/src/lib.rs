@@ -14,6 +14,8 @@
 //! - [`convert`]: rendered `NodeConfig` → the dataplane's desired kernel objects.
 //! - [`store`]: the checksummed state files (last-known-good, journal, failures).
 //! - [`probe`] (with `icmp`): connectivity and link checks.
+//! - [`healthcheck`]: the health-check file (interfaces, TCP/ICMP reachability in a VRF).
+//! - [`taints`]: removing the startup taints once the network works.
 //! - [`status`]: the `NodeNetworkConfig` status and the Node's `NetworkConfigReady` condition.
 //! - [`metrics`]: Prometheus metrics, `/healthz`, `/readyz`.
 //! - [`error`]: the [`Error`] type.
@@ -23,11 +25,13 @@ pub mod agent;
 pub mod cli;
 pub mod convert;
 pub mod error;
+pub mod healthcheck;
 mod icmp;
 pub mod metrics;
 pub mod probe;
 pub mod run;
 pub mod status;
 pub mod store;
+pub mod taints;
 
 pub use error::{Error, Result};

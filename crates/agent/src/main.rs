@@ -11,6 +11,7 @@ use netrollout_agent::metrics::{self, Metrics};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let agent_config = args.config_with_healthcheck()?;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let logs = tracing_subscriber::fmt().with_env_filter(filter);
@@ -61,7 +62,7 @@ async fn main() -> anyhow::Result<()> {
         let _ = stop_tx.send(true);
         anyhow::Ok(())
     });
-    let result = netrollout_agent::run::run(args.config(), client, metrics, stopped(stop_rx)).await;
+    let result = netrollout_agent::run::run(agent_config, client, metrics, stopped(stop_rx)).await;
     signals.abort();
     server.abort();
     if let Some(health) = health {

@@ -188,6 +188,7 @@ impl Lab {
                 "kubernetes.io/hostname": name,
                 netrollout_api::ZONE_LABEL: zone,
             }},
+            "spec": {"taints": [{"key": STARTUP_TAINT, "effect": "NoSchedule"}]},
         }))?;
         nodes
             .create(&PostParams::default(), &node)
@@ -220,21 +221,14 @@ impl Lab {
             .arg(&state)
             .args(["--vtep-ip", &fabric::node_ip(index).to_string()])
             .args(crate::agent_probe_args(&api, &flag(self.opts.probe_hold)));
-        // The tenant probe: from the node's own port on the lab's tenant network, every other
-        // node's workload must answer (checks that fail before a change are not enforced, so
-        // the first rollout, before workloads exist, is not held up).
-        let tenant = crate::traffic::networks(&[crate::inputs::tenant(crate::inputs::TENANT_VNI)?]);
-        let targets: Vec<String> = tenant
-            .iter()
-            .flat_map(|net| {
-                (1..=self.opts.nodes.max(index))
-                    .filter(move |j| *j != index)
-                    .map(move |j| net.addr(j).to_string())
-            })
-            .collect();
-        if !targets.is_empty() {
-            cmd.args(["--probe-icmp", &targets.join(",")]);
-        }
+        // The tenant probe, a health-check file: from the node's own port on the lab's tenant
+        // network, every other node's workload must answer (checks that fail before a change
+        // are not enforced, so the first rollout, before workloads exist, is not held up).
+        // Once Provisioned with the checks passing, the agent removes the startup taint.
+        let file = state.join("healthcheck.yaml");
+        std::fs::write(&file, healthcheck(index, self.opts.nodes.max(index))?)
+            .with_context(|| format!("writing {}", file.display()))?;
+        cmd.arg("--healthcheck-config").arg(&file);
         self.spawn(cmd, node)
     }
 
@@ -300,6 +294,24 @@ impl Lab {
             .collect();
         let state_dir = self.opts.state_dir.clone();
         self.traffic.start(&networks, &nodes, &state_dir).await
+    }
+
+    /// Nodes that still carry [`STARTUP_TAINT`].
+    pub async fn tainted(&self) -> Result<Vec<String>> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        Ok(nodes
+            .list(&Default::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|n| {
+                n.spec
+                    .as_ref()
+                    .and_then(|s| s.taints.as_ref())
+                    .is_some_and(|t| t.iter().any(|t| t.key == STARTUP_TAINT))
+            })
+            .filter_map(|n| n.metadata.name)
+            .collect())
     }
 
     /// Names of the running nodes.
@@ -388,6 +400,23 @@ pub fn cleanup(state_dir: &Path) -> Vec<String> {
     done.extend(crate::frr::teardown());
     done.extend(fabric::teardown());
     done
+}
+
+/// The taint every lab Node starts with; its agent removes it once the node's network works.
+pub const STARTUP_TAINT: &str = "node.netrollout.io/network-unavailable";
+
+/// Node `index`'s health-check file: its links up, and ICMP from its port on the tenant network
+/// to the workloads of nodes `1..=nodes` but itself; the startup taint to remove.
+pub fn healthcheck(index: usize, nodes: usize) -> Result<String> {
+    let tenant = crate::traffic::networks(&[crate::inputs::tenant(crate::inputs::TENANT_VNI)?]);
+    let mut text = String::from("interfaces: [eth0, \"l2.*\"]\nreachability:\n");
+    for net in &tenant {
+        for j in (1..=nodes).filter(|j| *j != index) {
+            text.push_str(&format!("  - host: {}\n    protocol: icmp\n", net.addr(j)));
+        }
+    }
+    text.push_str(&format!("taints: [{STARTUP_TAINT}]\n"));
+    Ok(text)
 }
 
 /// Appends pids to the lab's pid file, so `netrollout-lab down` can end them after a crash.

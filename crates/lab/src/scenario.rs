@@ -363,6 +363,13 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
             let target = rollout(&mut m, lab, &samples, "the samples").await?;
             all_provisioned(&mut summary, &m, lab, &target);
             start_traffic(&mut summary, &m, lab, &samples).await?;
+            untainted(
+                &mut summary,
+                &m,
+                lab,
+                "startup taints removed once each node's checks passed",
+            )
+            .await?;
             // A change to one network: the first one of the traffic's networks.
             let changed = lab
                 .traffic
@@ -497,6 +504,13 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
         Scenario::TenantBreak => {
             let good = rollout(&mut m, lab, &samples, "the samples (known-good)").await?;
             start_traffic(&mut summary, &m, lab, &samples).await?;
+            untainted(
+                &mut summary,
+                &m,
+                lab,
+                "startup taints removed before the break",
+            )
+            .await?;
             let wrong = inputs::TENANT_VNI + 1;
             m.say(&format!(
                 "applying a wrong VNI ({wrong}) on {}: its nodes no longer reach the others' workloads",
@@ -597,6 +611,26 @@ fn halted_and_restored(
 /// How long tenant traffic may take to flow after workloads attach or a node restores (EVPN
 /// routes travel through the route reflector).
 const CONVERGE: Duration = Duration::from_secs(30);
+
+/// Waits (up to 20 s) until no Node carries the startup taint; checks that.
+async fn untainted(summary: &mut Summary, m: &Monitor, lab: &Lab, what: &str) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut tainted = lab.tainted().await?;
+    while !tainted.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        tainted = lab.tainted().await?;
+    }
+    m.say(&format!("nodes still tainted: {tainted:?}"));
+    summary.check(
+        what,
+        tainted.is_empty(),
+        format!(
+            "{} by the agents (health-check file passing); still tainted: {tainted:?}",
+            crate::cluster::STARTUP_TAINT
+        ),
+    );
+    Ok(())
+}
 
 /// How long the traffic report watches after a rollout ends.
 const AFTER: Duration = Duration::from_secs(3);
