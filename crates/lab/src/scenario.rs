@@ -557,6 +557,12 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
                 &first_wave,
             )
             .await;
+            let tainted = lab.tainted().await?;
+            summary.check(
+                "a later failure does not taint the nodes again",
+                tainted.is_empty(),
+                format!("tainted: {tainted:?}"),
+            );
         }
     }
     let (peak, at) = m.peak_in_flight();
@@ -620,7 +626,15 @@ async fn untainted(summary: &mut Summary, m: &Monitor, lab: &Lab, what: &str) ->
         tokio::time::sleep(Duration::from_millis(500)).await;
         tainted = lab.tainted().await?;
     }
-    m.say(&format!("nodes still tainted: {tainted:?}"));
+    m.say(&format!(
+        "startup taint {}: {}",
+        crate::cluster::STARTUP_TAINT,
+        if tainted.is_empty() {
+            "removed from every node by its agent".to_string()
+        } else {
+            format!("still on {}", tainted.join(", "))
+        }
+    ));
     summary.check(
         what,
         tainted.is_empty(),
