@@ -29,7 +29,9 @@ leftovers() {
   local fail=0
   ip netns list | grep nrlab- && { echo "FAIL: namespaces left" >&2; fail=1; }
   ip -br link | grep -E '^(nrlab|nrlv)' && { echo "FAIL: links left" >&2; fail=1; }
-  pgrep -af "netrollout-(agent|configurator)|netrollout-lab pinger" && { echo "FAIL: processes left" >&2; fail=1; }
+  # The lab's own processes (their command lines), not builds of these packages running nearby.
+  pgrep -af -- "netrollout-agent --node-name lab-node|netrollout-configurator --update-limit|netrollout-lab pinger" \
+    && { echo "FAIL: processes left" >&2; fail=1; }
   pgrep -af "(zebra|bgpd) .*-N nrlab-" && { echo "FAIL: FRR daemons left" >&2; fail=1; }
   ls -d /etc/frr/nrlab-* /var/run/frr/nrlab-* 2>/dev/null && { echo "FAIL: FRR directories left" >&2; fail=1; }
   return "$fail"
@@ -55,7 +57,7 @@ kubectl get ncr -o jsonpath='{.items[0].status.phase}' | grep -qx Succeeded \
 
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true
-leftover_procs=$(pgrep -f "netrollout-(agent|configurator)" | wc -l)
+leftover_procs=$(pgrep -f -- "netrollout-agent --node-name lab-node|netrollout-configurator --update-limit" | wc -l)
 echo "after SIGKILL: $(ip netns list | grep -c nrlab- || true) namespaces, $leftover_procs agent/configurator processes"
 $lab --state-dir "$state" down
 sleep 0.5
