@@ -381,6 +381,27 @@ mod tests {
         assert_eq!(out[2].error.as_deref(), Some("no interface matches"));
     }
 
+    /// Needs CAP_NET_RAW (root, as CI runs); fails loudly without.
+    #[tokio::test]
+    async fn icmp_checks_bind_to_the_named_device() {
+        let check = |vrf: &str| Reachability {
+            host: "127.0.0.1".into(),
+            port: 0,
+            protocol: Protocol::Icmp,
+            vrf: Some(vrf.into()),
+        };
+        let o = check("lo").probe(Duration::from_secs(1)).await;
+        assert!(o.passed(), "{o:?}");
+        assert_eq!(o.name, "icmp 127.0.0.1 via lo");
+        let o = check("nr-no-such-dev").probe(Duration::from_secs(1)).await;
+        assert!(
+            o.error
+                .as_deref()
+                .is_some_and(|e| e.contains("binding to nr-no-such-dev")),
+            "{o:?}"
+        );
+    }
+
     #[tokio::test]
     async fn tcp_checks_connect() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
