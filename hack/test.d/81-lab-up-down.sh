@@ -65,9 +65,11 @@ leftovers || exit 1
 echo "after down: nothing left"
 
 # Ctrl-C on `up 2>&1 | tee up.log`: the pipeline runs in a process group of its own; SIGINT goes
-# to all of it, as the terminal's Ctrl-C does.
+# to all of it, as the terminal's Ctrl-C does. A script's background jobs ignore SIGINT, so
+# `env --default-signal=INT` restores it: tee dies at once, as in a terminal, and the lab's
+# stdout and stderr become a broken pipe.
 rm -f "$state/tee.log"
-setsid bash -c "exec $lab --state-dir '$state' up --nodes 3 2>&1 | tee '$state/tee.log' >/dev/null" &
+setsid env --default-signal=INT bash -c "$lab --state-dir '$state' up --nodes 3 2>&1 | tee '$state/tee.log' >/dev/null" &
 group=$!
 for _ in $(seq 1 120); do
   grep -q "rollout succeeded" "$state/tee.log" 2>/dev/null && break
@@ -81,5 +83,7 @@ for _ in $(seq 1 30); do
 done
 pgrep -af "netrollout-lab --state-dir $state up" && { echo "FAIL: the lab did not exit after Ctrl-C" >&2; exit 1; }
 leftovers || { echo "FAIL: Ctrl-C on up | tee left the above behind" >&2; exit 1; }
+# tee died with the Ctrl-C, before the lab said it tears down: the lab wrote into a broken pipe.
+grep -q "tearing the lab down" "$state/tee.log" && echo "note: tee outlived the lab's last line this time"
 echo "Ctrl-C on up | tee: nothing left"
 echo "lab up/down: PASSED"

@@ -27,6 +27,9 @@ use crate::fabric::{self, ip};
 
 /// Probes a second per pair.
 pub const RATE: u32 = 10;
+/// Probes kept at most; the oldest half goes when a long `up` session reaches it (24 MB, about
+/// 14 hours of a 4-node lab with two networks).
+const MAX_PROBES: usize = 1_000_000;
 /// A probe without a reply after this long is lost.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -294,15 +297,15 @@ impl Traffic {
                         ) else {
                             continue;
                         };
-                        record
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .probes
-                            .push(Probe {
-                                pair,
-                                at,
-                                ok: ok == "1",
-                            });
+                        let mut r = record.lock().unwrap_or_else(PoisonError::into_inner);
+                        if r.probes.len() >= MAX_PROBES {
+                            r.probes.drain(..MAX_PROBES / 2);
+                        }
+                        r.probes.push(Probe {
+                            pair,
+                            at,
+                            ok: ok == "1",
+                        });
                     }
                 });
                 self.pingers.push(child);
