@@ -171,6 +171,22 @@ pub fn vtysh(netns: &str, pathspace: &str, command: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Whether the node's bgpd has an Established session with the route reflector, read from
+/// `show bgp l2vpn evpn summary json`; the error says what it saw instead.
+pub fn evpn_established(netns: &str) -> Result<()> {
+    let out = vtysh(netns, netns, "show bgp l2vpn evpn summary json")?;
+    let json: serde_json::Value = serde_json::from_str(&out)
+        .with_context(|| format!("vtysh in {netns} printed no JSON: {out}"))?;
+    let state = json["peers"][RR_IP.to_string()]["state"]
+        .as_str()
+        .unwrap_or("no session")
+        .to_string();
+    if state != "Established" {
+        bail!("{netns}: EVPN session with {RR_IP} is {state}");
+    }
+    Ok(())
+}
+
 /// Ends every FRR daemon of a lab pathspace (by the pids in its pid files) and removes the
 /// pathspaces' directories; returns what it did.
 pub fn teardown() -> Vec<String> {

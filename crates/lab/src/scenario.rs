@@ -370,6 +370,24 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
                 "startup taints removed once each node's checks passed",
             )
             .await?;
+            let sessions: Vec<String> = lab
+                .node_names()
+                .iter()
+                .filter_map(|n| crate::frr::evpn_established(&crate::fabric::netns(n)).err())
+                .map(|e| format!("{e:#}"))
+                .collect();
+            summary.check(
+                "every node's FRR has an Established EVPN session with the route reflector",
+                sessions.is_empty(),
+                if sessions.is_empty() {
+                    format!(
+                        "{} node(s), show bgp l2vpn evpn summary",
+                        lab.node_names().len()
+                    )
+                } else {
+                    sessions.join("; ")
+                },
+            );
             // A change to one network: the first one of the traffic's networks.
             let changed = lab
                 .traffic
