@@ -6,7 +6,7 @@
 #
 #   hack/vm/run.sh TEST-BINARY [ARGS...]
 #
-# Recipe: /work/shared/design/LAB.md, "Real-kernel VM". The kernel is cached in .vm-cache/.
+# docs/dataplane.md ("Tests") describes the VM tier. The kernel is cached in .vm-cache/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cache="$root/.vm-cache"

@@ -4,21 +4,13 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+pub use netrollout_support::{LogFormat, parse_duration};
 
 use crate::agent::Settings;
 use crate::convert::Vtep;
 use crate::probe::ProbeConfig;
 use crate::run::Config;
-
-/// Log line format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
 
 /// The netrollout node agent: applies this node's NodeNetworkConfig via netlink, probes,
 /// commits or restores the last-known-good config, and reports the outcome.
@@ -133,40 +125,38 @@ impl Args {
     }
 }
 
-/// Parses `1.5s`, `200ms`, `2m` or plain seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => s.split_at(i),
-        None => (s, "s"),
-    };
-    let n: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?} is no duration (e.g. 2s, 500ms, 1m)"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        _ => return Err(format!("{s:?}: unit must be ms, s or m")),
-    };
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("{s:?} is no duration"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn durations_parse_with_units_and_reject_garbage() {
-        assert_eq!(parse_duration("200ms"), Ok(Duration::from_millis(200)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("5h").is_err());
+    fn duration_flags_take_the_shared_grammar() {
+        let base = [
+            "netrollout-agent",
+            "--node-name",
+            "n1",
+            "--vtep-ip",
+            "192.0.2.1",
+        ];
+        let with = |flag: &str, value: &str| {
+            Args::try_parse_from(base.iter().copied().chain([flag, value]))
+        };
+        let args = with("--probe-timeout", "1m30s").unwrap();
+        assert_eq!(
+            args.config().settings.probe_timeout,
+            Duration::from_secs(90)
+        );
+        let args = with("--probe-interval", "1.5s").unwrap();
+        assert_eq!(
+            args.config().settings.probe_interval,
+            Duration::from_millis(1500)
+        );
+        let err = with("--probe-timeout", "3").unwrap_err().to_string();
+        assert!(
+            err.contains("unit is missing") && err.contains("e.g. 90s"),
+            "{err}"
+        );
+        assert!(with("--probe-hold", "soon").is_err());
     }
 
     #[test]

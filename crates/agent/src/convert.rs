@@ -15,7 +15,9 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 use netrollout_api::{Layer2Config, NodeConfig, VrfConfig};
-use netrollout_dataplane::{Address, Desired, Link, LinkKind, Mac, Rule, VXLAN_PORT, Vxlan};
+use netrollout_dataplane::{
+    Address, Desired, Link, LinkKind, Mac, Managed, Rule, VXLAN_PORT, Vxlan,
+};
 
 /// Priority (`ip rule pref`) of the source-based routing rules of VRFs.
 pub const SBR_RULE_PRIORITY: u32 = 2000;
@@ -61,6 +63,12 @@ pub enum ConvertError {
 }
 
 /// Converts a rendered node config into the kernel objects the dataplane makes the kernel hold.
+/// The link name prefixes the agent owns on its node, as the API's naming rules define them;
+/// handed to the dataplane, which leaves every other link alone.
+pub fn managed() -> Result<Managed, netrollout_dataplane::Error> {
+    Managed::new(netrollout_api::MANAGED_PREFIXES)
+}
+
 pub fn to_desired(config: &NodeConfig, vtep: &Vtep) -> Result<Desired, ConvertError> {
     let mut desired = Desired::default();
     for vrf in &config.vrfs {

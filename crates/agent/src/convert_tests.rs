@@ -52,7 +52,7 @@ fn a_layer2_becomes_a_bridge_with_its_vxlan_port_and_gateway_address() {
         ..Default::default()
     };
     let d = to_desired(&config, &vtep()).unwrap();
-    d.validate().unwrap();
+    d.validate(&managed().unwrap()).unwrap();
     let bridge = &d.links["l2.100"];
     assert_eq!(bridge.kind, LinkKind::Bridge);
     assert_eq!(bridge.mtu, Some(1500));
@@ -87,7 +87,7 @@ fn a_vrf_with_a_vni_becomes_a_vrf_device_bridge_vxlan_veth_pair_loopback_and_rul
         }],
     };
     let d = to_desired(&config, &vtep()).unwrap();
-    d.validate().unwrap();
+    d.validate(&managed().unwrap()).unwrap();
     assert_eq!(d.links["vr.cluster"].kind, LinkKind::Vrf { table: 51 });
     assert_eq!(d.links["br.cluster"].master.as_deref(), Some("vr.cluster"));
     assert_eq!(d.links["vx.cluster"].master.as_deref(), Some("br.cluster"));
@@ -156,4 +156,15 @@ fn a_layer2_naming_a_missing_vrf_or_a_bad_gateway_is_rejected() {
 fn an_empty_config_means_no_managed_objects() {
     let d = to_desired(&NodeConfig::default(), &Vtep::default()).unwrap();
     assert!(d.links.is_empty() && d.addresses.is_empty() && d.rules.is_empty());
+}
+
+#[test]
+fn the_agent_hands_the_dataplane_the_contracts_prefixes_and_limit() {
+    let m = managed().unwrap();
+    assert_eq!(m.prefixes(), netrollout_api::MANAGED_PREFIXES);
+    assert!(m.owns("vr.cluster") && m.owns("l2.100") && !m.owns("eth0"));
+    assert_eq!(
+        netrollout_dataplane::MAX_NAME_LEN,
+        netrollout_api::MAX_IFNAME
+    );
 }

@@ -180,7 +180,10 @@ impl HealthCheck {
             });
         }
         let timeout = match &file.timeout {
-            Some(t) => Some(crate::cli::parse_duration(t).map_err(|e| field("timeout".into(), e))?),
+            Some(t) => Some(
+                netrollout_support::parse_duration(t)
+                    .map_err(|e| field("timeout".into(), e.to_string()))?,
+            ),
             None => None,
         };
         let _ = file.retries;

@@ -5,62 +5,52 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use netrollout_agent::cli::{Args, LogFormat};
+use netrollout_agent::cli::Args;
 use netrollout_agent::metrics::{self, Metrics};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let agent_config = args.config_with_healthcheck()?;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt().with_env_filter(filter);
-    match args.log_format {
-        LogFormat::Json => logs.json().flatten_event(true).init(),
-        LogFormat::Text => logs.init(),
-    }
-    let mut config = match &args.kubeconfig {
-        Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                .await
-                .with_context(|| format!("kubeconfig {}", path.display()))?
-        }
-        None => kube::Config::infer()
-            .await
-            .context("no in-cluster config or $KUBECONFIG; pass --kubeconfig")?,
-    };
+    netrollout_support::init_logging(args.log_format, "info");
+    let mut config = netrollout_support::kube_config(args.kubeconfig.as_deref(), None).await?;
     // The agent retries its own writes (newest status first) and its probe must see the API
     // server as it is: no hidden retries inside the client.
     config.default_retry = false;
-    let client = kube::Client::try_from(config)?;
+    let client = netrollout_support::client(config)?;
     let metrics = Arc::new(Metrics::default());
+    // Both listeners are bound before any work starts: an address in use stops the agent with
+    // an error naming it.
+    let metrics_listener = netrollout_support::bind("metrics", args.metrics_addr).await?;
+    let health_listener = match args.health_addr {
+        Some(addr) => Some(netrollout_support::bind("health", addr).await?),
+        None => None,
+    };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
     let server = spawn_server(
-        "metrics and health",
-        args.metrics_addr,
-        metrics::serve(args.metrics_addr, metrics.clone(), stopped(stop_rx.clone())),
+        "metrics",
+        netrollout_support::serve(
+            metrics_listener,
+            metrics::metrics_app(metrics.clone()),
+            stopped(stop_rx.clone()),
+        ),
     );
-    let health = args.health_addr.map(|addr| {
+    let health = health_listener.map(|listener| {
         spawn_server(
             "health",
-            addr,
-            metrics::serve_health(addr, metrics.clone(), stopped(stop_rx.clone())),
+            netrollout_support::serve(
+                listener,
+                metrics::health_app(metrics.clone()),
+                stopped(stop_rx.clone()),
+            ),
         )
     });
     let signals = tokio::spawn(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-        tracing::info!("signal received; stopping");
+        netrollout_support::shutdown().await;
         let _ = stop_tx.send(true);
-        anyhow::Ok(())
     });
     let result = netrollout_agent::run::run(agent_config, client, metrics, stopped(stop_rx)).await;
     signals.abort();
@@ -71,15 +61,15 @@ async fn main() -> anyhow::Result<()> {
     result.context("netrollout-agent")
 }
 
-/// Runs an HTTP server in the background; an error (such as an address in use) is logged.
+/// Serves in the background. The address is bound already; a listener that breaks later is
+/// logged (the agent's work goes on: the node's dataplane matters more than its metrics).
 fn spawn_server(
     what: &'static str,
-    addr: std::net::SocketAddr,
     serve: impl std::future::Future<Output = std::io::Result<()>> + Send + 'static,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         if let Err(e) = serve.await {
-            tracing::error!(error = %e, %addr, "the {what} server stopped");
+            tracing::error!(error = %e, "the {what} server stopped");
         }
     })
 }

@@ -9,7 +9,6 @@
 //! `/healthz` answers 200 while the process serves; `/readyz` answers 200 once the agent has
 //! recovered its state and started watching, 503 before.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -130,29 +129,15 @@ impl Metrics {
     }
 }
 
-/// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until `shutdown` resolves.
-///
-/// # Errors
-/// When `addr` cannot be bound.
-pub async fn serve(
-    addr: SocketAddr,
-    metrics: Arc<Metrics>,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let app = health(Router::new().route("/metrics", get(render)));
-    listen(addr, app.with_state(metrics), shutdown).await
+/// `/metrics`, `/healthz` and `/readyz` (served on `--metrics-addr` with
+/// [`netrollout_support::serve`]).
+pub fn metrics_app(metrics: Arc<Metrics>) -> Router {
+    health(Router::new().route("/metrics", get(render))).with_state(metrics)
 }
 
-/// Serves only `/healthz` and `/readyz` on `addr` (the agent's `--health-addr`).
-///
-/// # Errors
-/// When `addr` cannot be bound.
-pub async fn serve_health(
-    addr: SocketAddr,
-    metrics: Arc<Metrics>,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    listen(addr, health(Router::new()).with_state(metrics), shutdown).await
+/// Only `/healthz` and `/readyz` (the agent's `--health-addr`).
+pub fn health_app(metrics: Arc<Metrics>) -> Router {
+    health(Router::new()).with_state(metrics)
 }
 
 /// Adds `/healthz` (the process runs) and `/readyz` (its state is recovered).
@@ -160,17 +145,6 @@ fn health(routes: Router<Arc<Metrics>>) -> Router<Arc<Metrics>> {
     routes
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
-}
-
-async fn listen(
-    addr: SocketAddr,
-    app: Router,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
 }
 
 async fn render(State(m): State<Arc<Metrics>>) -> String {

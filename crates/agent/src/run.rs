@@ -47,7 +47,9 @@ pub async fn run(
 ) -> Result<()> {
     let node = cfg.settings.node.clone();
     let store = Store::open(&cfg.state_dir)?;
-    let dataplane = Dataplane::connect().map_err(Error::Netlink)?;
+    let dataplane = crate::convert::managed()
+        .and_then(Dataplane::connect)
+        .map_err(Error::Netlink)?;
     let (reports_tx, reports_rx) = watch::channel::<Option<Report>>(None);
     let nnc_api: Api<NodeNetworkConfig> = Api::all(client.clone());
     let reporter = tokio::spawn(reporter(client.clone(), node.clone(), reports_rx));

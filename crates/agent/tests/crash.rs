@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{Lab, layer2s};
 use netrollout_agent::store::{JOURNAL_FILE, Journal, LKG_FILE, Store};
 use netrollout_api::{NodeConfig, NodePhase};
-use rand::Rng;
+use rand::RngExt;
 
 const ITERATIONS: u32 = 20;
 

@@ -4,20 +4,14 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use netrollout_rollout::{HistoryLimits, Settings, UpdateLimit};
+use netrollout_rollout::{HistoryLimits, RolloutStrategy, Settings, UpdateLimit};
 
 use crate::error::{Error, Result};
 
-/// How log lines are written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
+pub use netrollout_support::{LogFormat, parse_duration};
 
-/// The configurator's flags. Every duration takes a unit: `250ms`, `2s`, `10m`, `1h`, `1m30s`.
+/// The configurator's flags. Every duration takes a unit: `250ms`, `2s`, `10m`, `1h`, `1m30s`,
+/// `1.5s` (the grammar of every netrollout binary, [`parse_duration`]).
 #[derive(Clone, Debug, clap::Parser)]
 #[command(name = "netrollout-configurator", version, about)]
 pub struct Args {
@@ -28,6 +22,10 @@ pub struct Args {
     /// managed nodes (`20%`, rounded up).
     #[arg(long, default_value = "1")]
     pub update_limit: UpdateLimit,
+    /// How free slots are filled: `waves` (lock-step, each wave waits for its slowest node) or
+    /// `window` (a node is dispatched as soon as a slot frees, like a DaemonSet rolling update).
+    #[arg(long, default_value = "waves")]
+    pub rollout_strategy: RolloutStrategy,
     /// A node that started applying and did not finish within this counts as failed.
     #[arg(long, default_value = "2m", value_parser = parse_duration)]
     pub apply_timeout: Duration,
@@ -119,6 +117,7 @@ impl Args {
     pub fn settings(&self, paused: bool) -> Settings {
         Settings {
             update_limit: self.update_limit,
+            strategy: self.rollout_strategy,
             apply_timeout: self.apply_timeout,
             pickup_timeout: self.pickup_timeout,
             max_failures: self.max_failures,
@@ -144,52 +143,30 @@ impl Args {
     }
 }
 
-/// Parses `250ms`, `2s`, `10m`, `1h` and sums like `1m30s`.
-///
-/// # Errors
-/// A message naming the accepted forms.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad = || format!("{s:?} is not a duration; write e.g. 250ms, 2s, 10m, 1h or 1m30s");
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    let mut total = Duration::ZERO;
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return Err(bad());
-        }
-        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
-        let part = match &rest[..unit] {
-            "ms" => Duration::from_millis(n),
-            "s" => Duration::from_secs(n),
-            "m" => Duration::from_secs(n.saturating_mul(60)),
-            "h" => Duration::from_secs(n.saturating_mul(3600)),
-            _ => return Err(bad()),
-        };
-        total = total.saturating_add(part);
-        rest = &rest[unit..];
-    }
-    Ok(total)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
 
     #[test]
-    fn durations_parse_with_units_and_sums() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        assert!(parse_duration("5").unwrap_err().contains("1m30s"));
-        assert!(parse_duration("").is_err());
-        assert!(parse_duration("3d").is_err());
+    fn duration_flags_take_the_shared_grammar() {
+        let a =
+            Args::try_parse_from(["x", "--apply-timeout", "1m30s", "--debounce", "50ms"]).unwrap();
+        assert_eq!(a.settings(false).apply_timeout, Duration::from_secs(90));
+        assert_eq!(a.debounce, Duration::from_millis(50));
+        let a = Args::try_parse_from(["x", "--pickup-timeout", "1.5s"]).unwrap();
+        assert_eq!(
+            a.settings(false).pickup_timeout,
+            Duration::from_millis(1500)
+        );
+        let err = Args::try_parse_from(["x", "--apply-timeout", "5"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unit is missing") && err.contains("1m30s"),
+            "{err}"
+        );
+        assert!(Args::try_parse_from(["x", "--apply-timeout", ""]).is_err());
     }
 
     #[test]
@@ -210,5 +187,8 @@ mod tests {
         let err = a.validate().unwrap_err();
         assert!(err.to_string().contains("--debounce"), "{err}");
         assert!(Args::try_parse_from(["x", "--update-limit", "0"]).is_err());
+        let w = Args::try_parse_from(["x", "--rollout-strategy", "window"]).unwrap();
+        assert_eq!(w.settings(false).strategy, RolloutStrategy::Window);
+        assert!(Args::try_parse_from(["x", "--rollout-strategy", "rolling"]).is_err());
     }
 }

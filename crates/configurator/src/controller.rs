@@ -95,25 +95,14 @@ async fn drive(
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
     tokio::pin!(shutdown);
-    let synced = async {
-        let s = &ctx.stores;
-        let _ = tokio::join!(
-            s.vrfs.wait_until_ready(),
-            s.layer2s.wait_until_ready(),
-            s.tables.wait_until_ready(),
-            s.nodes.wait_until_ready(),
-            s.nncs.wait_until_ready(),
-            s.ncrs.wait_until_ready(),
-            s.control.wait_until_ready(),
-        );
-    };
+    let synced = ctx.read().wait_until_synced();
     tokio::select! {
         biased;
         () = &mut shutdown => return Ok(()),
         Some(ended) = tasks.join_next() => return Err(Error::TaskEnded(describe(ended))),
         () = synced => {}
     }
-    ctx.metrics.set_ready();
+    ctx.metrics().set_ready();
     tracing::info!("caches synced");
     let mut backoff = Duration::ZERO;
     loop {
@@ -126,22 +115,22 @@ async fn drive(
                     return Err(Error::TaskEnded("the lease task ended".into()));
                 }
                 let leading = *leader_rx.borrow_and_update();
-                ctx.metrics.leader.set(i64::from(leading));
+                ctx.metrics().leader.set(i64::from(leading));
                 tracing::info!(leading, "leadership changed");
             }
             () = notify.notified() => {}
-            () = tokio::time::sleep(ctx.args.resync) => {}
+            () = tokio::time::sleep(ctx.args().resync) => {}
         }
         // Debounce: changes arriving within the window are planned together.
         tokio::select! {
             biased;
             () = &mut shutdown => return Ok(()),
-            () = tokio::time::sleep(ctx.args.debounce) => {}
+            () = tokio::time::sleep(ctx.args().debounce) => {}
         }
-        if !ctx.is_leader() {
+        if !ctx.writer().is_leader() {
             continue;
         }
-        let mut lost = ctx.leader.clone();
+        let mut lost = ctx.writer().leadership();
         let started = std::time::Instant::now();
         let outcome = tokio::select! {
             biased;
@@ -155,7 +144,7 @@ async fn drive(
                     duration_us = started.elapsed().as_micros() as u64, "pass done");
             }
             Err(e) => {
-                ctx.metrics.error(&e);
+                ctx.metrics().error(&e);
                 backoff = if e.is_conflict() {
                     Duration::from_millis(20)
                 } else {

@@ -7,76 +7,63 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node as KubeNode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use netrollout_api::annotations;
 use netrollout_api::{
-    DISPATCH_ANNOTATION, NetworkConfigRevision, NodeNetworkConfig, NodePhase as ApiNodePhase,
-    RevisionPhase as ApiRevisionPhase,
+    CANARY_LABEL, Dispatch, NetworkConfigRevision, NodeNetworkConfig, NodePhase as ApiNodePhase,
+    RevisionPhase as ApiRevisionPhase, ZONE_LABEL,
 };
 use netrollout_rollout::{
     DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, State, Timestamp,
 };
-use serde::{Deserialize, Serialize};
 
-/// Annotation on a `NodeNetworkConfig`: when the planner last marked the node Unresponsive
-/// (RFC 3339). Cleared by the next dispatch.
-pub const UNRESPONSIVE_ANNOTATION: &str = "netrollout.io/unresponsive-since";
-
-/// The JSON form of a [`DispatchRecord`] in [`DISPATCH_ANNOTATION`].
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct DispatchJson {
-    /// The revision dispatched.
-    pub revision: String,
-    /// When (configurator clock, RFC 3339).
-    pub at: String,
-    /// The spec revision the node had before.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub previous: Option<String>,
-    /// When the configurator first saw the agent applying it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub picked_up_at: Option<String>,
+/// The dispatch record in its annotation form ([`netrollout_api::Dispatch`]).
+pub fn dispatch_annotation(r: &DispatchRecord) -> Option<Dispatch> {
+    Some(Dispatch {
+        revision: r.revision.clone(),
+        at: to_jiff(r.at)?,
+        previous: r.previous.clone(),
+        picked_up_at: match r.picked_up_at {
+            Some(t) => Some(to_jiff(t)?),
+            None => None,
+        },
+    })
 }
 
-impl DispatchJson {
-    /// The annotation form of a record.
-    pub fn from_record(r: &DispatchRecord) -> Self {
-        Self {
-            revision: r.revision.clone(),
-            at: format_ts(r.at),
-            previous: r.previous.clone(),
-            picked_up_at: r.picked_up_at.map(format_ts),
-        }
-    }
-
-    /// The record, or `None` if a time does not parse (then the record is treated as absent and
-    /// the planner adopts the spec afresh).
-    pub fn to_record(&self) -> Option<DispatchRecord> {
-        Some(DispatchRecord {
-            revision: self.revision.clone(),
-            at: parse_ts(&self.at)?,
-            previous: self.previous.clone(),
-            picked_up_at: match &self.picked_up_at {
-                Some(t) => Some(parse_ts(t)?),
-                None => None,
-            },
-        })
-    }
+/// The planner's record of an annotation, or `None` if a time lies before 1970 (then the
+/// record is treated as absent and the planner adopts the spec afresh).
+pub fn dispatch_record(d: &Dispatch) -> Option<DispatchRecord> {
+    Some(DispatchRecord {
+        revision: d.revision.clone(),
+        at: from_jiff(d.at)?,
+        previous: d.previous.clone(),
+        picked_up_at: match d.picked_up_at {
+            Some(t) => Some(from_jiff(t)?),
+            None => None,
+        },
+    })
 }
 
-/// RFC 3339 with milliseconds.
+fn to_jiff(t: Timestamp) -> Option<jiff::Timestamp> {
+    jiff::Timestamp::from_millisecond(i64::try_from(t.as_millis()).ok()?).ok()
+}
+
+fn from_jiff(t: jiff::Timestamp) -> Option<Timestamp> {
+    u64::try_from(t.as_millisecond())
+        .ok()
+        .map(Timestamp::from_millis)
+}
+
+/// RFC 3339 with milliseconds, as the annotations carry times.
 pub fn format_ts(t: Timestamp) -> String {
-    let ms = i64::try_from(t.as_millis()).unwrap_or(i64::MAX);
-    match jiff::Timestamp::from_millisecond(ms) {
-        Ok(ts) => format!("{ts:.3}"),
-        Err(_) => ms.to_string(),
+    match to_jiff(t) {
+        Some(ts) => annotations::format_time(ts),
+        None => t.as_millis().to_string(),
     }
 }
 
 /// Parses [`format_ts`] output.
 pub fn parse_ts(s: &str) -> Option<Timestamp> {
-    let ts: jiff::Timestamp = s.parse().ok()?;
-    u64::try_from(ts.as_millisecond())
-        .ok()
-        .map(Timestamp::from_millis)
+    from_jiff(annotations::parse_time(s)?)
 }
 
 /// A Kubernetes `Time` as a planner timestamp.
@@ -141,14 +128,10 @@ pub fn revision(ncr: &NetworkConfigRevision) -> Revision {
 /// The planner's view of one node and its config.
 pub fn node(n: &KubeNode, nnc: Option<&NodeNetworkConfig>, own_node: Option<&str>) -> Node {
     let name = n.metadata.name.clone().unwrap_or_default();
+    let labels = n.metadata.labels.as_ref();
     let annotations = nnc.and_then(|c| c.metadata.annotations.as_ref());
-    let dispatch = annotations
-        .and_then(|a| a.get(DISPATCH_ANNOTATION))
-        .and_then(|s| serde_json::from_str::<DispatchJson>(s).ok())
-        .and_then(|j| j.to_record());
-    let unresponsive_since = annotations
-        .and_then(|a| a.get(UNRESPONSIVE_ANNOTATION))
-        .and_then(|s| parse_ts(s));
+    let dispatch = Dispatch::from_annotations(annotations).and_then(|d| dispatch_record(&d));
+    let unresponsive_since = annotations::unresponsive_since(annotations).and_then(from_jiff);
     let status = nnc.and_then(|c| c.status.as_ref()).and_then(|s| {
         Some(NodeStatus {
             observed_revision: s.observed_revision.clone()?,
@@ -171,7 +154,13 @@ pub fn node(n: &KubeNode, nnc: Option<&NodeNetworkConfig>, own_node: Option<&str
         name,
         ready: node_ready(n),
         deleting: n.metadata.deletion_timestamp.is_some(),
-        labels: n.metadata.labels.clone().unwrap_or_default(),
+        zone: labels
+            .and_then(|l| l.get(ZONE_LABEL))
+            .cloned()
+            .unwrap_or_default(),
+        canary: labels
+            .and_then(|l| l.get(CANARY_LABEL))
+            .is_some_and(|v| v == "true"),
         spec_revision: nnc.map(|c| c.spec.revision.clone()),
         status,
         dispatch,
@@ -223,20 +212,35 @@ mod tests {
             previous: Some("ncr-0".into()),
             picked_up_at: Some(Timestamp::from_millis(1_700_000_001_000)),
         };
-        let json = serde_json::to_string(&DispatchJson::from_record(&r)).unwrap();
+        let json = dispatch_annotation(&r).unwrap().to_annotation().unwrap();
         assert!(json.contains("2023-11-14T22:13:20.123Z"), "{json}");
-        let back: DispatchJson = serde_json::from_str(&json).unwrap();
-        assert_eq!(back.to_record(), Some(r));
+        let annotations = [(netrollout_api::DISPATCH_ANNOTATION.to_string(), json)].into();
+        let back = Dispatch::from_annotations(Some(&annotations)).unwrap();
+        assert_eq!(dispatch_record(&back), Some(r));
     }
 
     #[test]
     fn a_record_with_an_unreadable_time_counts_as_no_record() {
-        let j = DispatchJson {
+        let annotations = [(
+            netrollout_api::DISPATCH_ANNOTATION.to_string(),
+            r#"{"revision":"ncr-1","at":"yesterday"}"#.to_string(),
+        )]
+        .into();
+        assert_eq!(Dispatch::from_annotations(Some(&annotations)), None);
+        let before_1970 = Dispatch {
             revision: "ncr-1".into(),
-            at: "yesterday".into(),
+            at: jiff::Timestamp::from_millisecond(-1).unwrap(),
             previous: None,
             picked_up_at: None,
         };
-        assert_eq!(j.to_record(), None);
+        assert_eq!(dispatch_record(&before_1970), None);
+    }
+
+    #[test]
+    fn times_format_and_parse_as_the_annotations_carry_them() {
+        let t = Timestamp::from_millis(1_700_000_000_123);
+        assert_eq!(format_ts(t), "2023-11-14T22:13:20.123Z");
+        assert_eq!(parse_ts(&format_ts(t)), Some(t));
+        assert_eq!(parse_ts("soon"), None);
     }
 }

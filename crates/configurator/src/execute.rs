@@ -8,17 +8,19 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Node as KubeNode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use netrollout_api::{
     DISPATCH_ANNOTATION, FailedNode, MANAGED_BY_LABEL, NetworkConfigRevision, NodeNetworkConfig,
-    NodeNetworkConfigSpec,
+    NodeNetworkConfigSpec, RETRIED_ANNOTATION, UNRESPONSIVE_ANNOTATION,
 };
 use netrollout_rollout::{Action, DispatchKind, DispatchRecord, NodeFailure, RevisionPhase};
+use tracing::Instrument;
 
 use crate::context::Context;
-use crate::convert::{self, DispatchJson, UNRESPONSIVE_ANNOTATION};
+use crate::convert;
 use crate::error::{Error, Result};
 use crate::render_cache::RenderCache;
+use crate::spans;
 
 /// Node writes of one dispatch (or of consecutive dispatch records) sent at once.
 const DISPATCH_CONCURRENCY: usize = 64;
@@ -68,7 +70,14 @@ pub async fn run(ctx: &Context, world: &World<'_>, actions: &[Action]) -> Result
     Ok(())
 }
 
+/// One action, inside its span ([`spans::planner`]).
 async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
+    carry_out(ctx, world, action)
+        .instrument(spans::planner(action))
+        .await
+}
+
+async fn carry_out(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
     match action {
         Action::SetRevisionPhase {
             revision,
@@ -93,7 +102,8 @@ async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
                 None => delete_node_config(ctx, world, node).await?,
             }
             if let Some(ncr) = world.ncrs.get(revision.as_str()) {
-                ctx.event(*ncr, true, "Unresponsive", "Withdraw", reason)
+                ctx.writer()
+                    .event(*ncr, true, "Unresponsive", "Withdraw", reason)
                     .await;
             }
             Ok(())
@@ -119,7 +129,7 @@ async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
                 .ncrs
                 .get(revision.as_str())
                 .and_then(|r| r.metadata.annotations.as_ref())
-                .and_then(|a| a.get(crate::revisions::RETRIED_ANNOTATION))
+                .and_then(|a| a.get(RETRIED_ANNOTATION))
                 .map(|v| format!("{revision}@{v}"));
             let retried = &retried;
             let writes: Vec<BoxFuture<'_, Result<()>>> = nodes
@@ -134,6 +144,7 @@ async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
                         }
                         write_node(ctx, world, &n.node, Some(revision), ann).await
                     }
+                    .instrument(spans::dispatch_node(revision, &n.node))
                     .boxed()
                 })
                 .collect();
@@ -147,54 +158,46 @@ async fn one(ctx: &Context, world: &World<'_>, action: &Action) -> Result<()> {
                 DispatchKind::Join => ("join", "Joined"),
                 DispatchKind::Rollback => ("rollback", "RolledBack"),
             };
-            ctx.metrics.dispatched(label, nodes.len() as u64);
+            ctx.metrics().dispatched(label, nodes.len() as u64);
             if let Some(ncr) = world.ncrs.get(revision.as_str()) {
                 let note = format!("{reason} (nodes: {})", names.join(", "));
-                ctx.event(
-                    *ncr,
-                    *kind == DispatchKind::Rollback,
-                    event,
-                    "Dispatch",
-                    &note,
-                )
-                .await;
+                ctx.writer()
+                    .event(
+                        *ncr,
+                        *kind == DispatchKind::Rollback,
+                        event,
+                        "Dispatch",
+                        &note,
+                    )
+                    .await;
             }
             Ok(())
         }
         Action::Prune { revision, reason } => {
             tracing::info!(revision = %revision, reason = %reason, "prune");
-            let api: Api<NetworkConfigRevision> = Api::all(ctx.client.clone());
-            let res = ctx
-                .write(
-                    || format!("delete NetworkConfigRevision {revision}"),
-                    api.delete(revision, &DeleteParams::default()),
-                )
-                .await;
-            match res {
-                Ok(_) => {}
-                Err(Error::Api {
-                    source: kube::Error::Api(s),
-                    ..
-                }) if s.code == 404 => {}
-                Err(e) => return Err(e),
-            }
             let rv = world
                 .ncrs
                 .get(revision.as_str())
                 .and_then(|r| r.metadata.resource_version.clone());
-            ctx.ncr_overlay.deleted(revision, rv);
-            Ok(())
+            ctx.writer().delete_revision(revision, rv).await
         }
     }
 }
 
 fn record_annotations(record: &DispatchRecord) -> Result<serde_json::Value> {
-    let json = serde_json::to_string(&DispatchJson::from_record(record)).map_err(|source| {
-        Error::Serialize {
+    let json = convert::dispatch_annotation(record)
+        .ok_or_else(|| Error::Serialize {
+            what: "the dispatch record",
+            source: serde::ser::Error::custom(format!(
+                "a time of the record for revision {} is out of range",
+                record.revision
+            )),
+        })?
+        .to_annotation()
+        .map_err(|source| Error::Serialize {
             what: "the dispatch record",
             source,
-        }
-    })?;
+        })?;
     Ok(serde_json::json!({ DISPATCH_ANNOTATION: json, UNRESPONSIVE_ANNOTATION: null }))
 }
 
@@ -206,7 +209,7 @@ async fn set_phase(
     reason: &str,
     failed: &[NodeFailure],
 ) -> Result<()> {
-    let api: Api<NetworkConfigRevision> = Api::all(ctx.client.clone());
+    let api: Api<NetworkConfigRevision> = ctx.writer().api();
     let mut status = serde_json::json!({ "phase": convert::api_phase(phase), "message": reason });
     if phase == RevisionPhase::Failed {
         let nodes: Vec<FailedNode> = failed
@@ -230,7 +233,8 @@ async fn set_phase(
         })?;
     }
     let patched = ctx
-        .write(
+        .writer()
+        .write_revision(
             || format!("set phase {phase:?} on NetworkConfigRevision {revision}"),
             api.patch_status(
                 revision,
@@ -247,7 +251,7 @@ async fn set_phase(
     }
     match phase {
         RevisionPhase::Failed => {
-            ctx.metrics.failures.inc();
+            ctx.metrics().failures.inc();
         }
         RevisionPhase::Succeeded => {
             if let Some(created) = world
@@ -256,14 +260,20 @@ async fn set_phase(
                 .and_then(|r| r.metadata.creation_timestamp.as_ref())
             {
                 let took = convert::now().saturating_since(convert::from_time(created));
-                ctx.metrics.rollout_duration.observe(took.as_secs_f64());
+                ctx.metrics().rollout_duration.observe(took.as_secs_f64());
             }
         }
         _ => {}
     }
-    ctx.event(&patched, warning, &format!("{phase:?}"), "SetPhase", reason)
+    ctx.writer()
+        .event(
+            patched.as_ref(),
+            warning,
+            &format!("{phase:?}"),
+            "SetPhase",
+            reason,
+        )
         .await;
-    ctx.ncr_overlay.written(patched);
     Ok(())
 }
 
@@ -277,7 +287,7 @@ async fn write_node(
     revision: Option<&String>,
     annotations: serde_json::Value,
 ) -> Result<()> {
-    let api: Api<NodeNetworkConfig> = Api::all(ctx.client.clone());
+    let api: Api<NodeNetworkConfig> = ctx.writer().api();
     let existing = world.nncs.get(node).copied();
     let spec = match revision {
         Some(r) => {
@@ -293,16 +303,17 @@ async fn write_node(
         }
         None => None,
     };
-    let written = match (existing, spec) {
+    match (existing, spec) {
         (None, Some(spec)) => {
             let obj = new_config(world.nodes.get(node).copied(), node, spec, &annotations);
-            ctx.write(
-                || format!("create NodeNetworkConfig {node}"),
-                api.create(&PostParams::default(), &obj),
-            )
-            .await?
+            ctx.writer()
+                .write_node_config(
+                    || format!("create NodeNetworkConfig {node}"),
+                    api.create(&PostParams::default(), &obj),
+                )
+                .await?;
         }
-        (None, None) => return Ok(()),
+        (None, None) => {}
         (Some(current), spec) => {
             let mut patch = serde_json::json!({
                 "metadata": { "annotations": annotations, "labels": { MANAGED_BY_LABEL: "netrollout-configurator" } },
@@ -315,14 +326,14 @@ async fn write_node(
                     source,
                 })?;
             }
-            ctx.write(
-                || format!("patch NodeNetworkConfig {node}"),
-                api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)),
-            )
-            .await?
+            ctx.writer()
+                .write_node_config(
+                    || format!("patch NodeNetworkConfig {node}"),
+                    api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)),
+                )
+                .await?;
         }
-    };
-    ctx.nnc_overlay.written(written);
+    }
     Ok(())
 }
 
@@ -369,31 +380,9 @@ async fn delete_node_config(ctx: &Context, world: &World<'_>, node: &str) -> Res
     let Some(current) = world.nncs.get(node) else {
         return Ok(());
     };
-    let api: Api<NodeNetworkConfig> = Api::all(ctx.client.clone());
-    let dp = DeleteParams {
-        preconditions: Some(Preconditions {
-            resource_version: current.metadata.resource_version.clone(),
-            uid: None,
-        }),
-        ..DeleteParams::default()
-    };
-    match ctx
-        .write(
-            || format!("delete NodeNetworkConfig {node}"),
-            api.delete(node, &dp),
-        )
+    ctx.writer()
+        .delete_node_config(node, current.metadata.resource_version.clone())
         .await
-    {
-        Ok(_) => {}
-        Err(Error::Api {
-            source: kube::Error::Api(s),
-            ..
-        }) if s.code == 404 => {}
-        Err(e) => return Err(e),
-    }
-    ctx.nnc_overlay
-        .deleted(node, current.metadata.resource_version.clone());
-    Ok(())
 }
 
 /// The current objects, indexed by name.

@@ -10,13 +10,18 @@
 //! - [`controller`]: [`run`] — watches, leader election (kube-lease-manager), HTTP endpoints
 //!   and the debounced reconcile loop.
 //! - [`reconcile`]: one pass — retries, inputs → revision, plan, execute, progress, gauges.
-//! - [`revisions`]: "Revisions" of ROLLOUT.md: create, reuse, wait, clash, block, retry.
-//! - [`accepted`]: the `Accepted` condition on inputs.
+//! - [`lifecycle`]: "Revisions" of ROLLOUT.md as a pure function: retry, create, reuse,
+//!   wait, clash, block, `Accepted` verdicts.
+//! - [`revisions`]: carries the lifecycle's actions out as API writes.
+//! - [`accepted`]: writes the `Accepted` condition on inputs.
+//! - [`memo`]: what this replica already wrote or told (typed memos).
 //! - [`convert`]: API objects → planner types; the dispatch-record annotation.
 //! - [`execute`]: the planner's actions as API writes.
 //! - [`render_cache`]: revisions rendered once per node set.
 //! - [`overlay`]: own writes laid over the watch caches until the caches catch up.
-//! - [`context`]: what passes share, and the guarded write path (leader, timeout, counter).
+//! - [`context`]: what passes share, with private fields: a read view of the watch caches with
+//!   the overlays, the guarded writer (leader, timeout, counter, Events, overlays), the memos.
+//! - [`spans`]: the tracing span of each action (create revision, dispatch, halt, revert, ...).
 //! - [`metrics`]: Prometheus metrics, `/metrics`, `/healthz`, `/readyz`.
 //! - [`error`]: the error type, [`Error`].
 //!
@@ -33,11 +38,14 @@ pub mod controller;
 pub mod convert;
 pub mod error;
 pub mod execute;
+pub mod lifecycle;
+pub mod memo;
 pub mod metrics;
 pub mod overlay;
 pub mod reconcile;
 pub mod render_cache;
 pub mod revisions;
+pub mod spans;
 
 pub use args::{Args, LogFormat};
 pub use controller::run;

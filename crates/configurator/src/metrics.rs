@@ -147,16 +147,23 @@ pub async fn serve(
     impl Future<Output = std::io::Result<()>>,
     impl Future<Output = std::io::Result<()>>,
 )> {
-    let bind = |addr: SocketAddr| async move {
-        TcpListener::bind(addr)
+    // The shared failure policy: bind before any work, a bind failure stops the configurator.
+    let bind = |what: &'static str, addr: SocketAddr| async move {
+        netrollout_support::bind(what, addr)
             .await
-            .map_err(|source| Error::Listen {
-                addr: addr.to_string(),
-                source,
+            .map_err(|e| match e {
+                netrollout_support::Error::Bind { addr, source, .. } => Error::Listen {
+                    addr: format!("{addr} ({what})"),
+                    source,
+                },
+                other => Error::Listen {
+                    addr: addr.to_string(),
+                    source: std::io::Error::other(other),
+                },
             })
     };
-    let ml = bind(metrics_addr).await?;
-    let hl = bind(health_addr).await?;
+    let ml = bind("metrics", metrics_addr).await?;
+    let hl = bind("health", health_addr).await?;
     let local = |l: &TcpListener, a| l.local_addr().unwrap_or(a);
     let addrs = [local(&ml, metrics_addr), local(&hl, health_addr)];
     let m = Router::new()

@@ -8,6 +8,15 @@ use std::time::{Duration, Instant};
 
 use kube::Resource;
 
+/// The overlays of the two kinds the configurator writes and plans from.
+#[derive(Debug, Default)]
+pub struct Overlays {
+    /// Own `NodeNetworkConfig` writes.
+    pub(crate) nncs: Overlay<netrollout_api::NodeNetworkConfig>,
+    /// Own `NetworkConfigRevision` writes.
+    pub(crate) ncrs: Overlay<netrollout_api::NetworkConfigRevision>,
+}
+
 /// Entries older than this are dropped even if the cache never showed the write.
 const MAX_AGE: Duration = Duration::from_secs(30);
 
@@ -35,20 +44,22 @@ impl<K> Default for Overlay<K> {
 }
 
 impl<K: Resource + Clone> Overlay<K> {
-    /// Records an object as a create, update or patch returned it.
-    pub fn written(&self, obj: K) {
+    /// Records an object as a create, update or patch returned it, and hands it back shared.
+    pub fn written(&self, obj: K) -> Arc<K> {
+        let obj = Arc::new(obj);
         let Some(name) = obj.meta().name.clone() else {
-            return;
+            return obj;
         };
         let rv = obj.meta().resource_version.clone();
         self.insert(
             name,
             Entry {
-                after: Some(Arc::new(obj)),
+                after: Some(obj.clone()),
                 rv,
                 at: Instant::now(),
             },
         );
+        obj
     }
 
     /// Records a delete of `name`, which had resourceVersion `rv`.

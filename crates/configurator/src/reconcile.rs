@@ -19,7 +19,7 @@ use crate::metrics::Metrics;
 /// The first failed write (the caller retries with backoff).
 #[tracing::instrument(skip(ctx), level = "debug")]
 pub async fn pass(ctx: &Context) -> Result<Plan> {
-    let nodes = ctx.stores.nodes.state();
+    let nodes = ctx.read().nodes();
     let render_nodes: Vec<RenderNode> = nodes
         .iter()
         .filter(|n| n.metadata.deletion_timestamp.is_none())
@@ -28,24 +28,23 @@ pub async fn pass(ctx: &Context) -> Result<Plan> {
             labels: n.metadata.labels.clone().unwrap_or_default(),
         })
         .collect();
-    ctx.renders.set_nodes(render_nodes.clone());
-    crate::revisions::retries(ctx).await?;
+    ctx.renders().set_nodes(render_nodes.clone());
     crate::revisions::sync(ctx, &render_nodes).await?;
 
-    let ncrs = ctx.revisions();
-    let nncs = ctx.node_configs();
-    let state = convert::state(&nodes, &nncs, &ncrs, ctx.args.node_name.as_deref());
-    let settings = ctx.args.settings(ctx.globally_paused());
+    let ncrs = ctx.read().revisions();
+    let nncs = ctx.read().node_configs();
+    let state = convert::state(&nodes, &nncs, &ncrs, ctx.args().node_name.as_deref());
+    let settings = ctx.args().settings(ctx.read().globally_paused());
     let plan = netrollout_rollout::plan(&state, convert::now(), &settings);
     let world = World {
         nodes: execute::index(&nodes),
         nncs: execute::index(&nncs),
         ncrs: execute::index(&ncrs),
-        renders: &ctx.renders,
+        renders: ctx.renders(),
     };
     execute::run(ctx, &world, &plan.actions).await?;
     progress(ctx, &plan.summary, &state).await?;
-    gauges(&ctx.metrics, &plan.summary, &state);
+    gauges(ctx.metrics(), &plan.summary, &state);
     Ok(plan)
 }
 
@@ -55,6 +54,7 @@ async fn progress(ctx: &Context, summary: &Summary, state: &State) -> Result<()>
         return Ok(());
     };
     let Some(ncr) = ctx
+        .read()
         .revisions()
         .into_iter()
         .find(|r| r.metadata.name.as_deref() == Some(target))
@@ -97,9 +97,9 @@ async fn progress(ctx: &Context, summary: &Summary, state: &State) -> Result<()>
     if want == have {
         return Ok(());
     }
-    let api: Api<NetworkConfigRevision> = Api::all(ctx.client.clone());
-    let patched = ctx
-        .write(
+    let api: Api<NetworkConfigRevision> = ctx.writer().api();
+    ctx.writer()
+        .write_revision(
             || format!("patch progress of NetworkConfigRevision {target}"),
             api.patch_status(
                 target,
@@ -108,7 +108,6 @@ async fn progress(ctx: &Context, summary: &Summary, state: &State) -> Result<()>
             ),
         )
         .await?;
-    ctx.ncr_overlay.written(patched);
     Ok(())
 }
 

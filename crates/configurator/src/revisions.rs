@@ -1,339 +1,367 @@
-//! Inputs → revisions ("Revisions" in ROLLOUT.md): validate the merged snapshot, create the
-//! content-addressed revision or reuse the existing one (raising its sequence), wait for a
-//! terminating one, refuse a name clash, block content identical to a Failed revision, and
-//! carry out a person's retry of a Failed revision.
+//! Inputs → revisions ("Revisions" in ROLLOUT.md), the I/O half: gather the live inputs and
+//! the revisions, check the merged snapshot, let [`lifecycle::decide()`] choose, and carry its
+//! [`RevisionAction`]s out as API writes, log lines, Events and metrics, in order, stopping at
+//! the first failed write.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Resource;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use netrollout_api::{
-    NetworkConfigRevision, NetworkConfigRevisionSpec, RETRY_ANNOTATION, RevisionPhase,
+    Layer2NetworkConfiguration, NetworkConfigRevision, NetworkConfigRevisionSpec, RETRY_ANNOTATION,
+    RevisionPhase, RoutingTable, Snapshot, VRFRouteConfiguration,
 };
-use netrollout_render::{Invalid, Node as RenderNode, Revision};
+use netrollout_render::{Node as RenderNode, Revision};
+use tracing::Instrument;
 
-use crate::accepted::{self, Input, Verdict};
+use crate::accepted;
 use crate::context::Context;
+use crate::convert;
 use crate::error::{Error, Result};
+use crate::lifecycle::model::{layer2_status, table_status, vrf_status};
+use crate::lifecycle::{
+    self, Candidate, InputKind, InputObject, InputRef, RaiseReason, RevisionAction, RevisionView,
+};
+use crate::spans;
 
-/// The live input objects of one pass.
-struct Inputs {
-    vrfs: Vec<netrollout_api::VRFRouteConfiguration>,
-    layer2s: Vec<netrollout_api::Layer2NetworkConfiguration>,
-    tables: Vec<netrollout_api::RoutingTable>,
+pub use netrollout_api::RETRIED_ANNOTATION;
+
+/// The input objects of one pass, as the watch caches hold them.
+struct Live {
+    vrfs: Vec<Arc<VRFRouteConfiguration>>,
+    layer2s: Vec<Arc<Layer2NetworkConfiguration>>,
+    tables: Vec<Arc<RoutingTable>>,
 }
 
-fn live<K: Clone + Resource>(objs: Vec<Arc<K>>) -> Vec<K> {
-    objs.iter()
-        .filter(|o| o.meta().deletion_timestamp.is_none())
-        .map(|o| (**o).clone())
-        .collect()
+impl Live {
+    /// The objects not being deleted (inputs being deleted count as gone).
+    fn live<K: Resource + Clone>(objs: &[Arc<K>]) -> Vec<K> {
+        objs.iter()
+            .filter(|o| o.meta().deletion_timestamp.is_none())
+            .map(|o| (**o).clone())
+            .collect()
+    }
+
+    /// The lifecycle's view of the live inputs, kind by kind.
+    fn views(&self) -> Vec<InputObject> {
+        let mut out = InputObject::live(
+            InputKind::Vrf,
+            self.vrfs.iter().map(AsRef::as_ref),
+            vrf_status,
+        );
+        out.extend(InputObject::live(
+            InputKind::Layer2,
+            self.layer2s.iter().map(AsRef::as_ref),
+            layer2_status,
+        ));
+        out.extend(InputObject::live(
+            InputKind::Table,
+            self.tables.iter().map(AsRef::as_ref),
+            table_status,
+        ));
+        out
+    }
+
+    /// The live inputs merged, validated, hashed and rendered for `nodes`.
+    fn check(&self, nodes: &[RenderNode]) -> Result<Candidate> {
+        let snapshot = netrollout_render::from_objects(
+            &Self::live(&self.vrfs),
+            &Self::live(&self.layer2s),
+            &Self::live(&self.tables),
+        );
+        let checked = Revision::of(&snapshot).and_then(|revision| {
+            netrollout_render::render(&snapshot, nodes)?;
+            Ok(revision)
+        });
+        match checked {
+            Ok(revision) => Ok(Candidate::Valid { revision, snapshot }),
+            Err(netrollout_render::Error::Invalid(invalid)) => Ok(Candidate::Invalid(invalid)),
+            Err(source) => Err(Error::Render {
+                revision: "(new)".into(),
+                source,
+            }),
+        }
+    }
+
+    /// A reference to `input` for an Event.
+    fn reference(&self, input: &InputRef) -> Option<ObjectReference> {
+        fn find<K: Resource<DynamicType = ()>>(
+            objs: &[Arc<K>],
+            name: &str,
+        ) -> Option<ObjectReference> {
+            objs.iter()
+                .find(|o| o.meta().name.as_deref() == Some(name))
+                .map(|o| o.object_ref(&()))
+        }
+        match input.kind {
+            InputKind::Vrf => find(&self.vrfs, &input.name),
+            InputKind::Layer2 => find(&self.layer2s, &input.name),
+            InputKind::Table => find(&self.tables, &input.name),
+        }
+    }
 }
 
-/// Makes sure a revision exists for the current inputs and is the newest by sequence (unless
-/// it is Failed), and sets every input's `Accepted` condition.
+/// Carries out retries asked for with [`RETRY_ANNOTATION`], makes sure a revision exists for
+/// the current inputs and is the newest by sequence (unless it is Failed), and sets every
+/// input's `Accepted` condition — as [`lifecycle::decide()`] decides.
 ///
 /// A name clash ([`Error::NameClash`]) is reported on the inputs and in the metrics, and the
 /// pass goes on without a new revision.
 ///
 /// # Errors
-/// API errors.
+/// API errors; a snapshot that cannot be serialised.
 pub async fn sync(ctx: &Context, nodes: &[RenderNode]) -> Result<()> {
-    let inputs = Inputs {
-        vrfs: live(ctx.stores.vrfs.state()),
-        layer2s: live(ctx.stores.layer2s.state()),
-        tables: live(ctx.stores.tables.state()),
+    let cached = ctx.read().inputs();
+    let live = Live {
+        vrfs: cached.vrfs,
+        layer2s: cached.layer2s,
+        tables: cached.tables,
     };
-    let revisions = ctx.revisions();
-    let snapshot = netrollout_render::from_objects(&inputs.vrfs, &inputs.layer2s, &inputs.tables);
-    let empty = inputs.vrfs.is_empty() && inputs.layer2s.is_empty() && inputs.tables.is_empty();
-    if empty && revisions.is_empty() {
-        return Ok(());
-    }
-    let checked = Revision::of(&snapshot).and_then(|rev| {
-        netrollout_render::render(&snapshot, nodes)?;
-        Ok(rev)
-    });
-    let rev = match checked {
-        Ok(rev) => rev,
-        Err(netrollout_render::Error::Invalid(invalid)) => {
-            tracing::warn!(
-                problems = invalid.problems.len(),
-                "inputs rejected, no revision created: {invalid}"
-            );
-            return reject_all(ctx, &inputs, &invalid).await;
-        }
-        Err(e) => {
-            return Err(Error::Render {
-                revision: "(new)".into(),
-                source: e,
-            });
-        }
-    };
-    let max_seq = revisions.iter().map(|r| r.spec.sequence).max().unwrap_or(0);
-    let verdict = match revisions
-        .iter()
-        .find(|r| r.metadata.name.as_deref() == Some(rev.name.as_str()))
+    let inputs = live.views();
+    let current = ctx.read().revisions();
+    let views: Vec<RevisionView> = current.iter().map(|r| RevisionView::of(r)).collect();
+    let candidate = live.check(nodes)?;
+    if let Candidate::Invalid(invalid) = &candidate
+        && !inputs.is_empty()
     {
-        Some(existing) if existing.metadata.deletion_timestamp.is_some() => {
-            tracing::info!(revision = %rev.name, "waiting: the revision for these inputs is being deleted; it is never adopted");
-            Verdict::rejected(
-                "WaitingForDeletion",
-                format!(
-                    "NetworkConfigRevision {} is being deleted; a new one is created once it is gone",
-                    rev.name
-                ),
-            )
+        tracing::warn!(
+            problems = invalid.problems.len(),
+            "inputs rejected, no revision created: {invalid}"
+        );
+    }
+    let actions = lifecycle::decide(&inputs, &views, &candidate, convert::now());
+    let mut exec = Executor {
+        ctx,
+        live: &live,
+        revisions: current
+            .into_iter()
+            .filter_map(|r| Some((r.metadata.name.clone()?, r)))
+            .collect(),
+    };
+    for action in actions {
+        let span = spans::lifecycle(&action);
+        exec.one(action).instrument(span).await?;
+    }
+    Ok(())
+}
+
+/// Carries out lifecycle actions; keeps the revisions as the last write left them.
+struct Executor<'a> {
+    ctx: &'a Context,
+    live: &'a Live,
+    revisions: HashMap<String, Arc<NetworkConfigRevision>>,
+}
+
+impl Executor<'_> {
+    fn api(&self) -> Api<NetworkConfigRevision> {
+        self.ctx.writer().api()
+    }
+
+    fn revision(&self, name: &str) -> Result<Arc<NetworkConfigRevision>> {
+        self.revisions
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::UnknownRevision(name.to_string()))
+    }
+
+    /// Keeps `obj` as the last write left it (the writer lays it over the cache).
+    fn written(&mut self, obj: Arc<NetworkConfigRevision>) {
+        if let Some(name) = obj.metadata.name.clone() {
+            self.revisions.insert(name, obj);
         }
-        Some(existing) if existing.spec.hash != rev.hash => {
-            let err = Error::NameClash {
-                name: rev.name.clone(),
-                existing: existing.spec.hash.clone(),
-                wanted: rev.hash.clone(),
-            };
-            // Never overwritten; the rollout of existing revisions goes on meanwhile.
-            tracing::error!(revision = %rev.name, "{err}");
-            ctx.metrics.error(&err);
-            Verdict::rejected("NameClash", err.to_string())
-        }
-        Some(existing)
-            if existing.status.as_ref().and_then(|s| s.phase) == Some(RevisionPhase::Failed) =>
-        {
-            let msg = format!(
-                "identical to failed revision {}; nothing is rolled out until a person retries it \
-                 (kubectl netrollout retry {0}, i.e. annotate it {RETRY_ANNOTATION})",
-                rev.name
-            );
-            note_identical(ctx, existing, &msg).await;
-            Verdict::rejected("IdenticalToFailedRevision", msg)
-        }
-        Some(existing) => {
-            if existing.spec.sequence < max_seq {
-                raise_sequence(
-                    ctx,
-                    existing,
-                    max_seq + 1,
-                    "the inputs equal this revision again",
-                )
-                .await?;
+    }
+
+    async fn one(&mut self, action: RevisionAction) -> Result<()> {
+        match action {
+            RevisionAction::ClearFailed { revision } => self.clear_failed(&revision).await,
+            RevisionAction::RaiseSequence {
+                revision,
+                from,
+                to,
+                reason,
+                retried,
+            } => self.raise(&revision, from, to, reason, retried).await,
+            RevisionAction::DropRetry { revision } => self.drop_retry(&revision).await,
+            RevisionAction::Create {
+                name,
+                hash,
+                size,
+                sequence,
+                snapshot,
+            } => self.create(name, hash, size, sequence, snapshot).await,
+            RevisionAction::WaitForDeletion { revision } => {
+                tracing::info!(revision = %revision, "waiting: the revision for these inputs is being deleted; it is never adopted");
+                Ok(())
             }
-            Verdict::accepted(&rev.name)
-        }
-        None => {
-            create(ctx, &rev, snapshot, max_seq + 1).await?;
-            Verdict::accepted(&rev.name)
-        }
-    };
-    set_all(ctx, &inputs, &verdict).await
-}
-
-async fn create(
-    ctx: &Context,
-    rev: &Revision,
-    snapshot: netrollout_api::Snapshot,
-    sequence: i64,
-) -> Result<()> {
-    let obj = NetworkConfigRevision {
-        metadata: ObjectMeta {
-            name: Some(rev.name.clone()),
-            labels: Some(
-                [(
-                    netrollout_api::MANAGED_BY_LABEL.to_string(),
-                    "netrollout-configurator".to_string(),
-                )]
-                .into(),
-            ),
-            ..ObjectMeta::default()
-        },
-        spec: NetworkConfigRevisionSpec {
-            sequence,
-            hash: rev.hash.clone(),
-            paused: false,
-            snapshot,
-        },
-        status: None,
-    };
-    let api: Api<NetworkConfigRevision> = Api::all(ctx.client.clone());
-    let created = ctx
-        .write(
-            || format!("create NetworkConfigRevision {}", rev.name),
-            api.create(&PostParams::default(), &obj),
-        )
-        .await?;
-    let msg = format!(
-        "created revision {} (sequence {sequence}, {} bytes) from the inputs",
-        rev.name, rev.size
-    );
-    tracing::info!(revision = %rev.name, sequence, "{msg}");
-    ctx.event(&created, false, "Created", "CreateRevision", &msg)
-        .await;
-    ctx.ncr_overlay.written(created);
-    Ok(())
-}
-
-/// Annotation the configurator leaves on a revision a person retried (the retry's value); each
-/// later dispatch of it asks the node's agent for one more try (`NODE_RETRY_ANNOTATION`).
-pub const RETRIED_ANNOTATION: &str = "netrollout.io/retried";
-
-async fn raise_sequence(
-    ctx: &Context,
-    existing: &NetworkConfigRevision,
-    sequence: i64,
-    why: &str,
-) -> Result<()> {
-    let name = existing.metadata.name.clone().unwrap_or_default();
-    let api: Api<NetworkConfigRevision> = Api::all(ctx.client.clone());
-    let mut annotations = serde_json::json!({ RETRY_ANNOTATION: null });
-    if let Some(v) = existing
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(RETRY_ANNOTATION))
-    {
-        let v = if v.is_empty() {
-            crate::convert::format_ts(crate::convert::now())
-        } else {
-            v.clone()
-        };
-        annotations[RETRIED_ANNOTATION] = v.into();
-    }
-    let patch = serde_json::json!({
-        "metadata": {
-            "resourceVersion": existing.metadata.resource_version,
-            "annotations": annotations,
-        },
-        "spec": { "sequence": sequence },
-    });
-    let patched = ctx
-        .write(
-            || format!("raise the sequence of NetworkConfigRevision {name}"),
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)),
-        )
-        .await?;
-    let msg = format!(
-        "{why}: sequence raised from {} to {sequence}, which makes it the target again",
-        existing.spec.sequence
-    );
-    tracing::info!(revision = %name, sequence, "{msg}");
-    ctx.event(&patched, false, "SequenceRaised", "RaiseSequence", &msg)
-        .await;
-    ctx.ncr_overlay.written(patched);
-    Ok(())
-}
-
-/// Tells (once per revision and replica, in an Event and a log line) that the inputs equal a
-/// failed revision. The revision's own status is left alone: its message keeps the reason it
-/// failed; the inputs carry the verdict in their `Accepted` condition.
-async fn note_identical(ctx: &Context, failed: &NetworkConfigRevision, msg: &str) {
-    let name = failed.metadata.name.clone().unwrap_or_default();
-    {
-        let mut noted = ctx
-            .identical_noted
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if noted.get(&name).map(String::as_str) == Some(msg) {
-            return;
-        }
-        noted.insert(name.clone(), msg.to_string());
-    }
-    tracing::warn!(revision = %name, "inputs {msg}");
-    ctx.event(failed, true, "IdenticalToFailed", "Block", msg)
-        .await;
-}
-
-/// Carries out retries asked for with [`RETRY_ANNOTATION`]: a Failed (or Blocked) revision is
-/// cleared to Pending with the next sequence; on any other revision the annotation is removed.
-///
-/// # Errors
-/// API errors.
-pub async fn retries(ctx: &Context) -> Result<()> {
-    let revisions = ctx.revisions();
-    let max_seq = revisions.iter().map(|r| r.spec.sequence).max().unwrap_or(0);
-    let api: Api<NetworkConfigRevision> = Api::all(ctx.client.clone());
-    for r in &revisions {
-        let asked = r
-            .metadata
-            .annotations
-            .as_ref()
-            .is_some_and(|a| a.contains_key(RETRY_ANNOTATION));
-        if !asked || r.metadata.deletion_timestamp.is_some() {
-            continue;
-        }
-        let name = r.metadata.name.clone().unwrap_or_default();
-        let phase = r.status.as_ref().and_then(|s| s.phase);
-        if matches!(phase, Some(RevisionPhase::Failed | RevisionPhase::Blocked)) {
-            let patch = serde_json::json!({ "status": {
-                "phase": RevisionPhase::Pending,
-                "message": "retried by a person: rolled out again as the newest revision",
-                "failedNodes": [],
-            }});
-            let cleared = ctx
-                .write(
-                    || format!("clear Failed on NetworkConfigRevision {name}"),
-                    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)),
-                )
-                .await?;
-            ctx.ncr_overlay.written(cleared.clone());
-            raise_sequence(ctx, &cleared, max_seq + 1, "retried by a person").await?;
-        } else {
-            let patch =
-                serde_json::json!({ "metadata": { "annotations": { RETRY_ANNOTATION: null } } });
-            let patched = ctx
-                .write(
-                    || format!("remove the retry annotation of NetworkConfigRevision {name}"),
-                    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)),
-                )
-                .await?;
-            tracing::info!(revision = %name, "retry ignored: the revision is not Failed");
-            ctx.ncr_overlay.written(patched);
+            RevisionAction::ReportClash {
+                revision,
+                existing,
+                wanted,
+            } => {
+                let err = Error::NameClash {
+                    name: revision.clone(),
+                    existing,
+                    wanted,
+                };
+                // Never overwritten; the rollout of existing revisions goes on meanwhile.
+                tracing::error!(revision = %revision, "{err}");
+                self.ctx.metrics().error(&err);
+                Ok(())
+            }
+            RevisionAction::NoteIdentical { revision, message } => {
+                if self.ctx.noted_memo().first_time(&revision, &message) {
+                    tracing::warn!(revision = %revision, "inputs {message}");
+                    let failed = self.revision(&revision)?;
+                    self.ctx
+                        .writer()
+                        .event(
+                            failed.as_ref(),
+                            true,
+                            "IdenticalToFailed",
+                            "Block",
+                            &message,
+                        )
+                        .await;
+                }
+                Ok(())
+            }
+            RevisionAction::SetAccepted { input, update } => {
+                let reference = self.live.reference(&input);
+                accepted::write(self.ctx, &input, &update, reference.as_ref()).await
+            }
         }
     }
-    Ok(())
-}
 
-async fn set_all(ctx: &Context, inputs: &Inputs, verdict: &Verdict) -> Result<()> {
-    set_each(ctx, &inputs.vrfs, |_| verdict.clone()).await?;
-    set_each(ctx, &inputs.layer2s, |_| verdict.clone()).await?;
-    set_each(ctx, &inputs.tables, |_| verdict.clone()).await
-}
-
-async fn reject_all(ctx: &Context, inputs: &Inputs, invalid: &Invalid) -> Result<()> {
-    let verdict = |kind: &str, name: &str| {
-        let own: Vec<String> = invalid
-            .for_object(kind, name)
-            .map(|p| format!("{}: {}", p.field, p.message))
-            .collect();
-        if own.is_empty() {
-            Verdict::rejected(
-                "OtherInputInvalid",
-                format!("not rolled out: other inputs are invalid ({invalid})"),
+    async fn clear_failed(&mut self, name: &str) -> Result<()> {
+        let patch = serde_json::json!({ "status": {
+            "phase": RevisionPhase::Pending,
+            "message": "retried by a person: rolled out again as the newest revision",
+            "failedNodes": [],
+        }});
+        let cleared = self
+            .ctx
+            .writer()
+            .write_revision(
+                || format!("clear Failed on NetworkConfigRevision {name}"),
+                self.api()
+                    .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)),
             )
-        } else {
-            Verdict::rejected("Invalid", own.join("; "))
-        }
-    };
-    set_each(ctx, &inputs.vrfs, |n| {
-        verdict(netrollout_api::VRFRouteConfiguration::KIND, n)
-    })
-    .await?;
-    set_each(ctx, &inputs.layer2s, |n| {
-        verdict(netrollout_api::Layer2NetworkConfiguration::KIND, n)
-    })
-    .await?;
-    set_each(ctx, &inputs.tables, |n| {
-        verdict(netrollout_api::RoutingTable::KIND, n)
-    })
-    .await
-}
-
-async fn set_each<K: Input>(
-    ctx: &Context,
-    objs: &[K],
-    verdict: impl Fn(&str) -> Verdict,
-) -> Result<()> {
-    for o in objs {
-        let name = o.meta().name.clone().unwrap_or_default();
-        accepted::set(ctx, o, &verdict(&name)).await?;
+            .await?;
+        self.written(cleared);
+        Ok(())
     }
-    Ok(())
+
+    async fn raise(
+        &mut self,
+        name: &str,
+        from: i64,
+        to: i64,
+        reason: RaiseReason,
+        retried: Option<String>,
+    ) -> Result<()> {
+        let existing = self.revision(name)?;
+        let mut annotations = serde_json::json!({ RETRY_ANNOTATION: null });
+        if let Some(v) = retried {
+            annotations[RETRIED_ANNOTATION] = v.into();
+        }
+        let patch = serde_json::json!({
+            "metadata": {
+                "resourceVersion": existing.metadata.resource_version,
+                "annotations": annotations,
+            },
+            "spec": { "sequence": to },
+        });
+        let patched = self
+            .ctx
+            .writer()
+            .write_revision(
+                || format!("raise the sequence of NetworkConfigRevision {name}"),
+                self.api()
+                    .patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
+            )
+            .await?;
+        let msg = format!(
+            "{}: sequence raised from {from} to {to}, which makes it the target again",
+            reason.as_str()
+        );
+        tracing::info!(revision = %name, sequence = to, "{msg}");
+        self.ctx
+            .writer()
+            .event(
+                patched.as_ref(),
+                false,
+                "SequenceRaised",
+                "RaiseSequence",
+                &msg,
+            )
+            .await;
+        self.written(patched);
+        Ok(())
+    }
+
+    async fn drop_retry(&mut self, name: &str) -> Result<()> {
+        let patch =
+            serde_json::json!({ "metadata": { "annotations": { RETRY_ANNOTATION: null } } });
+        let patched = self
+            .ctx
+            .writer()
+            .write_revision(
+                || format!("remove the retry annotation of NetworkConfigRevision {name}"),
+                self.api()
+                    .patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
+            )
+            .await?;
+        tracing::info!(revision = %name, "retry ignored: the revision is not Failed");
+        self.written(patched);
+        Ok(())
+    }
+
+    async fn create(
+        &mut self,
+        name: String,
+        hash: String,
+        size: usize,
+        sequence: i64,
+        snapshot: Snapshot,
+    ) -> Result<()> {
+        let obj = NetworkConfigRevision {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                labels: Some(
+                    [(
+                        netrollout_api::MANAGED_BY_LABEL.to_string(),
+                        "netrollout-configurator".to_string(),
+                    )]
+                    .into(),
+                ),
+                ..ObjectMeta::default()
+            },
+            spec: NetworkConfigRevisionSpec {
+                sequence,
+                hash,
+                paused: false,
+                snapshot,
+            },
+            status: None,
+        };
+        let created = self
+            .ctx
+            .writer()
+            .write_revision(
+                || format!("create NetworkConfigRevision {name}"),
+                self.api().create(&PostParams::default(), &obj),
+            )
+            .await?;
+        let msg =
+            format!("created revision {name} (sequence {sequence}, {size} bytes) from the inputs");
+        tracing::info!(revision = %name, sequence, "{msg}");
+        self.ctx
+            .writer()
+            .event(created.as_ref(), false, "Created", "CreateRevision", &msg)
+            .await;
+        self.written(created);
+        Ok(())
+    }
 }

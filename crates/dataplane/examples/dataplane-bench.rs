@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail, ensure};
 use netrollout_dataplane::{
-    Address, Dataplane, Desired, Link, LinkKind, Mac, Op, VXLAN_PORT, Vxlan,
+    Address, Dataplane, Desired, Link, LinkKind, Mac, Managed, Op, VXLAN_PORT, Vxlan,
 };
 
 const NETWORKS: u32 = 1000;
@@ -134,7 +134,8 @@ async fn main() -> Result<()> {
         .transpose()?
         .unwrap_or(3);
     let want = desired(|_| 1500, |_| 1);
-    want.validate()?;
+    let managed = Managed::new(netrollout_api::MANAGED_PREFIXES)?;
+    want.validate(&managed)?;
     let file = tempfile::NamedTempFile::new()?;
     std::fs::write(file.path(), batch())?;
 
@@ -146,7 +147,7 @@ async fn main() -> Result<()> {
         // would be billed to whoever runs next, so all namespaces live until the end.
         let ip_ns = Ns::new(&format!("ip{run}"))?;
         let dp_ns = Ns::new(&format!("dp{run}"))?;
-        let dp = Dataplane::in_netns(&dp_ns.0)?;
+        let dp = Dataplane::in_netns(&dp_ns.0, managed.clone())?;
         let measure_ip = || -> Result<Duration> {
             let t = Instant::now();
             let out = Command::new("ip")

@@ -15,7 +15,7 @@ use crate::diff::diff;
 use crate::dump::DumpSocket;
 use crate::error::{Error, Result};
 use crate::exec::{Outcome, groups, outcome};
-use crate::model::{Desired, Observed};
+use crate::model::{Desired, Managed, Observed};
 use crate::msg::request;
 use crate::observe::{ifindex, observed};
 use crate::op::Op;
@@ -38,6 +38,8 @@ pub struct Report {
 #[derive(Debug)]
 pub struct Dataplane {
     handle: Handle,
+    /// The link name prefixes this connection owns; every other link is foreign.
+    managed: Arc<Managed>,
     dumps: Arc<DumpSocket>,
     /// Dropping it stops the connection task (or thread, for a namespace connection).
     _stop: Option<oneshot::Sender<()>>,
@@ -45,8 +47,9 @@ pub struct Dataplane {
 
 impl Dataplane {
     /// Connects in the caller's own network namespace (the agent's case: it already runs in
-    /// the node's namespace). Must be called inside a tokio runtime.
-    pub fn connect() -> Result<Self> {
+    /// the node's namespace). Must be called inside a tokio runtime. Only links carrying a
+    /// `managed` prefix are observed or touched.
+    pub fn connect(managed: Managed) -> Result<Self> {
         let (conn, handle, _) = rtnetlink::new_connection().map_err(Error::Connection)?;
         let dumps = Arc::new(DumpSocket::open().map_err(Error::Connection)?);
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -58,20 +61,21 @@ impl Dataplane {
         });
         Ok(Self {
             handle,
+            managed: Arc::new(managed),
             dumps,
             _stop: Some(stop_tx),
         })
     }
 
     /// Connects to the namespace `ip netns` calls `name` (`/run/netns/NAME`).
-    pub fn in_netns(name: &str) -> Result<Self> {
-        Self::in_netns_path(Path::new("/run/netns").join(name))
+    pub fn in_netns(name: &str, managed: Managed) -> Result<Self> {
+        Self::in_netns_path(Path::new("/run/netns").join(name), managed)
     }
 
     /// Connects to the network namespace at `path` (e.g. `/proc/PID/ns/net`). A dedicated
     /// thread enters the namespace, opens the netlink socket there and serves the connection;
     /// the rest of the process stays where it is.
-    pub fn in_netns_path(path: impl AsRef<Path>) -> Result<Self> {
+    pub fn in_netns_path(path: impl AsRef<Path>, managed: Managed) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -92,16 +96,23 @@ impl Dataplane {
             })?;
         Ok(Self {
             handle,
+            managed: Arc::new(managed),
             dumps: Arc::new(dumps),
             _stop: Some(stop_tx),
         })
+    }
+
+    /// The link name prefixes this connection owns.
+    pub fn managed(&self) -> &Managed {
+        &self.managed
     }
 
     /// Reads links, addresses, routes and rules (`ip -d link; ip addr; ip route show table
     /// all; ip rule`) and keeps the managed ones.
     pub async fn observe(&self) -> Result<Observed> {
         let dumps = self.dumps.clone();
-        let raw = tokio::task::spawn_blocking(move || dumps.all())
+        let managed = self.managed.clone();
+        let raw = tokio::task::spawn_blocking(move || dumps.all(&managed))
             .await
             .map_err(|e| Error::Connection(std::io::Error::other(e)))?
             .map_err(|(what, source)| Error::Dump { what, source })?;
@@ -110,13 +121,14 @@ impl Dataplane {
             &raw.addresses,
             &raw.routes,
             &raw.rules,
+            &self.managed,
         ))
     }
 
     /// Validates `desired`, observes, diffs and executes: the whole reconcile.
     pub async fn apply(&self, desired: &Desired) -> Result<Report> {
         let t = std::time::Instant::now();
-        desired.validate()?;
+        desired.validate(&self.managed)?;
         let validated = t.elapsed();
         let observed = self.observe().await?;
         let observed_at = t.elapsed();

@@ -91,7 +91,7 @@ fn simulate(mut s: Observed, ops: &[Op]) -> Observed {
             Op::ReplaceRoute(r) => {
                 if let Some(dev) = &r.dev {
                     assert!(
-                        s.links.contains_key(dev) || !crate::is_managed(dev),
+                        s.links.contains_key(dev) || !crate::model::for_tests::managed().owns(dev),
                         "{op}: no dev"
                     );
                 }
@@ -377,8 +377,9 @@ fn node() -> impl Strategy<Value = Desired> {
 proptest! {
     #[test]
     fn any_change_between_two_configs_converges_in_one_apply(a in node(), b in node()) {
-        a.validate().unwrap();
-        b.validate().unwrap();
+        let managed = crate::model::for_tests::managed();
+        a.validate(&managed).unwrap();
+        b.validate(&managed).unwrap();
         let first = from_scratch(&a);
         prop_assert_eq!(diff(&a, &first), vec![]);
         let ops = diff(&b, &first);
@@ -386,7 +387,7 @@ proptest! {
         prop_assert_eq!(diff(&b, &second), vec![]);
         for op in &ops {
             for name in op.writes() {
-                prop_assert!(crate::is_managed(name), "{} touches foreign {}", op, name);
+                prop_assert!(managed.owns(name), "{} touches foreign {}", op, name);
             }
         }
     }

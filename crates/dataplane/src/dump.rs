@@ -19,7 +19,7 @@ use rtnetlink::packet_core::{
 };
 use rtnetlink::sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 
-use crate::model::{RTPROT_NETROLLOUT, is_managed};
+use crate::model::{Managed, RTPROT_NETROLLOUT};
 use crate::observe::link_name;
 
 /// Link attributes the model reads besides the link info: address, name, MTU, lower link,
@@ -61,7 +61,7 @@ impl DumpSocket {
     }
 
     /// Dumps links, addresses, our routes and rules (both families).
-    pub fn all(&self) -> Result<Dumps, (&'static str, io::Error)> {
+    pub fn all(&self, owned: &Managed) -> Result<Dumps, (&'static str, io::Error)> {
         let t = std::time::Instant::now();
         let mut d = Dumps {
             links: self.links().map_err(|e| ("links", e))?,
@@ -71,7 +71,7 @@ impl DumpSocket {
         let managed: HashSet<u32> = d
             .links
             .iter()
-            .filter(|l| link_name(l).is_some_and(is_managed))
+            .filter(|l| link_name(l).is_some_and(|n| owned.owns(n)))
             .map(|l| l.header.index)
             .collect();
         self.dump(

@@ -9,7 +9,7 @@
 //! kernel's error ([`Error::Kernel`]).
 //!
 //! Only managed objects are ever touched: links whose names carry a managed prefix
-//! ([`MANAGED_PREFIXES`]), addresses on them, and routes and rules tagged with protocol
+//! ([`Managed`], a list the caller hands in), addresses on them, and routes and rules tagged with protocol
 //! [`RTPROT_NETROLLOUT`]. Foreign links, addresses, routes and rules survive every apply.
 //!
 //! [`Dataplane::connect`] works in the caller's network namespace (the agent's case);
@@ -44,7 +44,7 @@ pub use dataplane::{Dataplane, Report};
 pub use diff::diff;
 pub use error::{Error, Result};
 pub use model::{
-    Address, Desired, Family, Link, LinkKind, MANAGED_PREFIXES, MAX_NAME_LEN, Mac, Observed,
-    ObservedLink, RTPROT_NETROLLOUT, Route, Rule, VXLAN_PORT, Vxlan, is_managed,
+    Address, Desired, Family, Link, LinkKind, MAX_NAME_LEN, Mac, Managed, Observed, ObservedLink,
+    RTPROT_NETROLLOUT, Route, Rule, VXLAN_PORT, Vxlan,
 };
 pub use op::{LinkChange, Op};

@@ -3,7 +3,7 @@
 //! The agent converts a rendered NodeNetworkConfig into a [`Desired`]; [`crate::Dataplane::observe`]
 //! reads the kernel into an [`Observed`]. Both hold the same element types, so the diff compares
 //! like with like. Only *managed* objects appear here: links whose names carry a managed prefix
-//! ([`MANAGED_PREFIXES`]), addresses on those links, and routes and rules tagged with
+//! ([`Managed`], handed in by the caller), addresses on those links, and routes and rules tagged with
 //! [`RTPROT_NETROLLOUT`]. Everything else on the host is foreign and never touched.
 
 use std::collections::BTreeMap;
@@ -12,10 +12,42 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-/// Name prefixes of the links this crate owns. Any other link is foreign.
-pub const MANAGED_PREFIXES: [&str; 11] = [
-    "vr.", "br.", "vx.", "vd.", "vv.", "l2.", "lx.", "mv.", "vl.", "tb.", "lo.",
-];
+/// The name prefixes of the links this crate owns; any other link is foreign. The caller hands
+/// them in (the agent passes the API's naming rules), so the list is defined once, with the
+/// names the renderer builds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Managed {
+    prefixes: Vec<String>,
+}
+
+impl Managed {
+    /// The prefixes; at least one, none empty (an empty prefix would claim every link of the
+    /// host, including the uplinks).
+    pub fn new<I, S>(prefixes: I) -> Result<Self, crate::Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let prefixes: Vec<String> = prefixes.into_iter().map(Into::into).collect();
+        if prefixes.is_empty() || prefixes.iter().any(String::is_empty) {
+            return Err(crate::Error::Invalid {
+                object: format!("managed prefix list {prefixes:?}"),
+                reason: "must name at least one prefix and no empty one (e.g. [\"vr.\", \"br.\"]); an empty prefix would take over every link of the host".into(),
+            });
+        }
+        Ok(Self { prefixes })
+    }
+
+    /// Whether a link name belongs to netrollout (carries a managed prefix).
+    pub fn owns(&self, name: &str) -> bool {
+        self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
+    }
+
+    /// The prefixes, in the order given.
+    pub fn prefixes(&self) -> &[String] {
+        &self.prefixes
+    }
+}
 
 /// The route protocol number (`ip route ... proto 177`) and rule protocol that mark routes and
 /// rules as ours. Routes and rules with any other protocol are foreign.
@@ -27,9 +59,12 @@ pub const MAX_NAME_LEN: usize = 15;
 /// The standard VXLAN UDP port (`dstport 4789`).
 pub const VXLAN_PORT: u16 = 4789;
 
-/// Whether a link name belongs to netrollout (carries a managed prefix).
-pub fn is_managed(name: &str) -> bool {
-    MANAGED_PREFIXES.iter().any(|p| name.starts_with(p))
+#[cfg(test)]
+pub(crate) mod for_tests {
+    /// The contract's prefix list, as the agent hands it in.
+    pub(crate) fn managed() -> super::Managed {
+        super::Managed::new(netrollout_api::MANAGED_PREFIXES).expect("the API's prefixes")
+    }
 }
 
 /// A 48-bit Ethernet address.

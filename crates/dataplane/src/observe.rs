@@ -13,9 +13,10 @@ use netlink_packet_route::link::{
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage, RouteProtocol};
 use netlink_packet_route::rule::{RuleAttribute, RuleMessage};
 
+use crate::model::Managed;
 use crate::model::{
     Address, Family, Link, LinkKind, Mac, Observed, ObservedLink, RTPROT_NETROLLOUT, Route, Rule,
-    VXLAN_PORT, Vxlan, is_managed,
+    VXLAN_PORT, Vxlan,
 };
 use crate::msg::table_of;
 
@@ -25,6 +26,7 @@ pub(crate) fn observed(
     addresses: &[AddressMessage],
     routes: &[RouteMessage],
     rules: &[RuleMessage],
+    owned: &Managed,
 ) -> Observed {
     let names: HashMap<u32, String> = links
         .iter()
@@ -36,12 +38,12 @@ pub(crate) fn observed(
         ..Observed::default()
     };
     for m in links {
-        if let Some(name) = link_name(m).filter(|n| is_managed(n)) {
+        if let Some(name) = link_name(m).filter(|n| owned.owns(n)) {
             out.links.insert(name.to_string(), link(m, name, &name_of));
         }
     }
     for m in addresses {
-        let Some(name) = names.get(&m.header.index).filter(|n| is_managed(n)) else {
+        let Some(name) = names.get(&m.header.index).filter(|n| owned.owns(n)) else {
             continue;
         };
         if let Some(addr) = address(m) {
@@ -324,7 +326,13 @@ mod tests {
         ];
         let mut foreign_route = RouteMessage::default();
         foreign_route.header.address_family = AddressFamily::Inet;
-        let observed = observed(&links, &addresses, &[foreign_route], &[]);
+        let observed = observed(
+            &links,
+            &addresses,
+            &[foreign_route],
+            &[],
+            &crate::model::for_tests::managed(),
+        );
 
         assert_eq!(
             observed.links.keys().collect::<Vec<_>>(),

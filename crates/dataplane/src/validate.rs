@@ -3,22 +3,23 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::Error;
-use crate::model::{Desired, Family, LinkKind, MAX_NAME_LEN, is_managed};
+use crate::model::{Desired, Family, LinkKind, MAX_NAME_LEN, Managed};
 
 impl Desired {
     /// Checks that the state can be applied: managed names that fit the kernel, masters that are
     /// bridges or VRFs in the same state, mutual veth peers, no dependency cycles, addresses and
     /// routes on known links, families that match.
-    pub fn validate(&self) -> Result<(), Error> {
+    /// Links are managed when they carry one of the `managed` prefixes.
+    pub fn validate(&self, managed: &Managed) -> Result<(), Error> {
         for (key, link) in &self.links {
             let object = || format!("link {}", link.name);
             if key != &link.name {
                 return Err(invalid(object(), format!("is stored under the key {key}")));
             }
-            if !is_managed(&link.name) {
+            if !managed.owns(&link.name) {
                 return Err(invalid(
                     object(),
-                    "has no managed prefix (vr. br. vx. vd. vv. ...)",
+                    format!("has no managed prefix ({})", managed.prefixes().join(" ")),
                 ));
             }
             if link.name.len() > MAX_NAME_LEN {
@@ -42,7 +43,7 @@ impl Desired {
                 }
             }
             for dep in link.dependencies() {
-                if is_managed(dep) && !self.links.contains_key(dep) {
+                if managed.owns(dep) && !self.links.contains_key(dep) {
                     return Err(invalid(
                         object(),
                         format!("needs {dep}, which is not in the config"),
@@ -110,7 +111,7 @@ impl Desired {
         let mut keys = BTreeSet::new();
         for r in &self.routes {
             if let Some(dev) = &r.dev
-                && is_managed(dev)
+                && managed.owns(dev)
                 && !self.links.contains_key(dev)
             {
                 return Err(invalid(
@@ -226,13 +227,19 @@ mod tests {
     #[test]
     fn a_foreign_name_is_rejected() {
         let d = desired(vec![Link::new("eth0", LinkKind::Bridge)]);
-        assert!(matches!(d.validate(), Err(Error::Invalid { .. })));
+        assert!(matches!(
+            d.validate(&crate::model::for_tests::managed()),
+            Err(Error::Invalid { .. })
+        ));
     }
 
     #[test]
     fn a_name_over_fifteen_bytes_is_rejected() {
         let d = desired(vec![Link::new("br.abcdefghijklm", LinkKind::Bridge)]);
-        let err = d.validate().unwrap_err().to_string();
+        let err = d
+            .validate(&crate::model::for_tests::managed())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("15 bytes"), "{err}");
     }
 
@@ -244,7 +251,7 @@ mod tests {
                 peer: "vv.a".into(),
             },
         )]);
-        assert!(d.validate().is_err());
+        assert!(d.validate(&crate::model::for_tests::managed()).is_err());
     }
 
     #[test]
@@ -253,7 +260,10 @@ mod tests {
             Link::new("br.a", LinkKind::Bridge).master("br.b"),
             Link::new("br.b", LinkKind::Bridge).master("br.a"),
         ]);
-        let err = d.validate().unwrap_err().to_string();
+        let err = d
+            .validate(&crate::model::for_tests::managed())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("cycle"), "{err}");
     }
 
@@ -264,7 +274,7 @@ mod tests {
             link: "br.b".into(),
             addr: "10.0.0.1/24".parse().unwrap(),
         });
-        assert!(d.validate().is_err());
+        assert!(d.validate(&crate::model::for_tests::managed()).is_err());
     }
 
     #[test]
@@ -278,7 +288,10 @@ mod tests {
             neigh_suppress: true,
         };
         let d = desired(vec![Link::new("lx.1", LinkKind::Vxlan(vx))]);
-        let err = d.validate().unwrap_err().to_string();
+        let err = d
+            .validate(&crate::model::for_tests::managed())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("neighbour suppression"), "{err}");
     }
 
@@ -304,6 +317,6 @@ mod tests {
             link: "vd.a".into(),
             addr: "10.0.0.1/31".parse().unwrap(),
         });
-        d.validate().unwrap();
+        d.validate(&crate::model::for_tests::managed()).unwrap();
     }
 }

@@ -359,7 +359,7 @@ fn connect_works_in_the_namespace_the_caller_already_runs_in() {
             .build()
             .unwrap();
         rt.block_on(async {
-            let dp = netrollout_dataplane::Dataplane::connect().unwrap();
+            let dp = netrollout_dataplane::Dataplane::connect(common::managed()).unwrap();
             let mut desired = Desired::default();
             add_layer2(&mut desired, 7, 1500);
             let first = dp.apply(&desired).await.unwrap();

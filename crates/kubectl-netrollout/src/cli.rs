@@ -9,9 +9,10 @@ use netrollout_api::DEFAULT_NAMESPACE;
 
 use crate::cluster::{Cluster, Connection, find, name};
 use crate::diff::DiffReport;
-use crate::output::{Format, parse_duration};
+use crate::output::Format;
 use crate::status::{self, write_out};
 use crate::{Error, Result, control, history, migrate, nodes, undo};
+use netrollout_support::parse_duration;
 
 /// Shows and steers netrollout rollouts (`kubectl netrollout ...`).
 #[derive(Debug, Parser)]

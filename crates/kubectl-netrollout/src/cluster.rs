@@ -33,26 +33,12 @@ impl Connection {
     /// # Errors
     /// [`Error::Kubeconfig`] when no configuration can be loaded.
     pub async fn connect(&self) -> Result<Cluster> {
-        let options = kube::config::KubeConfigOptions {
-            context: self.context.clone(),
-            ..Default::default()
-        };
-        let config = match &self.kubeconfig {
-            Some(path) => {
-                let kc = kube::config::Kubeconfig::read_from(path)
-                    .map_err(|e| Error::Kubeconfig(format!("{}: {e}", path.display())))?;
-                kube::Config::from_custom_kubeconfig(kc, &options)
-                    .await
-                    .map_err(|e| Error::Kubeconfig(e.to_string()))?
-            }
-            None if self.context.is_some() => kube::Config::from_kubeconfig(&options)
+        let config =
+            netrollout_support::kube_config(self.kubeconfig.as_deref(), self.context.as_deref())
                 .await
-                .map_err(|e| Error::Kubeconfig(e.to_string()))?,
-            None => kube::Config::infer()
-                .await
-                .map_err(|e| Error::Kubeconfig(e.to_string()))?,
-        };
-        let client = Client::try_from(config).map_err(|e| Error::Kubeconfig(e.to_string()))?;
+                .map_err(|e| Error::Kubeconfig(e.to_string()))?;
+        let client =
+            netrollout_support::client(config).map_err(|e| Error::Kubeconfig(e.to_string()))?;
         Ok(Cluster {
             client,
             namespace: self.namespace.clone(),

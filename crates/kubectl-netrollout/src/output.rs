@@ -121,45 +121,6 @@ pub fn short_duration(d: Duration) -> String {
     }
 }
 
-/// Parses `--timeout`-style durations: `30s`, `10m`, `1h30m`, `500ms`, or plain seconds.
-///
-/// # Errors
-/// [`Error::Argument`] naming the accepted forms.
-pub fn parse_duration(text: &str) -> Result<Duration> {
-    let bad = || Error::Argument {
-        what: "duration",
-        value: text.to_string(),
-        hint: "use a number with a unit, e.g. 90s, 10m, 1h30m or 500ms",
-    };
-    let text = text.trim();
-    if let Ok(secs) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(secs));
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-        let number: u64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let unit = match &rest[..unit_len] {
-            "ms" => Duration::from_millis(number),
-            "s" => Duration::from_secs(number),
-            "m" => Duration::from_secs(number * 60),
-            "h" => Duration::from_secs(number * 3600),
-            _ => return Err(bad()),
-        };
-        total += unit;
-        rest = &rest[unit_len..];
-    }
-    Ok(total)
-}
-
 /// Shortens `text` to at most `max` characters, marking the cut with `…`.
 pub fn truncate(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
@@ -184,17 +145,6 @@ mod tests {
             t.render(),
             "NAME         PHASE\nncr-1        Succeeded\nncr-longer   Failed\n"
         );
-    }
-
-    #[test]
-    fn durations_accept_units_and_combinations() {
-        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("2m5s").unwrap(), Duration::from_secs(125));
-        for bad in ["", "m", "5x", "1.5s", "-3s"] {
-            assert!(parse_duration(bad).is_err(), "{bad:?} must be rejected");
-        }
     }
 
     #[test]

@@ -158,14 +158,11 @@ impl Stop {
 }
 
 async fn run() -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            // The lab reports its own API errors in its timeline; kube's request logs add noise.
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn,kube_client=off,kube_runtime=off".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // The lab reports its own API errors in its timeline; kube's request logs add noise.
+    netrollout_support::init_logging(
+        netrollout_support::LogFormat::Text,
+        "warn,kube_client=off,kube_runtime=off",
+    );
     let cli = Cli::parse();
     // Both rustls providers are compiled into the workspace; pick one before any client exists.
     let _ = rustls::crypto::ring::default_provider().install_default();

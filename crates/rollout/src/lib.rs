@@ -20,12 +20,14 @@
 //!
 //! # Layout
 //! - [`state`]: the observed state (revisions, nodes, dispatch records).
-//! - [`settings`]: update limit (`"5"` / `"20%"`), timeouts, failure budget, history limits.
+//! - [`settings`]: update limit (`"5"` / `"20%"`), strategy (waves or window), timeouts,
+//!   failure budget, history limits.
 //! - [`action`]: the plan, its actions and summary.
-//! - `plan`: the planning pass ([`plan()`]); `plan/nodes.rs` holds its node-level half.
+//! - `plan`: the planning pass ([`plan()`]), which reads the fleet once into per-revision tallies
+//!   and an index of the nodes that may move; `plan/nodes.rs` holds its node-level half.
 //! - `assess`: each node's condition relative to its spec revision.
-//! - [`order`]: dispatch order ([`order::first_in_dispatch_order`] picks a wave without sorting
-//!   the whole fleet).
+//! - [`order`]: dispatch order ([`order::first_in_dispatch_order_of`] picks a wave from bounded
+//!   per-group heaps, without collecting or sorting the candidates).
 //! - `prune`: history limits.
 //! - [`time`]: caller-supplied instants.
 //!
@@ -43,9 +45,12 @@ pub mod time;
 
 pub use action::{Action, DispatchKind, Mode, NodeDispatch, NodeFailure, Plan, Summary};
 pub use plan::plan;
-pub use settings::{HistoryLimits, ParseUpdateLimitError, Settings, UpdateLimit};
+pub use settings::{
+    HistoryLimits, ParseRolloutStrategyError, ParseUpdateLimitError, RolloutStrategy, Settings,
+    UpdateLimit,
+};
 pub use state::{
-    CANARY_LABEL, DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, State,
-    ZONE_LABEL,
+    DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, State,
+   
 };
 pub use time::Timestamp;

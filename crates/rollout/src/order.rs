@@ -4,7 +4,8 @@
 //! round-robin over `topology.kubernetes.io/zone`; then by name. The node running the
 //! configurator goes last.
 
-use std::collections::BTreeMap;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 
 use crate::state::Node;
 
@@ -15,47 +16,101 @@ pub fn dispatch_order(nodes: &mut Vec<&Node>) {
     *nodes = first_in_dispatch_order(all, n);
 }
 
-/// The first `take` of `nodes` in dispatch order, without sorting the rest: each (class, zone)
-/// group only ever serves its `take` alphabetically first nodes, so the work is linear in the
-/// number of nodes plus `take log take` per group.
-pub fn first_in_dispatch_order<'a>(nodes: Vec<&'a Node>, take: usize) -> Vec<&'a Node> {
+/// The first `take` of `nodes` in dispatch order, without sorting the rest (see
+/// [`first_in_dispatch_order_of`]).
+pub fn first_in_dispatch_order(nodes: Vec<&Node>, take: usize) -> Vec<&Node> {
+    first_in_dispatch_order_of(nodes, take)
+}
+
+/// A node ordered by name (names are unique).
+struct ByName<'a>(&'a Node);
+
+impl PartialEq for ByName<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.name == other.0.name
+    }
+}
+
+impl Eq for ByName<'_> {}
+
+impl PartialOrd for ByName<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ByName<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.name.cmp(&other.0.name)
+    }
+}
+
+/// (runs the configurator, has config, not a canary): false sorts first.
+type Class = (bool, bool, bool);
+
+/// The first `take` of `nodes` in dispatch order, in one pass and without collecting them: each
+/// (class, zone) group only ever serves its `take` alphabetically first nodes, so each group
+/// keeps those in a bounded heap. The work is linear in the number of nodes (one name
+/// comparison for most) plus `take log take` per group.
+pub fn first_in_dispatch_order_of<'a>(
+    nodes: impl IntoIterator<Item = &'a Node>,
+    take: usize,
+) -> Vec<&'a Node> {
     if take == 0 {
         return Vec::new();
     }
-    // (runs the configurator, has config, not a canary): false sorts first; then the zone.
-    type Group<'a> = ((bool, bool, bool), &'a str);
-    let mut groups: BTreeMap<Group<'a>, Vec<&'a Node>> = BTreeMap::new();
+    // Few groups (classes × zones): a list searched from the group of the previous node.
+    let mut groups: Vec<((Class, &'a str), BinaryHeap<ByName<'a>>)> = Vec::new();
+    let mut last = 0;
     for n in nodes {
-        let class = (
-            n.runs_configurator,
-            n.spec_revision.is_some(),
-            !n.is_canary(),
+        let key = (
+            (
+                n.runs_configurator,
+                n.spec_revision.is_some(),
+                !n.is_canary(),
+            ),
+            n.zone(),
         );
-        groups.entry((class, n.zone())).or_default().push(n);
-    }
-    for v in groups.values_mut() {
-        if v.len() > take {
-            v.select_nth_unstable_by(take, |a, b| a.name.cmp(&b.name));
-            v.truncate(take);
+        let g = match groups.get(last).filter(|(k, _)| *k == key) {
+            Some(_) => last,
+            None => match groups.iter().position(|(k, _)| *k == key) {
+                Some(g) => g,
+                None => {
+                    groups.push((key, BinaryHeap::new()));
+                    groups.len() - 1
+                }
+            },
+        };
+        last = g;
+        let heap = &mut groups[g].1;
+        if heap.len() < take {
+            heap.push(ByName(n));
+        } else if let Some(mut top) = heap.peek_mut()
+            && n.name < top.0.name
+        {
+            *top = ByName(n);
         }
-        v.sort_unstable_by(|a, b| a.name.cmp(&b.name));
     }
-    let mut out = Vec::with_capacity(take.min(groups.values().map(Vec::len).sum()));
-    let mut groups = groups.into_iter().peekable();
-    while let Some(((class, _), first)) = groups.next() {
+    groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let groups: Vec<(Class, Vec<ByName<'a>>)> = groups
+        .into_iter()
+        .map(|((class, _), heap)| (class, heap.into_sorted_vec()))
+        .collect();
+    let mut out = Vec::with_capacity(take.min(groups.iter().map(|g| g.1.len()).sum()));
+    let mut rest = groups.as_slice();
+    while let Some(((class, _), _)) = rest.split_first() {
         // All zones of one class, served round-robin: every zone's first node, then the
         // second, and so on.
-        let mut zones = vec![first];
-        while let Some((_, v)) = groups.next_if(|((c, _), _)| *c == class) {
-            zones.push(v);
-        }
-        let turns = zones.iter().map(Vec::len).max().unwrap_or(0);
+        let same = rest.iter().take_while(|(c, _)| c == class).count();
+        let (zones, tail) = rest.split_at(same);
+        rest = tail;
+        let turns = zones.iter().map(|z| z.1.len()).max().unwrap_or(0);
         for turn in 0..turns {
-            for n in zones.iter().filter_map(|z| z.get(turn)) {
+            for n in zones.iter().filter_map(|z| z.1.get(turn)) {
                 if out.len() == take {
                     return out;
                 }
-                out.push(*n);
+                out.push(n.0);
             }
         }
     }
@@ -65,14 +120,11 @@ pub fn first_in_dispatch_order<'a>(nodes: Vec<&'a Node>, take: usize) -> Vec<&'a
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{CANARY_LABEL, ZONE_LABEL};
 
     fn n(name: &str, zone: &str, canary: bool, configured: bool) -> Node {
         let mut node = Node::new(name);
-        node.labels.insert(ZONE_LABEL.into(), zone.into());
-        if canary {
-            node.labels.insert(CANARY_LABEL.into(), "true".into());
-        }
+        node.zone = zone.into();
+        node.canary = canary;
         node.spec_revision = configured.then(|| "r1".to_string());
         node
     }

@@ -19,28 +19,32 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
     p.detect_failures();
     let d = p.decide();
     p.supersede(&d);
-    let node_actions = p.maintain_nodes();
-    let in_flight = p.nodes.iter().filter(|m| m.cond.in_flight()).count();
+    let in_flight = p.in_flight;
     let free = p.limit.saturating_sub(in_flight);
     let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free);
     p.progress(&d, goal_dispatched);
     let pruned = p.prune(&d);
+    let on_goal = d.goal.map(|g| p.tally[g]).unwrap_or_default();
     let summary = Summary {
-        managed: p.nodes.len(),
-        not_ready: p.nodes.iter().filter(|m| !m.node.ready).count(),
+        managed: p.managed,
+        not_ready: p.not_ready,
         limit: p.limit,
         in_flight: in_flight + dispatched,
         target: d.goal.map(|g| state.revisions[g].name.clone()),
-        target_updated: p.on_target(&d, |c| *c == Cond::Settled),
-        target_failed: p.on_target(&d, |c| matches!(c, Cond::Failed { .. } | Cond::TimedOut)),
+        target_updated: on_goal.settled,
+        target_failed: on_goal.failed,
         mode: d.mode,
     };
     let mut actions = p.phase_actions;
-    actions.extend(node_actions);
+    actions.extend(p.withdrawals);
+    actions.extend(p.records);
     actions.extend(dispatches);
     actions.extend(pruned);
     Plan { actions, summary }
 }
+
+/// Failed nodes named in a Failed revision's message; the rest are counted.
+const NAMED_FAILURES: usize = 10;
 
 /// What the pass decided to move nodes to.
 struct Decision {
@@ -51,6 +55,26 @@ struct Decision {
     supersede_below: Option<(u64, usize)>,
 }
 
+/// Counts of the managed nodes whose spec names one revision.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    /// Managed nodes with this spec revision.
+    nodes: usize,
+    /// Of those, Provisioned.
+    settled: usize,
+    /// Of those, Failed or timed out.
+    failed: usize,
+    /// Of those, Ready and Failed or timed out: the failures that count against the revision.
+    ready_failed: usize,
+    /// Counted (Ready, not marked unresponsive) and Provisioned.
+    counted_settled: usize,
+    /// Counted and Failed or timed out.
+    counted_failed: usize,
+}
+
+/// One pass. [`Pass::new`] reads the fleet once: it tallies the nodes by spec revision and
+/// condition, writes the node-level actions (withdrawals, pickup records) and indexes the nodes
+/// that may be dispatched, so that no later step scans the fleet again.
 struct Pass<'a> {
     revs: &'a [Revision],
     now: Timestamp,
@@ -59,19 +83,22 @@ struct Pass<'a> {
     /// Effective phases (input phases plus this pass's decisions), indexed like `revs`.
     phases: Vec<RevisionPhase>,
     by_name: HashMap<&'a str, usize>,
-    /// Managed nodes (not being deleted) with their condition.
-    nodes: Vec<Managed<'a>>,
-    /// Indexes into `nodes` by spec revision, indexed like `revs`.
-    on_rev: Vec<Vec<usize>>,
     all_nodes: &'a [Node],
+    /// Per revision, indexed like `revs`.
+    tally: Vec<Tally>,
+    /// Managed nodes (not being deleted).
+    managed: usize,
+    not_ready: usize,
+    /// Managed nodes holding a slot of the update limit.
+    in_flight: usize,
+    /// Counted nodes (managed, Ready, not marked unresponsive).
+    counted: usize,
+    /// Nodes that may be dispatched now unless they already run the goal: indexes into
+    /// `all_nodes` with the index of their spec revision.
+    movable: Vec<(usize, Option<usize>)>,
+    withdrawals: Vec<Action>,
+    records: Vec<Action>,
     phase_actions: Vec<Action>,
-}
-
-/// A managed node, its condition and the index of its spec revision (if known).
-struct Managed<'a> {
-    node: &'a Node,
-    cond: Cond<'a>,
-    rev: Option<usize>,
 }
 
 impl<'a> Pass<'a> {
@@ -82,46 +109,73 @@ impl<'a> Pass<'a> {
             .enumerate()
             .map(|(i, r)| (r.name.as_str(), i))
             .collect();
-        // Most nodes share a few revisions: remember the last lookup instead of hashing each.
-        let mut last: Option<(&str, Option<usize>)> = None;
-        let mut lookup = |spec: Option<&'a str>| {
-            let spec = spec?;
-            match last {
-                Some((l, i)) if l == spec => i,
-                _ => {
-                    let i = by_name.get(spec).copied();
-                    last = Some((spec, i));
-                    i
-                }
-            }
-        };
-        let nodes: Vec<Managed<'_>> = state
-            .nodes
-            .iter()
-            .filter(|n| !n.deleting)
-            .map(|n| Managed {
-                node: n,
-                cond: assess(n, now, settings),
-                rev: lookup(n.spec_revision.as_deref()),
-            })
-            .collect();
-        let mut on_rev: Vec<Vec<usize>> = vec![Vec::new(); state.revisions.len()];
-        for (i, m) in nodes.iter().enumerate() {
-            if let Some(r) = m.rev {
-                on_rev[r].push(i);
-            }
-        }
-        Self {
+        let mut p = Self {
             revs: &state.revisions,
             now,
             settings,
-            limit: settings.update_limit.resolve(nodes.len()),
+            limit: 0,
             phases: state.revisions.iter().map(|r| r.phase).collect(),
             by_name,
-            nodes,
-            on_rev,
             all_nodes: &state.nodes,
+            tally: vec![Tally::default(); state.revisions.len()],
+            managed: 0,
+            not_ready: 0,
+            in_flight: 0,
+            counted: 0,
+            movable: Vec::new(),
+            withdrawals: Vec::new(),
+            records: Vec::new(),
             phase_actions: Vec::new(),
+        };
+        // Most nodes share a few revisions: remember the last lookup instead of hashing each.
+        let mut last: Option<(&str, Option<usize>)> = None;
+        for (k, n) in state.nodes.iter().enumerate() {
+            if n.deleting {
+                continue;
+            }
+            let rev = n.spec_revision.as_deref().and_then(|spec| match last {
+                Some((l, i)) if l == spec => i,
+                _ => {
+                    let i = p.by_name.get(spec).copied();
+                    last = Some((spec, i));
+                    i
+                }
+            });
+            let cond = assess(n, now, settings);
+            p.count(k, n, rev, &cond);
+            p.maintain(n, &cond);
+        }
+        p.limit = settings.update_limit.resolve(p.managed);
+        p
+    }
+
+    /// Tally one managed node and index it if it may be dispatched.
+    fn count(&mut self, k: usize, n: &Node, rev: Option<usize>, cond: &Cond<'_>) {
+        self.managed += 1;
+        self.not_ready += usize::from(!n.ready);
+        self.in_flight += usize::from(cond.in_flight());
+        let counted = n.ready && n.unresponsive_since.is_none();
+        self.counted += usize::from(counted);
+        let settled = *cond == Cond::Settled;
+        let failed = matches!(cond, Cond::Failed { .. } | Cond::TimedOut);
+        if let Some(r) = rev {
+            let t = &mut self.tally[r];
+            t.nodes += 1;
+            t.settled += usize::from(settled);
+            t.failed += usize::from(failed);
+            t.ready_failed += usize::from(failed && n.ready);
+            t.counted_settled += usize::from(settled && counted);
+            t.counted_failed += usize::from(failed && counted);
+        }
+        let movable = n.ready
+            && matches!(
+                cond,
+                Cond::Unconfigured | Cond::Settled | Cond::Failed { .. }
+            )
+            && n.unresponsive_since
+                .is_none_or(|t| self.now >= t.saturating_add(self.settings.pickup_timeout));
+        if movable {
+            self.movable.push((k, rev));
         }
     }
 
@@ -176,57 +230,60 @@ impl<'a> Pass<'a> {
             if !matches!(
                 self.phases[i],
                 RevisionPhase::Pending | RevisionPhase::Progressing | RevisionPhase::Superseded
-            ) {
+            ) || self.tally[i].ready_failed <= self.settings.max_failures
+            {
                 continue;
             }
             let r = &self.revs[i];
-            let failures: Vec<NodeFailure> = self.on_rev[i]
+            let failures = self.failures_of(r);
+            // The message names the first few; `failed_nodes` has them all (a large fleet can
+            // fail hundreds of nodes at once, and the message is written into the revision).
+            let mut names: Vec<String> = failures
                 .iter()
-                .filter_map(|&k| {
-                    let Managed { node: n, cond, .. } = &self.nodes[k];
-                    let reason = match cond {
-                        _ if !n.ready => return None,
-                        Cond::Failed { message } => {
-                            message.unwrap_or("agent reported Failed").to_owned()
-                        }
-                        Cond::TimedOut => format!(
-                            "did not finish applying within the apply timeout of {:?}",
-                            self.settings.apply_timeout
-                        ),
-                        _ => return None,
-                    };
-                    Some(NodeFailure {
-                        node: n.name.clone(),
-                        reason,
-                        at: self.now,
-                    })
-                })
+                .take(NAMED_FAILURES)
+                .map(|f| format!("{} ({})", f.node, f.reason))
                 .collect();
-            if failures.len() > self.settings.max_failures {
-                let names: Vec<String> = failures
-                    .iter()
-                    .map(|f| format!("{} ({})", f.node, f.reason))
-                    .collect();
-                let reason = format!(
-                    "{} node(s) failed revision {} (more than --max-failures={}): {}; rollout halted",
-                    failures.len(),
-                    r.name,
-                    self.settings.max_failures,
-                    names.join(", ")
-                );
-                self.set_phase(i, RevisionPhase::Failed, reason, failures);
+            if failures.len() > NAMED_FAILURES {
+                names.push(format!(
+                    "and {} more (all in the failed-node list)",
+                    failures.len() - NAMED_FAILURES
+                ));
             }
+            let reason = format!(
+                "{} node(s) failed revision {} (more than --max-failures={}): {}; rollout halted",
+                failures.len(),
+                r.name,
+                self.settings.max_failures,
+                names.join(", ")
+            );
+            self.set_phase(i, RevisionPhase::Failed, reason, failures);
         }
     }
 
-    /// Managed nodes on the decision's target whose condition matches.
-    fn on_target(&self, d: &Decision, pred: impl Fn(&Cond<'_>) -> bool) -> usize {
-        d.goal.map_or(0, |g| {
-            self.on_rev[g]
-                .iter()
-                .filter(|&&k| pred(&self.nodes[k].cond))
-                .count()
-        })
+    /// The Ready managed nodes that failed `r` (reported Failed or timed out), in fleet order.
+    /// Read again only for a revision that just failed.
+    fn failures_of(&self, r: &Revision) -> Vec<NodeFailure> {
+        self.all_nodes
+            .iter()
+            .filter(|n| n.ready && !n.deleting && n.spec_revision.as_deref() == Some(&r.name))
+            .filter_map(|n| {
+                let reason = match assess(n, self.now, self.settings) {
+                    Cond::Failed { message } => {
+                        message.unwrap_or("agent reported Failed").to_owned()
+                    }
+                    Cond::TimedOut => format!(
+                        "did not finish applying within the apply timeout of {:?}",
+                        self.settings.apply_timeout
+                    ),
+                    _ => return None,
+                };
+                Some(NodeFailure {
+                    node: n.name.clone(),
+                    reason,
+                    at: self.now,
+                })
+            })
+            .collect()
     }
 
     fn newest(&self, pred: impl Fn(RevisionPhase) -> bool) -> Option<usize> {

@@ -1,4 +1,5 @@
-//! Settings of the planner: the update limit, the timeouts, the failure budget, history limits.
+//! Settings of the planner: the update limit, the rollout strategy, the timeouts, the failure
+//! budget, history limits.
 
 use std::fmt;
 use std::str::FromStr;
@@ -90,6 +91,58 @@ impl FromStr for UpdateLimit {
     }
 }
 
+/// How free slots of the update limit are filled (`--rollout-strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RolloutStrategy {
+    /// Lock-step waves: nodes are dispatched only when a whole wave fits (the limit, or all that
+    /// is left), so a healthy rollout takes exactly ceil(N / limit) waves; each wave waits for
+    /// its slowest node.
+    #[default]
+    Waves,
+    /// A sliding window (a DaemonSet rolling update): a node is dispatched as soon as a slot
+    /// frees, so `limit` nodes are in flight for as long as nodes are left to move.
+    Window,
+}
+
+impl RolloutStrategy {
+    /// Every strategy, in the order they are documented.
+    pub const ALL: [RolloutStrategy; 2] = [RolloutStrategy::Waves, RolloutStrategy::Window];
+
+    /// The flag value: `"waves"` or `"window"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RolloutStrategy::Waves => "waves",
+            RolloutStrategy::Window => "window",
+        }
+    }
+}
+
+impl fmt::Display for RolloutStrategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a `--rollout-strategy` value was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "rollout strategy {0:?} is unknown: give \"waves\" (lock-step waves) or \"window\" (a node is dispatched as soon as a slot frees)"
+)]
+pub struct ParseRolloutStrategyError(pub String);
+
+impl FromStr for RolloutStrategy {
+    type Err = ParseRolloutStrategyError;
+
+    /// Parses `"waves"` or `"window"` (surrounding spaces and case are ignored).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        RolloutStrategy::ALL
+            .into_iter()
+            .find(|k| k.as_str().eq_ignore_ascii_case(t))
+            .ok_or_else(|| ParseRolloutStrategyError(s.to_owned()))
+    }
+}
+
 /// How many finished revisions are kept before the oldest are pruned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct HistoryLimits {
@@ -114,6 +167,8 @@ impl Default for HistoryLimits {
 pub struct Settings {
     /// Nodes in flight at once, across all revisions (`--update-limit`, default 1).
     pub update_limit: UpdateLimit,
+    /// How free slots are filled (`--rollout-strategy`, default waves).
+    pub strategy: RolloutStrategy,
     /// A node that reported Provisioning and did not finish within this counts as failed
     /// (`--apply-timeout`, default 2 minutes).
     pub apply_timeout: Duration,
@@ -132,6 +187,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             update_limit: UpdateLimit::default(),
+            strategy: RolloutStrategy::Waves,
             apply_timeout: Duration::from_secs(120),
             pickup_timeout: Duration::from_secs(600),
             max_failures: 0,
@@ -193,11 +249,27 @@ mod tests {
     }
 
     #[test]
+    fn strategies_parse_from_their_printed_names_and_unknown_ones_list_the_choices() {
+        for k in RolloutStrategy::ALL {
+            assert_eq!(k.to_string().parse(), Ok(k));
+        }
+        assert_eq!(" Window ".parse(), Ok(RolloutStrategy::Window));
+        let err = "rolling".parse::<RolloutStrategy>().unwrap_err();
+        assert_eq!(err, ParseRolloutStrategyError("rolling".into()));
+        let msg = err.to_string();
+        assert!(
+            msg.contains("\"rolling\"") && msg.contains("\"waves\"") && msg.contains("\"window\""),
+            "{msg}"
+        );
+    }
+
+    #[test]
     fn default_settings_match_the_documented_flag_defaults() {
         let s = Settings::default();
         assert_eq!(s.apply_timeout, Duration::from_secs(120));
         assert_eq!(s.pickup_timeout, Duration::from_secs(600));
         assert_eq!(s.max_failures, 0);
+        assert_eq!(s.strategy, RolloutStrategy::Waves);
         assert_eq!(
             s.history,
             HistoryLimits {

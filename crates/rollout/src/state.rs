@@ -3,14 +3,7 @@
 //! The configurator converts `NetworkConfigRevision`, `Node` and `NodeNetworkConfig` objects
 //! (including the dispatch record it persisted as an annotation) into these.
 
-use std::collections::BTreeMap;
-
 use crate::time::Timestamp;
-
-/// Node label naming the node's zone; nodes are dispatched round-robin over zones.
-pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-/// Node label (value `"true"`) marking canary nodes, dispatched before all other configured nodes.
-pub const CANARY_LABEL: &str = "netrollout.io/canary";
 
 /// Everything the planner looks at in one pass.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -83,8 +76,12 @@ pub struct Node {
     pub ready: bool,
     /// The Node has a `deletionTimestamp`: it is leaving and dropped from all counts.
     pub deleting: bool,
-    /// Node labels (zone and canary labels are read from here).
-    pub labels: BTreeMap<String, String>,
+    /// The node's zone (`""` without one); nodes are dispatched round-robin over zones. The
+    /// configurator reads it from the zone label of the wire contract.
+    pub zone: String,
+    /// Whether the node is a canary, dispatched before all other configured nodes (the canary
+    /// label of the wire contract set to `"true"`).
+    pub canary: bool,
     /// The configurator itself runs on this node: it is updated last.
     pub runs_configurator: bool,
     /// `spec.revision` of its `NodeNetworkConfig` (`None`: no config yet).
@@ -105,7 +102,8 @@ impl Node {
             name: name.into(),
             ready: true,
             deleting: false,
-            labels: BTreeMap::new(),
+            zone: String::new(),
+            canary: false,
             runs_configurator: false,
             spec_revision: None,
             status: None,
@@ -114,17 +112,14 @@ impl Node {
         }
     }
 
-    /// The value of the zone label (`""` without one).
+    /// The zone (`""` without one).
     pub fn zone(&self) -> &str {
-        self.labels
-            .get(ZONE_LABEL)
-            .map(String::as_str)
-            .unwrap_or("")
+        &self.zone
     }
 
-    /// Whether the node carries `netrollout.io/canary=true`.
+    /// Whether the node is a canary.
     pub fn is_canary(&self) -> bool {
-        self.labels.get(CANARY_LABEL).is_some_and(|v| v == "true")
+        self.canary
     }
 
     /// The status, but only if it is about the current spec revision: stale status

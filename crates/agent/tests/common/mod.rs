@@ -264,7 +264,7 @@ impl Lab {
     /// Whether the namespace's kernel holds exactly `config`'s managed objects (nothing to do).
     pub async fn holds(&self, config: &NodeConfig) -> bool {
         let desired = to_desired(config, &self.vtep()).unwrap();
-        let observed = Dataplane::in_netns(&self.ns)
+        let observed = Dataplane::in_netns(&self.ns, netrollout_agent::convert::managed().unwrap())
             .unwrap()
             .observe()
             .await

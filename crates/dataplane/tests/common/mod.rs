@@ -32,7 +32,7 @@ impl TestNs {
     }
 
     pub fn dataplane(&self) -> Dataplane {
-        Dataplane::in_netns(&self.name).expect("connect in namespace")
+        Dataplane::in_netns(&self.name, managed()).expect("connect in namespace")
     }
 
     /// Runs `ip -n NS ARGS`, asserts success, returns stdout.
@@ -105,4 +105,10 @@ pub fn address(link: &str, addr: &str) -> Address {
         link: link.into(),
         addr: addr.parse().unwrap(),
     }
+}
+
+/// The contract's managed prefixes, as the agent hands them to the dataplane.
+pub fn managed() -> netrollout_dataplane::Managed {
+    netrollout_dataplane::Managed::new(netrollout_api::MANAGED_PREFIXES)
+        .expect("the API's prefixes")
 }

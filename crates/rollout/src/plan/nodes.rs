@@ -3,62 +3,57 @@
 use std::cell::OnceCell;
 use std::collections::HashSet;
 
-use super::{Decision, Managed, Pass};
+use super::{Decision, Pass};
 use crate::action::{Action, DispatchKind, Mode, NodeDispatch};
 use crate::assess::Cond;
-use crate::order::first_in_dispatch_order;
+use crate::order::first_in_dispatch_order_of;
+use crate::settings::RolloutStrategy;
 use crate::state::{DispatchRecord, Node, RevisionPhase};
 
 impl<'a> Pass<'a> {
-    /// Withdraw dispatches never picked up, record pickups, adopt specs without a record.
-    pub(super) fn maintain_nodes(&self) -> Vec<Action> {
-        let mut withdrawals = Vec::new();
-        let mut records = Vec::new();
-        for Managed { node: n, cond, .. } in &self.nodes {
-            let spec = n.spec_revision.as_deref().unwrap_or_default();
-            match cond {
-                Cond::Overdue { record } => withdrawals.push(Action::MarkUnresponsive {
-                    node: n.name.clone(),
-                    revision: spec.to_owned(),
-                    restore: record.previous.clone(),
-                    at: self.now,
-                    reason: format!(
-                        "agent on node {} did not pick up revision {spec} within the pickup timeout of {:?}; dispatch withdrawn (back to {}), retried later; not a config failure",
-                        n.name,
-                        self.settings.pickup_timeout,
-                        record.previous.as_deref().unwrap_or("no config")
-                    ),
-                }),
-                Cond::Applying { first_seen: true } => {
-                    if let Some(d) = n.current_dispatch() {
-                        records.push(Action::RecordDispatch {
-                            node: n.name.clone(),
-                            record: DispatchRecord { picked_up_at: Some(self.now), ..d.clone() },
-                            reason: format!(
-                                "agent on node {} started applying revision {spec}; the apply timeout runs from now",
-                                n.name
-                            ),
-                        });
-                    }
+    /// Withdraw a dispatch never picked up, record a pickup, adopt a spec without a record.
+    pub(super) fn maintain(&mut self, n: &Node, cond: &Cond<'_>) {
+        let spec = n.spec_revision.as_deref().unwrap_or_default();
+        match cond {
+            Cond::Overdue { record } => self.withdrawals.push(Action::MarkUnresponsive {
+                node: n.name.clone(),
+                revision: spec.to_owned(),
+                restore: record.previous.clone(),
+                at: self.now,
+                reason: format!(
+                    "agent on node {} did not pick up revision {spec} within the pickup timeout of {:?}; dispatch withdrawn (back to {}), retried later; not a config failure",
+                    n.name,
+                    self.settings.pickup_timeout,
+                    record.previous.as_deref().unwrap_or("no config")
+                ),
+            }),
+            Cond::Applying { first_seen: true } => {
+                if let Some(d) = n.current_dispatch() {
+                    self.records.push(Action::RecordDispatch {
+                        node: n.name.clone(),
+                        record: DispatchRecord { picked_up_at: Some(self.now), ..d.clone() },
+                        reason: format!(
+                            "agent on node {} started applying revision {spec}; the apply timeout runs from now",
+                            n.name
+                        ),
+                    });
                 }
-                Cond::Untracked { provisioning } => records.push(Action::RecordDispatch {
-                    node: n.name.clone(),
-                    record: DispatchRecord {
-                        revision: spec.to_owned(),
-                        at: self.now,
-                        previous: None,
-                        picked_up_at: provisioning.then_some(self.now),
-                    },
-                    reason: format!(
-                        "node {} has spec revision {spec} without a dispatch record; adopted as dispatched now",
-                        n.name
-                    ),
-                }),
-                _ => {}
             }
+            Cond::Untracked { provisioning } => self.records.push(Action::RecordDispatch {
+                node: n.name.clone(),
+                record: DispatchRecord {
+                    revision: spec.to_owned(),
+                    at: self.now,
+                    previous: None,
+                    picked_up_at: provisioning.then_some(self.now),
+                },
+                reason: format!(
+                    "node {} has spec revision {spec} without a dispatch record; adopted as dispatched now",
+                    n.name
+                ),
+            }),
+            _ => {}
         }
-        withdrawals.extend(records);
-        withdrawals
     }
 
     /// Up to `free` nodes get the goal (or, joining, the newest Succeeded) revision. Returns the
@@ -72,34 +67,26 @@ impl<'a> Pass<'a> {
         }
         let goal = self.revs[g].name.as_str();
         let rolling_back = d.mode == Mode::RollingBack;
-        let eligible: Vec<&Node> = self
-            .nodes
-            .iter()
-            .filter(|m| {
-                m.node.ready
-                    && m.rev != Some(g)
-                    && matches!(
-                        m.cond,
-                        Cond::Unconfigured | Cond::Settled | Cond::Failed { .. }
-                    )
-                    && m.node
-                        .unresponsive_since
-                        .is_none_or(|t| self.now >= t.saturating_add(self.settings.pickup_timeout))
-            })
-            .map(|m| m.node)
-            .collect();
+        let eligible = || {
+            self.movable
+                .iter()
+                .filter(move |(_, rev)| *rev != Some(g))
+                .map(|&(k, _)| &self.all_nodes[k])
+        };
         // Waves: nodes move only when a whole wave fits (the limit, or all that is left), so a
         // healthy rollout takes exactly ceil(N / limit) waves. Joining nodes sort first, so they
-        // go in the next wave.
-        if free < self.limit.min(eligible.len()) {
+        // go in the next wave. Window: every free slot is filled at once.
+        // (free < min(limit, eligible), counting no further than needed.)
+        if self.settings.strategy == RolloutStrategy::Waves
+            && free < self.limit
+            && eligible().nth(free).is_some()
+        {
             return (Vec::new(), 0, 0);
         }
-        let eligible = first_in_dispatch_order(eligible, free);
+        let eligible = first_in_dispatch_order_of(eligible(), free);
 
         // A joining node gets the newest Succeeded revision until the target has a success.
-        let goal_has_success = self.on_rev[g]
-            .iter()
-            .any(|&k| self.nodes[k].cond == Cond::Settled);
+        let goal_has_success = self.tally[g].settled > 0;
         let join_rev = match self.newest(|p| p == RevisionPhase::Succeeded) {
             Some(s) if !goal_has_success && !rolling_back => self.revs[s].name.as_str(),
             _ => goal,
@@ -182,19 +169,9 @@ impl<'a> Pass<'a> {
             return;
         }
         let goal = self.revs[g].name.as_str();
-        let mut succeeded = 0;
-        let mut failed = 0;
-        let mut waiting = goal_dispatched > 0;
-        for Managed { node: n, cond, rev } in &self.nodes {
-            if !n.ready || n.unresponsive_since.is_some() {
-                continue;
-            }
-            match (*rev == Some(g), cond) {
-                (true, Cond::Settled) => succeeded += 1,
-                (true, Cond::Failed { .. } | Cond::TimedOut) => failed += 1,
-                _ => waiting = true,
-            }
-        }
+        let t = self.tally[g];
+        let (succeeded, failed) = (t.counted_settled, t.counted_failed);
+        let waiting = goal_dispatched > 0 || self.counted > succeeded + failed;
         if !waiting && succeeded > 0 {
             let reason = format!(
                 "all {} counted managed Ready node(s) run revision {goal} ({failed} failed, within --max-failures={})",
@@ -202,13 +179,19 @@ impl<'a> Pass<'a> {
                 self.settings.max_failures
             );
             self.set_phase(g, RevisionPhase::Succeeded, reason, Vec::new());
-        } else if goal_dispatched > 0 || !self.on_rev[g].is_empty() {
+        } else if goal_dispatched > 0 || t.nodes > 0 {
             // Written once per phase change, so no counts here (they would go stale): the
             // status counts and `progress` carry them.
-            let reason = format!(
-                "rolling out revision {goal} in waves of at most {} node(s)",
-                self.limit
-            );
+            let reason = match self.settings.strategy {
+                RolloutStrategy::Waves => format!(
+                    "rolling out revision {goal} in waves of at most {} node(s)",
+                    self.limit
+                ),
+                RolloutStrategy::Window => format!(
+                    "rolling out revision {goal} with at most {} node(s) in flight (window)",
+                    self.limit
+                ),
+            };
             self.set_phase(g, RevisionPhase::Progressing, reason, Vec::new());
         }
     }

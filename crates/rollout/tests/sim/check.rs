@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use netrollout_rollout::{
-    Action, Node, NodePhase, Plan, RevisionPhase, Settings, State, Timestamp,
+    Action, Mode, Node, NodePhase, Plan, RevisionPhase, Settings, State, Timestamp,
 };
 
 use crate::world::STEP_MS;
@@ -80,12 +80,47 @@ fn potential(state: &State, rev: &str, now: Timestamp, s: &Settings) -> usize {
         .count()
 }
 
-fn node<'a>(state: &'a State, name: &str) -> Result<&'a Node, String> {
-    state
-        .nodes
-        .iter()
-        .find(|n| n.name == name)
+fn node<'a>(by_name: &HashMap<&str, &'a Node>, name: &str) -> Result<&'a Node, String> {
+    by_name
+        .get(name)
+        .copied()
         .ok_or(format!("action names unknown node {name}"))
+}
+
+/// Could move now: Ready, not leaving, not on `target`, finished with its spec (or has none),
+/// not in flight, and not waiting out an earlier withdrawal.
+fn movable(n: &Node, target: &str, now: Timestamp, s: &Settings) -> bool {
+    n.ready
+        && !n.deleting
+        && n.spec_revision.as_deref() != Some(target)
+        && (n.spec_revision.is_none()
+            || n.current_status()
+                .is_some_and(|st| st.phase != NodePhase::Provisioning))
+        && n.unresponsive_since
+            .is_none_or(|t| now >= t.saturating_add(s.pickup_timeout))
+}
+
+/// Window strategy (work conservation): after a fully executed pass that rolls out or back, a
+/// slot is idle only when no node is left that could move. `after` is the API state once the
+/// whole plan was written.
+pub fn check_window(p: &Plan, after: &State, now: Timestamp, s: &Settings) -> Result<(), String> {
+    let (Mode::RollingOut | Mode::RollingBack, Some(target)) = (&p.summary.mode, &p.summary.target)
+    else {
+        return Ok(());
+    };
+    let managed = after.nodes.iter().filter(|n| !n.deleting).count();
+    let limit = s.update_limit.resolve(managed);
+    let in_flight = after.nodes.iter().filter(|n| in_flight(n, now, s)).count();
+    if in_flight >= limit {
+        return Ok(());
+    }
+    match after.nodes.iter().find(|n| movable(n, target, now, s)) {
+        Some(n) => Err(format!(
+            "window: {in_flight} of {limit} slots in use after the pass, yet {} could move to {target}: {n:?}",
+            n.name
+        )),
+        None => Ok(()),
+    }
 }
 
 impl Checker {
@@ -123,6 +158,8 @@ impl Checker {
         now: Timestamp,
         s: &Settings,
     ) -> Result<(), String> {
+        let by_name: HashMap<&str, &Node> =
+            before.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
         let before_phase = |r: &str| {
             before
                 .revisions
@@ -195,7 +232,7 @@ impl Checker {
                         ));
                     }
                     for d in nodes {
-                        let n = node(before, &d.node)?;
+                        let n = node(&by_name, &d.node)?;
                         // 5: never change the spec of a node that is applying.
                         if applying(n) {
                             return Err(format!(
@@ -209,7 +246,7 @@ impl Checker {
                     }
                 }
                 Action::MarkUnresponsive { node: name, .. } => {
-                    let n = node(before, name)?;
+                    let n = node(&by_name, name)?;
                     if applying(n) {
                         return Err(format!(
                             "invariant 5: withdrew the spec of {name} while its agent applies"
@@ -223,7 +260,7 @@ impl Checker {
                     ..
                 } => {
                     for f in failed_nodes {
-                        let n = node(before, &f.node)?;
+                        let n = node(&by_name, &f.node)?;
                         // 6: stale status never counts; 7: leaving/NotReady nodes never fail it.
                         if !counted_failure(n, revision, now, s) {
                             return Err(format!(

@@ -22,11 +22,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 type Scenario = fn(u64) -> (Result<(), String>, Vec<String>);
 
-fn seeds(default: u64) -> Vec<u64> {
+fn seeds(env: &str, default: u64) -> Vec<u64> {
     if let Ok(s) = std::env::var("SIM_SEED") {
         return vec![s.parse().expect("SIM_SEED must be a number")];
     }
-    let n = std::env::var("SIM_SCENARIOS")
+    let n = std::env::var(env)
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(default);
@@ -36,8 +36,8 @@ fn seeds(default: u64) -> Vec<u64> {
 /// Run `scenario` for every seed on all cores; fail with the smallest failing seed, its trace
 /// and a one-line replay command. Unless one seed is replayed, every marker in `coverage` must
 /// appear in some scenario's trace, so the scenarios provably reach every kind of decision.
-fn run_all(test: &str, default: u64, scenario: Scenario, coverage: &[&str]) {
-    let seeds = seeds(default);
+fn run_all(test: &str, seeds_env: &str, default: u64, scenario: Scenario, coverage: &[&str]) {
+    let seeds = seeds(seeds_env, default);
     let verbose = std::env::var("SIM_SEED").is_ok();
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -109,36 +109,71 @@ fn run_all(test: &str, default: u64, scenario: Scenario, coverage: &[&str]) {
     println!("{test}: {} seeded scenarios passed", seeds.len());
 }
 
+/// What every chaos run must reach in some scenario, whatever the strategy.
+const CHAOS_COVERAGE: &[&str] = &[
+    "-> Progressing",
+    "-> Succeeded",
+    "-> Superseded",
+    "-> Failed: 1 node",
+    "-> Failed: 2 node",
+    "apply timeout",
+    "crashed while applying",
+    "probe failed",
+    "unresponsive",
+    "(Rollout)",
+    "(Join)",
+    "(Rollback)",
+    "newest Succeeded revision",
+    "prune ",
+    "identical to failed",
+    "sequence raised",
+    "API write failed",
+    "configurator crashed",
+    "loses the API server",
+    "ready=false",
+    "leaving",
+    "global pause=true",
+    "paused=true",
+];
+
 #[test]
 fn random_fleet_scenarios_keep_every_invariant_and_converge_once_healed() {
+    let mut coverage = CHAOS_COVERAGE.to_vec();
+    coverage.push("in waves of at most");
     run_all(
         "random_fleet_scenarios_keep_every_invariant_and_converge_once_healed",
+        "SIM_SCENARIOS",
         10_000,
         scenario::chaos,
+        &coverage,
+    );
+}
+
+#[test]
+fn random_fleet_scenarios_with_a_window_keep_every_invariant_and_no_idle_slot() {
+    let mut coverage = CHAOS_COVERAGE.to_vec();
+    coverage.push("in flight (window)");
+    run_all(
+        "random_fleet_scenarios_with_a_window_keep_every_invariant_and_no_idle_slot",
+        "SIM_SCENARIOS",
+        10_000,
+        scenario::chaos_window,
+        &coverage,
+    );
+}
+
+#[test]
+fn ten_thousand_node_fleets_keep_every_invariant_with_both_strategies() {
+    run_all(
+        "ten_thousand_node_fleets_keep_every_invariant_with_both_strategies",
+        "SIM_LARGE_SCENARIOS",
+        2,
+        scenario::chaos_large,
         &[
-            "-> Progressing",
-            "-> Succeeded",
-            "-> Superseded",
-            "-> Failed: 1 node",
-            "-> Failed: 2 node",
-            "apply timeout",
-            "crashed while applying",
-            "probe failed",
-            "unresponsive",
+            "== heal",
+            "in waves of at most",
+            "in flight (window)",
             "(Rollout)",
-            "(Join)",
-            "(Rollback)",
-            "newest Succeeded revision",
-            "prune ",
-            "identical to failed",
-            "sequence raised",
-            "API write failed",
-            "configurator crashed",
-            "loses the API server",
-            "ready=false",
-            "leaving",
-            "global pause=true",
-            "paused=true",
         ],
     );
 }
@@ -147,8 +182,16 @@ fn random_fleet_scenarios_keep_every_invariant_and_converge_once_healed() {
 fn healthy_fleets_reach_the_newest_revision_in_the_ideal_number_of_waves() {
     run_all(
         "healthy_fleets_reach_the_newest_revision_in_the_ideal_number_of_waves",
+        "SIM_SCENARIOS",
         2_000,
         scenario::waves,
-        &["gone", "join", "(Rollout)", "(Join)"],
+        &[
+            "gone",
+            "join",
+            "(Rollout)",
+            "(Join)",
+            "== window",
+            "== waves",
+        ],
     );
 }

@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use netrollout_rollout::{
-    Action, CANARY_LABEL, DispatchKind, DispatchRecord, Mode, Node, NodePhase, NodeStatus, Plan,
-    Revision, RevisionPhase, Settings, State, Timestamp, UpdateLimit, ZONE_LABEL, plan,
+    Action, DispatchKind, DispatchRecord, Mode, Node, NodePhase, NodeStatus, Plan,
+    Revision, RevisionPhase, RolloutStrategy, Settings, State, Timestamp, UpdateLimit,
+    plan,
 };
 
 use crate::agent::{Agent, Behavior};
@@ -170,11 +171,11 @@ fn dispatch_order_is_unconfigured_then_canaries_then_zones_round_robin_and_the_c
  {
     let zoned = |name: &str, zone: &str| {
         let mut n = on(name, "r1", NodePhase::Provisioned);
-        n.labels.insert(ZONE_LABEL.into(), zone.into());
+        n.zone = zone.into();
         n
     };
     let mut canary = zoned("c", "z1");
-    canary.labels.insert(CANARY_LABEL.into(), "true".into());
+    canary.canary = true;
     let mut me = zoned("aa-configurator", "z1");
     me.runs_configurator = true;
     let state = State {
@@ -342,6 +343,48 @@ fn a_healthy_fleet_of_twenty_nodes_with_limit_five_takes_four_waves() {
             .find(|r| r.name == target)
             .map(|r| r.phase),
         Some(RevisionPhase::Succeeded)
+    );
+}
+
+#[test]
+fn waves_wait_for_the_slowest_node_while_a_window_fills_each_slot_as_it_frees() {
+    // Two of four nodes moved to r2: a finished, b still applying; c and d still on r1.
+    let state = State {
+        revisions: vec![
+            rev("r1", 1, RevisionPhase::Succeeded),
+            rev("r2", 2, RevisionPhase::Progressing),
+        ],
+        nodes: vec![
+            on("a", "r2", NodePhase::Provisioned),
+            on("b", "r2", NodePhase::Provisioning),
+            on("c", "r1", NodePhase::Provisioned),
+            on("d", "r1", NodePhase::Provisioned),
+        ],
+    };
+    let waves = limit(2);
+    assert_eq!(waves.strategy, RolloutStrategy::Waves, "the default");
+    assert_eq!(dispatched(&plan(&state, t(1), &waves)), vec![]);
+    let window = Settings {
+        strategy: RolloutStrategy::Window,
+        ..limit(2)
+    };
+    let p = plan(&state, t(1), &window);
+    assert_eq!(dispatched(&p), pairs(&[("r2", "c")]));
+    assert_eq!(p.summary.in_flight, 2);
+    // The limit still holds: with both slots taken nothing more moves.
+    let mut full = state.clone();
+    full.nodes[0] = on("a", "r2", NodePhase::Provisioning);
+    assert_eq!(dispatched(&plan(&full, t(1), &window)), vec![]);
+    // Once b finishes too, waves move the next whole wave, as the window would.
+    let mut done = state;
+    done.nodes[1] = on("b", "r2", NodePhase::Provisioned);
+    assert_eq!(
+        dispatched(&plan(&done, t(1), &waves)),
+        pairs(&[("r2", "c"), ("r2", "d")])
+    );
+    assert_eq!(
+        dispatched(&plan(&done, t(1), &window)),
+        pairs(&[("r2", "c"), ("r2", "d")])
     );
 }
 

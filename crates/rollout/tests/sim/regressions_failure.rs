@@ -57,6 +57,34 @@ fn more_failures_than_max_failures_fail_the_revision_and_list_the_failed_nodes()
 }
 
 #[test]
+fn a_failure_of_many_nodes_names_the_first_ten_in_its_message_and_lists_them_all() {
+    let mut state = failed_fleet();
+    state.nodes = (0..25)
+        .map(|i| on(&format!("n{i:02}"), "r2", NodePhase::Failed))
+        .collect();
+    let p = plan(&state, t(1), &limit(5));
+    let Action::SetRevisionPhase {
+        phase: RevisionPhase::Failed,
+        failed_nodes,
+        reason,
+        ..
+    } = &p.actions[0]
+    else {
+        panic!("first action must fail the revision: {p:?}");
+    };
+    assert_eq!(failed_nodes.len(), 25);
+    assert!(
+        reason.starts_with("25 node(s) failed revision r2"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("n09 (") && !reason.contains("n10"),
+        "{reason}"
+    );
+    assert!(reason.contains("and 15 more"), "{reason}");
+}
+
+#[test]
 fn failures_within_max_failures_let_the_rollout_continue() {
     let mut state = failed_fleet();
     state.nodes[1] = on("b", "r2", NodePhase::Provisioned);

@@ -1,13 +1,16 @@
-//! Seeded scenarios: random chaos with invariants after every step and convergence once healed,
-//! and healthy fleets whose rollouts must take the ideal number of waves.
+//! Seeded scenarios: random chaos with invariants after every step and convergence once healed
+//! (small fleets, and 10,000-node fleets), for both rollout strategies; and healthy fleets whose
+//! rollouts must take the ideal number of waves, or keep every slot busy with a window.
 
 use std::time::Duration;
 
-use netrollout_rollout::{Action, HistoryLimits, Mode, NodePhase, Plan, Settings, UpdateLimit};
+use netrollout_rollout::{
+    Action, HistoryLimits, Mode, NodePhase, Plan, RolloutStrategy, Settings, UpdateLimit,
+};
 
 use crate::agent::{Agent, Behavior};
-use crate::check::Checker;
-use crate::world::{STEP_MS, World, rev_name};
+use crate::check::{Checker, check_window};
+use crate::world::{STEP_MS, World, rev_name, write_count};
 
 fn steps(n: u64) -> Duration {
     Duration::from_millis(n * STEP_MS)
@@ -23,21 +26,49 @@ fn random_behavior(w: &mut World) -> Behavior {
     }
 }
 
-fn random_node(w: &mut World, zones: u64) {
+/// The size of a chaos scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Size {
+    /// 1-8 nodes (at most 10 with joins), one node event per step, any agent misbehaves.
+    Small,
+    /// 10,000 nodes, twenty node events per step, about 1% of the agents misbehave.
+    Large,
+}
+
+impl Size {
+    fn misbehaving_pct(self) -> u64 {
+        match self {
+            Size::Small => 100,
+            Size::Large => 1,
+        }
+    }
+}
+
+fn random_node(w: &mut World, zones: u64, size: Size) {
     let zone = w.rng.below(zones);
     let canary = w.rng.chance(15);
-    let behavior = random_behavior(w);
+    let pct = size.misbehaving_pct();
+    let behavior = if pct >= 100 || w.rng.chance(pct) {
+        random_behavior(w)
+    } else {
+        Behavior::Healthy
+    };
     let steps = w.rng.range(1, 3) as u32;
     w.add_node(zone, canary, Agent::new(behavior, steps));
 }
 
-/// Plan, execute with faults, check every invariant. Returns the plan.
+/// Plan, execute with faults, check every invariant (with a window: no idle slot after a pass
+/// that was written in full). Returns the plan.
 fn pass(w: &mut World, checker: &mut Checker) -> Result<Plan, String> {
     checker.check_blast_radius(&w.state, w.now, &w.settings)?;
     let before = w.state.clone();
     w.log.push(format!("t={} pass", w.step));
-    let (p, _) = w.configurator_pass();
+    let (p, done) = w.configurator_pass();
     checker.check_pass(&before, &p, &w.state, w.now, &w.settings)?;
+    let complete = done == p.actions.iter().map(write_count).sum::<usize>();
+    if w.settings.strategy == RolloutStrategy::Window && complete {
+        check_window(&p, &w.state, w.now, &w.settings)?;
+    }
     Ok(p)
 }
 
@@ -65,18 +96,52 @@ fn settled(w: &World, p: &Plan) -> bool {
 /// A random scenario: faults and churn for a while, then everything heals and the fleet must
 /// converge on the planner's target (or stay halted) within a bounded time.
 pub fn chaos(seed: u64) -> (Result<(), String>, Vec<String>) {
+    chaos_with(seed, RolloutStrategy::Waves, Size::Small)
+}
+
+/// [`chaos`] with the window strategy.
+pub fn chaos_window(seed: u64) -> (Result<(), String>, Vec<String>) {
+    chaos_with(seed, RolloutStrategy::Window, Size::Small)
+}
+
+/// [`chaos`] at 10,000 nodes; even seeds use waves, odd seeds a window.
+pub fn chaos_large(seed: u64) -> (Result<(), String>, Vec<String>) {
+    let strategy = RolloutStrategy::ALL[(seed % 2) as usize];
+    chaos_with(seed, strategy, Size::Large)
+}
+
+fn chaos_with(
+    seed: u64,
+    strategy: RolloutStrategy,
+    size: Size,
+) -> (Result<(), String>, Vec<String>) {
     let mut rng = crate::rng::Rng::new(seed);
     let pickup = rng.range(2, 6);
     let apply = rng.range(1, 4);
+    let (update_limit, max_failures) = match size {
+        Size::Small => (
+            if rng.chance(60) {
+                UpdateLimit::Count(rng.range(1, 3) as u32)
+            } else {
+                UpdateLimit::Percent(rng.range(10, 100) as u32)
+            },
+            rng.range(0, 2) as usize,
+        ),
+        Size::Large => (
+            if rng.chance(50) {
+                UpdateLimit::Count(rng.range(500, 2_000) as u32)
+            } else {
+                UpdateLimit::Percent(rng.range(5, 20) as u32)
+            },
+            rng.range(0, 150) as usize,
+        ),
+    };
     let settings = Settings {
-        update_limit: if rng.chance(60) {
-            UpdateLimit::Count(rng.range(1, 3) as u32)
-        } else {
-            UpdateLimit::Percent(rng.range(10, 100) as u32)
-        },
+        update_limit,
+        strategy,
         apply_timeout: steps(apply),
         pickup_timeout: steps(pickup),
-        max_failures: rng.range(0, 2) as usize,
+        max_failures,
         history: HistoryLimits {
             succeeded: rng.range(1, 10) as usize,
             failed: rng.range(1, 20) as usize,
@@ -85,15 +150,23 @@ pub fn chaos(seed: u64) -> (Result<(), String>, Vec<String>) {
     };
     let mut w = World::new(seed, settings);
     w.log.push(format!("seed {seed}: {:?}", w.settings));
-    let r = run_chaos(&mut w, pickup + apply);
+    let r = run_chaos(&mut w, pickup + apply, size);
     (r, w.log)
 }
 
-fn run_chaos(w: &mut World, timeouts: u64) -> Result<(), String> {
+fn run_chaos(w: &mut World, timeouts: u64, size: Size) -> Result<(), String> {
     let mut checker = Checker::default();
     let zones = w.rng.range(1, 3);
-    for _ in 0..w.rng.range(1, 8) {
-        random_node(w, zones);
+    let (n0, node_events) = match size {
+        Size::Small => (w.rng.range(1, 8), 1),
+        Size::Large => (10_000, 20),
+    };
+    let max_nodes = match size {
+        Size::Small => 10,
+        Size::Large => 10_050,
+    };
+    for _ in 0..n0 {
+        random_node(w, zones, size);
     }
     if w.rng.chance(30) {
         let i = w.rng.below(w.state.nodes.len() as u64) as usize;
@@ -104,14 +177,20 @@ fn run_chaos(w: &mut World, timeouts: u64) -> Result<(), String> {
             w.bad.insert(rev_name(c));
         }
     }
-    if w.rng.chance(60) {
+    if size == Size::Large || w.rng.chance(60) {
         let s = w.add_revision(0);
         w.converge_on(&s);
     }
     w.write_fail_pct = w.rng.range(0, 5);
     w.crash_pct = w.rng.range(0, 5);
+    if size == Size::Large {
+        // A new revision from the start; per-write failures would cut every large dispatch
+        // short, so large fleets see crashes mid-plan instead.
+        w.add_revision(1);
+        w.write_fail_pct = 0;
+    }
     for _ in 0..w.rng.range(15, 40) {
-        events(w, zones);
+        events(w, zones, size, node_events, max_nodes);
         w.step_agents();
         pass(w, &mut checker)?;
         w.advance();
@@ -156,7 +235,7 @@ fn run_chaos(w: &mut World, timeouts: u64) -> Result<(), String> {
     ))
 }
 
-fn events(w: &mut World, zones: u64) {
+fn events(w: &mut World, zones: u64, size: Size, node_events: usize, max_nodes: usize) {
     if w.rng.chance(8) {
         let c = w.rng.below(6);
         w.add_revision(c);
@@ -172,9 +251,17 @@ fn events(w: &mut World, zones: u64) {
         w.log
             .push(format!("revision {} paused={}", r.name, r.paused));
     }
-    if w.rng.chance(4) && w.state.nodes.len() < 10 {
-        random_node(w, zones);
+    if w.rng.chance(4) && w.state.nodes.len() < max_nodes {
+        random_node(w, zones, size);
     }
+    for _ in 0..node_events {
+        node_event(w);
+    }
+}
+
+/// Something happens to one random node: it goes, starts leaving, flips Ready, or its agent
+/// loses the API server.
+fn node_event(w: &mut World) {
     if !w.state.nodes.is_empty() {
         let i = w.rng.below(w.state.nodes.len() as u64) as usize;
         let name = w.state.nodes[i].name.clone();
@@ -200,10 +287,40 @@ fn events(w: &mut World, zones: u64) {
     }
 }
 
-/// A healthy fleet (agents that apply in one step, no faults) rolls a new revision out. The
-/// number of passes that dispatched it must be exactly ceil(N / limit), plus at most one per
-/// join or leave.
+/// A healthy fleet (no faults; agents apply in 1-4 steps, all the same or each its own) rolls a
+/// new revision out, once with each strategy. Waves: the number of passes that dispatched it
+/// must be exactly ceil(N / limit), plus at most one per join or leave. Window: no slot is idle
+/// while a node could move (checked after every pass), and without churn the rollout finishes
+/// no later than with waves.
 pub fn waves(seed: u64) -> (Result<(), String>, Vec<String>) {
+    let (waves, mut log) = rollout(seed, RolloutStrategy::Waves);
+    let waves = match waves {
+        Ok(w) => w,
+        Err(e) => return (Err(e), log),
+    };
+    let (window, more) = rollout(seed, RolloutStrategy::Window);
+    log.extend(more);
+    let result = window.and_then(|window| {
+        if waves.churn || window.steps <= waves.steps {
+            Ok(())
+        } else {
+            Err(format!(
+                "window: the rollout took {} steps, waves only {}",
+                window.steps, waves.steps
+            ))
+        }
+    });
+    (result, log)
+}
+
+/// How a healthy rollout went.
+struct Outcome {
+    churn: bool,
+    /// Steps until every node ran the target.
+    steps: u64,
+}
+
+fn rollout(seed: u64, strategy: RolloutStrategy) -> (Result<Outcome, String>, Vec<String>) {
     let mut rng = crate::rng::Rng::new(seed);
     let n0 = rng.range(1, 12);
     let churn = rng.chance(50);
@@ -214,14 +331,18 @@ pub fn waves(seed: u64) -> (Result<(), String>, Vec<String>) {
     };
     let settings = Settings {
         update_limit: limit,
+        strategy,
         ..Settings::default()
     };
     let mut w = World::new(seed, settings);
+    w.log.push(format!("== {strategy}"));
     let zones = rng.range(1, 3);
+    let varied = rng.chance(50);
     for _ in 0..n0 {
         let z = rng.below(zones);
         let canary = rng.chance(20);
-        w.add_node(z, canary, Agent::new(Behavior::Healthy, 1));
+        let apply_steps = if varied { rng.range(1, 4) as u32 } else { 1 };
+        w.add_node(z, canary, Agent::new(Behavior::Healthy, apply_steps));
     }
     if rng.chance(50) {
         let s = w.add_revision(0);
@@ -233,7 +354,7 @@ pub fn waves(seed: u64) -> (Result<(), String>, Vec<String>) {
     let mut checker = Checker::default();
     let mut waves = 0;
     let result = (|| {
-        for step in 0..200 {
+        for step in 0..400 {
             if churn && step < 8 && rng.chance(15) {
                 if rng.chance(50) {
                     joins += 1;
@@ -260,17 +381,17 @@ pub fn waves(seed: u64) -> (Result<(), String>, Vec<String>) {
                         .is_some_and(|s| s.phase == NodePhase::Provisioned)
             });
             if done && settled(&w, &p) {
-                let allowed = ideal + joins + leaves;
-                let ok = if joins + leaves == 0 {
-                    waves == ideal
-                } else {
-                    waves <= allowed
-                };
                 w.log.push(format!(
-                    "waves {waves}, ideal {ideal}, joins {joins}, leaves {leaves}"
+                    "{strategy}: {waves} dispatching passes in {step} steps, ideal {ideal} waves, joins {joins}, leaves {leaves}"
                 ));
+                let allowed = ideal + joins + leaves;
+                let ok = match (strategy, joins + leaves) {
+                    (RolloutStrategy::Window, _) => true,
+                    (RolloutStrategy::Waves, 0) => waves == ideal,
+                    (RolloutStrategy::Waves, _) => waves <= allowed,
+                };
                 return if ok {
-                    Ok(())
+                    Ok(Outcome { churn, steps: step })
                 } else {
                     Err(format!(
                         "invariant 8: {waves} waves for {n0} nodes with limit {limit} (ideal {ideal}, joins {joins}, leaves {leaves})"
@@ -279,7 +400,9 @@ pub fn waves(seed: u64) -> (Result<(), String>, Vec<String>) {
             }
             w.advance();
         }
-        Err("invariant 8: the healthy rollout did not finish in 200 steps".to_string())
+        Err(format!(
+            "invariant 8: the healthy {strategy} rollout did not finish in 400 steps"
+        ))
     })();
     (result, w.log)
 }

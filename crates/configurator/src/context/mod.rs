@@ -1,0 +1,104 @@
+//! [`Context`]: what every pass shares, in three parts with private fields —
+//! - [`Reader`] (`reader.rs`): the watch caches with this replica's own writes laid over them;
+//! - [`Writer`] (`writer.rs`): the only way to write — leadership check, `--api-timeout`, the
+//!   write counter, Events, and own writes recorded in the overlays;
+//! - typed memos ([`AcceptedMemo`], [`NotedMemo`]) and the [`RenderCache`].
+
+mod reader;
+mod writer;
+
+use std::sync::Arc;
+
+use kube::Client;
+use tokio::sync::watch;
+
+pub use reader::{Inputs, Reader, Stores};
+pub use writer::Writer;
+
+use crate::args::Args;
+use crate::memo::{AcceptedMemo, NotedMemo};
+use crate::metrics::Metrics;
+use crate::overlay::Overlays;
+use crate::render_cache::RenderCache;
+
+/// Shared by every pass.
+pub struct Context {
+    args: Args,
+    reader: Reader,
+    writer: Writer,
+    metrics: Arc<Metrics>,
+    accepted: AcceptedMemo,
+    noted: NotedMemo,
+    renders: RenderCache,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context").field("args", &self.args).finish()
+    }
+}
+
+impl Context {
+    /// A context; `identity` names this replica in Events.
+    pub fn new(
+        client: Client,
+        args: Args,
+        stores: Stores,
+        metrics: Arc<Metrics>,
+        leader: watch::Receiver<bool>,
+        identity: String,
+    ) -> Self {
+        let overlays = Arc::new(Overlays::default());
+        Self {
+            reader: Reader::new(stores, overlays.clone()),
+            writer: Writer::new(
+                client,
+                leader,
+                args.api_timeout,
+                metrics.clone(),
+                overlays,
+                identity,
+            ),
+            args,
+            metrics,
+            accepted: AcceptedMemo::default(),
+            noted: NotedMemo::default(),
+            renders: RenderCache::default(),
+        }
+    }
+
+    /// The flags.
+    pub fn args(&self) -> &Args {
+        &self.args
+    }
+
+    /// What the configurator reads.
+    pub fn read(&self) -> &Reader {
+        &self.reader
+    }
+
+    /// The guarded write path.
+    pub fn writer(&self) -> &Writer {
+        &self.writer
+    }
+
+    /// Metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// `Accepted` conditions this replica wrote.
+    pub fn accepted_memo(&self) -> &AcceptedMemo {
+        &self.accepted
+    }
+
+    /// "Identical to a failed revision" notes this replica gave.
+    pub fn noted_memo(&self) -> &NotedMemo {
+        &self.noted
+    }
+
+    /// Revisions rendered for the current nodes.
+    pub fn renders(&self) -> &RenderCache {
+        &self.renders
+    }
+}

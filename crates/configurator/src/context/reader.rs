@@ -1,0 +1,106 @@
+//! [`Reader`]: the watch caches of every kind the configurator reads, with this replica's own
+//! writes laid over them ([`Overlays`]) until the caches show them.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Node as KubeNode};
+use kube::runtime::reflector::Store;
+use netrollout_api::{
+    Layer2NetworkConfiguration, NetworkConfigRevision, NodeNetworkConfig, RoutingTable,
+    VRFRouteConfiguration,
+};
+
+use crate::overlay::Overlays;
+
+/// The watch caches, as the controller's reflectors fill them.
+#[derive(Clone, Debug)]
+pub struct Stores {
+    /// `VRFRouteConfiguration`s.
+    pub vrfs: Store<VRFRouteConfiguration>,
+    /// `Layer2NetworkConfiguration`s.
+    pub layer2s: Store<Layer2NetworkConfiguration>,
+    /// `RoutingTable`s.
+    pub tables: Store<RoutingTable>,
+    /// Nodes matching `--node-selector`.
+    pub nodes: Store<KubeNode>,
+    /// `NodeNetworkConfig`s.
+    pub nncs: Store<NodeNetworkConfig>,
+    /// `NetworkConfigRevision`s.
+    pub ncrs: Store<NetworkConfigRevision>,
+    /// The control ConfigMap (global pause).
+    pub control: Store<ConfigMap>,
+}
+
+/// The input objects as the caches hold them (inputs being deleted included).
+#[derive(Clone, Debug)]
+pub struct Inputs {
+    /// `VRFRouteConfiguration`s.
+    pub vrfs: Vec<Arc<VRFRouteConfiguration>>,
+    /// `Layer2NetworkConfiguration`s.
+    pub layer2s: Vec<Arc<Layer2NetworkConfiguration>>,
+    /// `RoutingTable`s.
+    pub tables: Vec<Arc<RoutingTable>>,
+}
+
+/// Read access to the caches and overlays.
+#[derive(Debug)]
+pub struct Reader {
+    stores: Stores,
+    overlays: Arc<Overlays>,
+}
+
+impl Reader {
+    pub(super) fn new(stores: Stores, overlays: Arc<Overlays>) -> Self {
+        Self { stores, overlays }
+    }
+
+    /// Waits until every cache holds its first full list.
+    pub async fn wait_until_synced(&self) {
+        let s = &self.stores;
+        let _ = tokio::join!(
+            s.vrfs.wait_until_ready(),
+            s.layer2s.wait_until_ready(),
+            s.tables.wait_until_ready(),
+            s.nodes.wait_until_ready(),
+            s.nncs.wait_until_ready(),
+            s.ncrs.wait_until_ready(),
+            s.control.wait_until_ready(),
+        );
+    }
+
+    /// The input objects.
+    pub fn inputs(&self) -> Inputs {
+        Inputs {
+            vrfs: self.stores.vrfs.state(),
+            layer2s: self.stores.layer2s.state(),
+            tables: self.stores.tables.state(),
+        }
+    }
+
+    /// The managed Nodes.
+    pub fn nodes(&self) -> Vec<Arc<KubeNode>> {
+        self.stores.nodes.state()
+    }
+
+    /// Current revisions: the cache with own writes laid over it.
+    pub fn revisions(&self) -> Vec<Arc<NetworkConfigRevision>> {
+        self.overlays.ncrs.view(self.stores.ncrs.state())
+    }
+
+    /// Current node configs: the cache with own writes laid over it.
+    pub fn node_configs(&self) -> Vec<Arc<NodeNetworkConfig>> {
+        self.overlays.nncs.view(self.stores.nncs.state())
+    }
+
+    /// Whether the control ConfigMap pauses every rollout.
+    pub fn globally_paused(&self) -> bool {
+        self.stores.control.state().iter().any(|cm| {
+            cm.metadata.name.as_deref() == Some(netrollout_api::CONTROL_CONFIGMAP)
+                && cm
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get(netrollout_api::CONTROL_PAUSED_KEY))
+                    .is_some_and(|v| v.trim() == "true")
+        })
+    }
+}

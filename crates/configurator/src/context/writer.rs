@@ -1,0 +1,262 @@
+//! [`Writer`]: the only way the configurator writes. Every write checks leadership first, runs
+//! within `--api-timeout` and is counted; writes of revisions and node configs are laid over
+//! the watch caches ([`Overlays`]) until the caches show them; Events go through here too.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{Api, DeleteParams, Preconditions};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource};
+use netrollout_api::{NetworkConfigRevision, NodeNetworkConfig};
+use tokio::sync::watch;
+
+use crate::error::{Error, Result};
+use crate::metrics::Metrics;
+use crate::overlay::Overlays;
+
+/// Longest Event note; longer ones are cut with `...`.
+const MAX_NOTE: usize = 1000;
+
+/// The guarded write path.
+pub struct Writer {
+    client: Client,
+    leader: watch::Receiver<bool>,
+    timeout: Duration,
+    metrics: Arc<Metrics>,
+    overlays: Arc<Overlays>,
+    recorder: Recorder,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("leader", &*self.leader.borrow())
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Writer {
+    pub(super) fn new(
+        client: Client,
+        leader: watch::Receiver<bool>,
+        timeout: Duration,
+        metrics: Arc<Metrics>,
+        overlays: Arc<Overlays>,
+        identity: String,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: "netrollout-configurator".into(),
+            instance: Some(identity),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            leader,
+            timeout,
+            metrics,
+            overlays,
+        }
+    }
+
+    /// Whether this replica holds the lease right now.
+    pub fn is_leader(&self) -> bool {
+        *self.leader.borrow()
+    }
+
+    /// The leadership flag, to wait for a change.
+    pub fn leadership(&self) -> watch::Receiver<bool> {
+        self.leader.clone()
+    }
+
+    /// A cluster-wide API of `K`, to build a request for [`Writer::write`].
+    pub fn api<K: Resource<DynamicType = ()>>(&self) -> Api<K> {
+        Api::all(self.client.clone())
+    }
+
+    /// Runs one API write: only while leading, within `--api-timeout`, counted.
+    ///
+    /// # Errors
+    /// [`Error::NotLeader`], [`Error::Timeout`] or [`Error::Api`].
+    pub async fn write<T, F>(&self, what: impl Fn() -> String, call: F) -> Result<T>
+    where
+        F: Future<Output = kube::Result<T>>,
+    {
+        if !self.is_leader() {
+            return Err(Error::NotLeader);
+        }
+        self.metrics.api_writes.inc();
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(source)) => Err(Error::Api {
+                what: what(),
+                source,
+            }),
+            Err(_) => Err(Error::Timeout {
+                what: what(),
+                timeout: self.timeout,
+            }),
+        }
+    }
+
+    /// [`Writer::write`] of a revision; the result is laid over the cache.
+    ///
+    /// # Errors
+    /// As [`Writer::write`].
+    pub async fn write_revision<F>(
+        &self,
+        what: impl Fn() -> String,
+        call: F,
+    ) -> Result<Arc<NetworkConfigRevision>>
+    where
+        F: Future<Output = kube::Result<NetworkConfigRevision>>,
+    {
+        let written = self.write(what, call).await?;
+        Ok(self.overlays.ncrs.written(written))
+    }
+
+    /// [`Writer::write`] of a node config; the result is laid over the cache.
+    ///
+    /// # Errors
+    /// As [`Writer::write`].
+    pub async fn write_node_config<F>(
+        &self,
+        what: impl Fn() -> String,
+        call: F,
+    ) -> Result<Arc<NodeNetworkConfig>>
+    where
+        F: Future<Output = kube::Result<NodeNetworkConfig>>,
+    {
+        let written = self.write(what, call).await?;
+        Ok(self.overlays.nncs.written(written))
+    }
+
+    /// Deletes the revision `name` (last seen at resourceVersion `rv`); already gone is fine.
+    ///
+    /// # Errors
+    /// As [`Writer::write`], except 404.
+    pub async fn delete_revision(&self, name: &str, rv: Option<String>) -> Result<()> {
+        let api: Api<NetworkConfigRevision> = self.api();
+        gone_is_fine(
+            self.write(
+                || format!("delete NetworkConfigRevision {name}"),
+                api.delete(name, &DeleteParams::default()),
+            )
+            .await,
+        )?;
+        self.overlays.ncrs.deleted(name, rv);
+        Ok(())
+    }
+
+    /// Deletes the node config `name` if it is still at resourceVersion `rv`; already gone is
+    /// fine.
+    ///
+    /// # Errors
+    /// As [`Writer::write`], except 404.
+    pub async fn delete_node_config(&self, name: &str, rv: Option<String>) -> Result<()> {
+        let api: Api<NodeNetworkConfig> = self.api();
+        let dp = DeleteParams {
+            preconditions: Some(Preconditions {
+                resource_version: rv.clone(),
+                uid: None,
+            }),
+            ..DeleteParams::default()
+        };
+        gone_is_fine(
+            self.write(
+                || format!("delete NodeNetworkConfig {name}"),
+                api.delete(name, &dp),
+            )
+            .await,
+        )?;
+        self.overlays.nncs.deleted(name, rv);
+        Ok(())
+    }
+
+    /// Records an Event about `obj` (a failure to record is logged, never fatal: Events are a
+    /// courtesy, the decision itself is in the API and the log).
+    pub async fn event<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: &str,
+    ) {
+        let reference: ObjectReference = obj.object_ref(&());
+        self.event_ref(&reference, warning, reason, action, note)
+            .await;
+    }
+
+    /// [`Writer::event`] with a reference.
+    pub async fn event_ref(
+        &self,
+        reference: &ObjectReference,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: &str,
+    ) {
+        if !self.is_leader() {
+            return;
+        }
+        let ev = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.into(),
+            note: Some(cut(note)),
+            action: action.into(),
+            secondary: None,
+        };
+        self.metrics.api_writes.inc();
+        let res = tokio::time::timeout(self.timeout, self.recorder.publish(&ev, reference)).await;
+        match res {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, reason, "cannot record an Event"),
+            Err(_) => tracing::warn!(reason, "recording an Event timed out"),
+        }
+    }
+}
+
+fn gone_is_fine<T>(res: Result<T>) -> Result<()> {
+    match res {
+        Ok(_) => Ok(()),
+        Err(Error::Api {
+            source: kube::Error::Api(s),
+            ..
+        }) if s.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// `note` cut to [`MAX_NOTE`] bytes (at a character boundary) with `...`.
+fn cut(note: &str) -> String {
+    if note.len() <= MAX_NOTE {
+        return note.to_string();
+    }
+    let mut end = MAX_NOTE - 3;
+    while !note.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &note[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut;
+
+    #[test]
+    fn long_event_notes_are_cut_at_a_character_boundary() {
+        assert_eq!(cut("short"), "short");
+        let long = "ä".repeat(600);
+        let c = cut(&long);
+        assert!(c.ends_with("...") && c.len() <= 1000, "{}", c.len());
+        assert!(c.trim_end_matches("...").chars().all(|ch| ch == 'ä'));
+    }
+}

@@ -1,0 +1,110 @@
+//! [`Verdict`]: what an input's `Accepted` condition should say, and whether its status says
+//! it already.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use netrollout_api::ACCEPTED_CONDITION;
+use netrollout_render::Invalid;
+
+use super::action::AcceptedUpdate;
+use super::model::{InputObject, InputRef};
+
+/// What an input's `Accepted` condition should say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// `True` or `False`.
+    pub accepted: bool,
+    /// CamelCase reason.
+    pub reason: String,
+    /// For people: what happened and what to do.
+    pub message: String,
+    /// The revision that holds the input (`status.revision`), when accepted.
+    pub revision: Option<String>,
+}
+
+impl Verdict {
+    /// Accepted into `revision`.
+    pub fn accepted(revision: &str) -> Self {
+        Self {
+            accepted: true,
+            reason: "Accepted".into(),
+            message: format!("included in NetworkConfigRevision {revision}"),
+            revision: Some(revision.to_string()),
+        }
+    }
+
+    /// Not accepted.
+    pub fn rejected(reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            accepted: false,
+            reason: reason.into(),
+            message: message.into(),
+            revision: None,
+        }
+    }
+
+    /// The verdict on `input` when the merged inputs are `invalid`: its own problems, or that
+    /// other inputs are invalid.
+    pub fn of_invalid(input: &InputRef, invalid: &Invalid) -> Self {
+        let own: Vec<String> = invalid
+            .for_object(input.kind.kind(), &input.name)
+            .map(|p| format!("{}: {}", p.field, p.message))
+            .collect();
+        if own.is_empty() {
+            Self::rejected(
+                "OtherInputInvalid",
+                format!("not rolled out: other inputs are invalid ({invalid})"),
+            )
+        } else {
+            Self::rejected("Invalid", own.join("; "))
+        }
+    }
+
+    /// `True` or `False`.
+    pub fn status(&self) -> &'static str {
+        if self.accepted { "True" } else { "False" }
+    }
+
+    /// The update `input` needs to carry this verdict, or `None` when its status says it
+    /// already (same status, reason, message and generation, and the revision if any). The
+    /// transition time is kept when the status does not change, otherwise it is `now`.
+    pub fn update_for(&self, input: &InputObject, now: Time) -> Option<AcceptedUpdate> {
+        let status = self.status();
+        let existing = input
+            .conditions
+            .iter()
+            .find(|c| c.type_ == ACCEPTED_CONDITION);
+        let same = |c: &Condition| {
+            c.status == status
+                && c.reason == self.reason
+                && c.message == self.message
+                && c.observed_generation == input.generation
+        };
+        let revision_same = self.revision.is_none() || input.revision == self.revision;
+        if existing.is_some_and(same) && revision_same {
+            return None;
+        }
+        let transition = match existing {
+            Some(c) if c.status == status => c.last_transition_time.clone(),
+            _ => now,
+        };
+        let mut conditions: Vec<Condition> = input
+            .conditions
+            .iter()
+            .filter(|c| c.type_ != ACCEPTED_CONDITION)
+            .cloned()
+            .collect();
+        conditions.push(Condition {
+            type_: ACCEPTED_CONDITION.into(),
+            status: status.into(),
+            reason: self.reason.clone(),
+            message: self.message.clone(),
+            observed_generation: input.generation,
+            last_transition_time: transition,
+        });
+        Some(AcceptedUpdate {
+            verdict: self.clone(),
+            generation: input.generation,
+            conditions,
+        })
+    }
+}

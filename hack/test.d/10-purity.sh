@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The pure core stays pure in Cargo too: the normal dependency tree of the renderer, the rollout
+# planner and (once the workspace has it) the FRR renderer holds no async runtime, no HTTP stack,
+# no Kubernetes client and no netlink. A shared workspace dependency entry that switches on a
+# client feature, or a new dependency that drags one in, fails here with the path to it.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+forbidden='tokio hyper kube-client rtnetlink netlink-sys'
+candidates='netrollout-render netrollout-rollout netrollout-frr'
+
+# The workspace's package names, from cargo metadata (so a package that does not exist yet is
+# skipped by name, and a renamed one is noticed).
+members=$(cargo metadata --locked --no-deps --format-version 1 |
+  python3 -c 'import json,sys; print("\n".join(p["name"] for p in json.load(sys.stdin)["packages"]))')
+
+checked=0
+failed=0
+for pkg in $candidates; do
+  if ! grep -qx "$pkg" <<<"$members"; then
+    echo "purity: $pkg is not in this workspace; nothing to check"
+    continue
+  fi
+  tree=$(cargo tree --locked -p "$pkg" -e normal --prefix none)
+  count=$(sed 's/ (\*)$//; s/ (proc-macro)$//' <<<"$tree" | sort -u | wc -l)
+  for crate in $forbidden; do
+    if grep -q "^$crate v" <<<"$tree"; then
+      echo "FAIL: $pkg's normal dependency tree contains $crate; the path to it:" >&2
+      cargo tree --locked -p "$pkg" -e normal -i "$crate" >&2
+      failed=1
+    fi
+  done
+  echo "purity: $pkg: $count crates in its normal tree, none of: $forbidden"
+  checked=$((checked + 1))
+done
+
+[ "$checked" -ge 2 ] || { echo "FAIL: checked $checked packages; expected at least render and rollout" >&2; exit 1; }
+[ "$failed" -eq 0 ] || exit 1
+echo "purity: ok"
