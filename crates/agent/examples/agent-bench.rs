@@ -5,20 +5,18 @@
 //! Needs root. Prints tab-separated rows: area, benchmark, measured, baseline, ratio, goal.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Lab, layer2s, run};
 use netrollout_api::{NodeConfig, NodePhase};
+use netrollout_testkit::agent::{Lab, agent_bin_next_to_exe, layer2s};
+use netrollout_testkit::cmd::run;
 
 const NETWORKS: u16 = 100;
 const ROUNDS: usize = 5;
 
 #[tokio::main]
 async fn main() {
-    let mut lab = Lab::new().await;
+    let mut lab = Lab::new(agent_bin_next_to_exe()).await;
     lab.extra_args = vec!["--probe-tcp".into(), lab.api_target()];
     lab.set_spec("rev-0", NodeConfig::default()).await;
     lab.start_agent();

@@ -16,7 +16,7 @@ use netrollout_api::{NodeNetworkConfig, NodeNetworkConfigSpec, NodePhase};
 
 #[tokio::test]
 async fn a_new_revision_goes_provisioning_to_provisioned_and_the_node_turns_ready() {
-    let mut lab = Lab::new().await;
+    let mut lab = common::lab().await;
     lab.extra_args = vec![
         "--probe-tcp".into(),
         lab.api_target(),
@@ -122,7 +122,7 @@ async fn a_new_revision_goes_provisioning_to_provisioned_and_the_node_turns_read
 
 #[tokio::test]
 async fn the_agent_watches_and_writes_only_its_own_objects() {
-    let mut lab = Lab::new().await;
+    let mut lab = common::lab().await;
     // Another node's config and Node: the agent must neither apply nor touch them.
     let other = NodeNetworkConfig::new(
         "other-node",
@@ -162,7 +162,7 @@ async fn the_agent_watches_and_writes_only_its_own_objects() {
 
 #[tokio::test]
 async fn probes_that_failed_before_the_change_are_reported_not_enforced() {
-    let mut lab = Lab::new().await;
+    let mut lab = common::lab().await;
     // Port 1 on the host is closed: this probe fails before and after the change.
     let closed = format!("{}:1", lab.host_ip);
     lab.extra_args = vec![

@@ -15,7 +15,7 @@ const ITERATIONS: u32 = 20;
 
 #[tokio::test]
 async fn kill_9_at_random_points_during_apply_leaves_a_whole_config_after_restart() {
-    let mut lab = Lab::new().await;
+    let mut lab = common::lab().await;
     lab.extra_args = vec!["--probe-tcp".into(), lab.api_target()];
     let a = layer2s(600, 40);
     let b = layer2s(620, 40);
@@ -79,7 +79,7 @@ async fn kill_9_at_random_points_during_apply_leaves_a_whole_config_after_restar
 
 #[tokio::test]
 async fn a_corrupt_backup_or_journal_is_reported_and_nothing_is_applied_from_it() {
-    let mut lab = Lab::new().await;
+    let mut lab = common::lab().await;
     lab.set_spec("rev-1", layer2s(700, 2)).await;
     lab.start_agent();
     lab.wait_finished("rev-1", 30).await;

@@ -28,7 +28,7 @@ fn holding(lab: &mut Lab) {
 
 #[tokio::test]
 async fn a_change_is_committed_only_after_its_probes_held_for_the_probe_hold() {
-    let mut lab = Lab::new().await;
+    let mut lab = common::lab().await;
     holding(&mut lab);
     lab.set_spec("rev-1", layer2s(100, 1)).await;
     lab.start_agent();
@@ -51,7 +51,7 @@ async fn a_change_is_committed_only_after_its_probes_held_for_the_probe_hold() {
 
 #[tokio::test]
 async fn a_break_during_the_probe_hold_restores_last_known_good() {
-    let mut lab = Lab::new().await;
+    let mut lab = common::lab().await;
     holding(&mut lab);
     lab.set_spec("rev-good", layer2s(100, 1)).await;
     lab.start_agent();

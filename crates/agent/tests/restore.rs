@@ -33,7 +33,7 @@ fn probing(lab: &mut Lab) {
 
 #[tokio::test]
 async fn a_config_that_breaks_connectivity_is_restored_and_not_retried_until_a_person_asks() {
-    let mut lab = Lab::new().await;
+    let mut lab = common::lab().await;
     probing(&mut lab);
     // ICMP to the host and the default gateway (the host) pass before the change.
     lab.ip(&format!("route add default via {}", lab.host_ip));
@@ -97,7 +97,7 @@ async fn a_config_that_breaks_connectivity_is_restored_and_not_retried_until_a_p
 
 #[tokio::test]
 async fn a_break_while_the_api_server_is_unreachable_is_restored_and_reported_when_it_returns() {
-    let mut lab = Lab::new().await;
+    let mut lab = common::lab().await;
     probing(&mut lab);
     lab.set_spec("rev-good", layer2s(200, 2)).await;
     lab.start_agent();

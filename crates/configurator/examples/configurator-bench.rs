@@ -13,17 +13,13 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
-use k8s_openapi::api::core::v1::{Namespace, Node, NodeCondition, NodeStatus};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
-use netrollout_api::{NetworkConfigRevision, RevisionPhase, RoutingTable, RoutingTableSpec};
-use netrollout_lab_apiserver::{Config, LabServer};
+use kube::api::Api;
+use netrollout_api::{NetworkConfigRevision, RevisionPhase};
+use netrollout_testkit::apiserver::{LabApi, install_netrollout};
+use netrollout_testkit::objects::{add_node, apply_table};
 
-// Shared with the end-to-end tests. Its `lock().unwrap()`s only fail on a poisoned lock, i.e.
-// after an agent task panicked, which should end the benchmark anyway.
-#[allow(clippy::unwrap_used)]
-#[path = "../tests/e2e/agents.rs"]
-mod agents;
+// The simulated agents are the test kit's, shared with the end-to-end tests.
+use netrollout_testkit::fake_agents as agents;
 
 const LIMIT: usize = 50;
 const LATENCY: Duration = Duration::from_millis(200);
@@ -34,14 +30,9 @@ async fn main() -> Result<()> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1000);
-    let dir = tempfile::tempdir()?;
-    let kubeconfig = dir.path().join("kubeconfig");
-    let server = LabServer::start(Config {
-        kubeconfig: Some(kubeconfig.clone()),
-        ..Config::default()
-    })
-    .await?;
-    let client = server.client()?;
+    let lab = LabApi::start().await;
+    let kubeconfig = lab.kubeconfig();
+    let client = lab.client.clone();
     setup(&client, count).await?;
     let agents = agents::Agents::start(client.clone(), agents::healthy(LATENCY));
 
@@ -102,7 +93,7 @@ async fn main() -> Result<()> {
     wait_succeeded(&ncrs, 2).await?;
     let max_in_flight = agents.max_in_flight();
     child.kill().await?;
-    server.shutdown().await?;
+    lab.server.shutdown().await?;
 
     let waves = count.div_ceil(LIMIT) as f64;
     let ideal = waves * LATENCY.as_secs_f64();
@@ -162,47 +153,17 @@ fn row(bench: &str, measured: &str, baseline: &str, ratio: f64, goal: &str) {
 }
 
 async fn setup(client: &kube::Client, count: usize) -> Result<()> {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in netrollout_api::crds::all() {
-        crds.create(&PostParams::default(), &crd).await?;
-    }
-    let ns: Api<Namespace> = Api::all(client.clone());
-    let mut n = Namespace::default();
-    n.metadata.name = Some(netrollout_api::DEFAULT_NAMESPACE.into());
-    ns.create(&PostParams::default(), &n).await?;
-    let nodes: Api<Node> = Api::all(client.clone());
-    let ready = serde_json::json!({ "status": NodeStatus {
-        conditions: Some(vec![NodeCondition { type_: "Ready".into(), status: "True".into(), ..NodeCondition::default() }]),
-        ..NodeStatus::default()
-    }});
+    install_netrollout(client).await;
     for i in 0..count {
-        let name = format!("node-{i:04}");
         let zone = format!("zone-{}", i % 3);
-        let node = Node {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                labels: Some([(netrollout_api::ZONE_LABEL.to_string(), zone)].into()),
-                ..ObjectMeta::default()
-            },
-            ..Node::default()
-        };
-        nodes.create(&PostParams::default(), &node).await?;
-        nodes
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&ready))
-            .await?;
+        let labels = [(netrollout_api::ZONE_LABEL, zone.as_str())];
+        add_node(client, &format!("node-{i:04}"), &labels, Some(true)).await;
     }
     Ok(())
 }
 
 async fn set_table(client: &kube::Client, id: i64) -> Result<()> {
-    let api: Api<RoutingTable> = Api::all(client.clone());
-    let obj = RoutingTable::new("bench", RoutingTableSpec { table_id: id });
-    api.patch(
-        "bench",
-        &PatchParams::apply("bench").force(),
-        &Patch::Apply(&obj),
-    )
-    .await?;
+    apply_table(client, "bench", "bench", id).await;
     Ok(())
 }
 

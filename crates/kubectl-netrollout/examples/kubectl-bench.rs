@@ -11,9 +11,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kubectl_netrollout::cluster::Observed;
 use kubectl_netrollout::diff::DiffReport;
 use netrollout_api::{
-    Layer2NetworkConfigurationSpec, NamedInput, NetworkConfigRevision, NetworkConfigRevisionSpec,
-    NodeConfig, NodeNetworkConfig, NodeNetworkConfigSpec, Snapshot, VRFRouteConfigurationSpec,
+    Layer2NetworkConfigurationSpec, NamedInput, NodeConfig, NodeNetworkConfig,
+    NodeNetworkConfigSpec, Snapshot, VRFRouteConfigurationSpec,
 };
+use netrollout_testkit::objects::revision;
 
 const NODES: usize = 1000;
 const RACKS: usize = 20;
@@ -55,21 +56,6 @@ fn snapshot(changed: bool) -> Snapshot {
         layer2_network_configurations: l2s,
         routing_tables: vec![],
     }
-}
-
-fn revision(name: &str, sequence: i64, snapshot: Snapshot) -> NetworkConfigRevision {
-    let hash = netrollout_render::Revision::of(&snapshot)
-        .map(|r| r.hash)
-        .unwrap_or_default();
-    NetworkConfigRevision::new(
-        name,
-        NetworkConfigRevisionSpec {
-            sequence,
-            hash,
-            paused: false,
-            snapshot,
-        },
-    )
 }
 
 fn median(mut runs: Vec<Duration>) -> Duration {

@@ -21,8 +21,8 @@ spec:
 #[tokio::test(flavor = "multi_thread")]
 async fn crds_apply_and_custom_objects_are_created_and_updated_from_yaml() {
     let lab = Lab::start().await;
-    lab.apply_crds().await;
-    let widgets = Lab::fixture("widgets.yaml");
+    common::apply_crds(&lab).await;
+    let widgets = common::fixture("widgets.yaml");
     let out = lab.ok(&["apply", "-f", widgets.to_str().unwrap()]).await;
     assert!(
         out.contains("widget.lab.example.com/alpha created"),
@@ -75,11 +75,11 @@ async fn crds_apply_and_custom_objects_are_created_and_updated_from_yaml() {
 #[tokio::test(flavor = "multi_thread")]
 async fn get_by_short_name_prints_the_crd_printer_columns() {
     let lab = Lab::start().await;
-    lab.apply_crds().await;
+    common::apply_crds(&lab).await;
     lab.ok(&[
         "apply",
         "-f",
-        Lab::fixture("widgets.yaml").to_str().unwrap(),
+        common::fixture("widgets.yaml").to_str().unwrap(),
     ])
     .await;
     let out = lab.ok(&["get", "wg"]).await;
@@ -136,7 +136,7 @@ async fn get_by_short_name_prints_the_crd_printer_columns() {
 #[tokio::test(flavor = "multi_thread")]
 async fn api_resources_lists_built_in_and_custom_kinds() {
     let lab = Lab::start().await;
-    lab.apply_crds().await;
+    common::apply_crds(&lab).await;
     let out = lab.ok(&["api-resources"]).await;
     let row = |name: &str| {
         out.lines()
@@ -169,11 +169,11 @@ async fn api_resources_lists_built_in_and_custom_kinds() {
 #[tokio::test(flavor = "multi_thread")]
 async fn label_annotate_describe_and_patches_change_the_object() {
     let lab = Lab::start().await;
-    lab.apply_crds().await;
+    common::apply_crds(&lab).await;
     lab.ok(&[
         "apply",
         "-f",
-        Lab::fixture("widgets.yaml").to_str().unwrap(),
+        common::fixture("widgets.yaml").to_str().unwrap(),
     ])
     .await;
     lab.ok(&["label", "widget", "beta", "team=net"]).await;
@@ -246,11 +246,11 @@ async fn label_annotate_describe_and_patches_change_the_object() {
 #[tokio::test(flavor = "multi_thread")]
 async fn delete_waits_for_finalizers_and_wait_for_delete_returns_when_gone() {
     let lab = Lab::start().await;
-    lab.apply_crds().await;
+    common::apply_crds(&lab).await;
     lab.ok(&[
         "apply",
         "-f",
-        Lab::fixture("widgets.yaml").to_str().unwrap(),
+        common::fixture("widgets.yaml").to_str().unwrap(),
     ])
     .await;
     lab.ok(&[

@@ -11,7 +11,7 @@ use common::Lab;
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_input_gets_the_right_status_and_nothing_is_stored() {
     let lab = Lab::start().await;
-    lab.apply_crds().await;
+    common::apply_crds(&lab).await;
     let raw = |body: &str| {
         std::fs::write(lab.dir.path().join("body"), body)
             .map(|_| lab.dir.path().join("body"))
@@ -120,7 +120,7 @@ async fn bad_input_gets_the_right_status_and_nothing_is_stored() {
 #[tokio::test(flavor = "multi_thread")]
 async fn server_side_apply_reports_conflicts_until_forced() {
     let lab = Lab::start().await;
-    lab.apply_crds().await;
+    common::apply_crds(&lab).await;
     let w = |n: u32| {
         format!(
             "apiVersion: lab.example.com/v1\nkind: Widget\nmetadata:\n  name: ssa\nspec:\n  color: red\n  replicas: {n}\n"

@@ -14,17 +14,6 @@
 //!    configurator pass per step). Baseline: the ideal for that spread, every slot always busy:
 //!    max(sum of apply times / limit, slowest apply).
 
-// The simulator is shared with the tests; the benchmark uses only part of it.
-#[allow(dead_code)]
-#[path = "../tests/sim/agent.rs"]
-mod agent;
-#[allow(dead_code)]
-#[path = "../tests/sim/rng.rs"]
-mod rng;
-#[allow(dead_code)]
-#[path = "../tests/sim/world.rs"]
-mod world;
-
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -32,6 +21,7 @@ use netrollout_rollout::{
     Action, DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase,
     RolloutStrategy, Settings, State, Timestamp, UpdateLimit, plan,
 };
+use netrollout_testkit::sim::{agent, rng, world};
 
 fn fleet(n: usize) -> State {
     let mut revisions = vec![

@@ -27,7 +27,7 @@ async fn a_failing_node_halts_the_rollout_and_its_wave_goes_back_to_the_known_go
     let lab = Lab::start().await?;
     nodes(&lab, 5).await?;
     let agents = Agents::start(
-        lab.client.clone(),
+        lab.api.client.clone(),
         fails_table_666(Arc::new(AtomicBool::new(true))),
     );
     let cfg = lab.configurator(&["--update-limit=2"]);
@@ -74,7 +74,7 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
     let lab = Lab::start().await?;
     nodes(&lab, 3).await?;
     let bad = Arc::new(AtomicBool::new(true));
-    let agents = Agents::start(lab.client.clone(), fails_table_666(bad.clone()));
+    let agents = Agents::start(lab.api.client.clone(), fails_table_666(bad.clone()));
     let cfg = lab.configurator(&["--update-limit=1"]);
     lab.set_table("extra", 100).await?;
     lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
@@ -98,7 +98,7 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
     // The same bad content again: refused, with the reason on the input.
     bad.store(false, Ordering::SeqCst);
     lab.set_table("extra", 666).await?;
-    let inputs = Api::<RoutingTable>::all(lab.client.clone());
+    let inputs = Api::<RoutingTable>::all(lab.api.client.clone());
     eventually(Duration::from_secs(10), || async {
         let t = inputs.get("extra").await?;
         Ok(t.status.is_some_and(|s| {
@@ -120,7 +120,7 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
     );
     all_provisioned(&lab, &names(3), &fixed_name, Duration::from_secs(1)).await?;
     // The failed revision still says why it failed; the refusal did not overwrite that.
-    let still = Api::<NetworkConfigRevision>::all(lab.client.clone())
+    let still = Api::<NetworkConfigRevision>::all(lab.api.client.clone())
         .get(&failed_name)
         .await?;
     assert_eq!(
@@ -130,7 +130,7 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
     );
 
     // A person retries it: it becomes the newest revision and rolls out.
-    let api = Api::<NetworkConfigRevision>::all(lab.client.clone());
+    let api = Api::<NetworkConfigRevision>::all(lab.api.client.clone());
     let patch = serde_json::json!({ "metadata": { "annotations": { RETRY_ANNOTATION: "now" } } });
     api.patch(&failed_name, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
@@ -165,7 +165,7 @@ async fn a_node_that_hangs_mid_apply_fails_the_revision_after_the_apply_timeout(
         };
         (Duration::from_millis(50), outcome)
     });
-    let _agents = Agents::start(lab.client.clone(), script);
+    let _agents = Agents::start(lab.api.client.clone(), script);
     let cfg = lab.configurator(&["--update-limit=3", "--apply-timeout=1s"]);
     lab.set_table("extra", 100).await?;
     let good = lab

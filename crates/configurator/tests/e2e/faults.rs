@@ -11,8 +11,8 @@ use crate::{all_provisioned, names, nodes};
 async fn api_errors_injected_by_the_server_are_retried_and_never_fail_a_revision() -> R {
     let lab = Lab::start().await?;
     nodes(&lab, 4).await?;
-    let agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
-    let faults = lab.server.faults();
+    let agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(50)));
+    let faults = lab.api.server.faults();
     faults.set_error_rate(Some("patch"), Some("nodenetworkconfigs"), 0.3);
     faults.set_error_rate(Some("create"), Some("nodenetworkconfigs"), 0.3);
     faults.set_error_rate(Some("create"), Some("networkconfigrevisions"), 0.5);
@@ -44,7 +44,7 @@ async fn api_errors_injected_by_the_server_are_retried_and_never_fail_a_revision
 async fn a_revision_recreated_while_the_old_one_is_terminating_waits_and_never_adopts_it() -> R {
     let lab = Lab::start().await?;
     nodes(&lab, 2).await?;
-    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
+    let _agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=2"]);
     lab.set_table("extra", 100).await?;
     let old = lab
@@ -56,13 +56,13 @@ async fn a_revision_recreated_while_the_old_one_is_terminating_waits_and_never_a
         .await?;
 
     // A finalizer keeps the old revision terminating after its deletion.
-    let api = Api::<NetworkConfigRevision>::all(lab.client.clone());
+    let api = Api::<NetworkConfigRevision>::all(lab.api.client.clone());
     let hold = serde_json::json!({ "metadata": { "finalizers": ["e2e.netrollout.io/hold"] } });
     api.patch(&name, &PatchParams::default(), &Patch::Merge(&hold))
         .await?;
     api.delete(&name, &DeleteParams::default()).await?;
     lab.set_table("extra", 100).await?;
-    let inputs = Api::<RoutingTable>::all(lab.client.clone());
+    let inputs = Api::<RoutingTable>::all(lab.api.client.clone());
     eventually(Duration::from_secs(10), || async {
         let t = inputs.get("extra").await?;
         Ok(t.status.is_some_and(|s| {
@@ -126,11 +126,11 @@ async fn a_revision_name_taken_by_different_content_is_reported_and_never_overwr
             snapshot: netrollout_api::Snapshot::default(),
         },
     );
-    let api = Api::<NetworkConfigRevision>::all(lab.client.clone());
+    let api = Api::<NetworkConfigRevision>::all(lab.api.client.clone());
     api.create(&Default::default(), &squatter).await?;
     lab.set_table("extra", 100).await?;
     let cfg = lab.configurator(&[]);
-    let inputs = Api::<RoutingTable>::all(lab.client.clone());
+    let inputs = Api::<RoutingTable>::all(lab.api.client.clone());
     eventually(Duration::from_secs(10), || async {
         let t = inputs.get("extra").await?;
         Ok(t.status.is_some_and(|s| {
@@ -155,7 +155,7 @@ async fn a_revision_name_taken_by_different_content_is_reported_and_never_overwr
 async fn an_input_being_deleted_counts_as_already_gone() -> R {
     let lab = Lab::start().await?;
     nodes(&lab, 1).await?;
-    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(20)));
+    let _agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(20)));
     let cfg = lab.configurator(&[]);
     lab.set_table("keep", 100).await?;
     lab.set_table("going", 101).await?;
@@ -163,7 +163,7 @@ async fn an_input_being_deleted_counts_as_already_gone() -> R {
         .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
         .await?;
     assert_eq!(both.spec.snapshot.routing_tables.len(), 2);
-    let inputs = Api::<RoutingTable>::all(lab.client.clone());
+    let inputs = Api::<RoutingTable>::all(lab.api.client.clone());
     let hold = serde_json::json!({ "metadata": { "finalizers": ["e2e.netrollout.io/hold"] } });
     inputs
         .patch("going", &PatchParams::default(), &Patch::Merge(&hold))

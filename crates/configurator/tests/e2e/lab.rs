@@ -1,129 +1,65 @@
-//! The lab for end-to-end tests: an in-process lab API server with the CRDs installed, nodes,
-//! inputs, and configurators run in-process (library `run`) or as real processes.
+//! The lab for end-to-end tests: the test kit's lab API server with the netrollout kinds, nodes
+//! and inputs, and configurators run in-process (library `run`) or as real processes.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use k8s_openapi::api::core::v1::{Namespace, Node, NodeCondition, NodeStatus};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Client;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
-use netrollout_api::{
-    NetworkConfigRevision, NodeNetworkConfig, RevisionPhase, RoutingTable, RoutingTableSpec,
-};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, DeleteParams};
+use netrollout_api::{NetworkConfigRevision, NodeNetworkConfig, RevisionPhase};
 use netrollout_configurator::{Args, Metrics};
-use netrollout_lab_apiserver::{Config, LabServer};
-use tempfile::TempDir;
+use netrollout_testkit::apiserver::LabApi;
+use netrollout_testkit::objects;
+pub use netrollout_testkit::wait::eventually;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub type R<T = ()> = anyhow::Result<T>;
 
+/// The kit's lab API server (`api`: server, client, kubeconfig) with the configurator's helpers.
 pub struct Lab {
-    pub server: LabServer,
-    pub client: Client,
-    pub dir: TempDir,
+    pub api: LabApi,
 }
 
 impl Lab {
     pub async fn start() -> R<Lab> {
-        let dir = tempfile::tempdir()?;
-        let cfg = Config {
-            kubeconfig: Some(dir.path().join("kubeconfig")),
-            ..Config::default()
-        };
-        let server = LabServer::start(cfg).await?;
-        let client = server.client()?;
-        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-        for crd in netrollout_api::crds::all() {
-            crds.create(&PostParams::default(), &crd).await?;
-        }
-        let ns: Api<Namespace> = Api::all(client.clone());
-        let mut n = Namespace::default();
-        n.metadata.name = Some(netrollout_api::DEFAULT_NAMESPACE.into());
-        ns.create(&PostParams::default(), &n).await?;
-        // The CRDs are served once discovery shows them.
-        let rts: Api<RoutingTable> = Api::all(client.clone());
-        eventually(Duration::from_secs(10), || async {
-            Ok(rts.list(&Default::default()).await.is_ok())
-        })
-        .await?;
         Ok(Lab {
-            server,
-            client,
-            dir,
+            api: LabApi::netrollout().await,
         })
-    }
-
-    pub fn kubeconfig(&self) -> PathBuf {
-        self.dir.path().join("kubeconfig")
     }
 
     pub async fn add_node(&self, name: &str, labels: &[(&str, &str)], ready: bool) -> R {
-        let api: Api<Node> = Api::all(self.client.clone());
-        let node = Node {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                labels: Some(
-                    labels
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect::<BTreeMap<_, _>>(),
-                ),
-                ..ObjectMeta::default()
-            },
-            ..Node::default()
-        };
-        api.create(&PostParams::default(), &node).await?;
-        self.set_ready(name, ready).await
+        objects::add_node(&self.api.client, name, labels, Some(ready)).await;
+        Ok(())
     }
 
     pub async fn set_ready(&self, name: &str, ready: bool) -> R {
-        let api: Api<Node> = Api::all(self.client.clone());
-        let status = NodeStatus {
-            conditions: Some(vec![NodeCondition {
-                type_: "Ready".into(),
-                status: if ready { "True" } else { "False" }.into(),
-                ..NodeCondition::default()
-            }]),
-            ..NodeStatus::default()
-        };
-        api.patch_status(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(&serde_json::json!({ "status": status })),
-        )
-        .await?;
+        objects::set_ready(&self.api.client, name, ready).await;
         Ok(())
     }
 
     pub async fn delete_node(&self, name: &str) -> R {
-        let api: Api<Node> = Api::all(self.client.clone());
+        let api: Api<Node> = Api::all(self.api.client.clone());
         api.delete(name, &DeleteParams::default()).await?;
         Ok(())
     }
 
     /// Creates or replaces a RoutingTable input (the simplest input kind).
     pub async fn set_table(&self, name: &str, table_id: i64) -> R {
-        let api: Api<RoutingTable> = Api::all(self.client.clone());
-        let obj = RoutingTable::new(name, RoutingTableSpec { table_id });
-        let pp = PatchParams::apply("e2e-test").force();
-        api.patch(name, &pp, &Patch::Apply(&obj)).await?;
+        objects::apply_table(&self.api.client, "e2e-test", name, table_id).await;
         Ok(())
     }
 
     pub async fn revisions(&self) -> R<Vec<NetworkConfigRevision>> {
-        let api: Api<NetworkConfigRevision> = Api::all(self.client.clone());
+        let api: Api<NetworkConfigRevision> = Api::all(self.api.client.clone());
         let mut list = api.list(&Default::default()).await?.items;
         list.sort_by_key(|r| r.spec.sequence);
         Ok(list)
     }
 
     pub async fn configs(&self) -> R<Vec<NodeNetworkConfig>> {
-        let api: Api<NodeNetworkConfig> = Api::all(self.client.clone());
+        let api: Api<NodeNetworkConfig> = Api::all(self.api.client.clone());
         Ok(api.list(&Default::default()).await?.items)
     }
 
@@ -199,7 +135,7 @@ impl Lab {
         args.identity = Some(format!("e2e-{}", rand_suffix()));
         let metrics = Arc::new(Metrics::default());
         let (stop, stopped) = oneshot::channel::<()>();
-        let client = self.client.clone();
+        let client = self.api.client.clone();
         let m = metrics.clone();
         let task = tokio::spawn(async move {
             netrollout_configurator::run(args, client, m, async {
@@ -235,25 +171,4 @@ fn rand_suffix() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)
-}
-
-/// Polls `check` every 50 ms until it returns true or `within` passes.
-pub async fn eventually<F, Fut>(within: Duration, mut check: F) -> R
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = R<bool>>,
-{
-    let deadline = tokio::time::Instant::now() + within;
-    let mut last = None;
-    loop {
-        match check().await {
-            Ok(true) => return Ok(()),
-            Ok(false) => {}
-            Err(e) => last = Some(e),
-        }
-        if tokio::time::Instant::now() >= deadline {
-            anyhow::bail!("condition not met within {within:?} (last error: {last:?})");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }

@@ -10,7 +10,6 @@
 // A test crate: its helpers may panic (clippy.toml allows this only inside `#[test]` functions).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod agents;
 mod failure;
 mod faults;
 mod fleet;
@@ -19,6 +18,9 @@ mod leader;
 mod rollout;
 
 use std::time::Duration;
+
+// The simulated agents live in the test kit (the configurator benchmark uses them too).
+use netrollout_testkit::fake_agents as agents;
 
 use netrollout_api::NodeNetworkConfig;
 

@@ -10,7 +10,7 @@ use crate::{all_provisioned, names, nodes};
 async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
     let lab = Lab::start().await?;
     nodes(&lab, 6).await?;
-    let agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(150)));
+    let agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(150)));
     let cfg = lab.configurator(&["--update-limit=2"]);
     lab.set_table("extra", 100).await?;
     let first = lab
@@ -27,7 +27,7 @@ async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
     .await?;
 
     // The input says which revision holds it.
-    let input = kube::Api::<RoutingTable>::all(lab.client.clone())
+    let input = kube::Api::<RoutingTable>::all(lab.api.client.clone())
         .get("extra")
         .await?;
     let status = input.status.unwrap();
@@ -70,8 +70,10 @@ async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
         agents.pickups()
     );
     // Every decision is an Event (cluster-scoped objects' Events go to "default").
-    let events =
-        kube::Api::<k8s_openapi::api::events::v1::Event>::namespaced(lab.client.clone(), "default");
+    let events = kube::Api::<k8s_openapi::api::events::v1::Event>::namespaced(
+        lab.api.client.clone(),
+        "default",
+    );
     let reasons: Vec<String> = events
         .list(&Default::default())
         .await?
@@ -92,7 +94,7 @@ async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
 async fn undoing_a_change_reuses_the_older_revision_with_a_raised_sequence() -> R {
     let lab = Lab::start().await?;
     nodes(&lab, 2).await?;
-    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
+    let _agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=100%"]);
     lab.set_table("extra", 100).await?;
     let a = lab
@@ -144,7 +146,7 @@ async fn an_invalid_input_is_rejected_and_no_revision_is_created() -> R {
     // Two tables claiming the same id.
     lab.set_table("one", 300).await?;
     lab.set_table("two", 300).await?;
-    let api = kube::Api::<RoutingTable>::all(lab.client.clone());
+    let api = kube::Api::<RoutingTable>::all(lab.api.client.clone());
     eventually(Duration::from_secs(10), || async {
         let two = api.get("two").await?;
         Ok(two.status.is_some_and(|s| {
@@ -184,7 +186,7 @@ fn free_port() -> R<u16> {
 async fn health_readiness_and_metrics_are_served_once_the_caches_are_synced() -> R {
     let lab = Lab::start().await?;
     nodes(&lab, 2).await?;
-    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(20)));
+    let _agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(20)));
     let (m, h) = (free_port()?, free_port()?);
     let cfg = lab.configurator(&[
         &format!("--metrics-addr=127.0.0.1:{m}"),

@@ -1,69 +1,29 @@
-//! Test helpers: a fresh network namespace per test, `ip` in it, small config builders.
+//! Test helpers: a fresh network namespace per test (the test kit's), small config builders.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::ops::Deref;
 
 use netrollout_dataplane::{Address, Dataplane, Desired, Link, LinkKind, Mac, VXLAN_PORT, Vxlan};
+use netrollout_testkit::netns::Netns;
 
-static COUNTER: AtomicU32 = AtomicU32::new(0);
+/// A fresh network namespace from the test kit (prefixed `dpt-`, `ip`/`bridge` in it, deleted
+/// on drop) with the dataplane connected to it. Needs root; fails loudly.
+pub struct TestNs(Netns);
 
-/// A fresh `ip netns` namespace (prefixed `dpt-`), deleted on drop. Needs root; fails loudly.
-pub struct TestNs {
-    pub name: String,
+impl Deref for TestNs {
+    type Target = Netns;
+    fn deref(&self) -> &Netns {
+        &self.0
+    }
 }
 
 impl TestNs {
     pub fn new() -> Self {
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let name = format!("dpt-{}-{n}", std::process::id());
-        let out = Command::new("ip")
-            .args(["netns", "add", &name])
-            .output()
-            .expect("run ip (iproute2 needed)");
-        assert!(
-            out.status.success(),
-            "`ip netns add {name}` failed (kernel tests need root): {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let ns = Self { name };
-        ns.ip("link set lo up");
-        ns
+        Self(Netns::new("dpt"))
     }
 
     pub fn dataplane(&self) -> Dataplane {
         Dataplane::in_netns(&self.name, managed()).expect("connect in namespace")
-    }
-
-    /// Runs `ip -n NS ARGS`, asserts success, returns stdout.
-    pub fn ip(&self, args: &str) -> String {
-        self.run("ip", args)
-    }
-
-    /// Runs `bridge -n NS ARGS`, asserts success, returns stdout.
-    pub fn bridge(&self, args: &str) -> String {
-        self.run("bridge", args)
-    }
-
-    fn run(&self, tool: &str, args: &str) -> String {
-        let mut cmd = Command::new(tool);
-        cmd.args(["-n", &self.name]).args(args.split_whitespace());
-        let out = cmd.output().expect("run iproute2");
-        assert!(
-            out.status.success(),
-            "`{tool} -n {} {args}` failed: {}",
-            self.name,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
-
-impl Drop for TestNs {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
     }
 }
 

@@ -8,8 +8,6 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use serde_json::json;
 
-use super::Lab;
-
 pub fn widgets_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("lab.example.com", "v1", "Widget"),
@@ -18,7 +16,7 @@ pub fn widgets_resource() -> ApiResource {
 }
 
 pub async fn install_crds(client: &kube::Client) {
-    let text = std::fs::read_to_string(Lab::fixture("crds.yaml")).unwrap();
+    let text = std::fs::read_to_string(super::fixture("crds.yaml")).unwrap();
     let crds: Vec<CustomResourceDefinition> = serde_saphyr::from_multiple(&text).unwrap();
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in crds {
@@ -55,7 +53,7 @@ pub async fn until<T>(
 
 /// Creates only the Widget CRD.
 pub async fn install_widget_crd(client: &kube::Client) {
-    let text = std::fs::read_to_string(Lab::fixture("crds.yaml")).unwrap();
+    let text = std::fs::read_to_string(super::fixture("crds.yaml")).unwrap();
     let crds: Vec<CustomResourceDefinition> = serde_saphyr::from_multiple(&text).unwrap();
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     api.create(&PostParams::default(), &crds[0]).await.unwrap();

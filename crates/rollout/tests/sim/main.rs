@@ -10,13 +10,13 @@
 // A test harness: panicking on a bad SIM_SEED or a crashed worker thread is the right failure.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod agent;
 mod check;
 mod regressions;
 mod regressions_failure;
-mod rng;
 mod scenario;
-mod world;
+
+// The simulator itself lives in the test kit (the benchmark uses it too).
+use netrollout_testkit::sim::{agent, rng, world};
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

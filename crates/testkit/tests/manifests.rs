@@ -2,31 +2,13 @@
 //! capabilities and host access, the configurator's hardening, least-privilege RBAC.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+mod common;
 
+use std::collections::BTreeSet;
+
+use common::{bundle, repo};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::rbac::v1::ClusterRole;
-use serde_json::Value;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn bundle_text() -> String {
-    std::fs::read_to_string(repo().join("deploy/netrollout.yaml")).unwrap()
-}
-
-fn bundle() -> Vec<Value> {
-    serde_saphyr::from_multiple::<Value>(&bundle_text())
-        .unwrap()
-        .into_iter()
-        .filter(|v| !v.is_null())
-        .collect()
-}
 
 fn object<T: serde::de::DeserializeOwned>(kind: &str, name: &str) -> T {
     let doc = bundle()

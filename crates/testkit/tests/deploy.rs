@@ -5,29 +5,11 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
-use netrollout_lab_apiserver::{Config, LabServer};
+use common::{bundle, bundle_text, repo};
+use netrollout_testkit::apiserver::LabApi;
+use netrollout_testkit::kubectl::kubectl;
 use serde_json::{Value, json};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn bundle_text() -> String {
-    std::fs::read_to_string(repo().join("deploy/netrollout.yaml")).unwrap()
-}
-
-fn bundle() -> Vec<Value> {
-    serde_saphyr::from_multiple::<Value>(&bundle_text())
-        .unwrap()
-        .into_iter()
-        .filter(|v| !v.is_null())
-        .collect()
-}
 
 #[test]
 fn the_committed_bundle_is_what_kubectl_kustomize_renders() {
@@ -73,19 +55,12 @@ fn the_crd_base_holds_exact_copies_of_the_generated_crds() {
 
 #[tokio::test]
 async fn the_bundle_applies_to_the_lab_api_server_with_kubectl() {
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    let cache = dir.path().join("cache");
-    let server = LabServer::start(Config {
-        kubeconfig: Some(kubeconfig.clone()),
-        ..Config::default()
-    })
-    .await
-    .unwrap();
+    let lab = LabApi::start().await;
+    let (kubeconfig, cache) = (lab.kubeconfig(), lab.kubectl_cache());
     // The lab serves the kinds the project itself uses; the bundle also holds RBAC, workloads,
     // a disruption budget and an admission policy. Kinds the lab does not serve get a stand-in
     // CRD with an open schema, so that kubectl applies every document of the bundle for real.
-    let served = common::kubectl(
+    let served = kubectl(
         &kubeconfig,
         &cache,
         &["api-resources", "--no-headers"],
@@ -140,7 +115,7 @@ async fn the_bundle_applies_to_the_lab_api_server_with_kubectl() {
         .collect::<Vec<_>>()
         .join("\n---\n");
     if !stand_ins.is_empty() {
-        common::kubectl(
+        kubectl(
             &kubeconfig,
             &cache,
             &["apply", "-f", "-"],
@@ -151,7 +126,7 @@ async fn the_bundle_applies_to_the_lab_api_server_with_kubectl() {
         .expect_code(0);
     }
     for _ in 0..50 {
-        let again = common::kubectl(
+        let again = kubectl(
             &kubeconfig,
             &cache,
             &["api-resources", "--no-headers"],
@@ -174,7 +149,7 @@ async fn the_bundle_applies_to_the_lab_api_server_with_kubectl() {
         })
         .collect();
     let text = text.trim_end_matches("---\n");
-    let first = common::kubectl(&kubeconfig, &cache, &["apply", "-f", "-"], Some(text), None).await;
+    let first = kubectl(&kubeconfig, &cache, &["apply", "-f", "-"], Some(text), None).await;
     let out = first.expect_code(0);
     for created in [
         "namespace/netrollout-system created",
@@ -194,8 +169,7 @@ async fn the_bundle_applies_to_the_lab_api_server_with_kubectl() {
         bundle().len(),
         "every other document is applied: {out}"
     );
-    let second =
-        common::kubectl(&kubeconfig, &cache, &["apply", "-f", "-"], Some(text), None).await;
+    let second = kubectl(&kubeconfig, &cache, &["apply", "-f", "-"], Some(text), None).await;
     assert!(
         second
             .expect_code(0)
@@ -203,7 +177,7 @@ async fn the_bundle_applies_to_the_lab_api_server_with_kubectl() {
         "{}",
         second.stdout
     );
-    let got = common::kubectl(
+    let got = kubectl(
         &kubeconfig,
         &cache,
         &[
@@ -222,7 +196,7 @@ async fn the_bundle_applies_to_the_lab_api_server_with_kubectl() {
     let ds: Value = serde_json::from_str(got.expect_code(0)).unwrap();
     assert_eq!(ds["spec"]["template"]["spec"]["hostNetwork"], true);
     // The CRDs from the bundle are live: netrollout kinds are servable.
-    common::kubectl(
+    kubectl(
         &kubeconfig,
         &cache,
         &["get", "ncr,nnc,vrf,layer2,taas"],
@@ -231,7 +205,7 @@ async fn the_bundle_applies_to_the_lab_api_server_with_kubectl() {
     )
     .await
     .expect_code(0);
-    server.shutdown().await.unwrap();
+    lab.server.shutdown().await.unwrap();
 }
 
 /// A CRD that serves `kind` at `api_version` with an open schema.

@@ -7,8 +7,8 @@ use netrollout_rollout::{
     Action, Node, Plan, Revision, RevisionPhase, Settings, State, Timestamp, plan,
 };
 
-use crate::agent::{Agent, Behavior};
-use crate::rng::Rng;
+use super::agent::{Agent, Behavior};
+use super::rng::Rng;
 
 /// Virtual time per step (unless a benchmark sets [`World::step_ms`]).
 pub const STEP_MS: u64 = 30_000;

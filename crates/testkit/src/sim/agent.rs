@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use netrollout_rollout::{Node, NodePhase, NodeStatus, Timestamp};
 
-use crate::rng::Rng;
+use super::rng::Rng;
 
 /// How an agent behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

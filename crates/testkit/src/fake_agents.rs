@@ -2,7 +2,6 @@
 //! way the real agent does — Provisioning with observedRevision, then Provisioned or Failed
 //! after a scripted latency — and never retries a revision that failed on that node.
 
-#![allow(dead_code)]
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -46,6 +45,7 @@ pub struct Record {
     pub first_seen: HashMap<String, std::time::Instant>,
 }
 
+#[derive(Debug)]
 pub struct Agents {
     pub record: Arc<Mutex<Record>>,
     task: JoinHandle<()>,

@@ -1,0 +1,36 @@
+//! The workspace's test kit (dev-only, never published): one place for the plumbing the crates'
+//! tests and benchmarks share, so no test harness is copied between crates.
+//!
+//! - [`cmd`]: run a tool and assert it succeeded; [`cmd::Run`], a finished process.
+//! - [`netns`]: a fresh network namespace per test, cleaned up on drop and after crashes.
+//! - `apiserver` (feature `kube`): the lab API server per test, optionally with the netrollout
+//!   CRDs and namespace installed and servable.
+//! - `kubectl` (`kube`): the real kubectl bound to a lab API server.
+//! - `objects` (`kube`): builders for Nodes, layer-2 configs, snapshots and statuses in the shapes
+//!   the configurator and the agent write.
+//! - `wait` (`kube`): polling with a deadline.
+//! - `fake_agents` (`kube`): simulated agents that write NodeNetworkConfig status as the real one.
+//! - `agent` (feature `agent`): the real `netrollout-agent` in a namespace against a lab server.
+//! - `sim` (feature `sim`): the planner's deterministic fleet simulator (agents, world, PRNG).
+//!
+//! Everything here runs inside tests: a failed step panics with what went wrong, which is the
+//! test failure (hence the crate-wide allow below).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod cmd;
+pub mod netns;
+
+#[cfg(feature = "agent")]
+pub mod agent;
+#[cfg(feature = "kube")]
+pub mod apiserver;
+#[cfg(feature = "kube")]
+pub mod fake_agents;
+#[cfg(feature = "kube")]
+pub mod kubectl;
+#[cfg(feature = "kube")]
+pub mod objects;
+#[cfg(feature = "sim")]
+pub mod sim;
+#[cfg(feature = "kube")]
+pub mod wait;

@@ -1,0 +1,104 @@
+//! Network namespaces for kernel tests: [`Netns`] is a fresh `ip netns` namespace named
+//! `PREFIX-PID-N`, deleted on drop; [`clean_stale`] removes those of test processes that died
+//! without cleaning up. Needs root and iproute2; fails loudly without them.
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::cmd::run;
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A number unique in this process, for names of namespaces and links.
+pub fn next_id() -> u32 {
+    COUNTER.fetch_add(1, Ordering::SeqCst)
+}
+
+/// A fresh network namespace with `lo` up, deleted on drop.
+#[derive(Debug)]
+pub struct Netns {
+    pub name: String,
+}
+
+impl Netns {
+    /// Creates `PREFIX-PID-N` (the prefix says which tests own it, e.g. `dpt`).
+    pub fn new(prefix: &str) -> Self {
+        let name = format!("{prefix}-{}-{}", std::process::id(), next_id());
+        Self::named(name)
+    }
+
+    /// Creates the namespace `name` (a caller-made unique name).
+    pub fn named(name: String) -> Self {
+        let out = Command::new("ip")
+            .args(["netns", "add", &name])
+            .output()
+            .expect("run ip (iproute2 needed)");
+        assert!(
+            out.status.success(),
+            "`ip netns add {name}` failed (kernel tests need root): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ns = Self { name };
+        ns.ip("link set lo up");
+        ns
+    }
+
+    /// Runs `ip -n NS ARGS`, asserts success, returns stdout.
+    pub fn ip(&self, args: &str) -> String {
+        self.tool("ip", args)
+    }
+
+    /// Runs `bridge -n NS ARGS`, asserts success, returns stdout.
+    pub fn bridge(&self, args: &str) -> String {
+        self.tool("bridge", args)
+    }
+
+    /// Runs `TOOL -n NS ARGS` (an iproute2 tool), asserts success, returns stdout.
+    pub fn tool(&self, tool: &str, args: &str) -> String {
+        let mut a = vec!["-n", &self.name];
+        a.extend(args.split_whitespace());
+        run(tool, &a)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
+/// Removes namespaces named `NS_PREFIX-PID-…` and host links named `LINK_PREFIX PID h …` whose
+/// process is gone (a test run killed before its drops ran).
+pub fn clean_stale(ns_prefix: &str, link_prefix: &str) {
+    let dead = |pid: &str| {
+        pid.parse::<u32>()
+            .is_ok_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+    };
+    let ns_prefix = format!("{ns_prefix}-");
+    for line in run("ip", &["netns", "list"]).lines() {
+        let name = line.split_whitespace().next().unwrap_or_default();
+        if let Some(pid) = name
+            .strip_prefix(ns_prefix.as_str())
+            .and_then(|r| r.split('-').next())
+            && dead(pid)
+        {
+            let _ = Command::new("ip").args(["netns", "del", name]).status();
+        }
+    }
+    for line in run("ip", &["-br", "link"]).lines() {
+        let name = line.split(['@', ' ']).next().unwrap_or_default();
+        if let Some(pid) = name
+            .strip_prefix(link_prefix)
+            .and_then(|r| r.split('h').next())
+            && name.contains('h')
+            && dead(pid)
+        {
+            let _ = Command::new("ip")
+                .args(["link", "del", name])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
