@@ -10,6 +10,11 @@ if ! command -v ip >/dev/null; then
   root=""; [ "$(id -u)" -eq 0 ] || root=sudo
   $root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
 fi
+if [ ! -x /usr/lib/frr/zebra ] && [[ "$*" != *--help* ]]; then
+  # Every lab node runs FRR (zebra + bgpd) from Debian's frr package.
+  root=""; [ "$(id -u)" -eq 0 ] || root=sudo
+  $root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq frr frr-pythontools >/dev/null
+fi
 echo "lab.sh: building (the first build takes a few minutes) ..." >&2
 cargo build --release --locked --bins -q
 set -- "${@:-up}"

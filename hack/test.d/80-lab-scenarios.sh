@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The end-to-end suite: every lab scenario (happy, bad-config, node-join, configurator-crash,
-# api-outage) with the real binaries, network namespaces as nodes and the lab API server. Each
-# scenario prints its timeline and a summary; any broken promise exits non-zero.
+# api-outage, tenant-break) with the real binaries, network namespaces as nodes running FRR, the
+# lab API server and tenant traffic between workloads. Each scenario prints its timeline, the
+# tenant probes lost per network and node, and a summary; any broken promise exits non-zero.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --locked --bins -q

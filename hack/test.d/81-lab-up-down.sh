@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `netrollout-lab up` as a user runs it: the rollout succeeds, kubectl works with the kubeconfig
 # it writes, and after the lab is killed with SIGKILL (a crash) `netrollout-lab down` leaves no
-# namespace, link or process behind.
+# namespace, link, process, FRR daemon or FRR directory behind. Then `up 2>&1 | tee up.log`
+# ended by Ctrl-C (SIGINT to the whole pipeline, as a terminal sends it; tee dies too, so the
+# lab's stdout is a broken pipe) must tear everything down by itself.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --locked --bins -q
@@ -15,6 +17,25 @@ if out=$(setpriv --reuid=65534 --regid=65534 --clear-groups $lab --state-dir /tm
 fi
 echo "$out" | grep -q "needs root or CAP_NET_ADMIN" || { echo "FAIL: unclear message: $out" >&2; exit 1; }
 echo "without root: $out"
+# Without FRR it stops at once, says what to install, and leaves nothing behind.
+if out=$(NETROLLOUT_LAB_FRR_DIR=/nonexistent $lab --state-dir "$state" up --nodes 1 2>&1); then
+  echo "FAIL: the lab started without FRR" >&2; exit 1
+fi
+echo "$out" | grep -q "install Debian's frr package" || { echo "FAIL: unclear message: $out" >&2; exit 1; }
+echo "without frr: $out"
+ip netns list | grep nrlab- && { echo "FAIL: namespaces left after the FRR check" >&2; exit 1; }
+
+leftovers() {
+  local fail=0
+  ip netns list | grep nrlab- && { echo "FAIL: namespaces left" >&2; fail=1; }
+  ip -br link | grep -E '^(nrlab|nrlv)' && { echo "FAIL: links left" >&2; fail=1; }
+  # The lab's own processes (their command lines), not builds of these packages running nearby.
+  pgrep -af -- "netrollout-agent --node-name lab-node|netrollout-configurator --update-limit|netrollout-lab pinger" \
+    && { echo "FAIL: processes left" >&2; fail=1; }
+  pgrep -af "(zebra|bgpd) .*-N nrlab-" && { echo "FAIL: FRR daemons left" >&2; fail=1; }
+  ls -d /etc/frr/nrlab-* /var/run/frr/nrlab-* 2>/dev/null && { echo "FAIL: FRR directories left" >&2; fail=1; }
+  return "$fail"
+}
 rm -f "$state/up.log"
 mkdir -p "$state"
 $lab --state-dir "$state" up --nodes 3 >"$state/up.log" 2>&1 &
@@ -36,13 +57,33 @@ kubectl get ncr -o jsonpath='{.items[0].status.phase}' | grep -qx Succeeded \
 
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true
-leftover_procs=$(pgrep -f "netrollout-(agent|configurator)" | wc -l)
+leftover_procs=$(pgrep -f -- "netrollout-agent --node-name lab-node|netrollout-configurator --update-limit" | wc -l)
 echo "after SIGKILL: $(ip netns list | grep -c nrlab- || true) namespaces, $leftover_procs agent/configurator processes"
 $lab --state-dir "$state" down
 sleep 0.5
-fail=0
-ip netns list | grep nrlab- && { echo "FAIL: namespaces left" >&2; fail=1; }
-ip -br link | grep -E '^(nrlab|nrlv)' && { echo "FAIL: links left" >&2; fail=1; }
-pgrep -af "netrollout-(agent|configurator)" && { echo "FAIL: processes left" >&2; fail=1; }
-[ "$fail" = 0 ] && echo "lab up/down: PASSED"
-exit "$fail"
+leftovers || exit 1
+echo "after down: nothing left"
+
+# Ctrl-C on `up 2>&1 | tee up.log`: the pipeline runs in a process group of its own; SIGINT goes
+# to all of it, as the terminal's Ctrl-C does. A script's background jobs ignore SIGINT, so
+# `env --default-signal=INT` restores it: tee dies at once, as in a terminal, and the lab's
+# stdout and stderr become a broken pipe.
+rm -f "$state/tee.log"
+setsid env --default-signal=INT bash -c "$lab --state-dir '$state' up --nodes 3 2>&1 | tee '$state/tee.log' >/dev/null" &
+group=$!
+for _ in $(seq 1 120); do
+  grep -q "rollout succeeded" "$state/tee.log" 2>/dev/null && break
+  sleep 1
+done
+grep -q "rollout succeeded" "$state/tee.log" || { cat "$state/tee.log"; echo "FAIL: no success in 120 s" >&2; exit 1; }
+kill -INT -- "-$group"
+for _ in $(seq 1 30); do
+  pgrep -f "netrollout-lab --state-dir $state up" >/dev/null || break
+  sleep 1
+done
+pgrep -af "netrollout-lab --state-dir $state up" && { echo "FAIL: the lab did not exit after Ctrl-C" >&2; exit 1; }
+leftovers || { echo "FAIL: Ctrl-C on up | tee left the above behind" >&2; exit 1; }
+# tee died with the Ctrl-C, before the lab said it tears down: the lab wrote into a broken pipe.
+grep -q "tearing the lab down" "$state/tee.log" && echo "note: tee outlived the lab's last line this time"
+echo "Ctrl-C on up | tee: nothing left"
+echo "lab up/down: PASSED"

@@ -49,6 +49,15 @@ pub struct Args {
     /// Make an uncached request to the API server as a probe (`--probe-api-server=false` to skip).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub probe_api_server: bool,
+    /// Health-check file (the Go operator's net-healthcheck-config.yaml format: interface name
+    /// patterns, TCP/ICMP reachability optionally bound to a VRF device, taints); its checks
+    /// join the probes. See docs/agent.md.
+    #[arg(long, env = "HEALTHCHECK_CONFIG")]
+    pub healthcheck_config: Option<std::path::PathBuf>,
+    /// Taint keys to remove from this Node once its config is Provisioned and every check
+    /// passes (added to the file's `taints`); repeat or separate by commas.
+    #[arg(long, value_delimiter = ',')]
+    pub remove_taints: Vec<String>,
     /// Time limit of each single probe, e.g. `2s`, `500ms`.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub probe_each_timeout: Duration,
@@ -125,6 +134,7 @@ impl Args {
                 gateway: self.probe_gateway,
                 api_server: self.probe_api_server,
                 each_timeout: self.probe_each_timeout,
+                healthcheck: None,
             },
             state_dir: self.state_dir.clone(),
             frr: self.frr_base_config.as_ref().map(|base| FrrSettings {
@@ -138,7 +148,22 @@ impl Args {
                 bindir: self.frr_bindir.clone(),
                 rundir: self.state_dir.clone(),
             }),
+            remove_taints: self.remove_taints.clone(),
         }
+    }
+}
+
+impl Args {
+    /// [`Args::config`] with the health-check file loaded: its checks join the probes, its
+    /// taints the taints to remove.
+    pub fn config_with_healthcheck(&self) -> Result<Config, crate::healthcheck::HealthCheckError> {
+        let mut cfg = self.config();
+        if let Some(path) = &self.healthcheck_config {
+            let hc = crate::healthcheck::HealthCheck::load(path)?;
+            cfg.remove_taints.extend(hc.taints.iter().cloned());
+            cfg.probes.healthcheck = Some(std::sync::Arc::new(hc));
+        }
+        Ok(cfg)
     }
 }
 

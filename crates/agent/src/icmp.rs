@@ -14,12 +14,21 @@ const ECHO_REPLY_V6: u8 = 129;
 
 /// Sends one echo request to `addr` and waits up to `timeout` for the reply.
 pub async fn ping(addr: IpAddr, timeout: Duration) -> Result<(), String> {
-    tokio::task::spawn_blocking(move || ping_blocking(addr, timeout))
+    ping_via(addr, timeout, None).await
+}
+
+/// [`ping`] with the socket bound to `device` (a VRF device: the echo goes through its table).
+pub async fn ping_via(
+    addr: IpAddr,
+    timeout: Duration,
+    device: Option<String>,
+) -> Result<(), String> {
+    tokio::task::spawn_blocking(move || ping_blocking(addr, timeout, device.as_deref()))
         .await
         .map_err(|e| format!("ping task: {e}"))?
 }
 
-fn ping_blocking(addr: IpAddr, timeout: Duration) -> Result<(), String> {
+fn ping_blocking(addr: IpAddr, timeout: Duration, device: Option<&str>) -> Result<(), String> {
     let (domain, proto, request, reply) = match addr {
         IpAddr::V4(_) => (
             Domain::IPV4,
@@ -36,6 +45,11 @@ fn ping_blocking(addr: IpAddr, timeout: Duration) -> Result<(), String> {
     };
     let mut socket = Socket::new(domain, Type::RAW, Some(proto))
         .map_err(|e| format!("raw ICMP socket (needs CAP_NET_RAW): {e}"))?;
+    if let Some(dev) = device {
+        socket
+            .bind_device(Some(dev.as_bytes()))
+            .map_err(|e| format!("binding to {dev}: {e}"))?;
+    }
     // The identifier tells our replies from other processes' replies.
     let id = (std::process::id() as u16) ^ rand_u16();
     let mut packet = vec![request, 0, 0, 0];

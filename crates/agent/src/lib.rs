@@ -18,6 +18,8 @@
 //! - [`reason`]: why a revision failed ([`reason::FailureReason`]).
 //! - [`store`]: the checksummed state files (last-known-good, journal, failures).
 //! - [`probe`] (with `icmp`): connectivity and link checks.
+//! - [`healthcheck`]: the health-check file (interfaces, TCP/ICMP reachability in a VRF).
+//! - [`taints`]: removing the startup taints once the network works.
 //! - [`status`]: the `NodeNetworkConfig` status and the Node's `NetworkConfigReady` condition.
 //! - [`metrics`]: Prometheus metrics, `/healthz`, `/readyz`.
 //! - [`error`]: the [`Error`] type.
@@ -28,6 +30,7 @@ pub mod cli;
 pub mod convert;
 pub mod error;
 pub mod frr;
+pub mod healthcheck;
 mod icmp;
 pub mod metrics;
 pub mod probe;
@@ -36,5 +39,6 @@ pub mod routing;
 pub mod run;
 pub mod status;
 pub mod store;
+pub mod taints;
 
 pub use error::{Error, Result};

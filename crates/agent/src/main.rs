@@ -11,6 +11,7 @@ use netrollout_agent::metrics::{self, Metrics};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let agent_config = args.config_with_healthcheck()?;
     netrollout_support::init_logging(args.log_format, "info");
     let mut config = netrollout_support::kube_config(args.kubeconfig.as_deref(), None).await?;
     // The agent retries its own writes (newest status first) and its probe must see the API
@@ -51,7 +52,7 @@ async fn main() -> anyhow::Result<()> {
         netrollout_support::shutdown().await;
         let _ = stop_tx.send(true);
     });
-    let result = netrollout_agent::run::run(args.config(), client, metrics, stopped(stop_rx)).await;
+    let result = netrollout_agent::run::run(agent_config, client, metrics, stopped(stop_rx)).await;
     signals.abort();
     server.abort();
     if let Some(health) = health {

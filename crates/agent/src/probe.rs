@@ -33,6 +33,8 @@ pub struct ProbeConfig {
     pub api_server: bool,
     /// Time limit of each single check.
     pub each_timeout: Duration,
+    /// The checks of the health-check file (`--healthcheck-config`).
+    pub healthcheck: Option<std::sync::Arc<crate::healthcheck::HealthCheck>>,
 }
 
 /// The result of one check.
@@ -130,7 +132,11 @@ impl Prober {
                 }
             }));
         }
-        join_all(checks).await
+        let mut out = join_all(checks).await;
+        if let Some(hc) = &self.cfg.healthcheck {
+            out.extend(hc.run(t).await);
+        }
+        out
     }
 }
 

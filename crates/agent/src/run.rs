@@ -36,6 +36,8 @@ pub struct Config {
     pub state_dir: std::path::PathBuf,
     /// FRR support (`None`: off).
     pub frr: Option<crate::frr::FrrSettings>,
+    /// Startup taints to remove once the node's network works ([`crate::taints`]).
+    pub remove_taints: Vec<String>,
 }
 
 /// Runs the agent until `shutdown` resolves.
@@ -53,11 +55,19 @@ pub async fn run(
     let (reports_tx, reports_rx) = watch::channel::<Option<Report>>(None);
     let nnc_api: Api<NodeNetworkConfig> = Api::all(client.clone());
     let reporter = tokio::spawn(reporter(client.clone(), node.clone(), reports_rx));
-    let prober = Prober::new(cfg.probes, client);
+    let prober = Prober::new(cfg.probes, client.clone());
     let frr = match cfg.frr {
         Some(settings) => Some(crate::frr::Frr::new(settings).map_err(Error::Frr)?),
         None => None,
     };
+    let taints = (!cfg.remove_taints.is_empty()).then(|| {
+        tokio::spawn(crate::taints::run(
+            client.clone(),
+            node.clone(),
+            cfg.remove_taints.clone(),
+            prober.clone(),
+        ))
+    });
     let agent = Agent::new(
         cfg.settings,
         store,
@@ -125,6 +135,9 @@ pub async fn run(
     }
     watch.abort();
     reporter.abort();
+    if let Some(t) = taints {
+        t.abort();
+    }
     Ok(())
 }
 

@@ -37,13 +37,16 @@ fn an_agent_problem_leaves_phase_and_observed_revision_alone() {
 }
 
 /// The agent's requests; `config/rbac/agent_role.yaml` must allow each.
-const REQUESTS: [(&str, &str, &str); 6] = [
+const REQUESTS: [(&str, &str, &str); 8] = [
     ("netrollout.io", "nodenetworkconfigs", "list"),
     ("netrollout.io", "nodenetworkconfigs", "watch"),
     ("netrollout.io", "nodenetworkconfigs/status", "patch"),
     ("", "nodes/status", "get"),
     ("", "nodes/status", "patch"),
     ("", "events", "create"),
+    // Removing the startup taints (taints.rs): read the Node, patch its taints.
+    ("", "nodes", "get"),
+    ("", "nodes", "patch"),
 ];
 
 #[test]
@@ -70,6 +73,8 @@ fn the_agent_cluster_role_allows_what_the_agent_does_and_no_writes_to_specs() {
     }
     for verb in ["create", "update", "patch", "delete"] {
         assert!(!allows("netrollout.io", "nodenetworkconfigs", verb));
+    }
+    for verb in ["create", "update", "delete"] {
         assert!(!allows("", "nodes", verb));
     }
 }

@@ -18,6 +18,7 @@ use serde_json::json;
 use tokio::process::{Child, Command};
 
 use crate::fabric;
+use crate::settings::flag;
 
 /// How to build a lab.
 #[derive(Clone, Debug)]
@@ -29,15 +30,15 @@ pub struct Options {
     /// Configurator replicas (the leader writes; the others stand by).
     pub configurators: usize,
     /// `--update-limit` of the configurator.
-    pub update_limit: String,
+    pub update_limit: crate::settings::UpdateLimit,
     /// `--apply-timeout` of the configurator.
-    pub apply_timeout: String,
+    pub apply_timeout: Duration,
     /// `--pickup-timeout` of the configurator.
-    pub pickup_timeout: String,
+    pub pickup_timeout: Duration,
     /// `--max-failures` of the configurator.
     pub max_failures: u32,
     /// `--probe-hold` of the agents.
-    pub probe_hold: String,
+    pub probe_hold: Duration,
     /// Directory holding the `netrollout-agent` and `netrollout-configurator` binaries.
     pub bin_dir: PathBuf,
 }
@@ -54,6 +55,8 @@ pub struct Lab {
     next_index: usize,
     /// Whether this kernel has VRF devices.
     pub vrf: bool,
+    /// Tenant traffic between the nodes' workloads.
+    pub traffic: crate::traffic::Traffic,
 }
 
 /// Namespace of the configurator's Lease and control ConfigMap.
@@ -62,9 +65,9 @@ pub const NAMESPACE: &str = netrollout_api::DEFAULT_NAMESPACE;
 pub const LEASE: &str = "netrollout-configurator";
 
 impl Lab {
-    /// Builds the fabric, starts the API server, applies the CRDs and starts nodes and
-    /// configurators.
-    pub async fn start(opts: Options) -> Result<Self> {
+    /// Checks what a lab needs before it changes anything: the binaries, root (or the
+    /// capabilities), and FRR. Each failure says what is missing and how to get it.
+    pub fn preflight(opts: &Options) -> Result<()> {
         for bin in ["netrollout-agent", "netrollout-configurator"] {
             if !opts.bin_dir.join(bin).exists() {
                 bail!(
@@ -74,9 +77,17 @@ impl Lab {
             }
         }
         fabric::check_privileges()?;
-        let leftovers = fabric::teardown();
+        crate::frr::check_installed()
+    }
+
+    /// Builds the fabric, starts the API server, applies the CRDs and starts nodes and
+    /// configurators.
+    pub async fn start(opts: Options) -> Result<Self> {
+        Self::preflight(&opts)?;
+        let mut leftovers = crate::frr::teardown();
+        leftovers.extend(fabric::teardown());
         if !leftovers.is_empty() {
-            eprintln!(
+            crate::err!(
                 "removed leftovers of an earlier lab: {}",
                 leftovers.join(", ")
             );
@@ -87,6 +98,8 @@ impl Lab {
         std::fs::create_dir_all(opts.state_dir.join("logs"))
             .with_context(|| format!("creating {}", opts.state_dir.display()))?;
         fabric::create_bridge()?;
+        let rr = crate::frr::start_reflector().context("starting the route reflector's FRR")?;
+        record_pids(&opts.state_dir, &rr)?;
         let server = LabServer::start(Config {
             listen: SocketAddr::from((fabric::HOST_IP, 0)),
             kubeconfig: Some(opts.state_dir.join("kubeconfig")),
@@ -103,6 +116,7 @@ impl Lab {
             configurators: BTreeMap::new(),
             next_index: 1,
             vrf,
+            traffic: crate::traffic::Traffic::default(),
         };
         lab.install().await?;
         for _ in 0..lab.opts.nodes {
@@ -159,6 +173,14 @@ impl Lab {
         self.next_index += 1;
         let name = format!("lab-node-{index}");
         fabric::add_node(&name, index)?;
+        let ns = fabric::netns(&name);
+        let pids = crate::frr::start(
+            &ns,
+            &ns,
+            &crate::frr::node_config(&name, fabric::node_ip(index)),
+        )
+        .with_context(|| format!("starting FRR on {name}"))?;
+        record_pids(&self.opts.state_dir, &pids)?;
         let nodes: Api<Node> = Api::all(self.client.clone());
         let zone = format!("zone-{}", (index - 1) % 2);
         let node: Node = serde_json::from_value(json!({
@@ -167,6 +189,7 @@ impl Lab {
                 "kubernetes.io/hostname": name,
                 netrollout_api::ZONE_LABEL: zone,
             }},
+            "spec": {"taints": [{"key": STARTUP_TAINT, "effect": "NoSchedule"}]},
         }))?;
         nodes
             .create(&PostParams::default(), &node)
@@ -198,7 +221,15 @@ impl Lab {
             .arg("--state-dir")
             .arg(&state)
             .args(["--vtep-ip", &fabric::node_ip(index).to_string()])
-            .args(crate::agent_probe_args(&api, &self.opts.probe_hold));
+            .args(crate::agent_probe_args(&api, &flag(self.opts.probe_hold)));
+        // The tenant probe, a health-check file: from the node's own port on the lab's tenant
+        // network, every other node's workload must answer (checks that fail before a change
+        // are not enforced, so the first rollout, before workloads exist, is not held up).
+        // Once Provisioned with the checks passing, the agent removes the startup taint.
+        let file = state.join("healthcheck.yaml");
+        std::fs::write(&file, healthcheck(index, self.opts.nodes.max(index))?)
+            .with_context(|| format!("writing {}", file.display()))?;
+        cmd.arg("--healthcheck-config").arg(&file);
         let kubeconfig = crate::identities::agent_kubeconfig(
             &self.server,
             &self.opts.state_dir,
@@ -216,12 +247,7 @@ impl Lab {
             .stderr(log)
             .kill_on_drop(true);
         let child = cmd.spawn().with_context(|| format!("starting {name}"))?;
-        if let Some(pid) = child.id() {
-            let pids = self.opts.state_dir.join("pids");
-            let mut text = std::fs::read_to_string(&pids).unwrap_or_default();
-            text.push_str(&format!("{pid}\n"));
-            std::fs::write(pids, text)?;
-        }
+        record_pids(&self.opts.state_dir, child.id().as_slice())?;
         Ok(child)
     }
 
@@ -229,9 +255,9 @@ impl Lab {
     pub fn start_configurator(&mut self, id: &str) -> Result<()> {
         let mut cmd = Command::new(self.opts.bin_dir.join("netrollout-configurator"));
         cmd.env("POD_NAME", id)
-            .args(["--update-limit", &self.opts.update_limit])
-            .args(["--apply-timeout", &self.opts.apply_timeout])
-            .args(["--pickup-timeout", &self.opts.pickup_timeout])
+            .args(["--update-limit", &self.opts.update_limit.to_string()])
+            .args(["--apply-timeout", &flag(self.opts.apply_timeout)])
+            .args(["--pickup-timeout", &flag(self.opts.pickup_timeout)])
             .args(["--max-failures", &self.opts.max_failures.to_string()])
             .args(["--lease-namespace", NAMESPACE, "--lease-name", LEASE])
             .args([
@@ -269,6 +295,37 @@ impl Lab {
         child.kill().await.with_context(|| format!("killing {id}"))
     }
 
+    /// (Re)starts tenant traffic on the default-VRF layer-2 networks among `objects`: attaches
+    /// workloads on every node that carries them and starts the ping streams.
+    pub async fn start_traffic(&mut self, objects: &[DynamicObject]) -> Result<()> {
+        let networks = crate::traffic::networks(objects);
+        let nodes: Vec<(String, usize)> = self
+            .nodes
+            .iter()
+            .map(|(name, (index, _))| (name.clone(), *index))
+            .collect();
+        let state_dir = self.opts.state_dir.clone();
+        self.traffic.start(&networks, &nodes, &state_dir).await
+    }
+
+    /// Nodes that still carry [`STARTUP_TAINT`].
+    pub async fn tainted(&self) -> Result<Vec<String>> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        Ok(nodes
+            .list(&Default::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|n| {
+                n.spec
+                    .as_ref()
+                    .and_then(|s| s.taints.as_ref())
+                    .is_some_and(|t| t.iter().any(|t| t.key == STARTUP_TAINT))
+            })
+            .filter_map(|n| n.metadata.name)
+            .collect())
+    }
+
     /// Names of the running nodes.
     pub fn node_names(&self) -> Vec<String> {
         self.nodes.keys().cloned().collect()
@@ -303,14 +360,14 @@ impl Lab {
 
     /// Stops every process and removes the fabric.
     pub async fn shutdown(mut self) -> Result<()> {
+        self.traffic.stop().await;
         for (_, mut child) in std::mem::take(&mut self.configurators) {
             let _ = child.kill().await;
         }
         for (_, (_, mut child)) in std::mem::take(&mut self.nodes) {
             let _ = child.kill().await;
         }
-        let _ = std::fs::remove_file(self.opts.state_dir.join("pids"));
-        fabric::teardown();
+        cleanup(&self.opts.state_dir);
         tokio::time::timeout(Duration::from_secs(5), self.server.shutdown())
             .await
             .ok();
@@ -344,6 +401,44 @@ fn api_resource(obj: &DynamicObject) -> Result<ApiResource> {
     };
     let gvk = kube::core::GroupVersionKind::try_from(types)?;
     Ok(ApiResource::from_gvk_with_plural(&gvk, plural))
+}
+
+/// Ends every process a lab recorded and every FRR it started, removes its namespaces, links
+/// and FRR directories; returns what it did. It writes nothing to stdout or stderr, so it
+/// works when those are gone (a `| tee` ended by the same Ctrl-C).
+pub fn cleanup(state_dir: &Path) -> Vec<String> {
+    let killed = kill_recorded(state_dir);
+    let mut done = vec![format!("stopped {killed} process(es)")];
+    done.extend(crate::frr::teardown());
+    done.extend(fabric::teardown());
+    done
+}
+
+/// The taint every lab Node starts with; its agent removes it once the node's network works.
+pub const STARTUP_TAINT: &str = "node.netrollout.io/network-unavailable";
+
+/// Node `index`'s health-check file: its links up, and ICMP from its port on the tenant network
+/// to the workloads of nodes `1..=nodes` but itself; the startup taint to remove.
+pub fn healthcheck(index: usize, nodes: usize) -> Result<String> {
+    let tenant = crate::traffic::networks(&[crate::inputs::tenant(crate::inputs::TENANT_VNI)?]);
+    let mut text = String::from("interfaces: [eth0, \"l2.*\"]\nreachability:\n");
+    for net in &tenant {
+        for j in (1..=nodes).filter(|j| *j != index) {
+            text.push_str(&format!("  - host: {}\n    protocol: icmp\n", net.addr(j)));
+        }
+    }
+    text.push_str(&format!("taints: [{STARTUP_TAINT}]\n"));
+    Ok(text)
+}
+
+/// Appends pids to the lab's pid file, so `netrollout-lab down` can end them after a crash.
+pub fn record_pids(state_dir: &Path, pids: &[u32]) -> Result<()> {
+    let file = state_dir.join("pids");
+    let mut text = std::fs::read_to_string(&file).unwrap_or_default();
+    for pid in pids {
+        text.push_str(&format!("{pid}\n"));
+    }
+    std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))
 }
 
 /// Kills the processes listed in a lab's pid file; returns how many it signalled.

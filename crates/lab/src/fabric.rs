@@ -93,20 +93,28 @@ pub fn netns(node: &str) -> String {
 
 /// Creates node `index`'s namespace: loopback up, `eth0` on the fabric, default route via the host.
 pub fn add_node(node: &str, index: usize) -> Result<()> {
-    let ns = netns(node);
-    let host_end = format!("{VETH_PREFIX}{index}");
-    ip(&["netns", "add", &ns])?;
-    ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+    add_namespace(
+        &netns(node),
+        &format!("{VETH_PREFIX}{index}"),
+        node_ip(index),
+    )
+}
+
+/// Creates namespace `ns` on the fabric: loopback up, `eth0` (its end of a veth pair whose host
+/// end `host_end` is a bridge port) with `addr`, default route via the host.
+pub fn add_namespace(ns: &str, host_end: &str, addr: Ipv4Addr) -> Result<()> {
+    ip(&["netns", "add", ns])?;
+    ip(&["-n", ns, "link", "set", "lo", "up"])?;
     ip(&[
-        "link", "add", &host_end, "type", "veth", "peer", "name", "eth0", "netns", &ns,
+        "link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", ns,
     ])?;
-    ip(&["link", "set", &host_end, "master", BRIDGE, "up"])?;
-    let addr = format!("{}/{PREFIX_LEN}", node_ip(index));
-    ip(&["-n", &ns, "addr", "add", &addr, "dev", "eth0"])?;
-    ip(&["-n", &ns, "link", "set", "eth0", "up"])?;
+    ip(&["link", "set", host_end, "master", BRIDGE, "up"])?;
+    let addr = format!("{addr}/{PREFIX_LEN}");
+    ip(&["-n", ns, "addr", "add", &addr, "dev", "eth0"])?;
+    ip(&["-n", ns, "link", "set", "eth0", "up"])?;
     ip(&[
         "-n",
-        &ns,
+        ns,
         "route",
         "add",
         "default",

@@ -60,6 +60,31 @@ pub fn layer2(name: &str, id: u32, gateway: &str) -> Result<DynamicObject> {
     }))?)
 }
 
+/// The lab's own tenant network: a layer-2 network in the default VRF (so it works on a kernel
+/// without VRFs) whose workloads attach through a veth into its bridge. `vni` lets a scenario
+/// break it (a VNI the other nodes do not use).
+pub fn tenant(vni: u32) -> Result<DynamicObject> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "netrollout.io/v1alpha1",
+        "kind": "Layer2NetworkConfiguration",
+        "metadata": {"name": TENANT},
+        "spec": {"id": 600, "vni": vni, "mtu": 1500},
+    }))?)
+}
+
+/// Name of the lab's own tenant network.
+pub const TENANT: &str = "lab-tenant";
+/// Its VNI.
+pub const TENANT_VNI: u32 = 100_600;
+
+/// What `up` and the scenarios start from: the samples this kernel can carry and the lab's
+/// tenant network; the left-out samples are listed in the second value.
+pub fn initial(vrf: bool) -> Result<(Vec<DynamicObject>, Vec<String>)> {
+    let (mut objects, skipped) = samples(vrf)?;
+    objects.push(tenant(TENANT_VNI)?);
+    Ok((objects, skipped))
+}
+
 /// A config that cuts every node off the API server: the host's fabric address becomes a local
 /// address of a lab bridge, so the node's packets to the API server never leave it.
 pub fn connectivity_breaker() -> Result<DynamicObject> {

@@ -5,22 +5,51 @@
 //!
 //! Layout:
 //! - [`fabric`]: the host bridge and one namespace per node (iproute2).
+//! - [`frr`]: zebra + bgpd per node and a route reflector (EVPN).
+//! - [`bench`]: the lab benchmark (a one-network change under tenant traffic).
 //! - [`cluster`]: [`cluster::Lab`]: API server, Node objects, agents and configurators.
 //! - [`identities`]: the bundle's RBAC and admission policies in the lab; a token per process.
 //! - [`inputs`]: the samples and the scenarios' configs.
 //! - [`progress`]: observing revisions and node configs; tables.
+//! - [`traffic`]: workloads on the layer-2 networks and the ping streams between them.
+//! - [`pinger`]: the raw-ICMP probe stream a workload runs.
+//! - [`settings`]: typed settings (update limit, durations).
 //! - [`scenario`]: the scripted stories and their checks.
 
 #![forbid(unsafe_code)]
 
+pub mod bench;
 pub mod cluster;
 pub mod fabric;
+pub mod frr;
 pub mod identities;
 pub mod inputs;
+pub mod pinger;
 pub mod progress;
 pub mod scenario;
+pub mod settings;
+pub mod traffic;
 
 use std::net::SocketAddr;
+
+/// Prints a line to stdout and ignores a failed write: the lab's output often goes into a pipe
+/// (`| tee`) that the same Ctrl-C ends, and teardown must still run (`println!` would panic).
+#[macro_export]
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
+/// [`out!`] for stderr.
+#[macro_export]
+macro_rules! err {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
 
 /// The agent's probe flags in the lab: the API server (through the fabric) must stay reachable;
 /// a break shows within 5 s; probes must keep passing for `hold` before a change is committed.

@@ -11,7 +11,9 @@ use clap::{Parser, Subcommand};
 use netrollout_api::RevisionPhase;
 use netrollout_lab::cluster::{Lab, Options};
 use netrollout_lab::progress::Observed;
-use netrollout_lab::{cluster, fabric, inputs, scenario};
+use netrollout_lab::scenario::Scenario;
+use netrollout_lab::settings::{self, UpdateLimit};
+use netrollout_lab::{cluster, inputs, out, scenario};
 
 /// A whole netrollout cluster on one machine: the lab API server, network namespaces as nodes
 /// running the real agent, and the real configurator. Needs root (or CAP_NET_ADMIN and
@@ -34,7 +36,9 @@ enum Cmd {
     Down,
     /// Run a scripted story and check the rollout's promises; exit non-zero when one broke.
     #[command(after_help = "Scenarios:
-  happy               the samples roll out in waves of at most --update-limit nodes
+  happy               the samples and the lab's tenant network roll out in waves of at most
+                      --update-limit nodes; tenant traffic then flows between every node's
+                      workloads, and a change to one network costs no probe on the others
   bad-config          a config that cuts the nodes off the API server: the first wave restores
                       its last-known-good config locally, the rollout halts, and those nodes
                       return to the known-good revision
@@ -43,12 +47,32 @@ enum Cmd {
                       standby finishes it without exceeding the limit
   api-outage          the lab API server answers every request with 500 for 5 s while nodes
                       apply; the rollout finishes with no node failed
+  tenant-break        a wrong VNI on the tenant network: the first wave's tenant probes fail,
+                      those nodes restore on their own, the revision fails, the rollout halts,
+                      and the loss stays with the first wave's nodes
+  Every scenario checks tenant traffic (loss per node and network, full reachability at the end).
   all                 each of the above, one lab each")]
     Scenario {
-        /// happy, bad-config, node-join, configurator-crash, api-outage, or all.
-        name: String,
+        /// A scenario's name, or `all`.
+        name: scenario::Choice,
         #[command(flatten)]
         settings: Settings,
+    },
+    /// Benchmark: roll out a one-network change with tenant traffic flowing; print
+    /// hack/bench.sh rows (wall time against the ideal, probes lost per node).
+    Bench {
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// (internal) The tenant ping stream the lab runs inside a workload namespace.
+    #[command(hide = true)]
+    Pinger {
+        /// Probes a second per target.
+        #[arg(long, default_value_t = netrollout_lab::traffic::RATE)]
+        rate: u32,
+        /// `PAIR=ADDRESS` targets.
+        #[arg(required = true)]
+        targets: Vec<netrollout_lab::pinger::Target>,
     },
 }
 
@@ -57,33 +81,26 @@ struct Settings {
     /// Nodes (network namespaces) to start.
     #[arg(long, default_value_t = 4)]
     nodes: usize,
-    /// Nodes updated at once (number or percentage).
-    #[arg(long, default_value = "2")]
-    update_limit: String,
+    /// Nodes updated at once: a number (`5`) or a percentage of the nodes (`20%`).
+    #[arg(long, default_value = "2", value_parser = settings::parse_limit)]
+    update_limit: UpdateLimit,
     /// How long a node may take to apply and probe.
-    #[arg(long, default_value = "30s", value_parser = duration_text)]
-    apply_timeout: String,
+    #[arg(long, default_value = "30s", value_parser = settings::parse_duration)]
+    apply_timeout: Duration,
     /// How long an agent may take to pick a dispatch up.
-    #[arg(long, default_value = "60s", value_parser = duration_text)]
-    pickup_timeout: String,
+    #[arg(long, default_value = "60s", value_parser = settings::parse_duration)]
+    pickup_timeout: Duration,
     /// Failed nodes tolerated before a revision fails.
     #[arg(long, default_value_t = 0)]
     max_failures: u32,
     /// How long each agent keeps probing after its probes pass before it commits a change (the
     /// agent's `--probe-hold`); it also makes the waves of a rollout easy to follow.
-    #[arg(long, default_value = "1s", value_parser = duration_text)]
-    probe_hold: String,
+    #[arg(long, default_value = "1s", value_parser = settings::parse_duration)]
+    probe_hold: Duration,
     /// Directory of the netrollout-agent and netrollout-configurator binaries (default: next to
     /// this program).
     #[arg(long)]
     bin_dir: Option<PathBuf>,
-}
-
-/// A duration flag the lab hands on to the agent or configurator, checked here with the grammar
-/// they use, so that a typo stops the lab before it starts anything.
-fn duration_text(text: &str) -> Result<String, netrollout_support::DurationError> {
-    netrollout_support::parse_duration(text)?;
-    Ok(text.to_string())
 }
 
 impl Settings {
@@ -99,11 +116,11 @@ impl Settings {
             nodes: self.nodes,
             state_dir,
             configurators: 1,
-            update_limit: self.update_limit.clone(),
-            apply_timeout: self.apply_timeout.clone(),
-            pickup_timeout: self.pickup_timeout.clone(),
+            update_limit: self.update_limit,
+            apply_timeout: self.apply_timeout,
+            pickup_timeout: self.pickup_timeout,
             max_failures: self.max_failures,
-            probe_hold: self.probe_hold.clone(),
+            probe_hold: self.probe_hold,
             bin_dir,
         })
     }
@@ -114,9 +131,29 @@ async fn main() -> std::process::ExitCode {
     match run().await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("netrollout-lab: {e:#}");
+            netrollout_lab::err!("netrollout-lab: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// Resolves on the first SIGINT (Ctrl-C), SIGTERM or SIGHUP (the terminal closed). The
+/// handlers are installed when this is created, so a signal during start-up is not lost.
+struct Stop(Vec<tokio::signal::unix::Signal>);
+
+impl Stop {
+    fn install() -> Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self(vec![
+            signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
+            signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+            signal(SignalKind::hangup()).context("installing the SIGHUP handler")?,
+        ]))
+    }
+
+    async fn wait(&mut self) {
+        let waits = self.0.iter_mut().map(|s| Box::pin(s.recv()));
+        futures::future::select_all(waits).await;
     }
 }
 
@@ -130,37 +167,37 @@ async fn run() -> Result<()> {
     // Both rustls providers are compiled into the workspace; pick one before any client exists.
     let _ = rustls::crypto::ring::default_provider().install_default();
     match cli.command {
-        Cmd::Up(settings) => up(settings.options(cli.state_dir)?).await,
+        Cmd::Pinger { rate, targets } => {
+            netrollout_lab::pinger::run(&targets, rate, netrollout_lab::traffic::PROBE_TIMEOUT)
+        }
+        Cmd::Up(settings) => {
+            let mut stop = Stop::install()?;
+            up(settings.options(cli.state_dir)?, &mut stop).await
+        }
+        Cmd::Bench { settings } => {
+            let mut stop = Stop::install()?;
+            let mut lab = start(settings.options(cli.state_dir)?, &mut stop).await?;
+            let result = tokio::select! {
+                r = netrollout_lab::bench::run(&mut lab) => r,
+                () = stop.wait() => Err(anyhow::anyhow!("interrupted")),
+            };
+            lab.shutdown().await?;
+            for row in result? {
+                out!("{}", row.join("\t"));
+            }
+            Ok(())
+        }
         Cmd::Down => {
-            let killed = cluster::kill_recorded(&cli.state_dir);
-            let removed = fabric::teardown();
-            println!(
-                "stopped {killed} process(es); removed {}",
-                if removed.is_empty() {
-                    "nothing".into()
-                } else {
-                    removed.join(", ")
-                }
-            );
+            out!("{}", cluster::cleanup(&cli.state_dir).join(", "));
             Ok(())
         }
         Cmd::Scenario { name, settings } => {
-            if name != "all" && !scenario::NAMES.contains(&name.as_str()) {
-                anyhow::bail!(
-                    "unknown scenario {name:?}: choose one of {} or all",
-                    scenario::NAMES.join(", ")
-                );
-            }
-            let names: Vec<&str> = if name == "all" {
-                scenario::NAMES.to_vec()
-            } else {
-                vec![name.as_str()]
-            };
+            let mut stop = Stop::install()?;
             let mut failed = Vec::new();
-            for name in names {
-                let opts = scenario::options(name, settings.options(cli.state_dir.clone())?);
-                if !run_scenario(name, opts).await? {
-                    failed.push(name);
+            for s in name.scenarios() {
+                let opts = s.options(settings.options(cli.state_dir.clone())?);
+                if !run_scenario(s, opts, &mut stop).await? {
+                    failed.push(s.to_string());
                 }
             }
             if failed.is_empty() {
@@ -172,81 +209,109 @@ async fn run() -> Result<()> {
     }
 }
 
-async fn run_scenario(name: &str, opts: Options) -> Result<bool> {
-    println!(
+/// Starts a lab; on failure (or a signal meanwhile) removes what was started.
+async fn start(opts: Options, stop: &mut Stop) -> Result<Lab> {
+    Lab::preflight(&opts)?;
+    let state_dir = opts.state_dir.clone();
+    let started = tokio::select! {
+        lab = Lab::start(opts) => lab,
+        () = stop.wait() => Err(anyhow::anyhow!("interrupted while starting")),
+    };
+    if started.is_err() {
+        cluster::cleanup(&state_dir);
+    }
+    started
+}
+
+async fn run_scenario(name: Scenario, opts: Options, stop: &mut Stop) -> Result<bool> {
+    out!(
         "== scenario {name}: {} nodes, update limit {}",
-        opts.nodes, opts.update_limit
+        opts.nodes,
+        opts.update_limit
     );
-    let mut lab = Lab::start(opts).await?;
+    let mut lab = start(opts, stop).await?;
     let result = tokio::select! {
         r = scenario::run(name, &mut lab) => r,
-        _ = netrollout_support::shutdown() => Err(anyhow::anyhow!("interrupted")),
+        () = stop.wait() => Err(anyhow::anyhow!("interrupted")),
     };
     let logs = lab.options().state_dir.join("logs");
     lab.shutdown().await?;
     let summary = match result {
         Ok(summary) => summary,
         Err(e) => {
-            println!(
+            out!(
                 "== scenario {name}: FAILED: {e:#} (logs in {})",
                 logs.display()
             );
             return Ok(false);
         }
     };
-    println!("== scenario {name}: summary");
+    out!("== scenario {name}: summary");
     for (check, held, detail) in &summary.checks {
-        println!(
+        out!(
             "  [{}] {check}: {detail}",
             if *held { "ok" } else { "FAIL" }
         );
     }
-    println!(
+    out!(
         "== scenario {name}: {}",
         if summary.passed() { "PASSED" } else { "FAILED" }
     );
     Ok(summary.passed())
 }
 
-async fn up(opts: Options) -> Result<()> {
-    println!(
+async fn up(opts: Options, stop: &mut Stop) -> Result<()> {
+    out!(
         "starting the lab: {} nodes, update limit {} ...",
-        opts.nodes, opts.update_limit
+        opts.nodes,
+        opts.update_limit
     );
-    let lab = Lab::start(opts).await?;
-    let (samples, skipped) = inputs::samples(lab.vrf)?;
+    let mut lab = start(opts, stop).await?;
+    let result = watch(&mut lab, stop).await;
+    out!("tearing the lab down ...");
+    lab.shutdown().await?;
+    result
+}
+
+/// Applies the samples and the lab's tenant network, then shows the rollout and the tenant
+/// traffic until a signal.
+async fn watch(lab: &mut Lab, stop: &mut Stop) -> Result<()> {
+    let (objects, skipped) = inputs::initial(lab.vrf)?;
     if !skipped.is_empty() {
-        println!(
+        out!(
             "this kernel has no vrf module: leaving out {}",
             skipped.join(", ")
         );
     }
-    lab.apply(&samples).await?;
-    println!(
-        "applied config/samples; kubeconfig: {}",
+    lab.apply(&objects).await?;
+    out!(
+        "applied config/samples and the lab's tenant network {}; kubeconfig: {}",
+        inputs::TENANT,
         lab.kubeconfig().display()
     );
     let tty = std::io::stdout().is_terminal();
     let mut shown = String::new();
     let mut announced = false;
-    let stop = netrollout_support::shutdown();
-    tokio::pin!(stop);
     loop {
         if let Ok(obs) = Observed::fetch(&lab.client).await {
-            let view = obs.render();
-            if view != shown {
-                if tty {
-                    print!("\x1b[H\x1b[2J");
-                }
-                println!("{view}");
-                shown = view;
-            }
             let done = obs.newest().and_then(|r| r.status.as_ref()?.phase)
                 == Some(RevisionPhase::Succeeded);
             if done && !announced {
+                lab.start_traffic(&objects).await?;
+            }
+            let view = format!("{}\n{}", obs.render(), lab.traffic.render());
+            if view != shown {
+                if tty {
+                    out!("\x1b[H\x1b[2J");
+                }
+                out!("{view}");
+                shown = view;
+            }
+            if done && !announced {
                 announced = true;
-                println!(
-                    "rollout succeeded. The lab stays up; in another terminal try:\n  \
+                out!(
+                    "rollout succeeded; tenant traffic flows between the nodes' workloads. The lab \
+                     stays up; in another terminal try:\n  \
                      export KUBECONFIG={} PATH={}:$PATH\n  \
                      kubectl get ncr,nnc\n  \
                      kubectl netrollout status\n  \
@@ -258,10 +323,8 @@ async fn up(opts: Options) -> Result<()> {
             }
         }
         tokio::select! {
-            _ = &mut stop => break,
-            _ = tokio::time::sleep(Duration::from_millis(300)) => {}
+            () = stop.wait() => return Ok(()),
+            () = tokio::time::sleep(Duration::from_millis(500)) => {}
         }
     }
-    println!("tearing the lab down ...");
-    lab.shutdown().await
 }

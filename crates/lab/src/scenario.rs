@@ -16,30 +16,98 @@ use netrollout_lab_apiserver::Outage;
 use crate::cluster::{Lab, Options};
 use crate::inputs;
 use crate::progress::{self, Observed};
+use crate::settings::UpdateLimit;
+use crate::traffic::{self, Loss};
 
-/// The scenarios `netrollout-lab scenario <name>` runs.
-pub const NAMES: [&str; 5] = [
-    "happy",
-    "bad-config",
-    "node-join",
-    "configurator-crash",
-    "api-outage",
-];
+/// The scripted stories.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    /// The samples roll out; traffic flows; a one-network change costs nothing on the others.
+    Happy,
+    /// A config that cuts the nodes off the API server.
+    BadConfig,
+    /// A node joins mid-rollout.
+    NodeJoin,
+    /// The leading configurator is killed mid-rollout.
+    ConfiguratorCrash,
+    /// The API server fails every request for 5 s while nodes apply.
+    ApiOutage,
+    /// A wrong VNI on the tenant network.
+    TenantBreak,
+}
 
-/// Lab settings for a scenario (fewer nodes for the crash story keeps it quick).
-pub fn options(name: &str, base: Options) -> Options {
-    match name {
-        "configurator-crash" => Options {
-            configurators: 2,
-            update_limit: "1".into(),
-            ..base
-        },
-        "node-join" => Options {
-            nodes: base.nodes.max(3),
-            update_limit: "1".into(),
-            ..base
-        },
-        _ => base,
+impl Scenario {
+    /// Every scenario, in the order `all` runs them.
+    pub const ALL: [Scenario; 6] = [
+        Scenario::Happy,
+        Scenario::BadConfig,
+        Scenario::NodeJoin,
+        Scenario::ConfiguratorCrash,
+        Scenario::ApiOutage,
+        Scenario::TenantBreak,
+    ];
+
+    /// Lab settings for the scenario (fewer nodes for the crash story keeps it quick).
+    pub fn options(self, base: Options) -> Options {
+        match self {
+            Scenario::ConfiguratorCrash => Options {
+                configurators: 2,
+                update_limit: UpdateLimit::Count(1),
+                ..base
+            },
+            Scenario::NodeJoin => Options {
+                nodes: base.nodes.max(3),
+                update_limit: UpdateLimit::Count(1),
+                ..base
+            },
+            _ => base,
+        }
+    }
+}
+
+impl std::fmt::Display for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use clap::ValueEnum as _;
+        match self.to_possible_value() {
+            Some(v) => f.write_str(v.get_name()),
+            None => write!(f, "{self:?}"),
+        }
+    }
+}
+
+/// What `netrollout-lab scenario NAME` runs: one scenario or `all`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// Every scenario, one lab each.
+    All,
+    /// One scenario.
+    One(Scenario),
+}
+
+impl Choice {
+    /// The scenarios to run.
+    pub fn scenarios(self) -> Vec<Scenario> {
+        match self {
+            Choice::All => Scenario::ALL.to_vec(),
+            Choice::One(s) => vec![s],
+        }
+    }
+}
+
+impl std::str::FromStr for Choice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        use clap::ValueEnum as _;
+        if s == "all" {
+            return Ok(Choice::All);
+        }
+        Scenario::from_str(s, false).map(Choice::One).map_err(|_| {
+            let names: Vec<String> = Scenario::ALL.iter().map(ToString::to_string).collect();
+            format!(
+                "unknown scenario {s:?}: choose one of {} or all",
+                names.join(", ")
+            )
+        })
     }
 }
 
@@ -66,6 +134,8 @@ struct NodeTracker {
     failures: BTreeMap<String, Vec<String>>,
     /// Nodes whose spec ever named each revision.
     dispatched: BTreeMap<String, BTreeSet<String>>,
+    /// Per node, when it was in flight (Unix ms; an open end while it still is).
+    windows: BTreeMap<String, Vec<(u64, Option<u64>)>>,
 }
 
 impl NodeTracker {
@@ -91,6 +161,17 @@ impl NodeTracker {
             .entry(c.spec.revision.clone())
             .or_default()
             .insert(name.clone());
+        let busy = !progress::finished(&c);
+        let windows = self.windows.entry(name.clone()).or_default();
+        let open = windows.last().is_some_and(|w| w.1.is_none());
+        if busy && !open {
+            windows.push((traffic::now_ms(), None));
+        } else if !busy
+            && open
+            && let Some(w) = windows.last_mut()
+        {
+            w.1 = Some(traffic::now_ms());
+        }
         self.configs.insert(name, c);
         let in_flight: Vec<String> = self
             .configs
@@ -117,7 +198,7 @@ fn describe(c: &NodeNetworkConfig) -> String {
 }
 
 fn say_at(start: Instant, text: &str) {
-    println!("[{:>6.1}s] {text}", start.elapsed().as_secs_f64());
+    crate::out!("[{:>6.1}s] {text}", start.elapsed().as_secs_f64());
 }
 
 impl Monitor {
@@ -166,6 +247,18 @@ impl Monitor {
     pub fn failures(&self) -> BTreeMap<String, Vec<String>> {
         let t = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
         t.failures.clone()
+    }
+
+    /// When `node` was in flight (Unix ms), clipped to `[from, to)`.
+    pub fn windows(&self, node: &str, from: u64, to: u64) -> Vec<(u64, u64)> {
+        let t = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
+        t.windows
+            .get(node)
+            .into_iter()
+            .flatten()
+            .map(|(a, b)| ((*a).max(from), b.unwrap_or(to).min(to)))
+            .filter(|(a, b)| a < b)
+            .collect()
     }
 
     /// Nodes whose spec ever named `revision`.
@@ -254,25 +347,80 @@ impl Summary {
 const SETTLE: Duration = Duration::from_secs(120);
 
 /// Runs scenario `name` on a started lab.
-pub async fn run(name: &str, lab: &mut Lab) -> Result<Summary> {
+pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
     let mut m = Monitor::new(lab);
     let mut summary = Summary::default();
-    let limit: usize = lab.options().update_limit.parse().unwrap_or(usize::MAX);
-    let (samples, skipped) = inputs::samples(lab.vrf)?;
+    let (samples, skipped) = inputs::initial(lab.vrf)?;
     if !skipped.is_empty() {
         m.say(&format!(
             "this kernel has no vrf module: leaving out {}",
             skipped.join(", ")
         ));
     }
+    let limit = |lab: &Lab| lab.options().update_limit.resolve(lab.node_names().len());
     match name {
-        "happy" => {
+        Scenario::Happy => {
             let target = rollout(&mut m, lab, &samples, "the samples").await?;
             all_provisioned(&mut summary, &m, lab, &target);
+            start_traffic(&mut summary, &m, lab, &samples).await?;
+            untainted(
+                &mut summary,
+                &m,
+                lab,
+                "startup taints removed once each node's checks passed",
+            )
+            .await?;
+            let sessions: Vec<String> = lab
+                .node_names()
+                .iter()
+                .filter_map(|n| crate::frr::evpn_established(&crate::fabric::netns(n)).err())
+                .map(|e| format!("{e:#}"))
+                .collect();
+            summary.check(
+                "every node's FRR has an Established EVPN session with the route reflector",
+                sessions.is_empty(),
+                if sessions.is_empty() {
+                    format!(
+                        "{} node(s), show bgp l2vpn evpn summary",
+                        lab.node_names().len()
+                    )
+                } else {
+                    sessions.join("; ")
+                },
+            );
+            // A change to one network: the first one of the traffic's networks.
+            let changed = lab
+                .traffic
+                .networks
+                .first()
+                .map(|n| n.name.clone())
+                .unwrap_or_default();
+            let objects: Vec<_> = samples
+                .iter()
+                .filter(|o| o.metadata.name.as_deref() == Some(changed.as_str()))
+                .cloned()
+                .map(|mut o| {
+                    o.data["spec"]["mtu"] = serde_json::json!(1400);
+                    o
+                })
+                .collect();
+            let t0 = traffic::now_ms();
+            m.say(&format!("applying MTU 1400 on {changed}"));
+            lab.apply(&objects).await?;
+            let next = new_revision(&mut m, lab, &target).await?;
+            m.until(lab, "the MTU change to succeed", SETTLE, |o| {
+                o.phase_of(&next) == Some(RevisionPhase::Succeeded)
+            })
+            .await?;
+            let t1 = traffic::now_ms();
+            all_provisioned(&mut summary, &m, lab, &next);
+            traffic_report(&mut summary, &m, lab, (t0, t1), &[changed.as_str()], &[]).await;
         }
-        "bad-config" => {
+        Scenario::BadConfig => {
             let good = rollout(&mut m, lab, &samples, "the samples (known-good)").await?;
+            start_traffic(&mut summary, &m, lab, &samples).await?;
             m.say("applying a config that makes the API server's address local on every node");
+            let t0 = traffic::now_ms();
             lab.apply(&[inputs::connectivity_breaker()?]).await?;
             let bad = new_revision(&mut m, lab, &good).await?;
             m.until(lab, "the bad revision to fail", SETTLE, |o| {
@@ -287,37 +435,14 @@ pub async fn run(name: &str, lab: &mut Lab) -> Result<Summary> {
                 |o| o.provisioned_on(&good).len() == o.configs.len(),
             )
             .await?;
+            let t1 = traffic::now_ms();
             all_provisioned(&mut summary, &m, lab, &good);
             let given: Vec<String> = m.dispatched(&bad).into_iter().collect();
-            summary.check(
-                "the rollout halted: only the first wave was given the bad revision",
-                !given.is_empty() && given.len() <= limit,
-                format!("{} (limit {limit})", given.join(", ")),
-            );
-            let failures = m.failures();
-            let failed = failures.len();
-            let max_failures = lab.options().max_failures as usize;
-            summary.check(
-                "blast radius ≤ max-failures + update limit",
-                failed <= max_failures + limit,
-                format!("{failed} node(s) failed, limit {limit}, max-failures {max_failures}"),
-            );
-            let restored = format!("restored last-known-good {good}");
-            let said_why = !failures.is_empty()
-                && failures
-                    .values()
-                    .all(|msgs| msgs.iter().any(|msg| msg.contains(&restored)));
-            summary.check(
-                "failed nodes restored last-known-good locally and said why",
-                said_why,
-                failures
-                    .iter()
-                    .map(|(node, msgs)| format!("{node}: {}", msgs.join(" | ")))
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            );
+            halted_and_restored(&mut summary, &m, lab, &given, &good, limit(lab));
+            let first_wave: Vec<&str> = given.iter().map(String::as_str).collect();
+            traffic_report(&mut summary, &m, lab, (t0, t1), &[], &first_wave).await;
         }
-        "node-join" => {
+        Scenario::NodeJoin => {
             m.say("applying the samples; a node joins once the first wave is in flight");
             lab.apply(&samples).await?;
             m.until(lab, "the first dispatch", SETTLE, |o| {
@@ -331,10 +456,17 @@ pub async fn run(name: &str, lab: &mut Lab) -> Result<Summary> {
             summary.check(
                 "the joining node got the revision",
                 m.now.provisioned_on(&target).contains(&joined.as_str()),
-                joined,
+                joined.clone(),
+            );
+            start_traffic(&mut summary, &m, lab, &samples).await?;
+            let carried = lab.traffic.pairs().iter().any(|p| p.from == joined);
+            summary.check(
+                "the joining node carries tenant traffic",
+                carried,
+                format!("{joined} pings its neighbour on every network"),
             );
         }
-        "configurator-crash" => {
+        Scenario::ConfiguratorCrash => {
             m.say("applying the samples; the leader is killed after the first node finishes");
             lab.apply(&samples).await?;
             m.until(lab, "a leader and the first node done", SETTLE, |o| {
@@ -355,9 +487,12 @@ pub async fn run(name: &str, lab: &mut Lab) -> Result<Summary> {
                 format!("{leader} → {new_leader}"),
             );
             all_provisioned(&mut summary, &m, lab, &target);
+            start_traffic(&mut summary, &m, lab, &samples).await?;
         }
-        "api-outage" => {
+        Scenario::ApiOutage => {
             let good = rollout(&mut m, lab, &samples, "the samples (known-good)").await?;
+            start_traffic(&mut summary, &m, lab, &samples).await?;
+            let t0 = traffic::now_ms();
             lab.apply(&[inputs::layer2("lab-extra", 700, "192.168.70.1/24")?])
                 .await?;
             let next = new_revision(&mut m, lab, &good).await?;
@@ -374,6 +509,7 @@ pub async fn run(name: &str, lab: &mut Lab) -> Result<Summary> {
                 o.phase_of(&next) == Some(RevisionPhase::Succeeded)
             })
             .await?;
+            let t1 = traffic::now_ms();
             let failures = m.failures();
             summary.check(
                 "the rollout finished after the outage, no node failed",
@@ -381,13 +517,74 @@ pub async fn run(name: &str, lab: &mut Lab) -> Result<Summary> {
                 format!("{next} Succeeded; failures seen: {failures:?}"),
             );
             all_provisioned(&mut summary, &m, lab, &next);
+            traffic_report(&mut summary, &m, lab, (t0, t1), &["lab-extra"], &[]).await;
         }
-        other => bail!(
-            "unknown scenario {other:?}; choose one of {}",
-            NAMES.join(", ")
-        ),
+        Scenario::TenantBreak => {
+            let good = rollout(&mut m, lab, &samples, "the samples (known-good)").await?;
+            start_traffic(&mut summary, &m, lab, &samples).await?;
+            untainted(
+                &mut summary,
+                &m,
+                lab,
+                "startup taints removed before the break",
+            )
+            .await?;
+            let wrong = inputs::TENANT_VNI + 1;
+            m.say(&format!(
+                "applying a wrong VNI ({wrong}) on {}: its nodes no longer reach the others' workloads",
+                inputs::TENANT
+            ));
+            let t0 = traffic::now_ms();
+            lab.apply(&[inputs::tenant(wrong)?]).await?;
+            let bad = new_revision(&mut m, lab, &good).await?;
+            m.until(lab, "the wrong-VNI revision to fail", SETTLE, |o| {
+                o.phase_of(&bad) == Some(RevisionPhase::Failed)
+            })
+            .await?;
+            summary.check("the wrong-VNI revision Failed", true, bad.clone());
+            m.until(
+                lab,
+                "every node back on the known-good revision",
+                SETTLE,
+                |o| o.provisioned_on(&good).len() == o.configs.len(),
+            )
+            .await?;
+            let t1 = traffic::now_ms();
+            all_provisioned(&mut summary, &m, lab, &good);
+            let given: Vec<String> = m.dispatched(&bad).into_iter().collect();
+            halted_and_restored(&mut summary, &m, lab, &given, &good, limit(lab));
+            let failures = m.failures();
+            let tenant_probe = failures.values().flatten().any(|msg| msg.contains("icmp"));
+            summary.check(
+                "the tenant probe (not the API server check) caught it",
+                tenant_probe,
+                failures
+                    .values()
+                    .flatten()
+                    .next()
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+            let first_wave: Vec<&str> = given.iter().map(String::as_str).collect();
+            traffic_report(
+                &mut summary,
+                &m,
+                lab,
+                (t0, t1),
+                &[inputs::TENANT],
+                &first_wave,
+            )
+            .await;
+            let tainted = lab.tainted().await?;
+            summary.check(
+                "a later failure does not taint the nodes again",
+                tainted.is_empty(),
+                format!("tainted: {tainted:?}"),
+            );
+        }
     }
     let (peak, at) = m.peak_in_flight();
+    let limit = limit(lab);
     summary.check(
         "nodes in flight never exceeded --update-limit (every stored state watched)",
         peak <= limit,
@@ -396,8 +593,227 @@ pub async fn run(name: &str, lab: &mut Lab) -> Result<Summary> {
     Ok(summary)
 }
 
+/// Checks of a failed rollout: only the first wave got the revision, at most max-failures +
+/// limit nodes failed, each restored last-known-good locally and said why.
+fn halted_and_restored(
+    summary: &mut Summary,
+    m: &Monitor,
+    lab: &Lab,
+    given: &[String],
+    good: &str,
+    limit: usize,
+) {
+    summary.check(
+        "the rollout halted: only the first wave was given the bad revision",
+        !given.is_empty() && given.len() <= limit,
+        format!("{} (limit {limit})", given.join(", ")),
+    );
+    let failures = m.failures();
+    let failed = failures.len();
+    let max_failures = lab.options().max_failures as usize;
+    summary.check(
+        "blast radius ≤ max-failures + update limit",
+        failed <= max_failures + limit,
+        format!("{failed} node(s) failed, limit {limit}, max-failures {max_failures}"),
+    );
+    let restored = format!("restored last-known-good {good}");
+    let said_why = !failures.is_empty()
+        && failures
+            .values()
+            .all(|msgs| msgs.iter().any(|msg| msg.contains(&restored)));
+    summary.check(
+        "failed nodes restored last-known-good locally and said why",
+        said_why,
+        failures
+            .iter()
+            .map(|(node, msgs)| format!("{node}: {}", msgs.join(" | ")))
+            .collect::<Vec<_>>()
+            .join("; "),
+    );
+}
+
+/// How long tenant traffic may take to flow after workloads attach or a node restores (EVPN
+/// routes travel through the route reflector).
+const CONVERGE: Duration = Duration::from_secs(30);
+
+/// Waits (up to 20 s) until no Node carries the startup taint; checks that.
+async fn untainted(summary: &mut Summary, m: &Monitor, lab: &Lab, what: &str) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut tainted = lab.tainted().await?;
+    while !tainted.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        tainted = lab.tainted().await?;
+    }
+    m.say(&format!(
+        "startup taint {}: {}",
+        crate::cluster::STARTUP_TAINT,
+        if tainted.is_empty() {
+            "removed from every node by its agent".to_string()
+        } else {
+            format!("still on {}", tainted.join(", "))
+        }
+    ));
+    summary.check(
+        what,
+        tainted.is_empty(),
+        format!(
+            "{} by the agents (health-check file passing); still tainted: {tainted:?}",
+            crate::cluster::STARTUP_TAINT
+        ),
+    );
+    Ok(())
+}
+
+/// How long the traffic report watches after a rollout ends.
+const AFTER: Duration = Duration::from_secs(3);
+
+/// Attaches workloads, starts the ping streams and checks full reachability.
+async fn start_traffic(
+    summary: &mut Summary,
+    m: &Monitor,
+    lab: &mut Lab,
+    objects: &[kube::api::DynamicObject],
+) -> Result<()> {
+    lab.start_traffic(objects).await?;
+    let nets: Vec<String> = lab
+        .traffic
+        .networks
+        .iter()
+        .map(|n| n.name.clone())
+        .collect();
+    m.say(&format!(
+        "tenant traffic: workloads on {}, {} pair(s), {} probes/s each",
+        nets.join(", "),
+        lab.traffic.pairs().len(),
+        traffic::RATE
+    ));
+    let missing = lab.traffic.wait_reachable(CONVERGE).await;
+    m.say(&format!(
+        "tenant traffic: {}",
+        if missing.is_empty() {
+            "every pair answers".to_string()
+        } else {
+            format!("{} pair(s) without replies", missing.len())
+        }
+    ));
+    summary.check(
+        "full tenant reachability",
+        missing.is_empty() && lab.traffic.running() > 0,
+        reachability_detail(lab, &missing),
+    );
+    Ok(())
+}
+
+fn reachability_detail(lab: &Lab, missing: &[traffic::Pair]) -> String {
+    if missing.is_empty() {
+        format!(
+            "{} pair(s) on {} network(s), every probe answered for 2 s",
+            lab.traffic.pairs().len(),
+            lab.traffic.networks.len()
+        )
+    } else {
+        missing
+            .iter()
+            .map(|p| format!("{} {}→{}", p.network, p.from, p.to))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Prints loss per network and node — before the change, while each node applied, during the
+/// rollout `window` and after it — and checks: networks not in `changed` lost nothing during the
+/// rollout; with `first_wave` given, pairs not touching those nodes lost nothing either; every
+/// pair answers again at the end.
+async fn traffic_report(
+    summary: &mut Summary,
+    m: &Monitor,
+    lab: &Lab,
+    window: (u64, u64),
+    changed: &[&str],
+    first_wave: &[&str],
+) {
+    let (t0, t1) = window;
+    // Some probes after the rollout, then until every pair answers again.
+    tokio::time::sleep(AFTER).await;
+    let missing = lab.traffic.wait_reachable(CONVERGE).await;
+    let end = traffic::now_ms().saturating_sub(traffic::PROBE_TIMEOUT.as_millis() as u64);
+    let t = &lab.traffic;
+    let mut rows = vec![vec![
+        "NETWORK".to_string(),
+        "NODE".into(),
+        "BEFORE".into(),
+        "WHILE IT APPLIED".into(),
+        "ROLLOUT".into(),
+        "AFTER".into(),
+    ]];
+    let mut nodes: Vec<String> = t.pairs().into_iter().map(|p| p.from).collect();
+    nodes.sort();
+    nodes.dedup();
+    for net in &t.networks {
+        for node in &nodes {
+            let applied =
+                m.windows(node, t0, t1)
+                    .into_iter()
+                    .fold(Loss::default(), |acc, (a, b)| {
+                        let l = t.node_loss(&net.name, node, a, b);
+                        Loss {
+                            sent: acc.sent + l.sent,
+                            lost: acc.lost + l.lost,
+                        }
+                    });
+            rows.push(vec![
+                net.name.clone(),
+                node.clone(),
+                t.node_loss(&net.name, node, 0, t0).to_string(),
+                applied.to_string(),
+                t.node_loss(&net.name, node, t0, t1).to_string(),
+                t.node_loss(&net.name, node, t1, end).to_string(),
+            ]);
+        }
+    }
+    m.say("tenant probes lost/sent per network and node (a node counts the pairs it sends or answers):");
+    for line in progress::table(&rows).lines() {
+        crate::out!("           {line}");
+    }
+    for net in t
+        .networks
+        .iter()
+        .filter(|n| !changed.contains(&n.name.as_str()))
+    {
+        let l = t.loss(t0, t1, |p| p.network == net.name);
+        if !changed.is_empty() {
+            summary.check(
+                &format!(
+                    "untouched network {} lost no probe during the rollout",
+                    net.name
+                ),
+                l.lost == 0 && l.sent > 0,
+                format!("{l} lost/sent"),
+            );
+        }
+    }
+    if !first_wave.is_empty() {
+        let l = t.loss(t0, t1, |p| {
+            !first_wave.contains(&p.from.as_str()) && !first_wave.contains(&p.to.as_str())
+        });
+        summary.check(
+            "tenant loss confined to the first wave's nodes",
+            l.lost == 0 && l.sent > 0,
+            format!(
+                "pairs between other nodes: {l} lost/sent; first wave {}",
+                first_wave.join(", ")
+            ),
+        );
+    }
+    summary.check(
+        "full tenant reachability at the end",
+        missing.is_empty() && lab.traffic.running() > 0,
+        reachability_detail(lab, &missing),
+    );
+}
+
 /// Applies inputs and waits for the resulting revision to succeed; returns its name.
-async fn rollout(
+pub(crate) async fn rollout(
     m: &mut Monitor,
     lab: &Lab,
     objects: &[kube::api::DynamicObject],
@@ -411,7 +827,7 @@ async fn rollout(
 }
 
 /// Waits until a revision other than `previous` is the newest; returns its name.
-async fn new_revision(m: &mut Monitor, lab: &Lab, previous: &str) -> Result<String> {
+pub(crate) async fn new_revision(m: &mut Monitor, lab: &Lab, previous: &str) -> Result<String> {
     m.until(lab, "a new revision", SETTLE, |o| {
         o.newest()
             .is_some_and(|r| r.metadata.name.as_deref() != Some(previous))

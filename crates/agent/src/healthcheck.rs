@@ -1,0 +1,423 @@
+//! The health-check file (`--healthcheck-config PATH`), in the format of the Go operator's
+//! `net-healthcheck-config.yaml`, extended by protocol and VRF: checks that see tenant traffic,
+//! which the API-server path alone cannot.
+//!
+//! ```yaml
+//! interfaces: ["eth0", "l2.*"]      # every interface matching a pattern must be up (`*` globs)
+//! reachability:
+//!   - host: 10.0.0.1                 # TCP by default: a connection to host:port opens
+//!     port: 443
+//!   - host: 10.250.0.10              # ICMP: an echo reply arrives
+//!     protocol: icmp
+//!     vrf: vr.m2m                    # bound to this device (a VRF): tenant reachability
+//! taints: [node.netrollout.io/network-unavailable]   # removed once Provisioned and passing
+//! timeout: 3s                        # per check (default: the agent's --probe-each-timeout)
+//! retries: 3                         # accepted for compatibility; the agent's probe loop retries
+//! ```
+//!
+//! `interfacesFile`, `reachabilityFile` and `taintsFile` name further YAML lists (relative to the
+//! file's directory), as in the Go operator. The checks join the agent's probes: like every
+//! probe, one that already failed before a change is reported, not enforced.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::icmp;
+use crate::probe::Outcome;
+
+/// Why a health-check file was rejected; each names the file and the field.
+#[derive(Debug, thiserror::Error)]
+pub enum HealthCheckError {
+    /// The file cannot be read.
+    #[error("health-check file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid YAML of the expected shape.
+    #[error("health-check file {path}: {message} (see docs/agent.md for the format)")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        message: String,
+    },
+    /// A field has a value the agent cannot use.
+    #[error("health-check file {path}: {field}: {message}")]
+    Field {
+        /// The file.
+        path: PathBuf,
+        /// Which field, e.g. `reachability[1].port`.
+        field: String,
+        /// What is wrong and what to write instead.
+        message: String,
+    },
+}
+
+/// The checks of a health-check file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HealthCheck {
+    /// Interface name patterns (`*` matches any run of characters).
+    pub interfaces: Vec<String>,
+    /// Reachability checks.
+    pub reachability: Vec<Reachability>,
+    /// Taint keys to remove from the Node once Provisioned with the checks passing.
+    pub taints: Vec<String>,
+    /// Time limit of each check, when the file sets one.
+    pub timeout: Option<Duration>,
+}
+
+/// One reachability check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reachability {
+    /// Host name or address.
+    pub host: String,
+    /// TCP port (TCP only).
+    pub port: u16,
+    /// TCP or ICMP.
+    pub protocol: Protocol,
+    /// Device (a VRF) the check's socket is bound to.
+    pub vrf: Option<String>,
+}
+
+/// How a reachability check probes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// A TCP connection opens.
+    Tcp,
+    /// An ICMP echo reply arrives.
+    Icmp,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    interfaces: Vec<String>,
+    interfaces_file: Option<PathBuf>,
+    #[serde(default)]
+    reachability: Vec<RawReachability>,
+    reachability_file: Option<PathBuf>,
+    #[serde(default)]
+    taints: Vec<String>,
+    taints_file: Option<PathBuf>,
+    timeout: Option<String>,
+    retries: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReachability {
+    host: String,
+    port: Option<u16>,
+    protocol: Option<Protocol>,
+    vrf: Option<String>,
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, HealthCheckError> {
+    let text = std::fs::read_to_string(path).map_err(|source| HealthCheckError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_saphyr::from_str(&text).map_err(|e| HealthCheckError::Parse {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
+}
+
+impl HealthCheck {
+    /// Reads and validates a health-check file and the files it names.
+    pub fn load(path: &Path) -> Result<Self, HealthCheckError> {
+        let file: File = parse(path)?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let field = |field: String, message: String| HealthCheckError::Field {
+            path: path.to_path_buf(),
+            field,
+            message,
+        };
+        let mut interfaces = file.interfaces;
+        if let Some(f) = &file.interfaces_file {
+            interfaces.extend(parse::<Vec<String>>(&dir.join(f))?);
+        }
+        let mut raw = file.reachability;
+        if let Some(f) = &file.reachability_file {
+            raw.extend(parse::<Vec<RawReachability>>(&dir.join(f))?);
+        }
+        let mut taints = file.taints;
+        if let Some(f) = &file.taints_file {
+            taints.extend(parse::<Vec<String>>(&dir.join(f))?);
+        }
+        let mut reachability = Vec::new();
+        for (i, r) in raw.into_iter().enumerate() {
+            let protocol = r.protocol.unwrap_or(Protocol::Tcp);
+            let port = match (protocol, r.port) {
+                (Protocol::Tcp, Some(p)) if p > 0 => p,
+                (Protocol::Tcp, _) => {
+                    return Err(field(
+                        format!("reachability[{i}].port"),
+                        format!("a TCP check of {:?} needs a port from 1 to 65535", r.host),
+                    ));
+                }
+                (Protocol::Icmp, _) => 0,
+            };
+            if protocol == Protocol::Icmp && r.host.parse::<IpAddr>().is_err() {
+                return Err(field(
+                    format!("reachability[{i}].host"),
+                    format!("an ICMP check needs an address, not {:?}", r.host),
+                ));
+            }
+            reachability.push(Reachability {
+                host: r.host,
+                port,
+                protocol,
+                vrf: r.vrf.filter(|v| !v.is_empty()),
+            });
+        }
+        let timeout = match &file.timeout {
+            Some(t) => Some(
+                netrollout_support::parse_duration(t)
+                    .map_err(|e| field("timeout".into(), e.to_string()))?,
+            ),
+            None => None,
+        };
+        let _ = file.retries;
+        Ok(Self {
+            interfaces,
+            reachability,
+            taints,
+            timeout,
+        })
+    }
+
+    /// Runs every check, each bounded by the file's timeout or `default_timeout`.
+    pub async fn run(&self, default_timeout: Duration) -> Vec<Outcome> {
+        let t = self.timeout.unwrap_or(default_timeout);
+        let mut out = interfaces_up(&self.interfaces, Path::new("/sys/class/net"));
+        let checks = self.reachability.iter().map(|r| r.probe(t));
+        out.extend(futures::future::join_all(checks).await);
+        out
+    }
+}
+
+impl Reachability {
+    async fn probe(&self, t: Duration) -> Outcome {
+        let via = self
+            .vrf
+            .as_ref()
+            .map(|v| format!(" via {v}"))
+            .unwrap_or_default();
+        let (name, error) = match self.protocol {
+            Protocol::Icmp => (
+                format!("icmp {}{via}", self.host),
+                match self.host.parse() {
+                    Ok(addr) => icmp::ping_via(addr, t, self.vrf.clone()).await.err(),
+                    Err(_) => Some(format!("{:?} is not an address", self.host)),
+                },
+            ),
+            Protocol::Tcp => (
+                format!("tcp {}:{}{via}", self.host, self.port),
+                tcp(&self.host, self.port, self.vrf.clone(), t).await.err(),
+            ),
+        };
+        Outcome { name, error }
+    }
+}
+
+/// Opens a TCP connection, its socket bound to `device` when given.
+async fn tcp(host: &str, port: u16, device: Option<String>, t: Duration) -> Result<(), String> {
+    let addr: SocketAddr = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| format!("resolving {host}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{host} has no address"))?;
+    tokio::task::spawn_blocking(move || {
+        let domain = socket2::Domain::for_address(addr);
+        let socket = socket2::Socket::new(domain, socket2::Type::STREAM, None)
+            .map_err(|e| format!("socket: {e}"))?;
+        if let Some(dev) = &device {
+            socket
+                .bind_device(Some(dev.as_bytes()))
+                .map_err(|e| format!("binding to {dev}: {e}"))?;
+        }
+        socket
+            .connect_timeout(&addr.into(), t)
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| format!("check task: {e}"))?
+}
+
+/// Whether `name` matches `pattern`, where `*` matches any run of characters.
+pub fn matches(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((head, rest)) => {
+            let Some(tail) = name.strip_prefix(head) else {
+                return false;
+            };
+            (0..=tail.len())
+                .filter(|i| tail.is_char_boundary(*i))
+                .any(|i| matches(rest, &tail[i..]))
+        }
+    }
+}
+
+/// One outcome per pattern: every interface under `sys` (`/sys/class/net`) matching it is
+/// operationally up (`up` or `unknown`); a pattern matching none fails.
+pub fn interfaces_up(patterns: &[String], sys: &Path) -> Vec<Outcome> {
+    let names: Vec<String> = std::fs::read_dir(sys)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    patterns
+        .iter()
+        .map(|pattern| {
+            let matching: Vec<&String> = names.iter().filter(|n| matches(pattern, n)).collect();
+            let down: Vec<String> = matching
+                .iter()
+                .filter_map(|n| {
+                    let state =
+                        std::fs::read_to_string(sys.join(n).join("operstate")).unwrap_or_default();
+                    let state = state.trim();
+                    (!matches!(state, "up" | "unknown")).then(|| format!("{n} is {state}"))
+                })
+                .collect();
+            let error = if matching.is_empty() {
+                Some("no interface matches".to_string())
+            } else if down.is_empty() {
+                None
+            } else {
+                Some(down.join(", "))
+            };
+            Outcome {
+                name: format!("interfaces {pattern}"),
+                error,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn the_go_operators_format_loads_with_its_side_files() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "taints.yaml",
+            "- node.kubernetes.io/not-ready\n",
+        );
+        let p = write(
+            dir.path(),
+            "hc.yaml",
+            "interfaces: [lo]\nreachability:\n  - host: localhost\n    port: 8080\n  - host: 10.0.0.1\n    protocol: icmp\n    vrf: vr.m2m\ntaints: [inline]\ntaintsFile: taints.yaml\ntimeout: 5s\nretries: 3\n",
+        );
+        let hc = HealthCheck::load(&p).unwrap();
+        assert_eq!(hc.interfaces, ["lo"]);
+        assert_eq!(hc.taints, ["inline", "node.kubernetes.io/not-ready"]);
+        assert_eq!(hc.timeout, Some(Duration::from_secs(5)));
+        assert_eq!(hc.reachability[1].protocol, Protocol::Icmp);
+        assert_eq!(hc.reachability[1].vrf.as_deref(), Some("vr.m2m"));
+    }
+
+    #[test]
+    fn bad_input_names_the_file_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "hc.yaml",
+            "reachability:\n  - host: a.example\n",
+        );
+        let e = HealthCheck::load(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("hc.yaml") && e.contains("reachability[0].port"),
+            "{e}"
+        );
+        let p = write(
+            dir.path(),
+            "hc.yaml",
+            "reachability:\n  - host: db\n    protocol: icmp\n",
+        );
+        let e = HealthCheck::load(&p).unwrap_err().to_string();
+        assert!(e.contains("needs an address"), "{e}");
+        let p = write(dir.path(), "hc.yaml", "interfacez: [lo]\n");
+        let e = HealthCheck::load(&p).unwrap_err().to_string();
+        assert!(e.contains("interfacez"), "{e}");
+    }
+
+    #[test]
+    fn patterns_glob() {
+        assert!(matches("l2.*", "l2.600"));
+        assert!(matches("*", "eth0"));
+        assert!(matches("vr.*-x", "vr.m2m-x"));
+        assert!(!matches("l2.*", "lx.600"));
+        assert!(!matches("eth0", "eth01"));
+    }
+
+    #[tokio::test]
+    async fn interface_patterns_check_operstate() {
+        let sys = tempfile::tempdir().unwrap();
+        for (n, s) in [("l2.1", "up"), ("l2.2", "down"), ("lo", "unknown")] {
+            std::fs::create_dir(sys.path().join(n)).unwrap();
+            write(&sys.path().join(n), "operstate", s);
+        }
+        let out = interfaces_up(&["lo".into(), "l2.*".into(), "vx.*".into()], sys.path());
+        assert!(out[0].passed());
+        assert_eq!(out[1].error.as_deref(), Some("l2.2 is down"));
+        assert_eq!(out[2].error.as_deref(), Some("no interface matches"));
+    }
+
+    /// Needs CAP_NET_RAW (root, as CI runs); fails loudly without.
+    #[tokio::test]
+    async fn icmp_checks_bind_to_the_named_device() {
+        let check = |vrf: &str| Reachability {
+            host: "127.0.0.1".into(),
+            port: 0,
+            protocol: Protocol::Icmp,
+            vrf: Some(vrf.into()),
+        };
+        let o = check("lo").probe(Duration::from_secs(1)).await;
+        assert!(o.passed(), "{o:?}");
+        assert_eq!(o.name, "icmp 127.0.0.1 via lo");
+        let o = check("nr-no-such-dev").probe(Duration::from_secs(1)).await;
+        assert!(
+            o.error
+                .as_deref()
+                .is_some_and(|e| e.contains("binding to nr-no-such-dev")),
+            "{o:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn tcp_checks_connect() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let r = Reachability {
+            host: "127.0.0.1".into(),
+            port,
+            protocol: Protocol::Tcp,
+            vrf: None,
+        };
+        assert!(r.probe(Duration::from_secs(1)).await.passed());
+        drop(listener);
+        let o = r.probe(Duration::from_secs(1)).await;
+        assert!(!o.passed(), "{o:?}");
+    }
+}

@@ -1,0 +1,255 @@
+//! FRR in the lab: one zebra + bgpd (Debian's `frr`) per node namespace, each in its own
+//! pathspace (`-N NAME`: config under `/etc/frr/NAME/`, sockets and pid files under
+//! `/var/run/frr/NAME/`), plus a route reflector in the namespace `nrlab-rr` at
+//! [`RR_IP`]. Every node peers iBGP (AS [`ASN`]) with the reflector in the `l2vpn evpn` family
+//! with `advertise-all-vni`, so each layer-2 VNI the agent creates gets type-2/3 routes and
+//! the remote VTEPs' flood entries. Pathspaces carry the `nrlab-` prefix, so
+//! [`teardown`] finds the daemons (by their pid files) and directories a crashed lab left.
+//!
+//! The base config is written to `/etc/frr/NAME/frr-base.conf`, where the agent's
+//! `--frr-base-config` flag can point; the daemons start from it.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::fabric;
+
+/// The lab's autonomous system (iBGP everywhere).
+pub const ASN: u32 = 65000;
+/// The route reflector's fabric address.
+pub const RR_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
+/// The route reflector's namespace (and pathspace).
+pub const RR_NETNS: &str = "nrlab-rr";
+/// Where FRR's daemons are (Debian's `frr`); the environment variable
+/// `NETROLLOUT_LAB_FRR_DIR` names another directory.
+fn daemon(name: &str) -> PathBuf {
+    let dir = std::env::var_os("NETROLLOUT_LAB_FRR_DIR").unwrap_or_else(|| "/usr/lib/frr".into());
+    Path::new(&dir).join(name)
+}
+const ETC: &str = "/etc/frr";
+const RUN: &str = "/var/run/frr";
+
+/// Checks that Debian's `frr` package is installed (daemons and the `frr` user).
+pub fn check_installed() -> Result<()> {
+    for bin in [daemon("zebra"), daemon("bgpd"), "/usr/bin/vtysh".into()] {
+        if !bin.exists() {
+            bail!(
+                "the lab runs FRR on every node but {} is missing: install Debian's frr \
+                 package (apt-get install frr frr-pythontools; hack/install-deps.sh does it)",
+                bin.display()
+            );
+        }
+    }
+    let user = Command::new("id").arg("frr").output();
+    if !user.is_ok_and(|o| o.status.success()) {
+        bail!("the lab runs FRR as user frr, which does not exist: reinstall the frr package");
+    }
+    Ok(())
+}
+
+/// The configuration directory of a pathspace.
+pub fn config_dir(pathspace: &str) -> PathBuf {
+    Path::new(ETC).join(pathspace)
+}
+
+/// The base config file of a pathspace (what `--frr-base-config` points to).
+pub fn base_config(pathspace: &str) -> PathBuf {
+    config_dir(pathspace).join("frr-base.conf")
+}
+
+/// The base config of a lab node: ASN, router id = its fabric address, iBGP EVPN to the route
+/// reflector with `advertise-all-vni`.
+pub fn node_config(hostname: &str, router_id: Ipv4Addr) -> String {
+    format!(
+        "frr defaults datacenter\nhostname {hostname}\nlog stdout informational\n!\n\
+         router bgp {ASN}\n bgp router-id {router_id}\n no bgp default ipv4-unicast\n \
+         neighbor {RR_IP} remote-as {ASN}\n neighbor {RR_IP} timers connect 1\n !\n \
+         address-family l2vpn evpn\n  neighbor {RR_IP} activate\n  advertise-all-vni\n \
+         exit-address-family\nexit\n!\n"
+    )
+}
+
+/// The route reflector's config: every fabric address may peer (a listen range), each peer is
+/// a reflector client in the `l2vpn evpn` family.
+pub fn reflector_config() -> String {
+    format!(
+        "frr defaults datacenter\nhostname lab-rr\nlog stdout informational\n!\n\
+         router bgp {ASN}\n bgp router-id {RR_IP}\n no bgp default ipv4-unicast\n \
+         neighbor lab peer-group\n neighbor lab remote-as {ASN}\n \
+         bgp listen range 10.77.0.0/24 peer-group lab\n !\n \
+         address-family l2vpn evpn\n  neighbor lab activate\n  \
+         neighbor lab route-reflector-client\n exit-address-family\nexit\n!\n"
+    )
+}
+
+/// Writes `config` as the pathspace's base config and starts zebra and bgpd from it inside
+/// namespace `netns`; returns the daemons' pids.
+pub fn start(netns: &str, pathspace: &str, config: &str) -> Result<Vec<u32>> {
+    let etc = config_dir(pathspace);
+    let run = Path::new(RUN).join(pathspace);
+    for dir in [&etc, &run] {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let base = base_config(pathspace);
+    std::fs::write(&base, config).with_context(|| format!("writing {}", base.display()))?;
+    // vtysh looks for vtysh.conf in the pathspace; an empty one keeps it quiet.
+    std::fs::write(etc.join("vtysh.conf"), "")?;
+    run_ok(
+        Command::new("chown")
+            .args(["-R", "frr:frr"])
+            .arg(&etc)
+            .arg(&run),
+    )?;
+    let base = base.to_string_lossy().into_owned();
+    let mut pids = Vec::new();
+    for name in ["zebra", "bgpd"] {
+        let bin = daemon(name);
+        run_ok(
+            Command::new("ip")
+                .args(["netns", "exec", netns])
+                .arg(&bin)
+                .args(["-d", "-N", pathspace, "-f", &base]),
+        )
+        .with_context(|| format!("starting {} in {netns}", bin.display()))?;
+        let pidfile = format!("{name}.pid");
+        pids.push(wait_pid(&run.join(pidfile))?);
+    }
+    Ok(pids)
+}
+
+fn wait_pid(file: &Path) -> Result<u32> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return Ok(pid);
+        }
+        if Instant::now() > deadline {
+            bail!("{} did not appear within 10 s", file.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn run_ok(cmd: &mut Command) -> Result<()> {
+    let out = cmd.output().with_context(|| format!("running {cmd:?}"))?;
+    if !out.status.success() {
+        bail!(
+            "{cmd:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Starts the route reflector: its namespace on the fabric at [`RR_IP`], zebra and bgpd.
+pub fn start_reflector() -> Result<Vec<u32>> {
+    fabric::add_namespace(RR_NETNS, "nrlvrr", RR_IP)?;
+    start(RR_NETNS, RR_NETNS, &reflector_config())
+}
+
+/// Runs `vtysh -N PATHSPACE -c COMMAND` in a namespace; returns its output.
+pub fn vtysh(netns: &str, pathspace: &str, command: &str) -> Result<String> {
+    let out = Command::new("ip")
+        .args([
+            "netns", "exec", netns, "vtysh", "-N", pathspace, "-c", command,
+        ])
+        .output()
+        .context("running vtysh")?;
+    if !out.status.success() {
+        bail!(
+            "vtysh -N {pathspace} -c {command:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Whether the node's bgpd has an Established session with the route reflector, read from
+/// `show bgp l2vpn evpn summary json`; the error says what it saw instead.
+pub fn evpn_established(netns: &str) -> Result<()> {
+    let out = vtysh(netns, netns, "show bgp l2vpn evpn summary json")?;
+    let json: serde_json::Value = serde_json::from_str(&out)
+        .with_context(|| format!("vtysh in {netns} printed no JSON: {out}"))?;
+    let state = json["peers"][RR_IP.to_string()]["state"]
+        .as_str()
+        .unwrap_or("no session")
+        .to_string();
+    if state != "Established" {
+        bail!("{netns}: EVPN session with {RR_IP} is {state}");
+    }
+    Ok(())
+}
+
+/// Ends every FRR daemon of a lab pathspace (by the pids in its pid files) and removes the
+/// pathspaces' directories; returns what it did.
+pub fn teardown() -> Vec<String> {
+    let mut done = Vec::new();
+    let lab_dirs = |root: &str| -> Vec<PathBuf> {
+        std::fs::read_dir(root)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| {
+                        e.file_name()
+                            .to_string_lossy()
+                            .starts_with(fabric::NETNS_PREFIX)
+                    })
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for dir in lab_dirs(RUN) {
+        for daemon in ["zebra", "bgpd"] {
+            let Some(pid) = std::fs::read_to_string(dir.join(format!("{daemon}.pid")))
+                .ok()
+                .and_then(|t| t.trim().parse::<u32>().ok())
+            else {
+                continue;
+            };
+            // Only a process that is this daemon (a stale pid file may name another process).
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.trim() == daemon
+                && Command::new("kill")
+                    .args(["-9", &pid.to_string()])
+                    .status()
+                    .is_ok_and(|s| s.success())
+            {
+                done.push(format!("{daemon} {pid}"));
+            }
+        }
+    }
+    for dir in lab_dirs(RUN).into_iter().chain(lab_dirs(ETC)) {
+        if std::fs::remove_dir_all(&dir).is_ok() {
+            done.push(format!("directory {}", dir.display()));
+        }
+    }
+    done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_config_peers_with_the_reflector_and_advertises_every_vni() {
+        let c = node_config("lab-node-1", Ipv4Addr::new(10, 77, 0, 11));
+        assert!(c.contains("router bgp 65000\n"));
+        assert!(c.contains("bgp router-id 10.77.0.11\n"));
+        assert!(c.contains("neighbor 10.77.0.2 remote-as 65000\n"));
+        assert!(c.contains("  neighbor 10.77.0.2 activate\n  advertise-all-vni\n"));
+    }
+
+    #[test]
+    fn reflector_accepts_the_fabric_as_clients() {
+        let c = reflector_config();
+        assert!(c.contains("bgp listen range 10.77.0.0/24 peer-group lab"));
+        assert!(c.contains("neighbor lab route-reflector-client"));
+    }
+}
