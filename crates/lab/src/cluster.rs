@@ -230,6 +230,14 @@ impl Lab {
         std::fs::write(&file, healthcheck(index, self.opts.nodes.max(index))?)
             .with_context(|| format!("writing {}", file.display()))?;
         cmd.arg("--healthcheck-config").arg(&file);
+        // The agent manages the node's FRR: the lab's base file (fabric session, ASN, router id)
+        // plus the managed sections, applied with frr-reload.py in the node's pathspace.
+        let pathspace = fabric::netns(node);
+        cmd.arg("--frr-base-config")
+            .arg(crate::frr::base_config(&pathspace))
+            .arg("--frr-config")
+            .arg(crate::frr::config_dir(&pathspace).join("frr.conf"))
+            .args(["--frr-pathspace", &pathspace]);
         let kubeconfig = crate::identities::agent_kubeconfig(
             &self.server,
             &self.opts.state_dir,
