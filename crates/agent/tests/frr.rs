@@ -18,10 +18,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{Lab, lab, layer2, layer2s};
-use netrollout_testkit::cmd::run;
 use netrollout_agent::frr::{Frr, FrrError, FrrSettings};
 use netrollout_agent::routing;
 use netrollout_api::{NodeConfig, NodePhase, PrefixAction, PrefixItem, VrfConfig, VrfPolicy};
+use netrollout_testkit::cmd::run;
 use rand::RngExt;
 
 const NODE_ASN: u32 = 65000;

@@ -18,8 +18,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use netrollout_rollout::{
-    Action, DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase,
-    RolloutStrategy, Settings, State, Timestamp, UpdateLimit, plan,
+    Action, DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, RolloutStrategy,
+    Settings, State, Timestamp, UpdateLimit, plan,
 };
 use netrollout_testkit::sim::{agent, rng, world};
 

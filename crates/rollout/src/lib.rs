@@ -49,8 +49,5 @@ pub use settings::{
     HistoryLimits, ParseRolloutStrategyError, ParseUpdateLimitError, RolloutStrategy, Settings,
     UpdateLimit,
 };
-pub use state::{
-    DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, State,
-   
-};
+pub use state::{DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, State};
 pub use time::Timestamp;

@@ -271,7 +271,8 @@ fn the_icmp_probes_component_adds_net_raw_to_the_agent_only() {
         String::from_utf8_lossy(&out.stderr)
     );
     let docs =
-        serde_saphyr::from_multiple::<serde_json::Value>(&String::from_utf8(out.stdout).unwrap()).unwrap();
+        serde_saphyr::from_multiple::<serde_json::Value>(&String::from_utf8(out.stdout).unwrap())
+            .unwrap();
     let ds = docs
         .iter()
         .find(|d| d["kind"] == "DaemonSet" && d["metadata"]["name"] == "netrollout-agent")

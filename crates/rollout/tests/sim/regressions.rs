@@ -5,9 +5,8 @@
 use std::time::Duration;
 
 use netrollout_rollout::{
-    Action, DispatchKind, DispatchRecord, Mode, Node, NodePhase, NodeStatus, Plan,
-    Revision, RevisionPhase, RolloutStrategy, Settings, State, Timestamp, UpdateLimit,
-    plan,
+    Action, DispatchKind, DispatchRecord, Mode, Node, NodePhase, NodeStatus, Plan, Revision,
+    RevisionPhase, RolloutStrategy, Settings, State, Timestamp, UpdateLimit, plan,
 };
 
 use crate::agent::{Agent, Behavior};
