@@ -201,7 +201,7 @@ fn the_configurator_runs_two_non_root_replicas_with_probes_and_a_read_only_root(
 }
 
 #[test]
-fn the_agent_reads_node_configs_and_writes_only_statuses_and_events() {
+fn the_agent_reads_node_configs_and_writes_only_statuses_events_and_its_taints() {
     let role: ClusterRole = object("ClusterRole", "netrollout-agent");
     for rule in role.rules.unwrap() {
         let resources = rule.resources.unwrap_or_default();
@@ -210,6 +210,9 @@ fn the_agent_reads_node_configs_and_writes_only_statuses_and_events() {
                 "nodenetworkconfigs" => &["get", "list", "watch"],
                 "nodenetworkconfigs/status" => &["get", "update", "patch"],
                 "nodes/status" => &["get", "patch"],
+                // Only to remove the startup taints the operator lists; the own-node admission
+                // policy lets the agent change nothing else of its own Node (and no other Node).
+                "nodes" => &["get", "patch"],
                 "events" => &["create", "patch"],
                 other => panic!("the agent must not be granted {other}"),
             };
