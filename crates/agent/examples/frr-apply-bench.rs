@@ -136,14 +136,16 @@ async fn main() {
         pathspace: Some(ns.clone()),
         vty_socket: None,
         asn: None,
-        router_id: None,
+        // Differs from the base's 192.0.2.1: VRFs peer with the default VRF over iBGP.
+        router_id: Some("192.0.2.101".parse().unwrap()),
+        vtep_ip: None,
         reload_script: "/usr/lib/frr/frr-reload.py".into(),
         bindir: "/usr/bin".into(),
         rundir: dir_path.clone(),
     })
     .unwrap();
-    let full = frr.full(&frr.managed(&config(false))).unwrap();
-    let changed = frr.full(&frr.managed(&config(true))).unwrap();
+    let full = frr.full(&frr.managed(&config(false)).unwrap()).unwrap();
+    let changed = frr.full(&frr.managed(&config(true)).unwrap()).unwrap();
     assert_ne!(full, changed);
 
     // Baseline: the whole config loaded with `vtysh -f` into FRR running the base only.

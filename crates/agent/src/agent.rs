@@ -193,9 +193,24 @@ impl Agent {
         convert::to_desired(&lkg.config, &self.settings.vtep).map_err(Error::LastKnownGood)?;
         // The FRR text (base + managed): a base file that cannot be read stops the agent (it is
         // the node's problem, not the revision's) before anything is touched.
+        // A config this node cannot route (VRFs while the managed router id is the default
+        // VRF's) fails the revision before anything is touched.
         let frr_text = match &self.frr {
             Some(frr) => {
-                let full = frr.full(&frr.managed(config)).map_err(Error::Frr)?;
+                let managed = match frr.managed(config) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        let msg = format!("the config cannot be applied on this node: {e}");
+                        return self.fail(
+                            &journal,
+                            &lkg,
+                            FailureReason::InvalidConfig,
+                            msg,
+                            started,
+                        );
+                    }
+                };
+                let full = frr.full(&managed).map_err(Error::Frr)?;
                 Some((frr, full))
             }
             None => None,
@@ -395,7 +410,9 @@ impl Agent {
             // too (the next apply picks the base file up again).
             let full = match &lkg.frr {
                 Some(text) => text.clone(),
-                None => frr.full(&frr.managed(&lkg.config)).map_err(Error::Frr)?,
+                None => frr
+                    .full(&frr.managed(&lkg.config).map_err(Error::Frr)?)
+                    .map_err(Error::Frr)?,
             };
             let writes = frr.apply(&full).await.map_err(Error::FrrRestore)?;
             self.metrics.frr_writes(writes);

@@ -109,7 +109,9 @@ pub struct Args {
     /// BGP ASN of the managed sections; default: the `router bgp <asn>` of the base config.
     #[arg(long, env = "NETROLLOUT_ASN")]
     pub asn: Option<u32>,
-    /// BGP router id of the managed sections; default: the `bgp router-id` of the base config.
+    /// BGP router id of the managed `router bgp` instances (VRFs, routing tables). It must differ
+    /// from the `bgp router-id` of the base config's default instance (each VRF peers with the
+    /// default VRF over iBGP); default: --vtep-ip when it is IPv4 and differs. See docs/frr.md.
     #[arg(long, env = "NETROLLOUT_ROUTER_ID")]
     pub router_id: Option<std::net::Ipv4Addr>,
 }
@@ -144,6 +146,7 @@ impl Args {
                 vty_socket: self.frr_vty_socket.clone(),
                 asn: self.asn,
                 router_id: self.router_id,
+                vtep_ip: self.vtep_ip,
                 reload_script: self.frr_reload.clone(),
                 bindir: self.frr_bindir.clone(),
                 rundir: self.state_dir.clone(),
@@ -232,5 +235,20 @@ mod tests {
         assert_eq!(frr.config, PathBuf::from("/etc/frr/frr.conf"));
         assert_eq!(frr.pathspace.as_deref(), Some("lab1"));
         assert_eq!(frr.asn, None);
+        assert_eq!(frr.vtep_ip, None);
+        let args = Args::parse_from([
+            "netrollout-agent",
+            "--node-name",
+            "n1",
+            "--vtep-ip",
+            "192.0.2.1",
+            "--frr-base-config",
+            "/etc/frr/base.conf",
+            "--router-id",
+            "192.0.2.9",
+        ]);
+        let frr = args.config().frr.expect("FRR support on");
+        assert_eq!(frr.vtep_ip, Some("192.0.2.1".parse().unwrap()));
+        assert_eq!(frr.router_id, Some("192.0.2.9".parse().unwrap()));
     }
 }

@@ -28,6 +28,9 @@ const NODE_ASN: u32 = 65000;
 const PEER_ASN: u32 = 65100;
 const NODE_IP: &str = "192.0.2.1";
 const PEER_IP: &str = "192.0.2.2";
+/// Router id of the managed instances: FRR refuses a VRF's iBGP session to the default VRF
+/// over equal ids, so it differs from `NODE_IP` (the base file's).
+const MANAGED_ROUTER_ID: &str = "192.0.2.101";
 
 /// One FRR (zebra + bgpd) in a namespace, pathspace named like the namespace.
 struct FrrNs {
@@ -205,6 +208,8 @@ impl World {
             conf.display().to_string(),
             "--frr-pathspace".into(),
             lab.ns.clone(),
+            "--router-id".into(),
+            MANAGED_ROUTER_ID.into(),
             "--probe-timeout".into(),
             probe_timeout.into(),
         ];
@@ -517,7 +522,8 @@ async fn vrf_policy_changes_show_up_in_frrs_running_config() {
         pathspace: Some(lab.ns.clone()),
         vty_socket: None,
         asn: None,
-        router_id: None,
+        router_id: Some(MANAGED_ROUTER_ID.parse().unwrap()),
+        vtep_ip: None,
         reload_script: "/usr/lib/frr/frr-reload.py".into(),
         bindir: "/usr/bin".into(),
         rundir: dir.clone(),
@@ -525,7 +531,7 @@ async fn vrf_policy_changes_show_up_in_frrs_running_config() {
     .unwrap();
 
     let one = vrf("10.200.0.0/16", "65000:100", "10.200.0.0/16");
-    let full = frr.full(&frr.managed(&one)).unwrap();
+    let full = frr.full(&frr.managed(&one).unwrap()).unwrap();
     assert_eq!(frr.apply(&full).await.unwrap(), 1);
     let running = node.running();
     for line in [
@@ -546,7 +552,7 @@ async fn vrf_policy_changes_show_up_in_frrs_running_config() {
 
     // Export, community, aggregate and route target change; the old lines are gone.
     let two = vrf("10.201.0.0/16", "65000:200", "10.201.0.0/16");
-    let full2 = frr.full(&frr.managed(&two)).unwrap();
+    let full2 = frr.full(&frr.managed(&two).unwrap()).unwrap();
     assert_eq!(frr.apply(&full2).await.unwrap(), 1);
     let running = node.running();
     for line in [
@@ -566,7 +572,7 @@ async fn vrf_policy_changes_show_up_in_frrs_running_config() {
     // A community FRR rejects: FRR's line comes back; loading the previous text restores FRR.
     let bad = vrf("10.201.0.0/16", "65000:1:7", "10.201.0.0/16");
     let err = frr
-        .apply(&frr.full(&frr.managed(&bad)).unwrap())
+        .apply(&frr.full(&frr.managed(&bad).unwrap()).unwrap())
         .await
         .unwrap_err();
     assert!(

@@ -238,6 +238,10 @@ impl Lab {
             .arg("--frr-config")
             .arg(crate::frr::config_dir(&pathspace).join("frr.conf"))
             .args(["--frr-pathspace", &pathspace]);
+        // The managed instances' router id must differ from the base file's (the VTEP address
+        // here): each VRF peers with the default VRF over iBGP. Never routed, only an id.
+        let id = fabric::node_ip(index).octets();
+        cmd.args(["--router-id", &format!("10.78.{}.{}", id[2], id[3])]);
         let kubeconfig = crate::identities::agent_kubeconfig(
             &self.server,
             &self.opts.state_dir,
