@@ -6,26 +6,18 @@
 //! Needs root and FRR. Prints tab-separated rows: area, benchmark, measured, baseline, ratio, goal.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use netrollout_agent::frr::{Frr, FrrSettings};
 use netrollout_api::{NodeConfig, PrefixAction, PrefixItem, VrfConfig, VrfPolicy};
+use netrollout_testkit::cmd::run;
+use netrollout_testkit::frr::{Daemons, Log};
 
 const VRFS: u32 = 50;
 const BASE: &str = "frr defaults datacenter\nhostname bench\n!\nrouter bgp 65000\n \
     bgp router-id 192.0.2.1\nexit\n!\n";
-
-fn run(tool: &str, args: &[&str]) {
-    let out = Command::new(tool).args(args).output().expect(tool);
-    assert!(
-        out.status.success(),
-        "`{tool} {}` failed (needs root and FRR): {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn config(changed: bool) -> NodeConfig {
     let item = |cidr: String| PrefixItem {
@@ -61,61 +53,6 @@ fn config(changed: bool) -> NodeConfig {
     }
 }
 
-/// zebra + bgpd in namespace `ns` (pathspace `ns`) reading `dir/frr.conf`.
-fn start(ns: &str, dir: &Path) {
-    std::fs::write(dir.join("frr.conf"), BASE).unwrap();
-    let run_dir = Path::new("/var/run/frr").join(ns);
-    std::fs::create_dir_all(&run_dir).unwrap();
-    run("chown", &["frr:frr", run_dir.to_str().unwrap()]);
-    for d in ["zebra", "bgpd"] {
-        let conf = dir.join("frr.conf");
-        let pid = run_dir.join(format!("{d}.pid"));
-        run(
-            "ip",
-            &[
-                "netns",
-                "exec",
-                ns,
-                &format!("/usr/lib/frr/{d}"),
-                "-d",
-                "-N",
-                ns,
-                "-u",
-                "frr",
-                "-g",
-                "frr",
-                "-f",
-                conf.to_str().unwrap(),
-                "-i",
-                pid.to_str().unwrap(),
-                "--log",
-                "syslog",
-            ],
-        );
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !Command::new("vtysh")
-        .args(["-N", ns, "-c", "show bgp summary json"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        assert!(Instant::now() < deadline, "FRR in {ns} does not answer");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn stop(ns: &str) {
-    let run_dir = Path::new("/var/run/frr").join(ns);
-    for d in ["bgpd", "zebra"] {
-        if let Ok(pid) = std::fs::read_to_string(run_dir.join(format!("{d}.pid"))) {
-            let _ = Command::new("kill").arg(pid.trim()).status();
-        }
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    let _ = std::fs::remove_dir_all(&run_dir);
-    let _ = Command::new("ip").args(["netns", "del", ns]).status();
-}
-
 #[tokio::main]
 async fn main() {
     let ns = format!("frrbench-{}", std::process::id());
@@ -127,7 +64,8 @@ async fn main() {
     }
     run("ip", &["netns", "add", &ns]);
     run("ip", &["-n", &ns, "link", "set", "lo", "up"]);
-    start(&ns, &dir_path);
+    std::fs::write(dir_path.join("frr.conf"), BASE).unwrap();
+    let daemons = Daemons::start(&ns, &ns, &dir_path.join("frr.conf"), Log::Syslog);
     let base = dir_path.join("base.conf");
     std::fs::write(&base, BASE).unwrap();
     let frr = Frr::new(FrrSettings {
@@ -169,7 +107,8 @@ async fn main() {
     let t = Instant::now();
     let noop_writes = frr.apply(&changed).await.unwrap();
     let noop = t.elapsed();
-    stop(&ns);
+    drop(daemons);
+    let _ = Command::new("ip").args(["netns", "del", &ns]).status();
 
     let base_ms = load.as_secs_f64() * 1e3;
     let ms = one.as_secs_f64() * 1e3;

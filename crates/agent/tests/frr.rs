@@ -22,6 +22,7 @@ use netrollout_agent::frr::{Frr, FrrError, FrrSettings};
 use netrollout_agent::routing;
 use netrollout_api::{NodeConfig, NodePhase, PrefixAction, PrefixItem, VrfConfig, VrfPolicy};
 use netrollout_testkit::cmd::run;
+use netrollout_testkit::frr::{Daemons, Log};
 use rand::RngExt;
 
 const NODE_ASN: u32 = 65000;
@@ -34,71 +35,25 @@ const MANAGED_ROUTER_ID: &str = "192.0.2.101";
 
 /// One FRR (zebra + bgpd) in a namespace, pathspace named like the namespace.
 struct FrrNs {
-    ns: String,
+    daemons: Daemons,
 }
 
 impl FrrNs {
     /// Starts zebra and bgpd in `ns` reading `dir/frr.conf` (written from `conf`).
     fn start(ns: &str, dir: &Path, conf: &str) -> Self {
-        for bin in ["/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/bin/vtysh"] {
-            assert!(
-                Path::new(bin).exists(),
-                "{bin} is missing: FRR tests need frr (hack/install-deps.sh)"
-            );
-        }
         std::fs::create_dir_all(dir).unwrap();
         chmod_755(dir);
         std::fs::write(dir.join("frr.conf"), conf).unwrap();
-        let run_dir = Path::new("/var/run/frr").join(ns);
-        std::fs::create_dir_all(&run_dir).unwrap();
-        run("chown", &["frr:frr", run_dir.to_str().unwrap()]);
-        let frr = Self { ns: ns.to_string() };
-        for daemon in ["zebra", "bgpd"] {
-            let conf = dir.join("frr.conf");
-            let pid = run_dir.join(format!("{daemon}.pid"));
-            let log = dir.join(format!("{daemon}.log"));
-            run(
-                "ip",
-                &[
-                    "netns",
-                    "exec",
-                    ns,
-                    &format!("/usr/lib/frr/{daemon}"),
-                    "-d",
-                    "-N",
-                    ns,
-                    "-u",
-                    "frr",
-                    "-g",
-                    "frr",
-                    "-f",
-                    conf.to_str().unwrap(),
-                    "-i",
-                    pid.to_str().unwrap(),
-                    "--log",
-                    &format!("file:{}", log.display()),
-                ],
-            );
-        }
-        frr.wait(10, "FRR answers", |f| {
-            f.try_vtysh("show bgp summary json").is_some()
-        });
-        frr
+        let daemons = Daemons::start(ns, ns, &dir.join("frr.conf"), Log::Files(dir.to_path_buf()));
+        Self { daemons }
     }
 
     fn try_vtysh(&self, cmd: &str) -> Option<String> {
-        let out = Command::new("vtysh")
-            .args(["-N", &self.ns, "-c", cmd])
-            .output()
-            .expect("vtysh");
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        self.daemons.try_vtysh(cmd)
     }
 
     fn vtysh(&self, cmd: &str) -> String {
-        self.try_vtysh(cmd)
-            .unwrap_or_else(|| panic!("vtysh -N {} -c {cmd:?} failed", self.ns))
+        self.daemons.vtysh(cmd)
     }
 
     fn running(&self) -> String {
@@ -111,7 +66,7 @@ impl FrrNs {
             assert!(
                 Instant::now() < deadline,
                 "timed out waiting for {what} in FRR {}; running config:\n{}",
-                self.ns,
+                self.daemons.pathspace(),
                 self.try_vtysh("show running-config").unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(100));
@@ -122,19 +77,6 @@ impl FrrNs {
     fn established(&self, peer: &str) -> bool {
         self.try_vtysh(&format!("show bgp neighbors {peer} json"))
             .is_some_and(|t| t.contains("\"bgpState\":\"Established\""))
-    }
-}
-
-impl Drop for FrrNs {
-    fn drop(&mut self) {
-        let run_dir = Path::new("/var/run/frr").join(&self.ns);
-        for daemon in ["bgpd", "zebra"] {
-            if let Ok(pid) = std::fs::read_to_string(run_dir.join(format!("{daemon}.pid"))) {
-                let _ = Command::new("kill").arg(pid.trim()).status();
-            }
-        }
-        std::thread::sleep(Duration::from_millis(200));
-        let _ = std::fs::remove_dir_all(&run_dir);
     }
 }
 

@@ -3,6 +3,7 @@
 //!
 //! - [`cmd`]: run a tool and assert it succeeded; [`cmd::Run`], a finished process.
 //! - [`netns`]: a fresh network namespace per test, cleaned up on drop and after crashes.
+//! - [`frr`]: zebra + bgpd of Debian's `frr` in a namespace and pathspace, stopped on drop.
 //! - `apiserver` (feature `kube`): the lab API server per test, optionally with the netrollout
 //!   CRDs and namespace installed and servable.
 //! - `kubectl` (`kube`): the real kubectl bound to a lab API server.
@@ -18,6 +19,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod cmd;
+pub mod frr;
 pub mod netns;
 
 #[cfg(feature = "agent")]
