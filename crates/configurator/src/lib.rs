@@ -18,6 +18,8 @@
 //! - [`convert`]: API objects → planner types; the dispatch record and times to and from the
 //!   API's typed annotations (`netrollout_api::annotations`).
 //! - [`execute`]: the planner's actions as API writes.
+//! - [`late_failures`]: failure reports that arrive after a revision was halted, added to its
+//!   failed-node list and counts.
 //! - [`render_cache`]: revisions rendered once per node set.
 //! - [`overlay`]: own writes laid over the watch caches until the caches catch up.
 //! - [`context`]: what passes share, with private fields: a read view of the watch caches with
@@ -39,6 +41,7 @@ pub mod controller;
 pub mod convert;
 pub mod error;
 pub mod execute;
+pub mod late_failures;
 pub mod lifecycle;
 pub mod memo;
 pub mod metrics;

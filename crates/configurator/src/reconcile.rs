@@ -1,6 +1,7 @@
 //! One reconcile pass: retries, inputs → revision, observed state → planner → actions, then
-//! the target revision's progress and the gauges. Every pass starts from the watch caches (plus
-//! this replica's own writes), never from memory, so a new leader resumes from the API.
+//! the target revision's progress, late failures of Failed revisions and the gauges. Every
+//! pass starts from the watch caches (plus this replica's own writes), never from memory, so a
+//! new leader resumes from the API.
 
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::NetworkConfigRevision;
@@ -11,6 +12,7 @@ use crate::context::Context;
 use crate::convert;
 use crate::error::Result;
 use crate::execute::{self, World};
+use crate::late_failures;
 use crate::metrics::Metrics;
 
 /// Runs one pass and returns the plan it carried out.
@@ -42,8 +44,11 @@ pub async fn pass(ctx: &Context) -> Result<Plan> {
         ncrs: execute::index(&ncrs),
         renders: ctx.renders(),
     };
-    execute::run(ctx, &world, &plan.actions).await?;
+    // The counts go first: whoever sees the phase the actions set (Succeeded) sees the counts
+    // that made it so, not the last pass's (a flood of reports settles a wave in one pass).
     progress(ctx, &plan.summary, &state).await?;
+    execute::run(ctx, &world, &plan.actions).await?;
+    late_failures::record(ctx).await?;
     gauges(ctx.metrics(), &plan.summary, &state);
     Ok(plan)
 }

@@ -5,6 +5,8 @@
 //! - `failure`: a failing node halts and reverts; a failed config stays blocked until retried.
 //! - `fleet`: nodes joining, leaving and NotReady mid-rollout; unresponsive agents; pauses.
 //! - `faults`: API errors injected by the lab server; a revision deleted while terminating.
+//! - `flood`: every node of a 300-node fleet reports at once; the lease keeps being renewed
+//!   and every report is counted.
 //! - `leader`: two configurator processes, the leader killed mid-rollout.
 
 // A test crate: its helpers may panic (clippy.toml allows this only inside `#[test]` functions).
@@ -13,6 +15,7 @@
 mod failure;
 mod faults;
 mod fleet;
+mod flood;
 mod lab;
 mod leader;
 mod rollout;

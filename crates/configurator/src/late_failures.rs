@@ -1,0 +1,229 @@
+//! Failure reports that arrive after a revision was halted. The planner fails a revision on the
+//! pass that sees one failure too many and lists the failures it saw then; when a whole wave
+//! reports at once (a flood of agent reports), more failures of the same revision land after
+//! that pass, and the target's progress no longer covers the halted revision. [`record`] adds
+//! every later failure to the revision's `failedNodes` and keeps its `failed` and `inFlight`
+//! counts in step with the nodes, so no report is lost from a Failed revision's status.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use kube::api::{Api, Patch, PatchParams};
+use netrollout_api::{
+    FailedNode, NetworkConfigRevision, NetworkConfigRevisionStatus, NodeNetworkConfig,
+    NodeNetworkConfigStatus, NodePhase, RevisionPhase as ApiRevisionPhase,
+};
+
+use crate::context::Context;
+use crate::convert;
+use crate::error::{Error, Result};
+
+/// Brings every Failed revision's failure list and counts up to date with the node reports.
+///
+/// # Errors
+/// The first failed write (the caller retries the pass with backoff).
+pub async fn record(ctx: &Context) -> Result<()> {
+    let patches = updates(&ctx.read().revisions(), &ctx.read().node_configs())?;
+    for (name, want) in patches {
+        tracing::info!(revision = %name, "late failure reports recorded on a Failed revision");
+        let api: Api<NetworkConfigRevision> = ctx.writer().api();
+        ctx.writer()
+            .write_revision(
+                || format!("record late failures on NetworkConfigRevision {name}"),
+                api.patch_status(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&serde_json::json!({ "status": want })),
+                ),
+            )
+            .await?;
+    }
+    Ok(())
+}
+
+/// What one Failed revision's status should say, gathered in one walk over the node configs.
+struct Record<'a> {
+    status: &'a NetworkConfigRevisionStatus,
+    listed: HashSet<&'a str>,
+    late: Vec<FailedNode>,
+    in_flight: usize,
+}
+
+/// The status patches (revision name, `status` merge patch) that bring the Failed revisions up
+/// to date; none when they are. One walk over the node configs, whatever the number of Failed
+/// revisions.
+///
+/// # Errors
+/// [`Error::Serialize`] if a failed-node list cannot be serialized.
+pub fn updates(
+    ncrs: &[Arc<NetworkConfigRevision>],
+    nncs: &[Arc<NodeNetworkConfig>],
+) -> Result<Vec<(String, serde_json::Value)>> {
+    let mut failed: HashMap<&str, Record<'_>> = ncrs
+        .iter()
+        .filter_map(|r| {
+            let status = r.status.as_ref()?;
+            let name = r.metadata.name.as_deref()?;
+            (status.phase == Some(ApiRevisionPhase::Failed)).then(|| {
+                let listed = status
+                    .failed_nodes
+                    .iter()
+                    .map(|f| f.node.as_str())
+                    .collect();
+                let record = Record {
+                    status,
+                    listed,
+                    late: Vec::new(),
+                    in_flight: 0,
+                };
+                (name, record)
+            })
+        })
+        .collect();
+    if failed.is_empty() {
+        return Ok(Vec::new());
+    }
+    for nnc in nncs {
+        let node = nnc.metadata.name.as_deref().unwrap_or_default();
+        let reported = nnc.status.as_ref().and_then(|s| {
+            let revision = s.observed_revision.as_deref()?;
+            Some((revision, s, s.phase?))
+        });
+        let mut finished_spec = false;
+        if let Some((revision, s, phase)) = reported {
+            finished_spec = revision == nnc.spec.revision
+                && matches!(phase, NodePhase::Failed | NodePhase::Provisioned);
+            if let Some(r) = failed.get_mut(revision)
+                && phase == NodePhase::Failed
+                && !r.listed.contains(node)
+            {
+                r.late.push(failed_node(node, s));
+            }
+        }
+        if !finished_spec && let Some(r) = failed.get_mut(nnc.spec.revision.as_str()) {
+            r.in_flight += 1;
+        }
+    }
+    let i = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    let mut patches = Vec::new();
+    for (name, r) in failed {
+        let count = i(r.status.failed_nodes.len() + r.late.len());
+        let in_flight = i(r.in_flight);
+        if r.late.is_empty() && r.status.failed == count && r.status.in_flight == in_flight {
+            continue;
+        }
+        let mut nodes = r.status.failed_nodes.clone();
+        nodes.extend(r.late);
+        let nodes = serde_json::to_value(nodes).map_err(|source| Error::Serialize {
+            what: "failed nodes",
+            source,
+        })?;
+        patches.push((
+            name.to_string(),
+            serde_json::json!({ "failedNodes": nodes, "failed": count, "inFlight": in_flight }),
+        ));
+    }
+    patches.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(patches)
+}
+
+/// A failure as the planner lists it: the agent's reason, `reason: message`, when it finished.
+fn failed_node(node: &str, s: &NodeNetworkConfigStatus) -> FailedNode {
+    let reason = s.reason.clone().unwrap_or_else(|| "Failed".into());
+    FailedNode {
+        node: node.to_string(),
+        message: match &s.message {
+            Some(m) => format!("{reason}: {m}"),
+            None => reason.clone(),
+        },
+        reason,
+        time: Some(
+            s.finished_at
+                .clone()
+                .unwrap_or_else(|| convert::to_time(convert::now())),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use netrollout_api::{NodeNetworkConfigSpec, RevisionPhase};
+    use netrollout_testkit::objects::{failed_status, node_status};
+
+    use super::*;
+
+    fn ncr(name: &str, status: NetworkConfigRevisionStatus) -> Arc<NetworkConfigRevision> {
+        let mut r = NetworkConfigRevision::new(name, Default::default());
+        r.status = Some(status);
+        Arc::new(r)
+    }
+
+    fn nnc(node: &str, spec: &str, status: NodeNetworkConfigStatus) -> Arc<NodeNetworkConfig> {
+        let spec = NodeNetworkConfigSpec {
+            revision: spec.into(),
+            config: Default::default(),
+        };
+        let mut c = NodeNetworkConfig::new(node, spec);
+        c.status = Some(status);
+        Arc::new(c)
+    }
+
+    #[test]
+    fn failures_reported_after_the_halt_are_added_and_counted() {
+        let mut halted = failed_status("n-0", 4);
+        halted.in_flight = 3;
+        let ncrs = [ncr("bad", halted)];
+        let nncs = [
+            // Listed at the halt, now back on the good revision: not counted twice.
+            nnc(
+                "n-0",
+                "good",
+                node_status("bad", NodePhase::Failed, Some("x")),
+            ),
+            // Failed after the halt, still on the bad spec and already rolled back.
+            nnc(
+                "n-1",
+                "bad",
+                node_status("bad", NodePhase::Failed, Some("late")),
+            ),
+            nnc("n-2", "good", node_status("bad", NodePhase::Failed, None)),
+            // Still applying the bad revision.
+            nnc(
+                "n-3",
+                "bad",
+                node_status("bad", NodePhase::Provisioning, None),
+            ),
+        ];
+        let patches = updates(&ncrs, &nncs).unwrap();
+        assert_eq!(patches.len(), 1);
+        let (name, p) = &patches[0];
+        assert_eq!(name, "bad");
+        assert_eq!(p["failed"], 3);
+        assert_eq!(p["inFlight"], 1);
+        let nodes: Vec<FailedNode> = serde_json::from_value(p["failedNodes"].clone()).unwrap();
+        let names: Vec<&str> = nodes.iter().map(|f| f.node.as_str()).collect();
+        assert_eq!(names, ["n-0", "n-1", "n-2"]);
+        assert_eq!(nodes[1].reason, "ProbeFailed");
+        assert_eq!(nodes[1].message, "ProbeFailed: late");
+        assert!(nodes[2].time.is_some());
+    }
+
+    #[test]
+    fn an_up_to_date_failed_revision_and_other_phases_are_left_alone() {
+        let ncrs = [
+            ncr("bad", failed_status("n-0", 2)),
+            ncr(
+                "good",
+                NetworkConfigRevisionStatus {
+                    phase: Some(RevisionPhase::Succeeded),
+                    ..Default::default()
+                },
+            ),
+        ];
+        let nncs = [
+            nnc("n-0", "good", node_status("bad", NodePhase::Failed, None)),
+            nnc("n-1", "good", node_status("good", NodePhase::Failed, None)),
+        ];
+        assert_eq!(updates(&ncrs, &nncs).unwrap(), Vec::new());
+    }
+}

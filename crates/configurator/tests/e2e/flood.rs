@@ -1,0 +1,216 @@
+//! A flood of agent reports: every node of a 300-node fleet writes its status at the same
+//! moment. Leadership renewal must not stall behind the burst, and no report may be lost: the
+//! revision counts every node, first as Provisioned, then (a second revision) as Failed.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
+use netrollout_api::{DEFAULT_NAMESPACE, NodeNetworkConfig, RevisionPhase};
+use tokio::task::JoinHandle;
+
+use crate::lab::{Lab, R, eventually};
+use crate::{names, nodes};
+
+const NODES: usize = 300;
+/// The shortest `--lease-duration` (2s): kube-lease-manager renews a grace period (1s, see
+/// `controller.rs`) before expiry, so every second, and a stall shows within the burst.
+const LEASE_DURATION: Duration = Duration::from_secs(2);
+const RENEW_INTERVAL: Duration = Duration::from_secs(1);
+/// Scheduling slack on top of the renew interval (still well below the lease's expiry).
+const RENEW_SLACK: Duration = Duration::from_millis(700);
+
+/// One observed change of the Lease: when the test saw it, the holder and its renewTime.
+#[derive(Clone, Debug)]
+struct Renewal {
+    seen: Instant,
+    holder: Option<String>,
+    renew_time: Option<String>,
+}
+
+/// Reads the configurator's Lease every 50 ms with the kube client and records every change.
+fn watch_lease(client: Client) -> (Arc<Mutex<Vec<Renewal>>>, JoinHandle<()>) {
+    let seen: Arc<Mutex<Vec<Renewal>>> = Arc::default();
+    let out = seen.clone();
+    let task = tokio::spawn(async move {
+        let api = Api::<Lease>::namespaced(client, DEFAULT_NAMESPACE);
+        loop {
+            if let Ok(Some(lease)) = api.get_opt("netrollout-configurator").await {
+                let spec = lease.spec.unwrap_or_default();
+                let now = Renewal {
+                    seen: Instant::now(),
+                    holder: spec.holder_identity,
+                    renew_time: spec.renew_time.map(|t| t.0.to_string()),
+                };
+                let mut all = out.lock().unwrap();
+                let changed = all
+                    .last()
+                    .is_none_or(|l| l.renew_time != now.renew_time || l.holder != now.holder);
+                if changed {
+                    all.push(now);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    (seen, task)
+}
+
+/// Waits until every node's config names `revision` (all dispatched at once: the limit is the
+/// fleet).
+async fn all_dispatched(lab: &Lab, revision: &str) -> R {
+    eventually(Duration::from_secs(10), || async {
+        let configs = lab.configs().await?;
+        Ok(configs.len() == NODES && configs.iter().all(|c| c.spec.revision == revision))
+    })
+    .await
+}
+
+/// Every node writes `phase` for `revision` at once: all patches are built first and then
+/// sent concurrently, the way a fleet of agents answering the same dispatch would.
+async fn burst(client: &Client, revision: &str, phase: &str) -> R {
+    let api: Api<NodeNetworkConfig> = Api::all(client.clone());
+    let now = jiff::Timestamp::now().to_string();
+    let mut status = serde_json::json!({ "observedRevision": revision, "phase": phase });
+    match phase {
+        "Provisioning" => status["startedAt"] = now.into(),
+        "Provisioned" => {
+            status["finishedAt"] = now.into();
+            status["lastKnownGoodRevision"] = revision.into();
+        }
+        _ => {
+            status["finishedAt"] = now.into();
+            status["reason"] = "ProbeFailed".into();
+            status["message"] = "flood test: every node fails at once".into();
+        }
+    }
+    let patch = serde_json::json!({ "status": status });
+    let sends = names(NODES).into_iter().map(|node| {
+        let (api, patch) = (api.clone(), patch.clone());
+        async move {
+            api.patch_status(&node, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|e| anyhow::anyhow!("status of {node} ({phase}): {e}"))
+        }
+    });
+    for r in join_all(sends).await {
+        r?;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_reports_from_every_node_at_once_loses_none_and_never_stalls_the_lease() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, NODES).await?;
+    let cfg = lab.configurator(&[
+        &format!("--update-limit={NODES}"),
+        &format!("--lease-duration={}s", LEASE_DURATION.as_secs()),
+    ]);
+    eventually(Duration::from_secs(10), || async {
+        Ok(cfg.metrics.leader.get() == 1)
+    })
+    .await?;
+    let (renewals, lease_task) = watch_lease(lab.api.client.clone());
+    let watch_from = Instant::now();
+
+    // Burst 1: every node picks up and then succeeds, each step all at once.
+    lab.set_table("extra", 100).await?;
+    eventually(Duration::from_secs(10), || async {
+        Ok(lab.revisions().await?.len() == 1)
+    })
+    .await?;
+    let good = lab.revisions().await?.remove(0);
+    let good_name = good.metadata.name.clone().unwrap();
+    all_dispatched(&lab, &good_name).await?;
+    burst(&lab.api.client, &good_name, "Provisioning").await?;
+    burst(&lab.api.client, &good_name, "Provisioned").await?;
+    let rev = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(15))
+        .await?;
+    assert_eq!(rev.metadata.name.as_deref(), Some(good_name.as_str()));
+    let s = rev.status.unwrap();
+    assert_eq!(
+        (
+            s.total,
+            s.ready,
+            s.failed,
+            s.in_flight,
+            s.queued,
+            s.unresponsive
+        ),
+        (NODES as i32, NODES as i32, 0, 0, 0, 0),
+        "every report counted: {s:?}"
+    );
+
+    // Burst 2: a new revision goes to every node and every node fails it at once.
+    lab.set_table("extra", 666).await?;
+    eventually(Duration::from_secs(10), || async {
+        Ok(lab.revisions().await?.len() == 2)
+    })
+    .await?;
+    let bad_name = lab.revisions().await?[1].metadata.name.clone().unwrap();
+    all_dispatched(&lab, &bad_name).await?;
+    burst(&lab.api.client, &bad_name, "Provisioning").await?;
+    burst(&lab.api.client, &bad_name, "Failed").await?;
+    let bad = lab
+        .newest_after(
+            good.spec.sequence,
+            RevisionPhase::Failed,
+            Duration::from_secs(15),
+        )
+        .await?;
+    assert_eq!(bad.metadata.name.as_deref(), Some(bad_name.as_str()));
+    // The counts follow every report that arrived, also after the halt.
+    let api = Api::<netrollout_api::NetworkConfigRevision>::all(lab.api.client.clone());
+    let r = eventually(Duration::from_secs(10), || async {
+        let s = api.get(&bad_name).await?.status.unwrap_or_default();
+        Ok(s.failed == NODES as i32)
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("the revision did not count all {NODES} failures: {e}"));
+    if let Err(e) = r {
+        let status = api.get(&bad_name).await?.status;
+        anyhow::bail!("{e}; status: {status:?}");
+    }
+    let s = api.get(&bad_name).await?.status.unwrap();
+    assert_eq!(
+        (s.total, s.failed, s.ready),
+        (NODES as i32, NODES as i32, 0),
+        "exactly one failure per node: {s:?}"
+    );
+    let mut failed: Vec<&str> = s.failed_nodes.iter().map(|f| f.node.as_str()).collect();
+    failed.sort_unstable();
+    failed.dedup();
+    assert_eq!(failed.len(), NODES, "every failed node listed: {failed:?}");
+
+    // Leadership was renewed throughout, by the one configurator, never near expiry.
+    let watched = watch_from.elapsed();
+    lease_task.abort();
+    let renewals = renewals.lock().unwrap().clone();
+    let holders: Vec<_> = renewals.iter().map(|r| r.holder.clone()).collect();
+    assert!(
+        holders.iter().all(|h| h.is_some() && *h == holders[0]),
+        "the lease changed hands or was released during the flood: {holders:?}"
+    );
+    let mut gaps: Vec<Duration> = renewals.windows(2).map(|w| w[1].seen - w[0].seen).collect();
+    gaps.push(renewals.last().unwrap().seen.elapsed());
+    let longest = gaps.iter().max().copied().unwrap_or_default();
+    assert!(
+        longest <= RENEW_INTERVAL + RENEW_SLACK && longest < LEASE_DURATION,
+        "renewTime stood still for {longest:?} (renewals every {RENEW_INTERVAL:?} expected) over {watched:?}: {renewals:?}"
+    );
+    assert!(
+        renewals.len() as u128 >= watched.as_millis() / RENEW_INTERVAL.as_millis(),
+        "too few renewals ({}) in {watched:?}",
+        renewals.len()
+    );
+    eprintln!(
+        "flood: {NODES} nodes, {} lease renewals in {watched:?}, longest gap {longest:?}",
+        renewals.len()
+    );
+    cfg.stop().await
+}
