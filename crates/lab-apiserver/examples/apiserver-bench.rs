@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use netrollout_lab_apiserver::{Config, LabServer};
+use netrollout_lab_apiserver::{Config, Identity, LabServer};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -134,6 +134,7 @@ async fn write_load(
 /// A raw HTTP/1.0 watch; returns the delivery latencies (µs) of the events it saw.
 async fn raw_watch(
     addr: std::net::SocketAddr,
+    token: Arc<str>,
     selector: Option<String>,
     rv: u64,
     secs: u64,
@@ -144,7 +145,7 @@ async fn raw_watch(
         .map(|s| format!("&fieldSelector={s}"))
         .unwrap_or_default();
     let req = format!(
-        "GET /api/v1/namespaces/{NS}/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds={secs}{sel} HTTP/1.0\r\nHost: bench\r\n\r\n"
+        "GET /api/v1/namespaces/{NS}/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds={secs}{sel} HTTP/1.0\r\nHost: bench\r\nAuthorization: Bearer {token}\r\n\r\n"
     );
     sock.write_all(req.as_bytes()).await.unwrap();
     let mut lines = BufReader::new(sock).lines();
@@ -186,10 +187,15 @@ async fn watchers(
 ) {
     let ready = Arc::new(AtomicU64::new(0));
     let rv = server.resource_version();
+    let token: Arc<str> = server
+        .issue_token(Identity::admin())
+        .expect("a token for the watchers")
+        .into();
     let handles = (0..count)
         .map(|i| {
             tokio::spawn(raw_watch(
                 server.addr(),
+                token.clone(),
                 selector(i),
                 rv,
                 secs,
@@ -254,6 +260,10 @@ async fn bench_watch(n: usize, secs: u64) {
     let paced_start = now_nanos();
     let paced = write_load(&cms, n, 32, secs as f64, Some(2000.0)).await;
     let lat = gather(h, paced_start).await;
+    assert!(
+        !lat.is_empty() && !base_lat.is_empty(),
+        "no watch event arrived: the watchers were refused or the server delivered nothing"
+    );
     let (p50, p99) = (percentile(&lat, 0.5), percentile(&lat, 0.99));
     let base = (percentile(&base_lat, 0.5), percentile(&base_lat, 0.99));
     row(
