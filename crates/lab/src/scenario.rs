@@ -357,7 +357,6 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
             skipped.join(", ")
         ));
     }
-    let limit = |lab: &Lab| lab.options().update_limit.resolve(lab.node_names().len());
     match name {
         Scenario::Happy => {
             let target = rollout(&mut m, lab, &samples, "the samples").await?;
@@ -420,25 +419,10 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
             let good = rollout(&mut m, lab, &samples, "the samples (known-good)").await?;
             start_traffic(&mut summary, &m, lab, &samples).await?;
             m.say("applying a config that makes the API server's address local on every node");
-            let t0 = traffic::now_ms();
-            lab.apply(&[inputs::connectivity_breaker()?]).await?;
-            let bad = new_revision(&mut m, lab, &good).await?;
-            m.until(lab, "the bad revision to fail", SETTLE, |o| {
-                o.phase_of(&bad) == Some(RevisionPhase::Failed)
-            })
-            .await?;
-            summary.check("bad revision Failed", true, bad.clone());
-            m.until(
-                lab,
-                "every node back on the known-good revision",
-                SETTLE,
-                |o| o.provisioned_on(&good).len() == o.configs.len(),
-            )
-            .await?;
-            let t1 = traffic::now_ms();
-            all_provisioned(&mut summary, &m, lab, &good);
-            let given: Vec<String> = m.dispatched(&bad).into_iter().collect();
-            halted_and_restored(&mut summary, &m, lab, &given, &good, limit(lab));
+            let breaker = [inputs::connectivity_breaker()?];
+            let (given, (t0, t1)) =
+                fail_and_restore(&mut summary, &mut m, lab, &good, &breaker, "bad revision")
+                    .await?;
             let first_wave: Vec<&str> = given.iter().map(String::as_str).collect();
             traffic_report(&mut summary, &m, lab, (t0, t1), &[], &first_wave).await;
         }
@@ -534,25 +518,16 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
                 "applying a wrong VNI ({wrong}) on {}: its nodes no longer reach the others' workloads",
                 inputs::TENANT
             ));
-            let t0 = traffic::now_ms();
-            lab.apply(&[inputs::tenant(wrong)?]).await?;
-            let bad = new_revision(&mut m, lab, &good).await?;
-            m.until(lab, "the wrong-VNI revision to fail", SETTLE, |o| {
-                o.phase_of(&bad) == Some(RevisionPhase::Failed)
-            })
-            .await?;
-            summary.check("the wrong-VNI revision Failed", true, bad.clone());
-            m.until(
+            let wrong_vni = [inputs::tenant(wrong)?];
+            let (given, (t0, t1)) = fail_and_restore(
+                &mut summary,
+                &mut m,
                 lab,
-                "every node back on the known-good revision",
-                SETTLE,
-                |o| o.provisioned_on(&good).len() == o.configs.len(),
+                &good,
+                &wrong_vni,
+                "wrong-VNI revision",
             )
             .await?;
-            let t1 = traffic::now_ms();
-            all_provisioned(&mut summary, &m, lab, &good);
-            let given: Vec<String> = m.dispatched(&bad).into_iter().collect();
-            halted_and_restored(&mut summary, &m, lab, &given, &good, limit(lab));
             let failures = m.failures();
             let tenant_probe = failures.values().flatten().any(|msg| msg.contains("icmp"));
             summary.check(
@@ -591,6 +566,45 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
         format!("peak {peak} (limit {limit}): {}", at.join(", ")),
     );
     Ok(summary)
+}
+
+/// The update limit resolved for the lab's current node count.
+fn limit(lab: &Lab) -> usize {
+    lab.options().update_limit.resolve(lab.node_names().len())
+}
+
+/// A change that must fail: applies `objects` on top of revision `good`, waits until the new
+/// revision (`what`) Fails and every node is back on `good`, and checks what a halted rollout
+/// promises. Returns the nodes the failed revision was dispatched to and the traffic window
+/// (from the apply to the last node's restore).
+async fn fail_and_restore(
+    summary: &mut Summary,
+    m: &mut Monitor,
+    lab: &Lab,
+    good: &str,
+    objects: &[kube::api::DynamicObject],
+    what: &str,
+) -> Result<(Vec<String>, (u64, u64))> {
+    let t0 = traffic::now_ms();
+    lab.apply(objects).await?;
+    let bad = new_revision(m, lab, good).await?;
+    m.until(lab, &format!("the {what} to fail"), SETTLE, |o| {
+        o.phase_of(&bad) == Some(RevisionPhase::Failed)
+    })
+    .await?;
+    summary.check(&format!("{what} Failed"), true, bad.clone());
+    m.until(
+        lab,
+        "every node back on the known-good revision",
+        SETTLE,
+        |o| o.provisioned_on(good).len() == o.configs.len(),
+    )
+    .await?;
+    let t1 = traffic::now_ms();
+    all_provisioned(summary, m, lab, good);
+    let given: Vec<String> = m.dispatched(&bad).into_iter().collect();
+    halted_and_restored(summary, m, lab, &given, good, limit(lab));
+    Ok((given, (t0, t1)))
 }
 
 /// Checks of a failed rollout: only the first wave got the revision, at most max-failures +
