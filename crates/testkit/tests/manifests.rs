@@ -112,28 +112,8 @@ fn the_agent_runs_on_the_host_network_with_only_net_admin() {
             .unwrap()
             .contains(&"--state-dir=/var/lib/netrollout".to_string())
     );
-    assert_eq!(
-        c.liveness_probe
-            .as_ref()
-            .unwrap()
-            .http_get
-            .as_ref()
-            .unwrap()
-            .path
-            .as_deref(),
-        Some("/healthz")
-    );
-    assert_eq!(
-        c.readiness_probe
-            .as_ref()
-            .unwrap()
-            .http_get
-            .as_ref()
-            .unwrap()
-            .path
-            .as_deref(),
-        Some("/readyz")
-    );
+    assert_eq!(http_path(&c.liveness_probe), Some("/healthz"));
+    assert_eq!(http_path(&c.readiness_probe), Some("/readyz"));
 }
 
 #[test]
@@ -152,28 +132,8 @@ fn the_configurator_runs_two_non_root_replicas_with_probes_and_a_read_only_root(
         c.resources.as_ref().unwrap().requests.is_some()
             && c.resources.as_ref().unwrap().limits.is_some()
     );
-    assert_eq!(
-        c.liveness_probe
-            .as_ref()
-            .unwrap()
-            .http_get
-            .as_ref()
-            .unwrap()
-            .path
-            .as_deref(),
-        Some("/healthz")
-    );
-    assert_eq!(
-        c.readiness_probe
-            .as_ref()
-            .unwrap()
-            .http_get
-            .as_ref()
-            .unwrap()
-            .path
-            .as_deref(),
-        Some("/readyz")
-    );
+    assert_eq!(http_path(&c.liveness_probe), Some("/healthz"));
+    assert_eq!(http_path(&c.readiness_probe), Some("/readyz"));
     let flags: BTreeSet<&str> = c
         .args
         .as_ref()
@@ -354,4 +314,9 @@ fn the_configurator_reaches_leases_and_config_maps_only_in_its_namespace_by_name
             );
         }
     }
+}
+
+/// The HTTP path of a container probe (`httpGet.path`); panics when the probe is not HTTP.
+fn http_path(probe: &Option<k8s_openapi::api::core::v1::Probe>) -> Option<&str> {
+    probe.as_ref()?.http_get.as_ref().unwrap().path.as_deref()
 }
