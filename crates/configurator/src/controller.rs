@@ -20,6 +20,7 @@ use tokio::task::JoinSet;
 use crate::args::Args;
 use crate::context::{Context, Stores};
 use crate::error::{Error, Result};
+use crate::fleet::Changes;
 use crate::metrics::{self, Metrics};
 use crate::reconcile;
 
@@ -48,7 +49,8 @@ pub async fn run(
     tasks.spawn(async move { format!("metrics server ended: {:?}", serve_metrics.await) });
     tasks.spawn(async move { format!("health server ended: {:?}", serve_health.await) });
 
-    let stores = start_watches(&client, &args, &notify, &mut tasks);
+    let changes = Arc::new(Changes::default());
+    let stores = start_watches(&client, &args, &notify, &changes, &mut tasks);
 
     let lease = format!("{}/{}", args.lease_namespace, args.lease_name);
     let secs = args.lease_duration.as_secs().max(2);
@@ -69,6 +71,7 @@ pub async fn run(
         client,
         args,
         stores,
+        changes,
         metrics.clone(),
         leader_rx.clone(),
         identity,
@@ -173,6 +176,7 @@ fn start_watches(
     client: &Client,
     args: &Args,
     notify: &Arc<Notify>,
+    changes: &Arc<Changes>,
     tasks: &mut JoinSet<String>,
 ) -> Stores {
     let all = watcher::Config::default();
@@ -185,46 +189,78 @@ fn start_watches(
         netrollout_api::CONTROL_CONFIGMAP
     ));
     let c = || client.clone();
+    let w = Watch {
+        notify,
+        changes: None,
+    };
+    let fleet = Watch {
+        notify,
+        changes: Some(changes),
+    };
     Stores {
-        vrfs: watch(Api::all(c()), all.clone(), notify, tasks),
-        layer2s: watch(Api::all(c()), all.clone(), notify, tasks),
-        tables: watch(Api::all(c()), all.clone(), notify, tasks),
-        nodes: watch::<KubeNode>(Api::all(c()), node_cfg, notify, tasks),
-        nncs: watch(Api::all(c()), all.clone(), notify, tasks),
-        ncrs: watch(Api::all(c()), all, notify, tasks),
-        control: watch::<ConfigMap>(
+        vrfs: w.start(Api::all(c()), all.clone(), tasks),
+        layer2s: w.start(Api::all(c()), all.clone(), tasks),
+        tables: w.start(Api::all(c()), all.clone(), tasks),
+        nodes: fleet.start::<KubeNode>(Api::all(c()), node_cfg, tasks),
+        nncs: fleet.start(Api::all(c()), all.clone(), tasks),
+        ncrs: w.start(Api::all(c()), all, tasks),
+        control: w.start::<ConfigMap>(
             Api::namespaced(c(), &args.lease_namespace),
             control_cfg,
-            notify,
             tasks,
         ),
     }
 }
 
-fn watch<K>(
-    api: Api<K>,
-    cfg: watcher::Config,
-    notify: &Arc<Notify>,
-    tasks: &mut JoinSet<String>,
-) -> Store<K>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    let (reader, writer) = reflector::store();
-    let kind = K::kind(&()).to_string();
-    let notify = notify.clone();
-    let stream = reflector::reflector(writer, watcher(api, cfg).default_backoff());
-    tasks.spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(_) => notify.notify_one(),
-                Err(e) => {
-                    tracing::warn!(kind = %kind, error = %e, "watch failed; retrying with backoff")
+/// How a watch reports: a pass is due after every event; the watches of Nodes and node configs
+/// also mark the changed names for the fleet ([`Changes`]).
+struct Watch<'a> {
+    notify: &'a Arc<Notify>,
+    changes: Option<&'a Arc<Changes>>,
+}
+
+impl Watch<'_> {
+    fn start<K>(&self, api: Api<K>, cfg: watcher::Config, tasks: &mut JoinSet<String>) -> Store<K>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    {
+        let (reader, writer) = reflector::store();
+        let kind = K::kind(&()).to_string();
+        let notify = self.notify.clone();
+        let changes = self.changes.cloned();
+        let stream = reflector::reflector(writer, watcher(api, cfg).default_backoff());
+        tasks.spawn(async move {
+            let mut stream = std::pin::pin!(stream);
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(event) => {
+                        // The reflector has stored the event before it is seen here, so a
+                        // pass that takes the mark reads the object as the event left it.
+                        if let Some(changes) = &changes {
+                            mark(changes, &event);
+                        }
+                        notify.notify_one();
+                    }
+                    Err(e) => {
+                        tracing::warn!(kind = %kind, error = %e, "watch failed; retrying with backoff")
+                    }
                 }
             }
+            format!("watch of {kind} ended")
+        });
+        reader
+    }
+}
+
+fn mark<K: Resource>(changes: &Changes, event: &watcher::Event<K>) {
+    match event {
+        watcher::Event::Apply(obj) | watcher::Event::Delete(obj) => {
+            if let Some(name) = obj.meta().name.as_deref() {
+                changes.mark(name);
+            }
         }
-        format!("watch of {kind} ended")
-    });
-    reader
+        // A relist replaces the whole cache when it is done: everything is read again.
+        watcher::Event::InitDone => changes.mark_all(),
+        watcher::Event::Init | watcher::Event::InitApply(_) => {}
+    }
 }

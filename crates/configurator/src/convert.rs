@@ -168,6 +168,15 @@ pub fn node(n: &KubeNode, nnc: Option<&NodeNetworkConfig>, own_node: Option<&str
     }
 }
 
+/// The revisions as the planner sees them; those being deleted are left out (they are going
+/// away and are never targets).
+pub fn revisions(ncrs: &[Arc<NetworkConfigRevision>]) -> Vec<Revision> {
+    ncrs.iter()
+        .filter(|r| r.metadata.deletion_timestamp.is_none())
+        .map(|r| revision(r))
+        .collect()
+}
+
 /// The whole observed state. Revisions being deleted are left out (they are going away and
 /// are never targets); a config whose Node is gone is no node at all.
 pub fn state(
@@ -181,11 +190,7 @@ pub fn state(
         .filter_map(|c| Some((c.metadata.name.as_deref()?, c.as_ref())))
         .collect();
     State {
-        revisions: ncrs
-            .iter()
-            .filter(|r| r.metadata.deletion_timestamp.is_none())
-            .map(|r| revision(r))
-            .collect(),
+        revisions: revisions(ncrs),
         nodes: nodes
             .iter()
             .map(|n| {

@@ -25,13 +25,14 @@ use crate::spans;
 /// Node writes of one dispatch (or of consecutive dispatch records) sent at once.
 const DISPATCH_CONCURRENCY: usize = 64;
 
-/// Everything an action needs besides the context: the current objects by name.
+/// Everything an action needs besides the context: the objects the plan was made from, by
+/// name (for nodes and node configs, only those of the nodes the actions name).
 #[derive(Debug)]
 pub struct World<'a> {
     /// Managed nodes by name.
-    pub nodes: HashMap<&'a str, &'a KubeNode>,
+    pub nodes: HashMap<String, Arc<KubeNode>>,
     /// Node configs by name.
-    pub nncs: HashMap<&'a str, &'a NodeNetworkConfig>,
+    pub nncs: HashMap<String, Arc<NodeNetworkConfig>>,
     /// Revisions by name.
     pub ncrs: HashMap<&'a str, &'a NetworkConfigRevision>,
     /// Rendered configs per revision.
@@ -288,7 +289,7 @@ async fn write_node(
     annotations: serde_json::Value,
 ) -> Result<()> {
     let api: Api<NodeNetworkConfig> = ctx.writer().api();
-    let existing = world.nncs.get(node).copied();
+    let existing = world.nncs.get(node).map(AsRef::as_ref);
     let spec = match revision {
         Some(r) => {
             let ncr = world
@@ -305,7 +306,7 @@ async fn write_node(
     };
     match (existing, spec) {
         (None, Some(spec)) => {
-            let obj = new_config(world.nodes.get(node).copied(), node, spec, &annotations);
+            let obj = new_config(world.nodes.get(node).map(AsRef::as_ref), node, spec, &annotations);
             ctx.writer()
                 .write_node_config(
                     || format!("create NodeNetworkConfig {node}"),
@@ -383,6 +384,19 @@ async fn delete_node_config(ctx: &Context, world: &World<'_>, node: &str) -> Res
     ctx.writer()
         .delete_node_config(node, current.metadata.resource_version.clone())
         .await
+}
+
+/// The nodes `actions` write to, each once.
+pub fn nodes_named<'a>(actions: &'a [Action]) -> impl Iterator<Item = &'a str> {
+    actions.iter().flat_map(|a| -> Box<dyn Iterator<Item = &'a str> + 'a> {
+        match a {
+            Action::Dispatch { nodes, .. } => Box::new(nodes.iter().map(|n| n.node.as_str())),
+            Action::RecordDispatch { node, .. } | Action::MarkUnresponsive { node, .. } => {
+                Box::new(std::iter::once(node.as_str()))
+            }
+            Action::SetRevisionPhase { .. } | Action::Prune { .. } => Box::new(std::iter::empty()),
+        }
+    })
 }
 
 /// The current objects, indexed by name.

@@ -5,25 +5,35 @@
 //! every later failure to the revision's `failedNodes` and keeps its `failed` and `inFlight`
 //! counts in step with the nodes, so no report is lost from a Failed revision's status.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
-    FailedNode, NetworkConfigRevision, NetworkConfigRevisionStatus, NodeNetworkConfig,
-    NodeNetworkConfigStatus, NodePhase, RevisionPhase as ApiRevisionPhase,
+    FailedNode, NetworkConfigRevision, NodeNetworkConfig, NodeNetworkConfigStatus,
+    RevisionPhase as ApiRevisionPhase,
 };
 
 use crate::context::Context;
 use crate::convert;
 use crate::error::{Error, Result};
+use crate::fleet::FailureIndex;
 
 /// Brings every Failed revision's failure list and counts up to date with the node reports.
 ///
 /// # Errors
 /// The first failed write (the caller retries the pass with backoff).
 pub async fn record(ctx: &Context) -> Result<()> {
-    let patches = updates(&ctx.read().revisions(), &ctx.read().node_configs())?;
+    let ncrs = ctx.read().revisions();
+    if !ncrs.iter().any(|r| is_failed(r)) {
+        return Ok(());
+    }
+    let patches = {
+        let view = ctx.fleet().refresh(ctx.read());
+        updates(&ncrs, &view.failures, |name| {
+            view.objects(name).and_then(|o| o.config.clone())
+        })?
+    };
     for (name, want) in patches {
         tracing::info!(revision = %name, "late failure reports recorded on a Failed revision");
         let api: Api<NetworkConfigRevision> = ctx.writer().api();
@@ -41,79 +51,44 @@ pub async fn record(ctx: &Context) -> Result<()> {
     Ok(())
 }
 
-/// What one Failed revision's status should say, gathered in one walk over the node configs.
-struct Record<'a> {
-    status: &'a NetworkConfigRevisionStatus,
-    listed: HashSet<&'a str>,
-    late: Vec<FailedNode>,
-    in_flight: usize,
+fn is_failed(r: &NetworkConfigRevision) -> bool {
+    r.status.as_ref().and_then(|s| s.phase) == Some(ApiRevisionPhase::Failed)
 }
 
 /// The status patches (revision name, `status` merge patch) that bring the Failed revisions up
-/// to date; none when they are. One walk over the node configs, whatever the number of Failed
-/// revisions.
+/// to date; none when they are. Reads the failure index, never the whole fleet: per Failed
+/// revision, the nodes that reported it Failed (by name) and the configs still applying it;
+/// `config` gives the node config of a failure not listed yet (for its reason and time).
 ///
 /// # Errors
 /// [`Error::Serialize`] if a failed-node list cannot be serialized.
 pub fn updates(
     ncrs: &[Arc<NetworkConfigRevision>],
-    nncs: &[Arc<NodeNetworkConfig>],
+    index: &FailureIndex,
+    config: impl Fn(&str) -> Option<Arc<NodeNetworkConfig>>,
 ) -> Result<Vec<(String, serde_json::Value)>> {
-    let mut failed: HashMap<&str, Record<'_>> = ncrs
-        .iter()
-        .filter_map(|r| {
-            let status = r.status.as_ref()?;
-            let name = r.metadata.name.as_deref()?;
-            (status.phase == Some(ApiRevisionPhase::Failed)).then(|| {
-                let listed = status
-                    .failed_nodes
-                    .iter()
-                    .map(|f| f.node.as_str())
-                    .collect();
-                let record = Record {
-                    status,
-                    listed,
-                    late: Vec::new(),
-                    in_flight: 0,
-                };
-                (name, record)
-            })
-        })
-        .collect();
-    if failed.is_empty() {
-        return Ok(Vec::new());
-    }
-    for nnc in nncs {
-        let node = nnc.metadata.name.as_deref().unwrap_or_default();
-        let reported = nnc.status.as_ref().and_then(|s| {
-            let revision = s.observed_revision.as_deref()?;
-            Some((revision, s, s.phase?))
-        });
-        let mut finished_spec = false;
-        if let Some((revision, s, phase)) = reported {
-            finished_spec = revision == nnc.spec.revision
-                && matches!(phase, NodePhase::Failed | NodePhase::Provisioned);
-            if let Some(r) = failed.get_mut(revision)
-                && phase == NodePhase::Failed
-                && !r.listed.contains(node)
-            {
-                r.late.push(failed_node(node, s));
-            }
-        }
-        if !finished_spec && let Some(r) = failed.get_mut(nnc.spec.revision.as_str()) {
-            r.in_flight += 1;
-        }
-    }
     let i = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let mut patches = Vec::new();
-    for (name, r) in failed {
-        let count = i(r.status.failed_nodes.len() + r.late.len());
-        let in_flight = i(r.in_flight);
-        if r.late.is_empty() && r.status.failed == count && r.status.in_flight == in_flight {
+    for r in ncrs.iter().filter(|r| is_failed(r)) {
+        let (Some(name), Some(status)) = (r.metadata.name.as_deref(), r.status.as_ref()) else {
+            continue;
+        };
+        let listed: HashSet<&str> = status.failed_nodes.iter().map(|f| f.node.as_str()).collect();
+        let late: Vec<FailedNode> = index
+            .failed(name)
+            .filter(|node| !listed.contains(node))
+            .filter_map(|node| {
+                let c = config(node)?;
+                Some(failed_node(node, c.status.as_ref()?))
+            })
+            .collect();
+        let count = i(status.failed_nodes.len() + late.len());
+        let in_flight = i(index.unfinished(name));
+        if late.is_empty() && status.failed == count && status.in_flight == in_flight {
             continue;
         }
-        let mut nodes = r.status.failed_nodes.clone();
-        nodes.extend(r.late);
+        let mut nodes = status.failed_nodes.clone();
+        nodes.extend(late);
         let nodes = serde_json::to_value(nodes).map_err(|source| Error::Serialize {
             what: "failed nodes",
             source,
@@ -147,7 +122,9 @@ fn failed_node(node: &str, s: &NodeNetworkConfigStatus) -> FailedNode {
 
 #[cfg(test)]
 mod tests {
-    use netrollout_api::{NodeNetworkConfigSpec, RevisionPhase};
+    use netrollout_api::{
+        NetworkConfigRevisionStatus, NodeNetworkConfigSpec, NodePhase, RevisionPhase,
+    };
     use netrollout_testkit::objects::{failed_status, node_status};
 
     use super::*;
@@ -166,6 +143,19 @@ mod tests {
         let mut c = NodeNetworkConfig::new(node, spec);
         c.status = Some(status);
         Arc::new(c)
+    }
+
+    fn updates_of(
+        ncrs: &[Arc<NetworkConfigRevision>],
+        nncs: &[Arc<NodeNetworkConfig>],
+    ) -> Vec<(String, serde_json::Value)> {
+        let index = FailureIndex::from_configs(nncs);
+        updates(ncrs, &index, |name| {
+            nncs.iter()
+                .find(|c| c.metadata.name.as_deref() == Some(name))
+                .cloned()
+        })
+        .unwrap()
     }
 
     #[test]
@@ -194,7 +184,7 @@ mod tests {
                 node_status("bad", NodePhase::Provisioning, None),
             ),
         ];
-        let patches = updates(&ncrs, &nncs).unwrap();
+        let patches = updates_of(&ncrs, &nncs);
         assert_eq!(patches.len(), 1);
         let (name, p) = &patches[0];
         assert_eq!(name, "bad");
@@ -224,6 +214,6 @@ mod tests {
             nnc("n-0", "good", node_status("bad", NodePhase::Failed, None)),
             nnc("n-1", "good", node_status("good", NodePhase::Failed, None)),
         ];
-        assert_eq!(updates(&ncrs, &nncs).unwrap(), Vec::new());
+        assert_eq!(updates_of(&ncrs, &nncs), Vec::new());
     }
 }

@@ -18,6 +18,8 @@
 //! - [`convert`]: API objects → planner types; the dispatch record and times to and from the
 //!   API's typed annotations (`netrollout_api::annotations`).
 //! - [`execute`]: the planner's actions as API writes.
+//! - [`fleet`]: the planner's node state, kept up to date from watch events (a pass costs what
+//!   changed, not the fleet size), with the render nodes and the failure index.
 //! - [`late_failures`]: failure reports that arrive after a revision was halted, added to its
 //!   failed-node list and counts.
 //! - [`render_cache`]: revisions rendered once per node set.
@@ -41,6 +43,7 @@ pub mod controller;
 pub mod convert;
 pub mod error;
 pub mod execute;
+pub mod fleet;
 pub mod late_failures;
 pub mod lifecycle;
 pub mod memo;

@@ -80,6 +80,54 @@ impl<K: Resource + Clone> Overlay<K> {
         }
     }
 
+    /// The object `name` as the cache holds it (`cached`) with a newer write laid over it:
+    /// the same answer [`Overlay::view`] gives for that name.
+    pub fn get(&self, name: &str, cached: Option<Arc<K>>) -> Option<Arc<K>> {
+        let Ok(mut m) = self.entries.lock() else {
+            return cached;
+        };
+        let Some(e) = m.get(name) else {
+            return cached;
+        };
+        if e.at.elapsed() >= MAX_AGE {
+            m.remove(name);
+            return cached;
+        }
+        match cached {
+            // Deleted by us: hidden until the cache drops it too.
+            Some(_) if e.after.is_none() => None,
+            Some(obj) if newer_or_same(obj.meta().resource_version.as_deref(), e.rv.as_deref()) => {
+                m.remove(name);
+                Some(obj)
+            }
+            Some(_) => e.after.clone(),
+            None => {
+                let after = e.after.clone();
+                if after.is_none() {
+                    m.remove(name);
+                }
+                after
+            }
+        }
+    }
+
+    /// Drops the entries older than the longest a write is laid over the cache and returns
+    /// their names (what is seen of them may change without a watch event).
+    pub fn expire(&self) -> Vec<String> {
+        let Ok(mut m) = self.entries.lock() else {
+            return Vec::new();
+        };
+        let old: Vec<String> = m
+            .iter()
+            .filter(|(_, e)| e.at.elapsed() >= MAX_AGE)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in &old {
+            m.remove(name);
+        }
+        old
+    }
+
     /// The cache's objects with the newer writes laid over them.
     pub fn view(&self, cached: Vec<Arc<K>>) -> Vec<Arc<K>> {
         let Ok(mut m) = self.entries.lock() else {

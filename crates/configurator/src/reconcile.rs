@@ -1,12 +1,15 @@
 //! One reconcile pass: retries, inputs → revision, observed state → planner → actions, then
 //! the target revision's progress, late failures of Failed revisions and the gauges. Every
-//! pass starts from the watch caches (plus this replica's own writes), never from memory, so a
-//! new leader resumes from the API.
+//! pass plans from the watch caches (plus this replica's own writes), never from memory of
+//! its own, so a new leader resumes from the API; the planner's node state is kept up to date
+//! from the changes the watches report ([`crate::fleet`]), so a pass costs what changed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::NetworkConfigRevision;
-use netrollout_render::Node as RenderNode;
-use netrollout_rollout::{Plan, RevisionPhase, State, Summary};
+use netrollout_rollout::{Plan, RevisionPhase, Summary};
 
 use crate::context::Context;
 use crate::convert;
@@ -21,40 +24,47 @@ use crate::metrics::Metrics;
 /// The first failed write (the caller retries with backoff).
 #[tracing::instrument(skip(ctx), level = "debug")]
 pub async fn pass(ctx: &Context) -> Result<Plan> {
-    let nodes = ctx.read().nodes();
-    let render_nodes: Vec<RenderNode> = nodes
-        .iter()
-        .filter(|n| n.metadata.deletion_timestamp.is_none())
-        .map(|n| RenderNode {
-            name: n.metadata.name.clone().unwrap_or_default(),
-            labels: n.metadata.labels.clone().unwrap_or_default(),
-        })
-        .collect();
-    ctx.renders().set_nodes(render_nodes.clone());
-    crate::revisions::sync(ctx, &render_nodes).await?;
+    let (generation, render_nodes) = ctx.fleet().refresh(ctx.read()).render_nodes();
+    ctx.renders().set_nodes(generation, render_nodes.clone());
+    crate::revisions::sync(ctx, generation, &render_nodes).await?;
 
     let ncrs = ctx.read().revisions();
-    let nncs = ctx.read().node_configs();
-    let state = convert::state(&nodes, &nncs, &ncrs, ctx.args().node_name.as_deref());
     let settings = ctx.args().settings(ctx.read().globally_paused());
-    let plan = netrollout_rollout::plan(&state, convert::now(), &settings);
+    let (plan, nodes, nncs, unresponsive) = {
+        let mut view = ctx.fleet().refresh(ctx.read());
+        view.state.revisions = convert::revisions(&ncrs);
+        let plan = netrollout_rollout::plan(&view.state, convert::now(), &settings);
+        let mut nodes = HashMap::new();
+        let mut nncs = HashMap::new();
+        for name in execute::nodes_named(&plan.actions) {
+            if let Some(o) = view.objects(name) {
+                if let Some(n) = &o.node {
+                    nodes.insert(name.to_string(), n.clone());
+                }
+                if let Some(c) = &o.config {
+                    nncs.insert(name.to_string(), c.clone());
+                }
+            }
+        }
+        (plan, nodes, nncs, view.unresponsive())
+    };
     let world = World {
-        nodes: execute::index(&nodes),
-        nncs: execute::index(&nncs),
+        nodes,
+        nncs,
         ncrs: execute::index(&ncrs),
         renders: ctx.renders(),
     };
     // The counts go first: whoever sees the phase the actions set (Succeeded) sees the counts
     // that made it so, not the last pass's (a flood of reports settles a wave in one pass).
-    progress(ctx, &plan.summary, &state).await?;
+    progress(ctx, &plan.summary, unresponsive).await?;
     execute::run(ctx, &world, &plan.actions).await?;
     late_failures::record(ctx).await?;
-    gauges(ctx.metrics(), &plan.summary, &state);
+    gauges(ctx.metrics(), &plan.summary, &ncrs);
     Ok(plan)
 }
 
 /// Writes the target's counts (`ready/total` and the rest) when they changed.
-async fn progress(ctx: &Context, summary: &Summary, state: &State) -> Result<()> {
+async fn progress(ctx: &Context, summary: &Summary, unresponsive: usize) -> Result<()> {
     let Some(target) = summary.target.as_deref() else {
         return Ok(());
     };
@@ -68,11 +78,6 @@ async fn progress(ctx: &Context, summary: &Summary, state: &State) -> Result<()>
     };
     let i = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let total = summary.managed;
-    let unresponsive = state
-        .nodes
-        .iter()
-        .filter(|n| !n.deleting && n.unresponsive_since.is_some())
-        .count();
     let queued = total
         .saturating_sub(summary.target_updated)
         .saturating_sub(summary.target_failed)
@@ -116,7 +121,7 @@ async fn progress(ctx: &Context, summary: &Summary, state: &State) -> Result<()>
     Ok(())
 }
 
-fn gauges(m: &Metrics, summary: &Summary, state: &State) {
+fn gauges(m: &Metrics, summary: &Summary, ncrs: &[Arc<NetworkConfigRevision>]) {
     const PHASES: [(RevisionPhase, &str); 6] = [
         (RevisionPhase::Pending, "Pending"),
         (RevisionPhase::Progressing, "Progressing"),
@@ -125,10 +130,15 @@ fn gauges(m: &Metrics, summary: &Summary, state: &State) {
         (RevisionPhase::Superseded, "Superseded"),
         (RevisionPhase::Blocked, "Blocked"),
     ];
+    let phases: Vec<RevisionPhase> = ncrs
+        .iter()
+        .filter(|r| r.metadata.deletion_timestamp.is_none())
+        .map(|r| convert::revision_phase(r))
+        .collect();
     let counts: Vec<(&str, i64)> = PHASES
         .iter()
         .map(|(p, name)| {
-            let n = state.revisions.iter().filter(|r| r.phase == *p).count();
+            let n = phases.iter().filter(|q| *q == p).count();
             (*name, i64::try_from(n).unwrap_or(i64::MAX))
         })
         .collect();

@@ -2,7 +2,6 @@
 //! labels), reused by every pass until the nodes change.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use netrollout_api::{NetworkConfigRevision, NodeConfig};
@@ -18,28 +17,23 @@ pub struct RenderCache {
 
 #[derive(Debug, Default)]
 struct Inner {
-    fingerprint: u64,
+    /// The generation of `nodes` ([`crate::fleet::View::render_nodes`]).
+    generation: u64,
     nodes: Arc<Vec<Node>>,
     /// Revision name → (hash, rendering).
     by_revision: HashMap<String, (String, Arc<Rendered>)>,
 }
 
 impl RenderCache {
-    /// Sets the nodes to render for; drops every rendering if they changed.
-    pub fn set_nodes(&self, mut nodes: Vec<Node>) {
-        nodes.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut h = DefaultHasher::new();
-        for n in &nodes {
-            n.name.hash(&mut h);
-            n.labels.hash(&mut h);
-        }
-        let fingerprint = h.finish();
+    /// Sets the nodes to render for (sorted by name), at `generation`; drops every rendering if
+    /// the generation changed.
+    pub fn set_nodes(&self, generation: u64, nodes: Arc<Vec<Node>>) {
         if let Ok(mut inner) = self.inner.lock()
-            && (inner.fingerprint != fingerprint || inner.nodes.len() != nodes.len())
+            && (inner.generation != generation || inner.nodes.len() != nodes.len())
         {
             *inner = Inner {
-                fingerprint,
-                nodes: Arc::new(nodes),
+                generation,
+                nodes,
                 by_revision: HashMap::new(),
             };
         }

@@ -21,12 +21,15 @@ use crate::context::Context;
 use crate::convert;
 use crate::error::{Error, Result};
 use crate::lifecycle::model::{layer2_status, table_status, vrf_status};
+use crate::memo::CandidateKey;
 use crate::lifecycle::{
     self, Candidate, InputKind, InputObject, InputRef, RaiseReason, RevisionAction, RevisionView,
 };
 use crate::spans;
 
 pub use netrollout_api::RETRIED_ANNOTATION;
+
+type KeyPart = (InputKind, String, Option<String>, bool);
 
 /// The input objects of one pass, as the watch caches hold them.
 struct Live {
@@ -85,6 +88,27 @@ impl Live {
         }
     }
 
+    /// What the candidate is made of: every input's identity and version, and the nodes'.
+    fn key(&self, nodes: u64) -> CandidateKey {
+        fn of<K: Resource>(kind: InputKind, objs: &[Arc<K>]) -> impl Iterator<Item = KeyPart> {
+            objs.iter().map(move |o| {
+                let m = o.meta();
+                (
+                    kind,
+                    m.name.clone().unwrap_or_default(),
+                    m.resource_version.clone(),
+                    m.deletion_timestamp.is_some(),
+                )
+            })
+        }
+        let mut inputs: Vec<KeyPart> = of(InputKind::Vrf, &self.vrfs)
+            .chain(of(InputKind::Layer2, &self.layer2s))
+            .chain(of(InputKind::Table, &self.tables))
+            .collect();
+        inputs.sort();
+        CandidateKey { nodes, inputs }
+    }
+
     /// A reference to `input` for an Event.
     fn reference(&self, input: &InputRef) -> Option<ObjectReference> {
         fn find<K: Resource<DynamicType = ()>>(
@@ -112,7 +136,7 @@ impl Live {
 ///
 /// # Errors
 /// API errors; a snapshot that cannot be serialised.
-pub async fn sync(ctx: &Context, nodes: &[RenderNode]) -> Result<()> {
+pub async fn sync(ctx: &Context, generation: u64, nodes: &[RenderNode]) -> Result<()> {
     let cached = ctx.read().inputs();
     let live = Live {
         vrfs: cached.vrfs,
@@ -122,8 +146,13 @@ pub async fn sync(ctx: &Context, nodes: &[RenderNode]) -> Result<()> {
     let inputs = live.views();
     let current = ctx.read().revisions();
     let views: Vec<RevisionView> = current.iter().map(|r| RevisionView::of(r)).collect();
-    let candidate = live.check(nodes)?;
-    if let Candidate::Invalid(invalid) = &candidate
+    // Checking renders the snapshot for every node: done again only when an input or the
+    // nodes' names and labels changed.
+    let candidate = ctx
+        .candidate_memo()
+        .get_or(live.key(generation), || live.check(nodes))?;
+    let candidate = candidate.as_ref();
+    if let Candidate::Invalid(invalid) = candidate
         && !inputs.is_empty()
     {
         tracing::warn!(
@@ -131,7 +160,7 @@ pub async fn sync(ctx: &Context, nodes: &[RenderNode]) -> Result<()> {
             "inputs rejected, no revision created: {invalid}"
         );
     }
-    let actions = lifecycle::decide(&inputs, &views, &candidate, convert::now());
+    let actions = lifecycle::decide(&inputs, &views, candidate, convert::now());
     let mut exec = Executor {
         ctx,
         live: &live,

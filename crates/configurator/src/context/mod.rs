@@ -16,7 +16,8 @@ pub use reader::{Inputs, Reader, Stores};
 pub use writer::Writer;
 
 use crate::args::Args;
-use crate::memo::{AcceptedMemo, NotedMemo};
+use crate::fleet::{Changes, Fleet};
+use crate::memo::{AcceptedMemo, CandidateMemo, NotedMemo};
 use crate::metrics::Metrics;
 use crate::overlay::Overlays;
 use crate::render_cache::RenderCache;
@@ -30,6 +31,8 @@ pub struct Context {
     accepted: AcceptedMemo,
     noted: NotedMemo,
     renders: RenderCache,
+    fleet: Fleet,
+    candidate: CandidateMemo,
 }
 
 impl std::fmt::Debug for Context {
@@ -39,11 +42,13 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
-    /// A context; `identity` names this replica in Events.
+    /// A context; `identity` names this replica in Events; `changes` are marked by the watches
+    /// of Nodes and node configs.
     pub fn new(
         client: Client,
         args: Args,
         stores: Stores,
+        changes: Arc<Changes>,
         metrics: Arc<Metrics>,
         leader: watch::Receiver<bool>,
         identity: String,
@@ -57,8 +62,11 @@ impl Context {
                 args.api_timeout,
                 metrics.clone(),
                 overlays,
+                changes.clone(),
                 identity,
             ),
+            fleet: Fleet::new(args.node_name.clone(), changes),
+            candidate: CandidateMemo::default(),
             args,
             metrics,
             accepted: AcceptedMemo::default(),
@@ -100,5 +108,15 @@ impl Context {
     /// Revisions rendered for the current nodes.
     pub fn renders(&self) -> &RenderCache {
         &self.renders
+    }
+
+    /// The planner's nodes, kept up to date from the changes.
+    pub fn fleet(&self) -> &Fleet {
+        &self.fleet
+    }
+
+    /// The last checked candidate revision, by what it was made from.
+    pub fn candidate_memo(&self) -> &CandidateMemo {
+        &self.candidate
     }
 }

@@ -10,6 +10,9 @@ use netrollout_api::{
     VRFRouteConfiguration,
 };
 
+use kube::runtime::reflector::ObjectRef;
+
+use crate::fleet::Source;
 use crate::overlay::Overlays;
 
 /// The watch caches, as the controller's reflectors fill them.
@@ -102,5 +105,28 @@ impl Reader {
                     .and_then(|d| d.get(netrollout_api::CONTROL_PAUSED_KEY))
                     .is_some_and(|v| v.trim() == "true")
         })
+    }
+}
+
+impl Source for Reader {
+    fn all_nodes(&self) -> Vec<Arc<KubeNode>> {
+        self.nodes()
+    }
+
+    fn all_configs(&self) -> Vec<Arc<NodeNetworkConfig>> {
+        self.node_configs()
+    }
+
+    fn node(&self, name: &str) -> Option<Arc<KubeNode>> {
+        self.stores.nodes.get(&ObjectRef::new(name))
+    }
+
+    fn config(&self, name: &str) -> Option<Arc<NodeNetworkConfig>> {
+        let cached = self.stores.nncs.get(&ObjectRef::new(name));
+        self.overlays.nncs.get(name, cached)
+    }
+
+    fn expired(&self) -> Vec<String> {
+        self.overlays.nncs.expire()
     }
 }

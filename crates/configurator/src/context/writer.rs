@@ -14,6 +14,7 @@ use netrollout_api::{NetworkConfigRevision, NodeNetworkConfig};
 use tokio::sync::watch;
 
 use crate::error::{Error, Result};
+use crate::fleet::Changes;
 use crate::metrics::Metrics;
 use crate::overlay::Overlays;
 
@@ -27,6 +28,7 @@ pub struct Writer {
     timeout: Duration,
     metrics: Arc<Metrics>,
     overlays: Arc<Overlays>,
+    changes: Arc<Changes>,
     recorder: Recorder,
 }
 
@@ -46,6 +48,7 @@ impl Writer {
         timeout: Duration,
         metrics: Arc<Metrics>,
         overlays: Arc<Overlays>,
+        changes: Arc<Changes>,
         identity: String,
     ) -> Self {
         let reporter = Reporter {
@@ -59,6 +62,7 @@ impl Writer {
             timeout,
             metrics,
             overlays,
+            changes,
         }
     }
 
@@ -131,7 +135,11 @@ impl Writer {
         F: Future<Output = kube::Result<NodeNetworkConfig>>,
     {
         let written = self.write(what, call).await?;
-        Ok(self.overlays.nncs.written(written))
+        let written = self.overlays.nncs.written(written);
+        if let Some(name) = written.metadata.name.as_deref() {
+            self.changes.mark(name);
+        }
+        Ok(written)
     }
 
     /// Deletes the revision `name` (last seen at resourceVersion `rv`); already gone is fine.
@@ -173,6 +181,7 @@ impl Writer {
             .await,
         )?;
         self.overlays.nncs.deleted(name, rv);
+        self.changes.mark(name);
         Ok(())
     }
 

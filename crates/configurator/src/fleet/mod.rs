@@ -1,0 +1,313 @@
+//! [`Fleet`]: the planner's view of the nodes, kept up to date from watch events instead of
+//! being rebuilt from the watch caches on every pass.
+//!
+//! Every Node or NodeNetworkConfig event, and every own write of a node config, marks the
+//! node's name in [`Changes`]. A pass ([`Fleet::refresh`]) converts only the marked nodes
+//! (cache plus overlay, exactly as a rebuild would read them), so its cost follows what changed
+//! since the last pass, not the fleet size. A relist of either watch marks everything, and the
+//! next pass rebuilds from scratch. The nodes are kept sorted by name, so the planner's input
+//! is the same whichever way it was built (the unit and property tests check that an
+//! incrementally kept fleet equals a rebuild).
+//!
+//! Alongside the planner's nodes the fleet keeps what other parts of a pass would otherwise
+//! walk the fleet for: the render nodes (names and labels, changed only when a node joins,
+//! leaves or is relabelled), the failure index of `late_failures` ([`FailureIndex`]) and the
+//! count of nodes marked unresponsive.
+
+mod failures;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use k8s_openapi::api::core::v1::Node as KubeNode;
+use netrollout_api::NodeNetworkConfig;
+use netrollout_render::Node as RenderNode;
+use netrollout_rollout::{Node, State};
+
+pub use failures::FailureIndex;
+
+use crate::convert;
+
+/// Names of the nodes whose Node or NodeNetworkConfig changed since the last pass; shared by
+/// the watch tasks, the writer and the fleet.
+#[derive(Debug, Default)]
+pub struct Changes {
+    inner: Mutex<Dirty>,
+}
+
+#[derive(Debug, Default)]
+struct Dirty {
+    names: HashSet<String>,
+    /// A relist (or the start): every node is read again.
+    all: bool,
+}
+
+impl Changes {
+    fn lock(&self) -> MutexGuard<'_, Dirty> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The Node or node config `name` changed.
+    pub fn mark(&self, name: &str) {
+        let mut d = self.lock();
+        if !d.all {
+            d.names.insert(name.to_string());
+        }
+    }
+
+    /// Anything may have changed (a watch relisted).
+    pub fn mark_all(&self) {
+        let mut d = self.lock();
+        d.all = true;
+        d.names.clear();
+    }
+
+    /// Takes the marks: `None` means everything.
+    fn take(&self) -> Option<HashSet<String>> {
+        let mut d = self.lock();
+        if std::mem::take(&mut d.all) {
+            d.names.clear();
+            None
+        } else {
+            Some(std::mem::take(&mut d.names))
+        }
+    }
+}
+
+/// Where the fleet reads one node's objects: the watch caches with the overlays laid over.
+pub trait Source {
+    /// Every managed Node.
+    fn all_nodes(&self) -> Vec<Arc<KubeNode>>;
+    /// Every node config.
+    fn all_configs(&self) -> Vec<Arc<NodeNetworkConfig>>;
+    /// The Node `name`, if managed.
+    fn node(&self, name: &str) -> Option<Arc<KubeNode>>;
+    /// The node config `name`.
+    fn config(&self, name: &str) -> Option<Arc<NodeNetworkConfig>>;
+    /// Names whose own writes stopped being laid over the cache by age (seen differently now
+    /// without any watch event).
+    fn expired(&self) -> Vec<String>;
+}
+
+/// The planner's nodes and what passes need besides, as of the last [`Fleet::refresh`].
+#[derive(Debug)]
+pub struct Fleet {
+    own_node: Option<String>,
+    changes: Arc<Changes>,
+    view: Mutex<View>,
+}
+
+/// The fleet as one pass sees it.
+#[derive(Debug, Default, Clone)]
+pub struct View {
+    /// The planner's state; `revisions` are filled in by each pass.
+    pub state: State,
+    /// Index into `state.nodes` by name.
+    pos: HashMap<String, usize>,
+    /// The objects each planner node was read from (for the writes of a pass).
+    objects: HashMap<String, Objects>,
+    /// Names and labels of the Nodes not being deleted, sorted by name.
+    render: Arc<Vec<RenderNode>>,
+    /// Bumped each time `render` changes.
+    render_generation: u64,
+    /// Failure reports by revision, for `late_failures`.
+    pub failures: FailureIndex,
+    /// Managed nodes (not being deleted) marked unresponsive.
+    unresponsive: usize,
+}
+
+/// One node's objects as last read.
+#[derive(Debug, Default, Clone)]
+pub struct Objects {
+    /// The Node (absent: not managed).
+    pub node: Option<Arc<KubeNode>>,
+    /// Its config.
+    pub config: Option<Arc<NodeNetworkConfig>>,
+}
+
+impl Fleet {
+    /// An empty fleet that reads everything on its first refresh.
+    pub fn new(own_node: Option<String>, changes: Arc<Changes>) -> Self {
+        changes.mark_all();
+        Self {
+            own_node,
+            changes,
+            view: Mutex::new(View::default()),
+        }
+    }
+
+    /// Brings the view up to date with the marked changes and returns it locked (hold it only
+    /// while planning: no `.await` with the guard).
+    pub fn refresh(&self, source: &impl Source) -> MutexGuard<'_, View> {
+        for name in source.expired() {
+            self.changes.mark(&name);
+        }
+        let mut view = self.view.lock().unwrap_or_else(PoisonError::into_inner);
+        match self.changes.take() {
+            None => *view = View::build(source, self.own_node.as_deref(), &view),
+            Some(names) => {
+                let mut relabelled = false;
+                for name in names {
+                    relabelled |= view.update(&name, source, self.own_node.as_deref());
+                }
+                if relabelled {
+                    view.rebuild_render();
+                }
+            }
+        }
+        view
+    }
+}
+
+impl View {
+    /// The whole view read afresh; `previous` only carries the render generation on.
+    pub fn build(source: &impl Source, own_node: Option<&str>, previous: &View) -> View {
+        let configs: HashMap<String, Arc<NodeNetworkConfig>> = source
+            .all_configs()
+            .into_iter()
+            .filter_map(|c| Some((c.metadata.name.clone()?, c)))
+            .collect();
+        let mut objects: HashMap<String, Objects> = configs
+            .iter()
+            .map(|(name, c)| {
+                let o = Objects {
+                    node: None,
+                    config: Some(c.clone()),
+                };
+                (name.clone(), o)
+            })
+            .collect();
+        for n in source.all_nodes() {
+            if let Some(name) = n.metadata.name.clone() {
+                objects.entry(name).or_default().node = Some(n);
+            }
+        }
+        let mut nodes: Vec<Node> = objects
+            .values()
+            .filter_map(|o| Some(convert::node(o.node.as_deref()?, o.config.as_deref(), own_node)))
+            .collect();
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut view = View {
+            state: State {
+                revisions: Vec::new(),
+                nodes,
+            },
+            failures: FailureIndex::from_configs(configs.values()),
+            objects,
+            render_generation: previous.render_generation,
+            ..View::default()
+        };
+        view.reindex();
+        view.unresponsive = view.state.nodes.iter().filter(|n| counts_unresponsive(n)).count();
+        view.rebuild_render();
+        view
+    }
+
+    /// Reads node `name` again; true when the render nodes changed (joined, left, relabelled).
+    fn update(&mut self, name: &str, source: &impl Source, own_node: Option<&str>) -> bool {
+        let objects = Objects {
+            node: source.node(name),
+            config: source.config(name),
+        };
+        self.failures.set(name, objects.config.as_deref());
+        let before = self.objects.get(name).and_then(|o| o.node.clone());
+        let relabelled = render_node(before.as_deref()) != render_node(objects.node.as_deref());
+        let planned = objects
+            .node
+            .as_deref()
+            .map(|n| convert::node(n, objects.config.as_deref(), own_node));
+        if objects.node.is_none() && objects.config.is_none() {
+            self.objects.remove(name);
+        } else {
+            self.objects.insert(name.to_string(), objects);
+        }
+        match (self.pos.get(name).copied(), planned) {
+            (Some(i), Some(n)) => {
+                self.unresponsive -= usize::from(counts_unresponsive(&self.state.nodes[i]));
+                self.unresponsive += usize::from(counts_unresponsive(&n));
+                self.state.nodes[i] = n;
+            }
+            (Some(i), None) => {
+                self.unresponsive -= usize::from(counts_unresponsive(&self.state.nodes[i]));
+                self.state.nodes.remove(i);
+                self.reindex();
+            }
+            (None, Some(n)) => {
+                self.unresponsive += usize::from(counts_unresponsive(&n));
+                let at = self
+                    .state
+                    .nodes
+                    .partition_point(|m| m.name.as_str() < n.name.as_str());
+                self.state.nodes.insert(at, n);
+                self.reindex();
+            }
+            (None, None) => {}
+        }
+        relabelled
+    }
+
+    fn reindex(&mut self) {
+        self.pos = self
+            .state
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i))
+            .collect();
+    }
+
+    fn rebuild_render(&mut self) {
+        let mut render: Vec<RenderNode> = self
+            .objects
+            .values()
+            .filter_map(|o| render_node(o.node.as_deref()))
+            .collect();
+        render.sort_by(|a, b| a.name.cmp(&b.name));
+        self.render = Arc::new(render);
+        self.render_generation += 1;
+    }
+
+    /// The objects node `name` was planned from.
+    pub fn objects(&self, name: &str) -> Option<&Objects> {
+        self.objects.get(name)
+    }
+
+    /// Names and labels of the Nodes not being deleted (sorted by name) and a generation that
+    /// changes whenever they do.
+    pub fn render_nodes(&self) -> (u64, Arc<Vec<RenderNode>>) {
+        (self.render_generation, self.render.clone())
+    }
+
+    /// Managed nodes (not being deleted) marked unresponsive.
+    pub fn unresponsive(&self) -> usize {
+        self.unresponsive
+    }
+
+    /// Whether two views hold the same planner nodes, render nodes and failure index (the
+    /// incremental view against a rebuild, in tests).
+    pub fn same_as(&self, other: &View) -> bool {
+        self.state.nodes == other.state.nodes
+            && self.render == other.render
+            && self.failures == other.failures
+            && self.unresponsive == other.unresponsive
+    }
+}
+
+fn counts_unresponsive(n: &Node) -> bool {
+    !n.deleting && n.unresponsive_since.is_some()
+}
+
+/// The render view of a Node: none while it is being deleted.
+fn render_node(n: Option<&KubeNode>) -> Option<RenderNode> {
+    let n = n?;
+    if n.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
+    Some(RenderNode {
+        name: n.metadata.name.clone().unwrap_or_default(),
+        labels: n.metadata.labels.clone().unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests;
