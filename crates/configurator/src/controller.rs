@@ -140,6 +140,10 @@ async fn drive(
             _ = lost.wait_for(|leading| !*leading) => Err(Error::NotLeader),
             r = reconcile::pass(ctx) => r,
         };
+        ctx.metrics().passes.inc();
+        ctx.metrics()
+            .pass_seconds
+            .inc_by(started.elapsed().as_secs_f64());
         match outcome {
             Ok(plan) => {
                 backoff = Duration::ZERO;

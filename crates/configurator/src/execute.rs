@@ -306,7 +306,12 @@ async fn write_node(
     };
     match (existing, spec) {
         (None, Some(spec)) => {
-            let obj = new_config(world.nodes.get(node).map(AsRef::as_ref), node, spec, &annotations);
+            let obj = new_config(
+                world.nodes.get(node).map(AsRef::as_ref),
+                node,
+                spec,
+                &annotations,
+            );
             ctx.writer()
                 .write_node_config(
                     || format!("create NodeNetworkConfig {node}"),
@@ -388,15 +393,19 @@ async fn delete_node_config(ctx: &Context, world: &World<'_>, node: &str) -> Res
 
 /// The nodes `actions` write to, each once.
 pub fn nodes_named<'a>(actions: &'a [Action]) -> impl Iterator<Item = &'a str> {
-    actions.iter().flat_map(|a| -> Box<dyn Iterator<Item = &'a str> + 'a> {
-        match a {
-            Action::Dispatch { nodes, .. } => Box::new(nodes.iter().map(|n| n.node.as_str())),
-            Action::RecordDispatch { node, .. } | Action::MarkUnresponsive { node, .. } => {
-                Box::new(std::iter::once(node.as_str()))
+    actions
+        .iter()
+        .flat_map(|a| -> Box<dyn Iterator<Item = &'a str> + 'a> {
+            match a {
+                Action::Dispatch { nodes, .. } => Box::new(nodes.iter().map(|n| n.node.as_str())),
+                Action::RecordDispatch { node, .. } | Action::MarkUnresponsive { node, .. } => {
+                    Box::new(std::iter::once(node.as_str()))
+                }
+                Action::SetRevisionPhase { .. } | Action::Prune { .. } => {
+                    Box::new(std::iter::empty())
+                }
             }
-            Action::SetRevisionPhase { .. } | Action::Prune { .. } => Box::new(std::iter::empty()),
-        }
-    })
+        })
 }
 
 /// The current objects, indexed by name.

@@ -73,7 +73,11 @@ pub fn updates(
         let (Some(name), Some(status)) = (r.metadata.name.as_deref(), r.status.as_ref()) else {
             continue;
         };
-        let listed: HashSet<&str> = status.failed_nodes.iter().map(|f| f.node.as_str()).collect();
+        let listed: HashSet<&str> = status
+            .failed_nodes
+            .iter()
+            .map(|f| f.node.as_str())
+            .collect();
         let late: Vec<FailedNode> = index
             .failed(name)
             .filter(|node| !listed.contains(node))

@@ -148,7 +148,13 @@ mod tests {
             }))
         };
         let mut checks = 0;
-        for k in [key(1, "1"), key(1, "1"), key(2, "1"), key(2, "2"), key(2, "2")] {
+        for k in [
+            key(1, "1"),
+            key(1, "1"),
+            key(2, "1"),
+            key(2, "2"),
+            key(2, "2"),
+        ] {
             memo.get_or(k, || {
                 checks += 1;
                 invalid()

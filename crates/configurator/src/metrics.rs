@@ -49,6 +49,10 @@ pub struct Metrics {
     pub api_writes: Counter,
     /// `netrollout_configurator_leader`: 1 while this replica holds the lease.
     pub leader: Gauge,
+    /// `netrollout_configurator_passes_total`: reconcile passes run (as leader).
+    pub passes: Counter,
+    /// `netrollout_configurator_pass_seconds_total`: wall time spent in passes.
+    pub pass_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
     ready: AtomicBool,
 }
 
@@ -66,6 +70,8 @@ impl Default for Metrics {
             reconcile_errors: Family::default(),
             api_writes: Counter::default(),
             leader: Gauge::default(),
+            passes: Counter::default(),
+            pass_seconds: Counter::default(),
             ready: AtomicBool::new(false),
             registry: Registry::default(),
         };
@@ -93,6 +99,12 @@ impl Default for Metrics {
             m.api_writes.clone(),
         );
         registry.register("leader", "1 while this replica leads", m.leader.clone());
+        registry.register("passes", "Reconcile passes run", m.passes.clone());
+        registry.register(
+            "pass_seconds",
+            "Wall time spent in reconcile passes",
+            m.pass_seconds.clone(),
+        );
         Self { registry, ..m }
     }
 }

@@ -244,4 +244,31 @@ mod tests {
         // Once the cache dropped it, the delete entry is forgotten.
         assert_eq!(values(&o.view(vec![])), ["new=x"]);
     }
+
+    #[test]
+    fn one_name_is_seen_as_the_whole_view_shows_it() {
+        let cases: [(Option<&str>, Option<&str>); 5] = [
+            (Some("5"), Some("7")),
+            (Some("9"), Some("7")),
+            (None, Some("7")),
+            (Some("5"), None),
+            (None, None),
+        ];
+        for (cached, written) in cases {
+            let (by_view, by_name) = (Overlay::default(), Overlay::default());
+            for o in [&by_view, &by_name] {
+                match written {
+                    Some(rv) => {
+                        o.written(cm("a", rv, "written"));
+                    }
+                    None => o.deleted("a", Some("5".into())),
+                }
+            }
+            let cached = cached.map(|rv| Arc::new(cm("a", rv, "cached")));
+            let view = by_view.view(cached.clone().into_iter().collect());
+            let one: Vec<Arc<ConfigMap>> = by_name.get("a", cached.clone()).into_iter().collect();
+            assert_eq!(values(&view), values(&one), "{cached:?} {written:?}");
+            assert!(by_name.expire().is_empty());
+        }
+    }
 }

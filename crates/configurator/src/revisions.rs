@@ -21,10 +21,10 @@ use crate::context::Context;
 use crate::convert;
 use crate::error::{Error, Result};
 use crate::lifecycle::model::{layer2_status, table_status, vrf_status};
-use crate::memo::CandidateKey;
 use crate::lifecycle::{
     self, Candidate, InputKind, InputObject, InputRef, RaiseReason, RevisionAction, RevisionView,
 };
+use crate::memo::CandidateKey;
 use crate::spans;
 
 pub use netrollout_api::RETRIED_ANNOTATION;

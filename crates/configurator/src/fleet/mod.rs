@@ -184,7 +184,13 @@ impl View {
         }
         let mut nodes: Vec<Node> = objects
             .values()
-            .filter_map(|o| Some(convert::node(o.node.as_deref()?, o.config.as_deref(), own_node)))
+            .filter_map(|o| {
+                Some(convert::node(
+                    o.node.as_deref()?,
+                    o.config.as_deref(),
+                    own_node,
+                ))
+            })
             .collect();
         nodes.sort_by(|a, b| a.name.cmp(&b.name));
         let mut view = View {
@@ -198,7 +204,12 @@ impl View {
             ..View::default()
         };
         view.reindex();
-        view.unresponsive = view.state.nodes.iter().filter(|n| counts_unresponsive(n)).count();
+        view.unresponsive = view
+            .state
+            .nodes
+            .iter()
+            .filter(|n| counts_unresponsive(n))
+            .count();
         view.rebuild_render();
         view
     }
