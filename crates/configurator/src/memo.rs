@@ -57,6 +57,36 @@ impl NotedMemo {
     }
 }
 
+/// Shortest time between two progress writes of the same target while nothing else about it
+/// changes (its counts move with every report; the last counts follow on a later pass).
+pub const PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// When this replica last wrote the target's progress counts, so that a fleet reporting node
+/// by node does not cost a revision write per report.
+#[derive(Debug, Default)]
+pub struct ProgressMemo {
+    last: Mutex<Option<(String, std::time::Instant)>>,
+}
+
+impl ProgressMemo {
+    /// Whether counts of `target` that changed may be written now: always when `urgent` (a
+    /// phase is about to be set) or the target is another, else [`PROGRESS_INTERVAL`] after the
+    /// last write.
+    pub fn due(&self, target: &str, urgent: bool) -> bool {
+        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        urgent
+            || last
+                .as_ref()
+                .is_none_or(|(t, at)| t != target || at.elapsed() >= PROGRESS_INTERVAL)
+    }
+
+    /// Remembers a write of `target`'s counts.
+    pub fn written(&self, target: &str) {
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((target.to_string(), std::time::Instant::now()));
+    }
+}
+
 /// What a candidate revision is made from: the render nodes' generation and each input's
 /// kind, name, resourceVersion and whether it is being deleted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,5 +192,17 @@ mod tests {
             .unwrap();
         }
         assert_eq!(checks, 3);
+    }
+
+    #[test]
+    fn progress_is_written_at_most_every_interval_unless_urgent_or_another_target() {
+        let memo = ProgressMemo::default();
+        assert!(memo.due("a", false));
+        memo.written("a");
+        assert!(!memo.due("a", false));
+        assert!(memo.due("a", true));
+        assert!(memo.due("b", false));
+        std::thread::sleep(PROGRESS_INTERVAL);
+        assert!(memo.due("a", false));
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::NetworkConfigRevision;
-use netrollout_rollout::{Plan, RevisionPhase, Summary};
+use netrollout_rollout::{Action, Plan, RevisionPhase, Summary};
 
 use crate::context::Context;
 use crate::convert;
@@ -56,15 +56,27 @@ pub async fn pass(ctx: &Context) -> Result<Plan> {
     };
     // The counts go first: whoever sees the phase the actions set (Succeeded) sees the counts
     // that made it so, not the last pass's (a flood of reports settles a wave in one pass).
-    progress(ctx, &plan.summary, unresponsive).await?;
+    let urgent = plan
+        .actions
+        .iter()
+        .any(|a| matches!(a, Action::SetRevisionPhase { .. }));
+    progress(ctx, &plan.summary, unresponsive, urgent).await?;
     execute::run(ctx, &world, &plan.actions).await?;
     late_failures::record(ctx).await?;
     gauges(ctx.metrics(), &plan.summary, &ncrs);
     Ok(plan)
 }
 
-/// Writes the target's counts (`ready/total` and the rest) when they changed.
-async fn progress(ctx: &Context, summary: &Summary, unresponsive: usize) -> Result<()> {
+/// Writes the target's counts (`ready/total` and the rest) when they changed: at once when
+/// the plan sets a phase (`urgent`), otherwise at most every
+/// [`PROGRESS_INTERVAL`](crate::memo::PROGRESS_INTERVAL) (a later pass writes the last counts;
+/// the resync guarantees one).
+async fn progress(
+    ctx: &Context,
+    summary: &Summary,
+    unresponsive: usize,
+    urgent: bool,
+) -> Result<()> {
     let Some(target) = summary.target.as_deref() else {
         return Ok(());
     };
@@ -104,7 +116,7 @@ async fn progress(ctx: &Context, summary: &Summary, unresponsive: usize) -> Resu
         "skipped": current.skipped,
         "progress": current.progress.unwrap_or_default(),
     });
-    if want == have {
+    if want == have || !ctx.progress_memo().due(target, urgent) {
         return Ok(());
     }
     let api: Api<NetworkConfigRevision> = ctx.writer().api();
@@ -118,6 +130,7 @@ async fn progress(ctx: &Context, summary: &Summary, unresponsive: usize) -> Resu
             ),
         )
         .await?;
+    ctx.progress_memo().written(target);
     Ok(())
 }
 

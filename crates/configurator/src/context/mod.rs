@@ -17,7 +17,7 @@ pub use writer::Writer;
 
 use crate::args::Args;
 use crate::fleet::{Changes, Fleet};
-use crate::memo::{AcceptedMemo, CandidateMemo, NotedMemo};
+use crate::memo::{AcceptedMemo, CandidateMemo, NotedMemo, ProgressMemo};
 use crate::metrics::Metrics;
 use crate::overlay::Overlays;
 use crate::render_cache::RenderCache;
@@ -33,6 +33,7 @@ pub struct Context {
     renders: RenderCache,
     fleet: Fleet,
     candidate: CandidateMemo,
+    progress: ProgressMemo,
 }
 
 impl std::fmt::Debug for Context {
@@ -67,6 +68,7 @@ impl Context {
             ),
             fleet: Fleet::new(args.node_name.clone(), changes),
             candidate: CandidateMemo::default(),
+            progress: ProgressMemo::default(),
             args,
             metrics,
             accepted: AcceptedMemo::default(),
@@ -118,5 +120,10 @@ impl Context {
     /// The last checked candidate revision, by what it was made from.
     pub fn candidate_memo(&self) -> &CandidateMemo {
         &self.candidate
+    }
+
+    /// When the target's progress was last written.
+    pub fn progress_memo(&self) -> &ProgressMemo {
+        &self.progress
     }
 }
