@@ -64,6 +64,25 @@ enum Cmd {
         #[command(flatten)]
         settings: Settings,
     },
+    /// (internal) VM mode's guest side: runs inside the VM and builds the nodes there.
+    #[command(hide = true)]
+    Guest {
+        /// The host's control address (its loopback as the guest sees it).
+        #[arg(long)]
+        control: std::net::SocketAddr,
+        /// The lab API server's port on the host's loopback.
+        #[arg(long)]
+        api_port: u16,
+    },
+    /// (internal) Relays TCP connections from LISTEN to TO (VM mode: the agents' way to the
+    /// lab API server).
+    #[command(hide = true)]
+    Relay {
+        /// Where to accept connections.
+        listen: std::net::SocketAddr,
+        /// Where to relay them.
+        to: std::net::SocketAddr,
+    },
     /// (internal) The tenant ping stream the lab runs inside a workload namespace.
     #[command(hide = true)]
     Pinger {
@@ -101,6 +120,10 @@ struct Settings {
     /// this program).
     #[arg(long)]
     bin_dir: Option<PathBuf>,
+    /// Run the nodes inside a VM with Debian's kernel (qemu, hack/vm/lab.sh), which has VRFs:
+    /// the full samples roll out. The API server and the configurators stay on this machine.
+    #[arg(long)]
+    vm: bool,
 }
 
 impl Settings {
@@ -122,6 +145,7 @@ impl Settings {
             max_failures: self.max_failures,
             probe_hold: self.probe_hold,
             bin_dir,
+            vm: self.vm,
         })
     }
 }
@@ -167,6 +191,16 @@ async fn run() -> Result<()> {
     // Both rustls providers are compiled into the workspace; pick one before any client exists.
     let _ = rustls::crypto::ring::default_provider().install_default();
     match cli.command {
+        Cmd::Guest { control, api_port } => {
+            netrollout_lab::guest::run(control, api_port, &cli.state_dir).await
+        }
+        Cmd::Relay { listen, to } => {
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("relay: listening on {listen}"))?;
+            netrollout_lab::guest::relay(listener, to).await;
+            Ok(())
+        }
         Cmd::Pinger { rate, targets } => {
             netrollout_lab::pinger::run(&targets, rate, netrollout_lab::traffic::PROBE_TIMEOUT)
         }

@@ -369,12 +369,12 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
                 "startup taints removed once each node's checks passed",
             )
             .await?;
-            let sessions: Vec<String> = lab
-                .node_names()
-                .iter()
-                .filter_map(|n| crate::frr::evpn_established(&crate::fabric::netns(n)).err())
-                .map(|e| format!("{e:#}"))
-                .collect();
+            let mut sessions = Vec::new();
+            for n in lab.node_names() {
+                if let Err(e) = lab.evpn_established(&n).await {
+                    sessions.push(format!("{e:#}"));
+                }
+            }
             summary.check(
                 "every node's FRR has an Established EVPN session with the route reflector",
                 sessions.is_empty(),
