@@ -11,7 +11,7 @@
 #   hack/vm/lab.sh WORK-DIR SHARED-DIR COMMAND [ARGS...]
 #
 # WORK-DIR holds the initramfs; COMMAND runs as root in a chroot of the host's file system with
-# the guest's own /proc, /sys, /dev, and tmpfs on /run, /tmp, /etc/frr, /var/tmp.
+# the guest's own /proc, /sys, /dev, and tmpfs on /run, /tmp, /etc/frr, /var/tmp, /var/log.
 # The script ends by exec'ing qemu, so its pid is the VM's; the VM powers off when COMMAND ends
 # ("NRLAB-VM-RESULT rc=N" on the console). VM_MEMORY (MB, default 2048) and VM_CPUS (default 2)
 # size it.
@@ -63,14 +63,16 @@ mount -t devtmpfs dev /dev
 fail() { echo "NRLAB-VM-RESULT rc=99 (\$1)"; poweroff -f; }
 for m in ${modules[*]}; do modprobe \$m || fail "modprobe \$m"; done
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose host /host || fail "mounting the host's root over 9p"
-for d in proc sys dev run tmp etc/frr var/tmp; do [ -d /host/\$d ] || fail "/host/\$d missing"; done
+for d in proc sys dev run tmp etc/frr var/tmp var/log; do [ -d /host/\$d ] || fail "/host/\$d missing"; done
 mount -t proc proc /host/proc
 mount -t sysfs sys /host/sys
 mount -t devtmpfs dev /host/dev
-for d in run tmp etc/frr var/tmp; do mount -t tmpfs -o mode=0755 \$d /host/\$d; done
+for d in run tmp etc/frr var/tmp var/log; do mount -t tmpfs -o mode=0755 \$d /host/\$d; done
 chmod 1777 /host/tmp /host/var/tmp
 mkdir -p /host$(q "$shared")
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 shared /host$(q "$shared") || fail "mounting the shared directory"
+# FRR shows the system host name in its running config; the kernel's "(none)" does not parse.
+hostname nrlab-vm
 ip link set lo up
 ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0

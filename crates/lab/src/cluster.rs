@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::ApiResource;
 use netrollout_lab_apiserver::{Config, LabServer};
@@ -428,8 +428,38 @@ impl Lab {
         self.nodes.keys().cloned().collect()
     }
 
-    /// Applies input objects (VRF, Layer2, RoutingTable) with server-side apply.
+    /// Applies input objects (VRF, Layer2, RoutingTable) with server-side apply. In VM mode a
+    /// set of objects goes out as one revision: the rollout is paused (the control ConfigMap)
+    /// while they are applied, so no node gets a revision with only some of them (a VRF's
+    /// routing config without its networks), which the slow VM would spend minutes on.
     pub async fn apply(&self, objects: &[DynamicObject]) -> Result<()> {
+        let pause = self.vm.is_some() && objects.len() > 1;
+        if pause {
+            self.set_paused(true).await?;
+        }
+        self.apply_each(objects).await?;
+        if pause {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            self.set_paused(false).await?;
+        }
+        Ok(())
+    }
+
+    async fn set_paused(&self, paused: bool) -> Result<()> {
+        let cms: Api<ConfigMap> = Api::namespaced(self.client.clone(), NAMESPACE);
+        let name = netrollout_api::CONTROL_CONFIGMAP;
+        let cm = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "data": {netrollout_api::CONTROL_PAUSED_KEY: paused.to_string()},
+        });
+        cms.patch(name, &PatchParams::apply("netrollout-lab").force(), &Patch::Apply(&cm))
+            .await
+            .with_context(|| format!("setting paused={paused} in ConfigMap {name}"))?;
+        Ok(())
+    }
+
+    async fn apply_each(&self, objects: &[DynamicObject]) -> Result<()> {
         let pp = PatchParams::apply("netrollout-lab").force();
         for obj in objects {
             let ar = api_resource(obj)?;

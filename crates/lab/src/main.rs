@@ -103,9 +103,9 @@ struct Settings {
     /// Nodes updated at once: a number (`5`) or a percentage of the nodes (`20%`).
     #[arg(long, default_value = "2", value_parser = settings::parse_limit)]
     update_limit: UpdateLimit,
-    /// How long a node may take to apply and probe.
-    #[arg(long, default_value = "30s", value_parser = settings::parse_duration)]
-    apply_timeout: Duration,
+    /// How long a node may take to apply and probe [default: 30s, 90s with --vm (TCG is slow)].
+    #[arg(long, value_parser = settings::parse_duration)]
+    apply_timeout: Option<Duration>,
     /// How long an agent may take to pick a dispatch up.
     #[arg(long, default_value = "60s", value_parser = settings::parse_duration)]
     pickup_timeout: Duration,
@@ -140,7 +140,11 @@ impl Settings {
             state_dir,
             configurators: 1,
             update_limit: self.update_limit,
-            apply_timeout: self.apply_timeout,
+            apply_timeout: self.apply_timeout.unwrap_or(Duration::from_secs(if self.vm {
+                90
+            } else {
+                30
+            })),
             pickup_timeout: self.pickup_timeout,
             max_failures: self.max_failures,
             probe_hold: self.probe_hold,
