@@ -43,6 +43,8 @@ pub struct Options {
     pub bin_dir: PathBuf,
     /// Run the nodes inside the Debian-kernel VM ([`crate::vm`]).
     pub vm: bool,
+    /// Leave the inputs that need a VRF out even when the kernel has VRFs.
+    pub without_vrfs: bool,
 }
 
 /// A running lab.
@@ -56,7 +58,8 @@ pub struct Lab {
     nodes: BTreeMap<String, (usize, Option<Child>)>,
     configurators: BTreeMap<String, Child>,
     next_index: usize,
-    /// Whether this kernel has VRF devices.
+    /// Whether the nodes' kernel has VRF devices (and `--without-vrfs` was not given): the
+    /// inputs that need a VRF roll out.
     pub vrf: bool,
     /// Tenant traffic between the nodes' workloads.
     pub traffic: crate::traffic::Traffic,
@@ -140,7 +143,7 @@ impl Lab {
             ),
             false => None,
         };
-        let vrf = vm.as_ref().map_or_else(fabric::kernel_has_vrf, |vm| vm.vrf);
+        let vrf = !opts.without_vrfs && vm.as_ref().map_or_else(fabric::kernel_has_vrf, |vm| vm.vrf);
         let mut lab = Self {
             server,
             client,

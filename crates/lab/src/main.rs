@@ -124,6 +124,9 @@ struct Settings {
     /// the full samples roll out. The API server and the configurators stay on this machine.
     #[arg(long)]
     vm: bool,
+    /// Leave the samples that need a VRF out even when the nodes' kernel has VRFs.
+    #[arg(long)]
+    without_vrfs: bool,
 }
 
 impl Settings {
@@ -150,6 +153,7 @@ impl Settings {
             probe_hold: self.probe_hold,
             bin_dir,
             vm: self.vm,
+            without_vrfs: self.without_vrfs,
         })
     }
 }
@@ -317,7 +321,7 @@ async fn watch(lab: &mut Lab, stop: &mut Stop) -> Result<()> {
     let (objects, skipped) = inputs::initial(lab.vrf)?;
     if !skipped.is_empty() {
         out!(
-            "this kernel has no vrf module: leaving out {}",
+            "no VRFs (no vrf module, or --without-vrfs): leaving out {}",
             skipped.join(", ")
         );
     }

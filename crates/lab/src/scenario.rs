@@ -356,7 +356,7 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
     let (samples, skipped) = inputs::initial(lab.vrf)?;
     if !skipped.is_empty() {
         m.say(&format!(
-            "this kernel has no vrf module: leaving out {}",
+            "no VRFs (no vrf module, or --without-vrfs): leaving out {}",
             skipped.join(", ")
         ));
     }
