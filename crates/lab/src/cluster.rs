@@ -143,7 +143,8 @@ impl Lab {
             ),
             false => None,
         };
-        let vrf = !opts.without_vrfs && vm.as_ref().map_or_else(fabric::kernel_has_vrf, |vm| vm.vrf);
+        let vrf =
+            !opts.without_vrfs && vm.as_ref().map_or_else(fabric::kernel_has_vrf, |vm| vm.vrf);
         let mut lab = Self {
             server,
             client,
@@ -456,9 +457,13 @@ impl Lab {
             "metadata": {"name": name, "namespace": NAMESPACE},
             "data": {netrollout_api::CONTROL_PAUSED_KEY: paused.to_string()},
         });
-        cms.patch(name, &PatchParams::apply("netrollout-lab").force(), &Patch::Apply(&cm))
-            .await
-            .with_context(|| format!("setting paused={paused} in ConfigMap {name}"))?;
+        cms.patch(
+            name,
+            &PatchParams::apply("netrollout-lab").force(),
+            &Patch::Apply(&cm),
+        )
+        .await
+        .with_context(|| format!("setting paused={paused} in ConfigMap {name}"))?;
         Ok(())
     }
 
@@ -558,7 +563,8 @@ pub const STARTUP_TAINT: &str = "node.netrollout.io/network-unavailable";
 /// Node `index`'s health-check file: its links up, and ICMP from its port on the tenant network
 /// to the workloads of nodes `1..=nodes` but itself; the startup taint to remove.
 pub fn healthcheck(index: usize, nodes: usize) -> Result<String> {
-    let tenant = crate::traffic::networks(&[crate::inputs::tenant(crate::inputs::TENANT_VNI)?], false);
+    let tenant =
+        crate::traffic::networks(&[crate::inputs::tenant(crate::inputs::TENANT_VNI)?], false);
     let mut text = String::from("interfaces: [eth0, \"l2.*\"]\nreachability:\n");
     for net in &tenant {
         for j in (1..=nodes).filter(|j| *j != index) {

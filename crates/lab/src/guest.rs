@@ -140,9 +140,10 @@ impl Guest {
                 log,
             } => {
                 let tx = self.tx.clone();
-                let child = crate::traffic::spawn_pinger(&netns, pair, addr, &log, move |p, at, ok| {
-                    let _ = tx.send(Message::Probe { pair: p, at, ok });
-                })?;
+                let child =
+                    crate::traffic::spawn_pinger(&netns, pair, addr, &log, move |p, at, ok| {
+                        let _ = tx.send(Message::Probe { pair: p, at, ok });
+                    })?;
                 self.pingers.push(child);
                 Ok(Value::Null)
             }

@@ -143,11 +143,9 @@ impl Settings {
             state_dir,
             configurators: 1,
             update_limit: self.update_limit,
-            apply_timeout: self.apply_timeout.unwrap_or(Duration::from_secs(if self.vm {
-                90
-            } else {
-                30
-            })),
+            apply_timeout: self
+                .apply_timeout
+                .unwrap_or(Duration::from_secs(if self.vm { 90 } else { 30 })),
             pickup_timeout: self.pickup_timeout,
             max_failures: self.max_failures,
             probe_hold: self.probe_hold,

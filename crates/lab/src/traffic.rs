@@ -361,9 +361,7 @@ impl Traffic {
                     }
                 };
                 let netns = net.netns(*index);
-                let log = state_dir
-                    .join("logs")
-                    .join(format!("pinger-{netns}.log"));
+                let log = state_dir.join("logs").join(format!("pinger-{netns}.log"));
                 let addr = net.addr(*to_index);
                 if let Some(vm) = vm {
                     vm.call(crate::vm::Op::Pinger {
@@ -412,7 +410,11 @@ impl Traffic {
 
     /// Probes sent in `[from, to)` (Unix ms) by pairs that `which` selects.
     pub fn loss(&self, from: u64, to: u64, which: impl Fn(&Pair) -> bool) -> Loss {
-        let r = self.recorder.record.lock().unwrap_or_else(PoisonError::into_inner);
+        let r = self
+            .recorder
+            .record
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let chosen: Vec<bool> = r.pairs.iter().map(&which).collect();
         let mut loss = Loss::default();
         for p in r

@@ -390,7 +390,9 @@ mod tests {
 
     #[test]
     fn a_missing_script_says_how_to_run_the_lab() {
-        let e = script(Path::new("/nonexistent/bin")).unwrap_err().to_string();
+        let e = script(Path::new("/nonexistent/bin"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("hack/lab.sh up --vm"), "{e}");
     }
 }
