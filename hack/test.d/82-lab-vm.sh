@@ -14,9 +14,9 @@ state="${TMPDIR:-/tmp}/netrollout-lab-vm-ci"
 lab() { flock /tmp/netrollout-lab.lock target/debug/netrollout-lab --state-dir "$state" "$@"; }
 lab down >/dev/null
 # --without-vrfs: the agent's FRR apply of the VRF samples fails in the VM today (docs/lab.md).
-for scenario in happy tenant-break; do
-  lab scenario "$scenario" --vm --without-vrfs --nodes 3
-done
+lab scenario happy --vm --without-vrfs --nodes 3
+# Limit 1: with 3 nodes in a ring, a first wave of one leaves a pair that must lose nothing.
+lab scenario tenant-break --vm --without-vrfs --nodes 3 --update-limit 1
 left=""
 if pgrep -f -- "$state/vm" >/dev/null; then left+=" a qemu process;"; fi
 if ip netns list | grep -q '^nrlab'; then left+=" namespaces: $(ip netns list | grep '^nrlab' | tr '\n' ' ');"; fi
