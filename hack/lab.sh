@@ -2,7 +2,8 @@
 # Builds the binaries (release) and runs the lab: `hack/lab.sh up --nodes 5` brings a whole
 # cluster up on this machine and rolls out config/samples; Ctrl-C tears it down. Any
 # netrollout-lab command works: `hack/lab.sh scenario bad-config`, `hack/lab.sh down`,
-# `hack/lab.sh --help`. The lab needs root for network namespaces: it re-runs itself with sudo.
+# `hack/lab.sh --help`; `hack/lab.sh up --vm` runs the nodes in a Debian-kernel VM (docs/lab.md).
+# The lab needs root for network namespaces: it re-runs itself with sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "lab.sh: needs a Rust toolchain (https://rustup.rs)" >&2; exit 1; }
@@ -14,6 +15,11 @@ if [ ! -x /usr/lib/frr/zebra ] && [[ "$*" != *--help* ]]; then
   # Every lab node runs FRR (zebra + bgpd) from Debian's frr package.
   root=""; [ "$(id -u)" -eq 0 ] || root=sudo
   $root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq frr frr-pythontools >/dev/null
+fi
+if [[ " $* " == *" --vm "* ]]; then
+  # VM mode: qemu and Debian's kernel (cached in .vm-cache/), as the VM suites use them.
+  root=""; [ "$(id -u)" -eq 0 ] || root=sudo
+  $root hack/vm/deps.sh >/dev/null
 fi
 echo "lab.sh: building (the first build takes a few minutes) ..." >&2
 cargo build --release --locked --bins -q

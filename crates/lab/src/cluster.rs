@@ -3,14 +3,14 @@
 //! the namespaces and links.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::ApiResource;
 use netrollout_lab_apiserver::{Config, LabServer};
@@ -41,6 +41,10 @@ pub struct Options {
     pub probe_hold: Duration,
     /// Directory holding the `netrollout-agent` and `netrollout-configurator` binaries.
     pub bin_dir: PathBuf,
+    /// Run the nodes inside the Debian-kernel VM ([`crate::vm`]).
+    pub vm: bool,
+    /// Leave the inputs that need a VRF out even when the kernel has VRFs.
+    pub without_vrfs: bool,
 }
 
 /// A running lab.
@@ -50,13 +54,17 @@ pub struct Lab {
     /// A client of it.
     pub client: kube::Client,
     opts: Options,
-    nodes: BTreeMap<String, (usize, Child)>,
+    /// Per node its number and, in local mode, its agent (in VM mode the guest runs it).
+    nodes: BTreeMap<String, (usize, Option<Child>)>,
     configurators: BTreeMap<String, Child>,
     next_index: usize,
-    /// Whether this kernel has VRF devices.
+    /// Whether the nodes' kernel has VRF devices (and `--without-vrfs` was not given): the
+    /// inputs that need a VRF roll out.
     pub vrf: bool,
     /// Tenant traffic between the nodes' workloads.
     pub traffic: crate::traffic::Traffic,
+    /// VM mode: the VM the nodes run in.
+    vm: Option<crate::vm::VmHost>,
 }
 
 /// Namespace of the configurator's Lease and control ConfigMap.
@@ -77,12 +85,16 @@ impl Lab {
             }
         }
         fabric::check_privileges()?;
-        crate::frr::check_installed()
+        crate::frr::check_installed()?;
+        if opts.vm {
+            crate::vm::preflight(&opts.bin_dir)?;
+        }
+        Ok(())
     }
 
     /// Builds the fabric, starts the API server, applies the CRDs and starts nodes and
     /// configurators.
-    pub async fn start(opts: Options) -> Result<Self> {
+    pub async fn start(mut opts: Options) -> Result<Self> {
         Self::preflight(&opts)?;
         let mut leftovers = crate::frr::teardown();
         leftovers.extend(fabric::teardown());
@@ -92,22 +104,47 @@ impl Lab {
                 leftovers.join(", ")
             );
         }
-        let vrf = fabric::kernel_has_vrf();
         // A new lab is a new cluster: agent state from an earlier lab must not leak into it.
         let _ = std::fs::remove_dir_all(opts.state_dir.join("nodes"));
         std::fs::create_dir_all(opts.state_dir.join("logs"))
             .with_context(|| format!("creating {}", opts.state_dir.display()))?;
-        fabric::create_bridge()?;
-        let rr = crate::frr::start_reflector().context("starting the route reflector's FRR")?;
-        record_pids(&opts.state_dir, &rr)?;
+        // The VM sees the state directory at the same (absolute) path.
+        opts.state_dir = std::fs::canonicalize(&opts.state_dir)
+            .with_context(|| format!("resolving {}", opts.state_dir.display()))?;
+        // In VM mode the fabric and the route reflector are inside the VM; the API server
+        // listens on the loopback, which the VM reaches at 10.0.2.2.
+        let listen = if opts.vm {
+            Ipv4Addr::LOCALHOST
+        } else {
+            fabric::create_bridge()?;
+            let rr = crate::frr::start_reflector().context("starting the route reflector's FRR")?;
+            record_pids(&opts.state_dir, &rr)?;
+            fabric::HOST_IP
+        };
         let server = LabServer::start(Config {
-            listen: SocketAddr::from((fabric::HOST_IP, 0)),
+            listen: SocketAddr::from((listen, 0)),
             kubeconfig: Some(opts.state_dir.join("kubeconfig")),
             ..Config::default()
         })
         .await
         .context("starting the lab API server")?;
         let client = server.client()?;
+        let traffic = crate::traffic::Traffic::default();
+        let vm = match opts.vm {
+            true => Some(
+                crate::vm::VmHost::boot(
+                    &crate::vm::script(&opts.bin_dir)?,
+                    &opts.state_dir,
+                    server.addr().port(),
+                    traffic.recorder(),
+                )
+                .await
+                .context("booting the lab's VM")?,
+            ),
+            false => None,
+        };
+        let vrf =
+            !opts.without_vrfs && vm.as_ref().map_or_else(fabric::kernel_has_vrf, |vm| vm.vrf);
         let mut lab = Self {
             server,
             client,
@@ -116,7 +153,8 @@ impl Lab {
             configurators: BTreeMap::new(),
             next_index: 1,
             vrf,
-            traffic: crate::traffic::Traffic::default(),
+            traffic,
+            vm,
         };
         lab.install().await?;
         for _ in 0..lab.opts.nodes {
@@ -172,15 +210,14 @@ impl Lab {
         let index = self.next_index;
         self.next_index += 1;
         let name = format!("lab-node-{index}");
-        fabric::add_node(&name, index)?;
-        let ns = fabric::netns(&name);
-        let pids = crate::frr::start(
-            &ns,
-            &ns,
-            &crate::frr::node_config(&name, fabric::node_ip(index)),
-        )
-        .with_context(|| format!("starting FRR on {name}"))?;
-        record_pids(&self.opts.state_dir, &pids)?;
+        let frr_config = crate::frr::node_config(&name, fabric::node_ip(index));
+        if self.vm.is_none() {
+            fabric::add_node(&name, index)?;
+            let ns = fabric::netns(&name);
+            let pids = crate::frr::start(&ns, &ns, &frr_config)
+                .with_context(|| format!("starting FRR on {name}"))?;
+            record_pids(&self.opts.state_dir, &pids)?;
+        }
         let nodes: Api<Node> = Api::all(self.client.clone());
         let zone = format!("zone-{}", (index - 1) % 2);
         let node: Node = serde_json::from_value(json!({
@@ -204,24 +241,48 @@ impl Lab {
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
             .await
             .with_context(|| format!("marking Node {name} Ready"))?;
-        let child = self.spawn_agent(&name, index)?;
+        let agent = self.agent(&name, index)?;
+        let child = match &self.vm {
+            Some(vm) => {
+                vm.call(crate::vm::Op::AddNode {
+                    name: name.clone(),
+                    index,
+                    frr_config,
+                    agent,
+                })
+                .await
+                .with_context(|| format!("starting {name} in the VM"))?;
+                None
+            }
+            None => {
+                let child = agent
+                    .command()?
+                    .spawn()
+                    .with_context(|| format!("starting the agent of {name}"))?;
+                record_pids(&self.opts.state_dir, child.id().as_slice())?;
+                Some(child)
+            }
+        };
         self.nodes.insert(name.clone(), (index, child));
         Ok(name)
     }
 
-    fn spawn_agent(&self, node: &str, index: usize) -> Result<Child> {
-        let agent = self.opts.bin_dir.join("netrollout-agent");
+    /// The agent of `node`: its command line in the node's namespace.
+    fn agent(&self, node: &str, index: usize) -> Result<crate::vm::Spawn> {
         let state = self.opts.state_dir.join("nodes").join(node);
         std::fs::create_dir_all(&state)?;
-        let api = self.server.addr();
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &fabric::netns(node)])
-            .arg(agent)
-            .args(["--node-name", node])
-            .arg("--state-dir")
-            .arg(&state)
-            .args(["--vtep-ip", &fabric::node_ip(index).to_string()])
-            .args(crate::agent_probe_args(&api, &flag(self.opts.probe_hold)));
+        // The fabric address of the API server (in VM mode, the guest's relay there).
+        let api = SocketAddr::from((fabric::HOST_IP, self.server.addr().port()));
+        let path = |p: &Path| p.to_string_lossy().into_owned();
+        let mut args: Vec<String> = vec![
+            "--node-name".into(),
+            node.into(),
+            "--state-dir".into(),
+            path(&state),
+            "--vtep-ip".into(),
+            fabric::node_ip(index).to_string(),
+        ];
+        args.extend(crate::agent_probe_args(&api, &flag(self.opts.probe_hold)));
         // The tenant probe, a health-check file: from the node's own port on the lab's tenant
         // network, every other node's workload must answer (checks that fail before a change
         // are not enforced, so the first rollout, before workloads exist, is not held up).
@@ -229,26 +290,38 @@ impl Lab {
         let file = state.join("healthcheck.yaml");
         std::fs::write(&file, healthcheck(index, self.opts.nodes.max(index))?)
             .with_context(|| format!("writing {}", file.display()))?;
-        cmd.arg("--healthcheck-config").arg(&file);
+        args.extend(["--healthcheck-config".into(), path(&file)]);
         // The agent manages the node's FRR: the lab's base file (fabric session, ASN, router id)
         // plus the managed sections, applied with frr-reload.py in the node's pathspace.
         let pathspace = fabric::netns(node);
-        cmd.arg("--frr-base-config")
-            .arg(crate::frr::base_config(&pathspace))
-            .arg("--frr-config")
-            .arg(crate::frr::config_dir(&pathspace).join("frr.conf"))
-            .args(["--frr-pathspace", &pathspace]);
+        args.extend([
+            "--frr-base-config".into(),
+            path(&crate::frr::base_config(&pathspace)),
+            "--frr-config".into(),
+            path(&crate::frr::config_dir(&pathspace).join("frr.conf")),
+            "--frr-pathspace".into(),
+            pathspace.clone(),
+        ]);
         // The managed instances' router id must differ from the base file's (the VTEP address
         // here): each VRF peers with the default VRF over iBGP. Never routed, only an id.
         let id = fabric::node_ip(index).octets();
-        cmd.args(["--router-id", &format!("10.78.{}.{}", id[2], id[3])]);
+        args.extend(["--router-id".into(), format!("10.78.{}.{}", id[2], id[3])]);
         let kubeconfig = crate::identities::agent_kubeconfig(
             &self.server,
             &self.opts.state_dir,
             NAMESPACE,
             node,
         )?;
-        self.spawn(cmd.env("KUBECONFIG", kubeconfig), node)
+        Ok(crate::vm::Spawn {
+            netns: pathspace,
+            program: self.opts.bin_dir.join("netrollout-agent"),
+            args,
+            env: vec![
+                ("KUBECONFIG".into(), path(&kubeconfig)),
+                ("RUST_LOG".into(), "info".into()),
+            ],
+            log: self.log_path(node),
+        })
     }
 
     fn spawn(&self, cmd: &mut Command, name: &str) -> Result<Child> {
@@ -310,14 +383,30 @@ impl Lab {
     /// (Re)starts tenant traffic on the default-VRF layer-2 networks among `objects`: attaches
     /// workloads on every node that carries them and starts the ping streams.
     pub async fn start_traffic(&mut self, objects: &[DynamicObject]) -> Result<()> {
-        let networks = crate::traffic::networks(objects);
+        let networks = crate::traffic::networks(objects, self.vrf);
         let nodes: Vec<(String, usize)> = self
             .nodes
             .iter()
             .map(|(name, (index, _))| (name.clone(), *index))
             .collect();
         let state_dir = self.opts.state_dir.clone();
-        self.traffic.start(&networks, &nodes, &state_dir).await
+        self.traffic
+            .start(&networks, &nodes, &state_dir, self.vm.as_ref())
+            .await
+    }
+
+    /// Whether `node`'s bgpd has an Established EVPN session with the route reflector.
+    pub async fn evpn_established(&self, node: &str) -> Result<()> {
+        let netns = fabric::netns(node);
+        match &self.vm {
+            Some(vm) => vm.call(crate::vm::Op::Evpn { netns }).await.map(drop),
+            None => crate::frr::evpn_established(&netns),
+        }
+    }
+
+    /// Whether the nodes run inside the VM.
+    pub fn in_vm(&self) -> bool {
+        self.vm.is_some()
     }
 
     /// Nodes that still carry [`STARTUP_TAINT`].
@@ -343,8 +432,42 @@ impl Lab {
         self.nodes.keys().cloned().collect()
     }
 
-    /// Applies input objects (VRF, Layer2, RoutingTable) with server-side apply.
+    /// Applies input objects (VRF, Layer2, RoutingTable) with server-side apply. In VM mode a
+    /// set of objects goes out as one revision: the rollout is paused (the control ConfigMap)
+    /// while they are applied, so no node gets a revision with only some of them (a VRF's
+    /// routing config without its networks), which the slow VM would spend minutes on.
     pub async fn apply(&self, objects: &[DynamicObject]) -> Result<()> {
+        let pause = self.vm.is_some() && objects.len() > 1;
+        if pause {
+            self.set_paused(true).await?;
+        }
+        self.apply_each(objects).await?;
+        if pause {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            self.set_paused(false).await?;
+        }
+        Ok(())
+    }
+
+    async fn set_paused(&self, paused: bool) -> Result<()> {
+        let cms: Api<ConfigMap> = Api::namespaced(self.client.clone(), NAMESPACE);
+        let name = netrollout_api::CONTROL_CONFIGMAP;
+        let cm = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "data": {netrollout_api::CONTROL_PAUSED_KEY: paused.to_string()},
+        });
+        cms.patch(
+            name,
+            &PatchParams::apply("netrollout-lab").force(),
+            &Patch::Apply(&cm),
+        )
+        .await
+        .with_context(|| format!("setting paused={paused} in ConfigMap {name}"))?;
+        Ok(())
+    }
+
+    async fn apply_each(&self, objects: &[DynamicObject]) -> Result<()> {
         let pp = PatchParams::apply("netrollout-lab").force();
         for obj in objects {
             let ar = api_resource(obj)?;
@@ -376,8 +499,13 @@ impl Lab {
         for (_, mut child) in std::mem::take(&mut self.configurators) {
             let _ = child.kill().await;
         }
-        for (_, (_, mut child)) in std::mem::take(&mut self.nodes) {
-            let _ = child.kill().await;
+        for (_, (_, child)) in std::mem::take(&mut self.nodes) {
+            if let Some(mut child) = child {
+                let _ = child.kill().await;
+            }
+        }
+        if let Some(vm) = self.vm.take() {
+            vm.shutdown().await;
         }
         cleanup(&self.opts.state_dir);
         tokio::time::timeout(Duration::from_secs(5), self.server.shutdown())
@@ -423,6 +551,9 @@ pub fn cleanup(state_dir: &Path) -> Vec<String> {
     let mut done = vec![format!("stopped {killed} process(es)")];
     done.extend(crate::frr::teardown());
     done.extend(fabric::teardown());
+    if std::fs::remove_dir_all(state_dir.join("vm")).is_ok() {
+        done.push("the VM's initramfs".into());
+    }
     done
 }
 
@@ -432,7 +563,8 @@ pub const STARTUP_TAINT: &str = "node.netrollout.io/network-unavailable";
 /// Node `index`'s health-check file: its links up, and ICMP from its port on the tenant network
 /// to the workloads of nodes `1..=nodes` but itself; the startup taint to remove.
 pub fn healthcheck(index: usize, nodes: usize) -> Result<String> {
-    let tenant = crate::traffic::networks(&[crate::inputs::tenant(crate::inputs::TENANT_VNI)?]);
+    let tenant =
+        crate::traffic::networks(&[crate::inputs::tenant(crate::inputs::TENANT_VNI)?], false);
     let mut text = String::from("interfaces: [eth0, \"l2.*\"]\nreachability:\n");
     for net in &tenant {
         for j in (1..=nodes).filter(|j| *j != index) {

@@ -14,6 +14,8 @@
 //! - [`traffic`]: workloads on the layer-2 networks and the ping streams between them.
 //! - [`pinger`]: the raw-ICMP probe stream a workload runs.
 //! - [`settings`]: typed settings (update limit, durations).
+//! - [`vm`]: VM mode's host side: boots the Debian-kernel VM, talks to its guest side.
+//! - [`guest`]: VM mode's guest side: the nodes, FRR, agents and traffic inside the VM.
 //! - [`scenario`]: the scripted stories and their checks.
 
 #![forbid(unsafe_code)]
@@ -22,6 +24,7 @@ pub mod bench;
 pub mod cluster;
 pub mod fabric;
 pub mod frr;
+pub mod guest;
 pub mod identities;
 pub mod inputs;
 pub mod pinger;
@@ -29,6 +32,7 @@ pub mod progress;
 pub mod scenario;
 pub mod settings;
 pub mod traffic;
+pub mod vm;
 
 use std::net::SocketAddr;
 

@@ -64,6 +64,25 @@ enum Cmd {
         #[command(flatten)]
         settings: Settings,
     },
+    /// (internal) VM mode's guest side: runs inside the VM and builds the nodes there.
+    #[command(hide = true)]
+    Guest {
+        /// The host's control address (its loopback as the guest sees it).
+        #[arg(long)]
+        control: std::net::SocketAddr,
+        /// The lab API server's port on the host's loopback.
+        #[arg(long)]
+        api_port: u16,
+    },
+    /// (internal) Relays TCP connections from LISTEN to TO (VM mode: the agents' way to the
+    /// lab API server).
+    #[command(hide = true)]
+    Relay {
+        /// Where to accept connections.
+        listen: std::net::SocketAddr,
+        /// Where to relay them.
+        to: std::net::SocketAddr,
+    },
     /// (internal) The tenant ping stream the lab runs inside a workload namespace.
     #[command(hide = true)]
     Pinger {
@@ -84,9 +103,9 @@ struct Settings {
     /// Nodes updated at once: a number (`5`) or a percentage of the nodes (`20%`).
     #[arg(long, default_value = "2", value_parser = settings::parse_limit)]
     update_limit: UpdateLimit,
-    /// How long a node may take to apply and probe.
-    #[arg(long, default_value = "30s", value_parser = settings::parse_duration)]
-    apply_timeout: Duration,
+    /// How long a node may take to apply and probe [default: 30s, 90s with --vm (TCG is slow)].
+    #[arg(long, value_parser = settings::parse_duration)]
+    apply_timeout: Option<Duration>,
     /// How long an agent may take to pick a dispatch up.
     #[arg(long, default_value = "60s", value_parser = settings::parse_duration)]
     pickup_timeout: Duration,
@@ -101,6 +120,13 @@ struct Settings {
     /// this program).
     #[arg(long)]
     bin_dir: Option<PathBuf>,
+    /// Run the nodes inside a VM with Debian's kernel (qemu, hack/vm/lab.sh), which has VRFs:
+    /// the full samples roll out. The API server and the configurators stay on this machine.
+    #[arg(long)]
+    vm: bool,
+    /// Leave the samples that need a VRF out even when the nodes' kernel has VRFs.
+    #[arg(long)]
+    without_vrfs: bool,
 }
 
 impl Settings {
@@ -117,11 +143,15 @@ impl Settings {
             state_dir,
             configurators: 1,
             update_limit: self.update_limit,
-            apply_timeout: self.apply_timeout,
+            apply_timeout: self
+                .apply_timeout
+                .unwrap_or(Duration::from_secs(if self.vm { 90 } else { 30 })),
             pickup_timeout: self.pickup_timeout,
             max_failures: self.max_failures,
             probe_hold: self.probe_hold,
             bin_dir,
+            vm: self.vm,
+            without_vrfs: self.without_vrfs,
         })
     }
 }
@@ -167,6 +197,16 @@ async fn run() -> Result<()> {
     // Both rustls providers are compiled into the workspace; pick one before any client exists.
     let _ = rustls::crypto::ring::default_provider().install_default();
     match cli.command {
+        Cmd::Guest { control, api_port } => {
+            netrollout_lab::guest::run(control, api_port, &cli.state_dir).await
+        }
+        Cmd::Relay { listen, to } => {
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("relay: listening on {listen}"))?;
+            netrollout_lab::guest::relay(listener, to).await;
+            Ok(())
+        }
         Cmd::Pinger { rate, targets } => {
             netrollout_lab::pinger::run(&targets, rate, netrollout_lab::traffic::PROBE_TIMEOUT)
         }
@@ -279,7 +319,7 @@ async fn watch(lab: &mut Lab, stop: &mut Stop) -> Result<()> {
     let (objects, skipped) = inputs::initial(lab.vrf)?;
     if !skipped.is_empty() {
         out!(
-            "this kernel has no vrf module: leaving out {}",
+            "no VRFs (no vrf module, or --without-vrfs): leaving out {}",
             skipped.join(", ")
         );
     }

@@ -344,7 +344,10 @@ impl Summary {
     }
 }
 
-const SETTLE: Duration = Duration::from_secs(120);
+/// How long a rollout may take to settle: 2 min, 5 min with the nodes in the VM (TCG).
+fn settle(lab: &Lab) -> Duration {
+    Duration::from_secs(if lab.in_vm() { 300 } else { 120 })
+}
 
 /// Runs scenario `name` on a started lab.
 pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
@@ -353,7 +356,7 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
     let (samples, skipped) = inputs::initial(lab.vrf)?;
     if !skipped.is_empty() {
         m.say(&format!(
-            "this kernel has no vrf module: leaving out {}",
+            "no VRFs (no vrf module, or --without-vrfs): leaving out {}",
             skipped.join(", ")
         ));
     }
@@ -369,12 +372,12 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
                 "startup taints removed once each node's checks passed",
             )
             .await?;
-            let sessions: Vec<String> = lab
-                .node_names()
-                .iter()
-                .filter_map(|n| crate::frr::evpn_established(&crate::fabric::netns(n)).err())
-                .map(|e| format!("{e:#}"))
-                .collect();
+            let mut sessions = Vec::new();
+            for n in lab.node_names() {
+                if let Err(e) = lab.evpn_established(&n).await {
+                    sessions.push(format!("{e:#}"));
+                }
+            }
             summary.check(
                 "every node's FRR has an Established EVPN session with the route reflector",
                 sessions.is_empty(),
@@ -407,7 +410,7 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
             m.say(&format!("applying MTU 1400 on {changed}"));
             lab.apply(&objects).await?;
             let next = new_revision(&mut m, lab, &target).await?;
-            m.until(lab, "the MTU change to succeed", SETTLE, |o| {
+            m.until(lab, "the MTU change to succeed", settle(lab), |o| {
                 o.phase_of(&next) == Some(RevisionPhase::Succeeded)
             })
             .await?;
@@ -429,13 +432,13 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
         Scenario::NodeJoin => {
             m.say("applying the samples; a node joins once the first wave is in flight");
             lab.apply(&samples).await?;
-            m.until(lab, "the first dispatch", SETTLE, |o| {
+            m.until(lab, "the first dispatch", settle(lab), |o| {
                 !o.in_flight().is_empty()
             })
             .await?;
             let joined = lab.add_node().await?;
             m.say(&format!("node {joined} joined"));
-            let target = settle(&mut m, lab).await?;
+            let target = settle_newest(&mut m, lab).await?;
             all_provisioned(&mut summary, &m, lab, &target);
             summary.check(
                 "the joining node got the revision",
@@ -453,7 +456,7 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
         Scenario::ConfiguratorCrash => {
             m.say("applying the samples; the leader is killed after the first node finishes");
             lab.apply(&samples).await?;
-            m.until(lab, "a leader and the first node done", SETTLE, |o| {
+            m.until(lab, "a leader and the first node done", settle(lab), |o| {
                 o.newest().is_some_and(|r| {
                     !o.provisioned_on(r.metadata.name.as_deref().unwrap_or_default())
                         .is_empty()
@@ -463,7 +466,7 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
             let leader = lab.leader().await?.unwrap_or_default();
             m.say(&format!("killing the leader {leader} with SIGKILL"));
             lab.kill_configurator(&leader).await?;
-            let target = settle(&mut m, lab).await?;
+            let target = settle_newest(&mut m, lab).await?;
             let new_leader = lab.leader().await?.unwrap_or_default();
             summary.check(
                 "the standby took over",
@@ -480,7 +483,7 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
             lab.apply(&[inputs::layer2("lab-extra", 700, "192.168.70.1/24")?])
                 .await?;
             let next = new_revision(&mut m, lab, &good).await?;
-            m.until(lab, "a node applying the new revision", SETTLE, |o| {
+            m.until(lab, "a node applying the new revision", settle(lab), |o| {
                 !o.in_flight().is_empty()
             })
             .await?;
@@ -489,7 +492,7 @@ pub async fn run(name: Scenario, lab: &mut Lab) -> Result<Summary> {
             tokio::time::sleep(Duration::from_secs(5)).await;
             lab.server.faults().set_outage(Outage::None);
             m.say("API server back");
-            m.until(lab, "the new revision to succeed", SETTLE, |o| {
+            m.until(lab, "the new revision to succeed", settle(lab), |o| {
                 o.phase_of(&next) == Some(RevisionPhase::Succeeded)
             })
             .await?;
@@ -588,7 +591,7 @@ async fn fail_and_restore(
     let t0 = traffic::now_ms();
     lab.apply(objects).await?;
     let bad = new_revision(m, lab, good).await?;
-    m.until(lab, &format!("the {what} to fail"), SETTLE, |o| {
+    m.until(lab, &format!("the {what} to fail"), settle(lab), |o| {
         o.phase_of(&bad) == Some(RevisionPhase::Failed)
     })
     .await?;
@@ -596,7 +599,7 @@ async fn fail_and_restore(
     m.until(
         lab,
         "every node back on the known-good revision",
-        SETTLE,
+        settle(lab),
         |o| o.provisioned_on(good).len() == o.configs.len(),
     )
     .await?;
@@ -648,7 +651,9 @@ fn halted_and_restored(
 
 /// How long tenant traffic may take to flow after workloads attach or a node restores (EVPN
 /// routes travel through the route reflector).
-const CONVERGE: Duration = Duration::from_secs(30);
+fn converge(lab: &Lab) -> Duration {
+    Duration::from_secs(if lab.in_vm() { 60 } else { 30 })
+}
 
 /// Waits (up to 20 s) until no Node carries the startup taint; checks that.
 async fn untainted(summary: &mut Summary, m: &Monitor, lab: &Lab, what: &str) -> Result<()> {
@@ -701,7 +706,7 @@ async fn start_traffic(
         lab.traffic.pairs().len(),
         traffic::RATE
     ));
-    let missing = lab.traffic.wait_reachable(CONVERGE).await;
+    let missing = lab.traffic.wait_reachable(converge(lab)).await;
     m.say(&format!(
         "tenant traffic: {}",
         if missing.is_empty() {
@@ -749,7 +754,7 @@ async fn traffic_report(
     let (t0, t1) = window;
     // Some probes after the rollout, then until every pair answers again.
     tokio::time::sleep(AFTER).await;
-    let missing = lab.traffic.wait_reachable(CONVERGE).await;
+    let missing = lab.traffic.wait_reachable(converge(lab)).await;
     let end = traffic::now_ms().saturating_sub(traffic::PROBE_TIMEOUT.as_millis() as u64);
     let t = &lab.traffic;
     let mut rows = vec![vec![
@@ -835,14 +840,14 @@ pub(crate) async fn rollout(
 ) -> Result<String> {
     m.say(&format!("applying {what}"));
     lab.apply(objects).await?;
-    let target = settle(m, lab).await?;
+    let target = settle_newest(m, lab).await?;
     m.say(&format!("revision {target} succeeded"));
     Ok(target)
 }
 
 /// Waits until a revision other than `previous` is the newest; returns its name.
 pub(crate) async fn new_revision(m: &mut Monitor, lab: &Lab, previous: &str) -> Result<String> {
-    m.until(lab, "a new revision", SETTLE, |o| {
+    m.until(lab, "a new revision", settle(lab), |o| {
         o.newest()
             .is_some_and(|r| r.metadata.name.as_deref() != Some(previous))
     })
@@ -854,8 +859,8 @@ pub(crate) async fn new_revision(m: &mut Monitor, lab: &Lab, previous: &str) -> 
 }
 
 /// Waits until the newest revision succeeds; returns its name.
-async fn settle(m: &mut Monitor, lab: &Lab) -> Result<String> {
-    m.until(lab, "the newest revision to succeed", SETTLE, |o| {
+async fn settle_newest(m: &mut Monitor, lab: &Lab) -> Result<String> {
+    m.until(lab, "the newest revision to succeed", settle(lab), |o| {
         o.newest().and_then(|r| r.status.as_ref()?.phase) == Some(RevisionPhase::Succeeded)
     })
     .await?;

@@ -1,5 +1,5 @@
 //! Tenant traffic, the lab's measure of a rollout. Behind each node, one workload namespace per
-//! layer-2 network of the default VRF (`nrlab-wN-ID`), attached to the network the agent rolled
+//! layer-2 network of the default VRF (with VRFs, VM mode: of every VRF too) (`nrlab-wN-ID`), attached to the network the agent rolled
 //! out: through a macvlan on the network's attach interface `mv.ID` where the input asks for one
 //! (`createMacVLANInterface`), otherwise through a veth whose node end is a port of the bridge
 //! `l2.ID`. Its `eth0` gets `.(10+N)` in the network's subnet (that of its first IPv4 anycast
@@ -33,8 +33,8 @@ const MAX_PROBES: usize = 1_000_000;
 /// A probe without a reply after this long is lost.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// A layer-2 network of the default VRF the lab puts workloads on.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A layer-2 network the lab puts workloads on.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Network {
     /// The input's name.
     pub name: String,
@@ -69,8 +69,8 @@ impl Network {
 }
 
 /// The layer-2 networks among `objects` that the lab can carry traffic on: those of the default
-/// VRF (a VRF's networks need the `vrf` module).
-pub fn networks(objects: &[DynamicObject]) -> Vec<Network> {
+/// VRF, and with `vrf` (the kernel has the `vrf` module: VM mode) those of a VRF too.
+pub fn networks(objects: &[DynamicObject], vrf: bool) -> Vec<Network> {
     let mut out: Vec<Network> = objects
         .iter()
         .filter(|o| {
@@ -78,7 +78,7 @@ pub fn networks(objects: &[DynamicObject]) -> Vec<Network> {
                 .as_ref()
                 .is_some_and(|t| t.kind == "Layer2NetworkConfiguration")
         })
-        .filter(|o| !o.data["spec"]["vrf"].is_string())
+        .filter(|o| vrf || !o.data["spec"]["vrf"].is_string())
         .filter_map(|o| {
             let spec = &o.data["spec"];
             let id = u32::try_from(spec["id"].as_u64()?).ok()?;
@@ -208,7 +208,7 @@ struct Record {
 /// The running ping streams and every probe they reported.
 #[derive(Debug, Default)]
 pub struct Traffic {
-    record: Arc<Mutex<Record>>,
+    recorder: Recorder,
     pingers: Vec<Child>,
     /// The pairs of the running ping streams.
     current: Vec<Pair>,
@@ -224,23 +224,114 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// Where probes go: the shared record of a [`Traffic`]. The VM's connection pushes the guest's
+/// probes here, moved onto the host's clock.
+#[derive(Clone, Debug, Default)]
+pub struct Recorder {
+    record: Arc<Mutex<Record>>,
+    /// Host clock minus guest clock, milliseconds.
+    offset: Arc<std::sync::atomic::AtomicI64>,
+}
+
+impl Recorder {
+    /// Records one probe sent at `at` (host clock, Unix ms).
+    pub fn push(&self, pair: usize, at: u64, ok: bool) {
+        let mut r = self.record.lock().unwrap_or_else(PoisonError::into_inner);
+        if r.probes.len() >= MAX_PROBES {
+            r.probes.drain(..MAX_PROBES / 2);
+        }
+        r.probes.push(Probe { pair, at, ok });
+    }
+
+    /// Records one probe the guest sent at `at` on its own clock.
+    pub fn push_guest(&self, pair: usize, at: u64, ok: bool) {
+        let offset = self.offset.load(std::sync::atomic::Ordering::Relaxed);
+        self.push(pair, at.saturating_add_signed(offset), ok);
+    }
+
+    /// Sets host clock minus guest clock, milliseconds.
+    pub fn set_clock_offset(&self, ms: i64) {
+        self.offset.store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Starts `netrollout-lab pinger` in namespace `netns` pinging `addr` as pair `pair` (stderr to
+/// `log`); each probe it reports goes to `on_probe(pair, sent_unix_ms, ok)`.
+pub fn spawn_pinger(
+    netns: &str,
+    pair: usize,
+    addr: Ipv4Addr,
+    log: &Path,
+    on_probe: impl Fn(usize, u64, bool) + Send + 'static,
+) -> Result<Child> {
+    let exe = std::env::current_exe().context("locating netrollout-lab")?;
+    let log = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", netns])
+        .arg(&exe)
+        .args(["pinger", "--rate", &RATE.to_string()])
+        .arg(format!("{pair}={addr}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting a pinger")?;
+    let stdout = child.stdout.take().context("pinger stdout")?;
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut f = line.split_whitespace();
+            if let (Some(pair), Some(at), Some(ok)) = (
+                f.next().and_then(|p| p.parse().ok()),
+                f.next().and_then(|t| t.parse().ok()),
+                f.next(),
+            ) {
+                on_probe(pair, at, ok == "1");
+            }
+        }
+    });
+    Ok(child)
+}
+
 impl Traffic {
+    /// The shared record probes go to.
+    pub fn recorder(&self) -> Recorder {
+        self.recorder.clone()
+    }
+
     /// Attaches workloads on `nodes` (name, index) to `networks` and (re)starts the ring of
-    /// ping streams among the attached ones. Earlier probes are kept.
+    /// ping streams among the attached ones, here or (`vm`) inside the VM. Earlier probes are
+    /// kept.
     pub async fn start(
         &mut self,
         networks: &[Network],
         nodes: &[(String, usize)],
         state_dir: &Path,
+        vm: Option<&crate::vm::VmHost>,
     ) -> Result<()> {
         self.stop().await;
+        if let Some(vm) = vm {
+            vm.call(crate::vm::Op::StopPingers).await?;
+        }
         self.current.clear();
         self.networks = networks.to_vec();
-        let exe = std::env::current_exe().context("locating netrollout-lab")?;
         for net in networks {
             let mut ring = Vec::new();
             for (node, index) in nodes {
-                if attach(node, *index, net)? {
+                let attached = match vm {
+                    Some(vm) => vm
+                        .call(crate::vm::Op::Attach {
+                            node: node.clone(),
+                            index: *index,
+                            network: net.clone(),
+                        })
+                        .await?
+                        .as_bool()
+                        .unwrap_or(false),
+                    None => attach(node, *index, net)?,
+                };
+                if attached {
                     ring.push((node.clone(), *index));
                 }
             }
@@ -256,7 +347,11 @@ impl Traffic {
                 };
                 self.current.push(pair.clone());
                 let pair_id = {
-                    let mut r = self.record.lock().unwrap_or_else(PoisonError::into_inner);
+                    let mut r = self
+                        .recorder
+                        .record
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
                     match r.pairs.iter().position(|p| *p == pair) {
                         Some(i) => i,
                         None => {
@@ -265,49 +360,26 @@ impl Traffic {
                         }
                     }
                 };
-                let log = std::fs::File::create(
-                    state_dir
-                        .join("logs")
-                        .join(format!("pinger-{}.log", net.netns(*index))),
-                )?;
-                let mut child = Command::new("ip")
-                    .args(["netns", "exec", &net.netns(*index)])
-                    .arg(&exe)
-                    .args(["pinger", "--rate", &RATE.to_string()])
-                    .arg(format!("{pair_id}={}", net.addr(*to_index)))
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(log)
-                    .kill_on_drop(true)
-                    .spawn()
-                    .context("starting a pinger")?;
+                let netns = net.netns(*index);
+                let log = state_dir.join("logs").join(format!("pinger-{netns}.log"));
+                let addr = net.addr(*to_index);
+                if let Some(vm) = vm {
+                    vm.call(crate::vm::Op::Pinger {
+                        netns,
+                        pair: pair_id,
+                        addr,
+                        log,
+                    })
+                    .await?;
+                    continue;
+                }
+                let recorder = self.recorder.clone();
+                let child = spawn_pinger(&netns, pair_id, addr, &log, move |p, at, ok| {
+                    recorder.push(p, at, ok)
+                })?;
                 if let Some(pid) = child.id() {
                     crate::cluster::record_pids(state_dir, &[pid])?;
                 }
-                let stdout = child.stdout.take().context("pinger stdout")?;
-                let record = self.record.clone();
-                tokio::spawn(async move {
-                    let mut lines = tokio::io::BufReader::new(stdout).lines();
-                    while let Ok(Some(line)) = lines.next_line().await {
-                        let mut f = line.split_whitespace();
-                        let (Some(pair), Some(at), Some(ok)) = (
-                            f.next().and_then(|p| p.parse().ok()),
-                            f.next().and_then(|t| t.parse().ok()),
-                            f.next(),
-                        ) else {
-                            continue;
-                        };
-                        let mut r = record.lock().unwrap_or_else(PoisonError::into_inner);
-                        if r.probes.len() >= MAX_PROBES {
-                            r.probes.drain(..MAX_PROBES / 2);
-                        }
-                        r.probes.push(Probe {
-                            pair,
-                            at,
-                            ok: ok == "1",
-                        });
-                    }
-                });
                 self.pingers.push(child);
             }
         }
@@ -328,7 +400,8 @@ impl Traffic {
 
     /// Pairs seen so far.
     pub fn pairs(&self) -> Vec<Pair> {
-        self.record
+        self.recorder
+            .record
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pairs
@@ -337,7 +410,11 @@ impl Traffic {
 
     /// Probes sent in `[from, to)` (Unix ms) by pairs that `which` selects.
     pub fn loss(&self, from: u64, to: u64, which: impl Fn(&Pair) -> bool) -> Loss {
-        let r = self.record.lock().unwrap_or_else(PoisonError::into_inner);
+        let r = self
+            .recorder
+            .record
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let chosen: Vec<bool> = r.pairs.iter().map(&which).collect();
         let mut loss = Loss::default();
         for p in r
@@ -429,8 +506,8 @@ mod tests {
     }
 
     #[test]
-    fn networks_of_the_default_vrf_with_their_subnets_and_attachment() {
-        let nets = networks(&[
+    fn networks_with_their_subnets_and_attachment_the_vrf_ones_only_with_vrfs() {
+        let inputs = [
             l2("a", json!({"id": 501, "vni": 1, "vrf": "m2m"})),
             l2(
                 "b",
@@ -440,7 +517,11 @@ mod tests {
                 "c",
                 json!({"id": 600, "vni": 3, "anycastGateways": ["192.168.60.1/24"]}),
             ),
-        ]);
+        ];
+        let with_vrf = networks(&inputs, true);
+        assert_eq!(with_vrf.len(), 3, "a VRF kernel carries all: {with_vrf:?}");
+        assert_eq!(with_vrf[0].name, "a");
+        let nets = networks(&inputs, false);
         assert_eq!(nets.len(), 2, "the VRF's network is left out: {nets:?}");
         assert!(nets[0].macvlan && nets[0].subnet == [172, 31, 246]);
         assert_eq!(nets[1].addr(3), Ipv4Addr::new(192, 168, 60, 13));
@@ -451,7 +532,7 @@ mod tests {
     fn loss_counts_by_window_and_pair() {
         let t = Traffic::default();
         {
-            let mut r = t.record.lock().unwrap();
+            let mut r = t.recorder.record.lock().unwrap();
             r.pairs = vec![
                 Pair {
                     network: "a".into(),
