@@ -4,11 +4,17 @@
 //! constraints, match conditions, variables, validations with `messageExpression` and `reason`;
 //! `request`, `object`, `oldObject` bound). Expressions are evaluated by the `cel` crate with
 //! the Kubernetes CEL libraries of `kube-cel` (`isCIDR`, `cidr(...)`, `isIP`, strings, lists,
-//! sets, regex). Not supported: `params` (paramKind), `authorizer`, `namespaceObject`, binding
+//! sets, regex). Programs are compiled once: a CRD's rules when the CRD is written (kept in its
+//! [`ResourceType`]), a policy's expressions on first use (kept by expression text, so a
+//! changed policy compiles its new expressions and no stale program is run). Not supported: `params` (paramKind), `authorizer`, `namespaceObject`, binding
 //! `matchResources`, and `DELETE`/`CONNECT` operations (nothing in this product uses them).
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
 use kube_cel::cel::{Context, ExecutionError, Program, Value as CelValue};
-use kube_cel::{KubeCelExt, Validator};
+use kube_cel::{CompiledSchema, KubeCelExt, Validator};
 use serde_json::{Value, json};
 
 use crate::auth::Identity;
@@ -18,6 +24,43 @@ use crate::store::State;
 
 const POLICIES: &str = "admissionregistration.k8s.io/validatingadmissionpolicies";
 const BINDINGS: &str = "admissionregistration.k8s.io/validatingadmissionpolicybindings";
+
+/// Distinct policy expressions kept compiled; past this the cache starts over.
+const PROGRAM_CACHE_CAP: usize = 4096;
+
+type Compiled = Result<Arc<Program>, String>;
+
+fn program_cache() -> &'static Mutex<HashMap<String, Compiled>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Compiled>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// Number of CEL compilations of policy expressions since the process started.
+static COMPILATIONS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The Kubernetes CEL function library, registered once per thread.
+    static VALIDATOR: Validator = Validator::new();
+}
+
+/// A policy expression, compiled on first use.
+fn program(expr: &str) -> Compiled {
+    let Ok(mut cache) = program_cache().lock() else {
+        return Err("the CEL program cache is poisoned".into());
+    };
+    if let Some(p) = cache.get(expr) {
+        return p.clone();
+    }
+    COMPILATIONS.fetch_add(1, Ordering::Relaxed);
+    let compiled = Program::compile(expr)
+        .map(Arc::new)
+        .map_err(|e| format!("compilation error in {expr:?}: {e}"));
+    if cache.len() >= PROGRAM_CACHE_CAP {
+        cache.clear();
+    }
+    cache.insert(expr.to_string(), compiled.clone());
+    compiled
+}
 
 /// One write as admission sees it.
 #[derive(Debug)]
@@ -76,17 +119,18 @@ pub fn check_custom_object(schema: &Value, object: &Value) -> Vec<(String, Strin
     let out = crate::schema::validate(schema, &mut copy, false);
     let mut causes = out.invalid;
     if causes.is_empty() {
-        causes.extend(cel_causes(schema, object, None));
+        let compiled = kube_cel::compile_schema(schema);
+        causes.extend(cel_causes(&compiled, object, None));
     }
     causes
 }
 
 /// `x-kubernetes-validations` of a custom resource's schema; 422 naming each failing field.
 fn crd_rules(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
-    let Some(schema) = &rt.schema else {
+    let Some(compiled) = &rt.cel else {
         return Ok(());
     };
-    let causes = cel_causes(schema, object, old);
+    let causes = cel_causes(compiled, object, old);
     if causes.is_empty() {
         return Ok(());
     }
@@ -94,8 +138,12 @@ fn crd_rules(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<(
     Err(ApiError::invalid(&rt.group, &rt.kind, name, &causes))
 }
 
-fn cel_causes(schema: &Value, object: &Value, old: Option<&Value>) -> Vec<(String, String)> {
-    let Err(errors) = Validator::new().validate(schema, object, old) else {
+fn cel_causes(
+    compiled: &CompiledSchema,
+    object: &Value,
+    old: Option<&Value>,
+) -> Vec<(String, String)> {
+    let Err(errors) = VALIDATOR.with(|v| v.validate_compiled(compiled, object, old)) else {
         return vec![];
     };
     errors
@@ -149,7 +197,7 @@ fn policies(
 ) -> Result<(), ApiError> {
     let bindings: Vec<Value> = st
         .list(BINDINGS, None)
-        .map(|(_, b)| (**b).clone())
+        .map(|(_, b)| (*b.value()).clone())
         .collect();
     if bindings.is_empty() {
         return Ok(());
@@ -164,7 +212,7 @@ fn policies(
         let Some(policy) = st
             .list(POLICIES, None)
             .find(|((_, n), _)| n == policy_name)
-            .map(|(_, p)| (**p).clone())
+            .map(|(_, p)| (*p.value()).clone())
         else {
             continue;
         };
@@ -323,9 +371,7 @@ fn bind(ctx: &mut Context<'_>, name: &str, v: &Value) -> Result<(), String> {
 }
 
 fn eval(ctx: &Context<'_>, expr: &str) -> Result<CelValue, String> {
-    let program =
-        Program::compile(expr).map_err(|e| format!("compilation error in {expr:?}: {e}"))?;
-    program
+    program(expr)?
         .execute(ctx)
         .map_err(|e: ExecutionError| format!("expression '{expr}' resulted in error: {e}"))
 }

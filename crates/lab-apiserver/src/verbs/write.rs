@@ -334,7 +334,7 @@ pub(super) fn delete_collection(app: &App, t: &Target, r: &Req) -> Result<Respon
     let mut st = app.lock()?;
     let names: Vec<(String, String)> = st
         .list(&t.rt.key(), t.ns.as_deref())
-        .filter(|(_, o)| f.matches(o))
+        .filter(|(_, o)| f.matches(&o.value()))
         .map(|(id, _)| id.clone())
         .collect();
     let mut items = vec![];
