@@ -10,7 +10,6 @@
 //! `matchResources`, and `DELETE`/`CONNECT` operations (nothing in this product uses them).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use kube_cel::cel::{Context, ExecutionError, Program, Value as CelValue};
@@ -35,9 +34,6 @@ fn program_cache() -> &'static Mutex<HashMap<String, Compiled>> {
     CACHE.get_or_init(Default::default)
 }
 
-/// Number of CEL compilations of policy expressions since the process started.
-static COMPILATIONS: AtomicU64 = AtomicU64::new(0);
-
 thread_local! {
     /// The Kubernetes CEL function library, registered once per thread.
     static VALIDATOR: Validator = Validator::new();
@@ -51,7 +47,6 @@ fn program(expr: &str) -> Compiled {
     if let Some(p) = cache.get(expr) {
         return p.clone();
     }
-    COMPILATIONS.fetch_add(1, Ordering::Relaxed);
     let compiled = Program::compile(expr)
         .map(Arc::new)
         .map_err(|e| format!("compilation error in {expr:?}: {e}"));
@@ -380,5 +375,24 @@ fn eval_bool(ctx: &Context<'_>, expr: &str) -> Result<bool, String> {
     match eval(ctx, expr)? {
         CelValue::Bool(b) => Ok(b),
         other => Err(format!("expression '{expr}' must be a bool, not {other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_expression_is_compiled_once_and_a_bad_one_fails_every_time() {
+        let a = program("1 + 2 == 3 && 'cache-test'.size() > 0").unwrap();
+        let b = program("1 + 2 == 3 && 'cache-test'.size() > 0").unwrap();
+        assert!(
+            Arc::ptr_eq(&a, &b),
+            "the second use must reuse the compiled program"
+        );
+        for _ in 0..2 {
+            let e = program("1 +").unwrap_err();
+            assert!(e.contains("compilation error in \"1 +\""), "{e}");
+        }
     }
 }
