@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Lab API server benchmarks: 1,000 watchers under sustained writes, memory per stored
-# object, and writes/s of a CEL-validated kind. Prints hack/bench.sh rows. Needs the release example built (hack/bench.sh does it).
+# object, and writes/s of a CEL-validated kind. Prints hack/bench.sh rows. Needs the release
+# example built (hack/bench.sh does it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

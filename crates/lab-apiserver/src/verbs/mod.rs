@@ -8,8 +8,10 @@ use serde_json::{Value, json};
 use crate::app::{App, Req, Target, bytes_response, json_response};
 use crate::convert::{storage_field, view};
 use crate::error::ApiError;
+use crate::object::meta_str;
 use crate::resources::{Builtin, ResourceType};
 use crate::selector::{FieldSelector, LabelSelector};
+use crate::store::State;
 use crate::stored::Stored;
 use crate::table;
 use crate::watch::{self, Filter, WatchParams};
@@ -72,6 +74,18 @@ fn as_stored(rt: &ResourceType, obj: &Stored) -> bool {
     rt.builtin != Some(Builtin::Event) && obj.has_api_version(&rt.api_version())
 }
 
+/// The response to a write of `obj` that `st` now holds: the stored bytes when the client sees
+/// the object as stored, else rendered from the tree.
+fn render_written(st: &State, rt: &ResourceType, obj: &Value, shape: Shape, code: u16) -> Response {
+    let (ns, name) = (meta_str(obj, "namespace"), meta_str(obj, "name"));
+    match st.get_stored(rt, ns, name) {
+        Some(s) if shape == Shape::Plain && as_stored(rt, s) => {
+            bytes_response(code, s.raw().clone(), "application/json")
+        }
+        _ => render(rt, obj, shape, code),
+    }
+}
+
 fn ns_of(t: &Target) -> &str {
     t.ns.as_deref().unwrap_or_default()
 }
@@ -91,7 +105,7 @@ fn get(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
         .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, name))?;
     let shape = shape(r);
     if shape == Shape::Plain && as_stored(&t.rt, &obj) {
-        return Ok(bytes_response(200, obj.raw().to_vec(), "application/json"));
+        return Ok(bytes_response(200, obj.raw().clone(), "application/json"));
     }
     Ok(render(&t.rt, &obj.value(), shape, 200))
 }

@@ -5,7 +5,7 @@ use axum::response::Response;
 use http::header;
 use serde_json::{Value, json};
 
-use super::{Shape, name_of, ns_of, render, shape};
+use super::{Shape, name_of, ns_of, render, render_written, shape};
 use crate::admission::{self, Attempt};
 use crate::app::{App, Req, Target, json_response};
 use crate::builtin;
@@ -192,7 +192,7 @@ pub(super) fn create(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
         return Ok(render(&t.rt, &obj, Shape::Plain, 201));
     }
     let created = st.create(&t.rt, ns_of(t), obj)?;
-    Ok(render(&t.rt, &created, shape(r), 201))
+    Ok(render_written(&st, &t.rt, &created, shape(r), 201))
 }
 
 pub(super) fn update(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
@@ -225,7 +225,7 @@ pub(super) fn update(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
             .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, name));
     }
     let updated = st.update(&t.rt, ns_of(t), name, obj, t.sub.is_some())?;
-    Ok(render(&t.rt, &updated, shape(r), 200))
+    Ok(render_written(&st, &t.rt, &updated, shape(r), 200))
 }
 
 pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
@@ -257,7 +257,7 @@ pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError
             return Ok(render(&t.rt, &obj, Shape::Plain, 201));
         }
         let created = st.create(&t.rt, ns_of(t), obj)?;
-        return Ok(render(&t.rt, &created, shape(r), 201));
+        return Ok(render_written(&st, &t.rt, &created, shape(r), 201));
     };
     let w = writer(r, kind == PatchKind::Apply);
     if kind == PatchKind::Apply {
@@ -283,7 +283,7 @@ pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError
         return Ok(render(&t.rt, &obj, Shape::Plain, 200));
     }
     let updated = st.update(&t.rt, ns_of(t), name, obj, t.sub.is_some())?;
-    Ok(render(&t.rt, &updated, shape(r), 200))
+    Ok(render_written(&st, &t.rt, &updated, shape(r), 200))
 }
 
 struct DeleteOpts {
