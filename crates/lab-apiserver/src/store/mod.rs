@@ -304,3 +304,58 @@ impl State {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(s: &mut State, name: &str, payload: usize) -> u64 {
+        let cms = s.registry.get("", "v1", "configmaps").unwrap();
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+            "data": {"p": "x".repeat(payload)}});
+        s.create(&cms, "default", cm).unwrap();
+        s.rv
+    }
+
+    #[test]
+    fn the_window_keeps_the_newest_events_within_both_bounds() {
+        let mut by_count = State::new(3, usize::MAX);
+        let first = write(&mut by_count, "a", 10);
+        for n in ["b", "c", "d", "e"] {
+            write(&mut by_count, n, 10);
+        }
+        assert!(by_count.events_since(first).is_none(), "compacted: 410");
+        assert_eq!(by_count.events_since(by_count.rv - 3).unwrap().count(), 3);
+
+        let mut by_bytes = State::new(10_000, 3_500);
+        let first = write(&mut by_bytes, "a", 1000);
+        for n in ["b", "c", "d", "e"] {
+            write(&mut by_bytes, n, 1000);
+        }
+        assert!(by_bytes.events_since(first).is_none(), "compacted: 410");
+        let kept = by_bytes.events_since(by_bytes.compacted).unwrap().count();
+        assert!(
+            (1..=3).contains(&kept),
+            "{kept} events of ~1 KB within 3.5 KB"
+        );
+        assert_eq!(
+            by_bytes.object_count(),
+            4 + 5,
+            "objects stay: 4 namespaces, 5 ConfigMaps"
+        );
+    }
+
+    #[test]
+    fn store_window_and_event_share_one_copy_of_the_bytes() {
+        let mut s = State::new(10, usize::MAX);
+        write(&mut s, "a", 100);
+        let cms = s.registry.get("", "v1", "configmaps").unwrap();
+        let stored = s.get_stored(&cms, "default", "a").unwrap().raw().clone();
+        let ev = s.events_since(s.rv - 1).unwrap().next().unwrap();
+        assert_eq!(ev.object.raw().as_ptr(), stored.as_ptr());
+        assert_eq!(
+            s.get(&cms, "default", "a").unwrap()["data"]["p"],
+            "x".repeat(100)
+        );
+    }
+}
