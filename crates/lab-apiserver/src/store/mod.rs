@@ -159,18 +159,19 @@ impl State {
         Ok(obj)
     }
 
-    /// Replaces an object (main resource or, with `status_only`, its status).
+    /// Replaces an object (main resource or, with `status_only`, its status). `current` is the
+    /// stored object if the caller already decoded it under the same lock.
     pub fn update(
         &mut self,
         rt: &ResourceType,
-        ns: &str,
-        name: &str,
+        (ns, name): (&str, &str),
         mut obj: Value,
         status_only: bool,
+        current: Option<Arc<Value>>,
     ) -> Result<Arc<Value>, ApiError> {
         let key = rt.key();
-        let old = self
-            .get_key(&key, ns, name)
+        let old = current
+            .or_else(|| self.get_key(&key, ns, name))
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
         let want_rv = meta_str(&obj, "resourceVersion");
         if !want_rv.is_empty() && want_rv != meta_str(&old, "resourceVersion") {

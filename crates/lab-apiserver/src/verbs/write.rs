@@ -224,7 +224,7 @@ pub(super) fn update(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
             .map(|_| render(&t.rt, &obj, Shape::Plain, 200))
             .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, name));
     }
-    let updated = st.update(&t.rt, ns_of(t), name, obj, t.sub.is_some())?;
+    let updated = st.update(&t.rt, (ns_of(t), name), obj, t.sub.is_some(), old)?;
     Ok(render_written(&st, &t.rt, &updated, shape(r), 200))
 }
 
@@ -282,7 +282,7 @@ pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError
     if dry_run(r) {
         return Ok(render(&t.rt, &obj, Shape::Plain, 200));
     }
-    let updated = st.update(&t.rt, ns_of(t), name, obj, t.sub.is_some())?;
+    let updated = st.update(&t.rt, (ns_of(t), name), obj, t.sub.is_some(), Some(cur))?;
     Ok(render_written(&st, &t.rt, &updated, shape(r), 200))
 }
 
