@@ -35,8 +35,10 @@ fn program_cache() -> &'static Mutex<HashMap<String, Compiled>> {
 }
 
 thread_local! {
-    /// The Kubernetes CEL function library, registered once per thread.
+    /// The Kubernetes CEL function library, registered once per thread: for CRD rules, and as
+    /// the parent scope of every policy evaluation.
     static VALIDATOR: Validator = Validator::new();
+    static LIBRARY: Context<'static> = Context::default().with_all();
 }
 
 /// A policy expression, compiled on first use.
@@ -190,6 +192,16 @@ fn policies(
     object: &Value,
     old: Option<&Value>,
 ) -> Result<(), ApiError> {
+    LIBRARY.with(|library| policies_in(library, st, a, object, old))
+}
+
+fn policies_in(
+    library: &Context<'static>,
+    st: &State,
+    a: &Attempt<'_>,
+    object: &Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
     let bindings: Vec<Value> = st
         .list(BINDINGS, None)
         .map(|(_, b)| (*b.value()).clone())
@@ -230,7 +242,7 @@ fn policies(
             )
         };
         let fail_closed = policy["spec"]["failurePolicy"].as_str() != Some("Ignore");
-        let mut ctx = Context::default().with_all();
+        let mut ctx = library.new_inner_scope();
         let bound = bind(&mut ctx, "request", &request)
             .and_then(|()| bind(&mut ctx, "object", object))
             .and_then(|()| bind(&mut ctx, "oldObject", old.unwrap_or(&Value::Null)))
