@@ -343,7 +343,7 @@ async fn bench_memory(n: usize) {
         per_obj,
         json_bytes as f64 / n as f64,
         "B",
-        "report",
+        "< 2048 B",
     );
     server.shutdown().await.unwrap();
 }
