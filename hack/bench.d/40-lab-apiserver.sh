@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Lab API server benchmarks: 1,000 watchers under sustained writes, and memory per stored
-# object. Prints hack/bench.sh rows. Needs the release example built (hack/bench.sh does it).
+# Lab API server benchmarks: 1,000 watchers under sustained writes, memory per stored
+# object, and writes/s of a CEL-validated kind. Prints hack/bench.sh rows. Needs the release
+# example built (hack/bench.sh does it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -9,3 +10,4 @@ bin=target/release/examples/apiserver-bench
 ulimit -n 65536 2>/dev/null || true
 "$bin" watch 1000 6
 "$bin" memory 100000
+"$bin" cel 6

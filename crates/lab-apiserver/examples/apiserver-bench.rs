@@ -9,6 +9,9 @@
 //!   writer).
 //! - `bench memory [OBJECTS]`: resident memory added by storing OBJECTS ConfigMaps (baseline:
 //!   their size as JSON).
+//! - `bench cel [SECONDS]`: merge-patch writes from 32 writers to a custom kind whose CRD has
+//!   three `x-kubernetes-validations` rules and which a ValidatingAdmissionPolicy (two
+//!   validations) checks (baseline: the same writes to ConfigMaps, same server).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -16,7 +19,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use netrollout_lab_apiserver::{Config, Identity, LabServer};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -87,13 +93,41 @@ async fn setup(server: &LabServer, objects: usize) -> Api<ConfigMap> {
 
 /// Runs `writers` writers over `objects` objects for `secs`, as fast as they can or paced to
 /// `rate` writes/s in total; returns the achieved writes/s.
-async fn write_load(
-    cms: &Api<ConfigMap>,
+async fn write_load<K>(
+    cms: &Api<K>,
     objects: usize,
     writers: usize,
     secs: f64,
     rate: Option<f64>,
-) -> f64 {
+) -> f64
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    write_load_as(
+        cms,
+        "obj",
+        |t| json!({"data": {"t": t}}),
+        objects,
+        writers,
+        secs,
+        rate,
+    )
+    .await
+}
+
+/// [`write_load`] on objects `{prefix}-{i}` with the patch `patch(now)`.
+async fn write_load_as<K>(
+    cms: &Api<K>,
+    prefix: &'static str,
+    patch: fn(String) -> serde_json::Value,
+    objects: usize,
+    writers: usize,
+    secs: f64,
+    rate: Option<f64>,
+) -> f64
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
     let stop = Arc::new(AtomicBool::new(false));
     let next = Arc::new(AtomicU64::new(0));
     let mut tasks = vec![];
@@ -108,9 +142,9 @@ async fn write_load(
                     t.tick().await;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed) as usize % objects;
-                let patch = json!({"data": {"t": now_nanos().to_string()}});
+                let patch = patch(now_nanos().to_string());
                 cms.patch(
-                    &format!("obj-{i}"),
+                    &format!("{prefix}-{i}"),
                     &PatchParams::default(),
                     &Patch::Merge(&patch),
                 )
@@ -309,6 +343,99 @@ async fn bench_memory(n: usize) {
         per_obj,
         json_bytes as f64 / n as f64,
         "B",
+        "< 2048 B",
+    );
+    server.shutdown().await.unwrap();
+}
+
+fn gauge_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("bench.netrollout.io", "v1", "Gauge"),
+        "gauges",
+    )
+}
+
+/// A CRD with three CEL rules, a policy with two validations bound to it, and `n` objects.
+async fn setup_cel(server: &LabServer, n: usize) -> Api<DynamicObject> {
+    let client = server.client().unwrap();
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": "gauges.bench.netrollout.io"},
+        "spec": {"group": "bench.netrollout.io", "scope": "Namespaced",
+            "names": {"kind": "Gauge", "plural": "gauges", "singular": "gauge"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": {
+                    "type": "object",
+                    "x-kubernetes-validations": [
+                        {"rule": "self.level >= 0 && self.level <= 100", "message": "level is a percentage"},
+                        {"rule": "self.owner.startsWith('team-')", "message": "owner is a team"},
+                        {"rule": "size(self.t) < 40", "message": "t is a timestamp"},
+                    ],
+                    "properties": {"level": {"type": "integer"}, "owner": {"type": "string"},
+                        "t": {"type": "string"}}}}}}}]}
+    }))
+    .unwrap();
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .create(&PostParams::default(), &crd)
+        .await
+        .unwrap();
+    let gvk = |kind: &str| GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+    let vap = ApiResource::from_gvk_with_plural(
+        &gvk("ValidatingAdmissionPolicy"),
+        "validatingadmissionpolicies",
+    );
+    let mut p = DynamicObject::new("gauges", &vap);
+    p.data = json!({"spec": {"failurePolicy": "Fail",
+    "matchConstraints": {"resourceRules": [{"apiGroups": ["bench.netrollout.io"],
+        "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["gauges"]}]},
+    "validations": [
+        {"expression": "object.spec.owner != 'team-evil'", "message": "not evil"},
+        {"expression": "object.metadata.name.startsWith('gauge-')", "message": "named gauge-"},
+    ]}});
+    Api::<DynamicObject>::all_with(client.clone(), &vap)
+        .create(&PostParams::default(), &p)
+        .await
+        .unwrap();
+    let vapb = ApiResource::from_gvk_with_plural(
+        &gvk("ValidatingAdmissionPolicyBinding"),
+        "validatingadmissionpolicybindings",
+    );
+    let mut b = DynamicObject::new("gauges", &vapb);
+    b.data = json!({"spec": {"policyName": "gauges", "validationActions": ["Deny"]}});
+    Api::<DynamicObject>::all_with(client.clone(), &vapb)
+        .create(&PostParams::default(), &b)
+        .await
+        .unwrap();
+    let gauges: Api<DynamicObject> = Api::namespaced_with(client, NS, &gauge_resource());
+    for i in 0..n {
+        let mut g = DynamicObject::new(&format!("gauge-{i}"), &gauge_resource());
+        g.data = json!({"spec": {"level": 50, "owner": "team-bench", "t": "0"}});
+        gauges.create(&PostParams::default(), &g).await.unwrap();
+    }
+    gauges
+}
+
+async fn bench_cel(secs: f64) {
+    let server = LabServer::start(Config::default()).await.unwrap();
+    let n = 1000;
+    let cms = setup(&server, n).await;
+    let gauges = setup_cel(&server, n).await;
+    let refused = gauges
+        .patch(
+            "gauge-0",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"owner": "team-evil"}})),
+        )
+        .await;
+    assert!(refused.is_err(), "the policy must refuse team-evil");
+    let base = write_load(&cms, n, 32, secs, None).await;
+    let patch = |t| json!({"spec": {"t": t}});
+    let rate = write_load_as(&gauges, "gauge", patch, n, 32, secs, None).await;
+    row(
+        "max writes/s, CEL-validated kind (3 CRD rules + 2 policy rules)",
+        rate,
+        base,
+        "/s",
         "report",
     );
     server.shutdown().await.unwrap();
@@ -321,6 +448,9 @@ async fn main() {
     match args.get(1).map(String::as_str) {
         Some("watch") => bench_watch(arg(2, 1000), arg(3, 6) as u64).await,
         Some("memory") => bench_memory(arg(2, 100_000)).await,
-        _ => eprintln!("usage: bench watch [WATCHERS] [SECONDS] | bench memory [OBJECTS]"),
+        Some("cel") => bench_cel(arg(2, 6) as f64).await,
+        _ => eprintln!(
+            "usage: bench watch [WATCHERS] [SECONDS] | bench memory [OBJECTS] | bench cel [SECONDS]"
+        ),
     }
 }

@@ -4,11 +4,16 @@
 //! constraints, match conditions, variables, validations with `messageExpression` and `reason`;
 //! `request`, `object`, `oldObject` bound). Expressions are evaluated by the `cel` crate with
 //! the Kubernetes CEL libraries of `kube-cel` (`isCIDR`, `cidr(...)`, `isIP`, strings, lists,
-//! sets, regex). Not supported: `params` (paramKind), `authorizer`, `namespaceObject`, binding
+//! sets, regex). Programs are compiled once: a CRD's rules when the CRD is written (kept in its
+//! [`ResourceType`]), a policy's expressions on first use (kept by expression text, so a
+//! changed policy compiles its new expressions and no stale program is run). Not supported: `params` (paramKind), `authorizer`, `namespaceObject`, binding
 //! `matchResources`, and `DELETE`/`CONNECT` operations (nothing in this product uses them).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
 use kube_cel::cel::{Context, ExecutionError, Program, Value as CelValue};
-use kube_cel::{KubeCelExt, Validator};
+use kube_cel::{CompiledSchema, KubeCelExt, Validator};
 use serde_json::{Value, json};
 
 use crate::auth::Identity;
@@ -18,6 +23,41 @@ use crate::store::State;
 
 const POLICIES: &str = "admissionregistration.k8s.io/validatingadmissionpolicies";
 const BINDINGS: &str = "admissionregistration.k8s.io/validatingadmissionpolicybindings";
+
+/// Distinct policy expressions kept compiled; past this the cache starts over.
+const PROGRAM_CACHE_CAP: usize = 4096;
+
+type Compiled = Result<Arc<Program>, String>;
+
+fn program_cache() -> &'static Mutex<HashMap<String, Compiled>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Compiled>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+thread_local! {
+    /// The Kubernetes CEL function library, registered once per thread: for CRD rules, and as
+    /// the parent scope of every policy evaluation.
+    static VALIDATOR: Validator = Validator::new();
+    static LIBRARY: Context<'static> = Context::default().with_all();
+}
+
+/// A policy expression, compiled on first use.
+fn program(expr: &str) -> Compiled {
+    let Ok(mut cache) = program_cache().lock() else {
+        return Err("the CEL program cache is poisoned".into());
+    };
+    if let Some(p) = cache.get(expr) {
+        return p.clone();
+    }
+    let compiled = Program::compile(expr)
+        .map(Arc::new)
+        .map_err(|e| format!("compilation error in {expr:?}: {e}"));
+    if cache.len() >= PROGRAM_CACHE_CAP {
+        cache.clear();
+    }
+    cache.insert(expr.to_string(), compiled.clone());
+    compiled
+}
 
 /// One write as admission sees it.
 #[derive(Debug)]
@@ -76,17 +116,18 @@ pub fn check_custom_object(schema: &Value, object: &Value) -> Vec<(String, Strin
     let out = crate::schema::validate(schema, &mut copy, false);
     let mut causes = out.invalid;
     if causes.is_empty() {
-        causes.extend(cel_causes(schema, object, None));
+        let compiled = kube_cel::compile_schema(schema);
+        causes.extend(cel_causes(&compiled, object, None));
     }
     causes
 }
 
 /// `x-kubernetes-validations` of a custom resource's schema; 422 naming each failing field.
 fn crd_rules(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
-    let Some(schema) = &rt.schema else {
+    let Some(compiled) = &rt.cel else {
         return Ok(());
     };
-    let causes = cel_causes(schema, object, old);
+    let causes = cel_causes(compiled, object, old);
     if causes.is_empty() {
         return Ok(());
     }
@@ -94,8 +135,12 @@ fn crd_rules(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<(
     Err(ApiError::invalid(&rt.group, &rt.kind, name, &causes))
 }
 
-fn cel_causes(schema: &Value, object: &Value, old: Option<&Value>) -> Vec<(String, String)> {
-    let Err(errors) = Validator::new().validate(schema, object, old) else {
+fn cel_causes(
+    compiled: &CompiledSchema,
+    object: &Value,
+    old: Option<&Value>,
+) -> Vec<(String, String)> {
+    let Err(errors) = VALIDATOR.with(|v| v.validate_compiled(compiled, object, old)) else {
         return vec![];
     };
     errors
@@ -147,9 +192,19 @@ fn policies(
     object: &Value,
     old: Option<&Value>,
 ) -> Result<(), ApiError> {
+    LIBRARY.with(|library| policies_in(library, st, a, object, old))
+}
+
+fn policies_in(
+    library: &Context<'static>,
+    st: &State,
+    a: &Attempt<'_>,
+    object: &Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
     let bindings: Vec<Value> = st
         .list(BINDINGS, None)
-        .map(|(_, b)| (**b).clone())
+        .map(|(_, b)| (*b.value()).clone())
         .collect();
     if bindings.is_empty() {
         return Ok(());
@@ -164,7 +219,7 @@ fn policies(
         let Some(policy) = st
             .list(POLICIES, None)
             .find(|((_, n), _)| n == policy_name)
-            .map(|(_, p)| (**p).clone())
+            .map(|(_, p)| (*p.value()).clone())
         else {
             continue;
         };
@@ -187,7 +242,7 @@ fn policies(
             )
         };
         let fail_closed = policy["spec"]["failurePolicy"].as_str() != Some("Ignore");
-        let mut ctx = Context::default().with_all();
+        let mut ctx = library.new_inner_scope();
         let bound = bind(&mut ctx, "request", &request)
             .and_then(|()| bind(&mut ctx, "object", object))
             .and_then(|()| bind(&mut ctx, "oldObject", old.unwrap_or(&Value::Null)))
@@ -323,9 +378,7 @@ fn bind(ctx: &mut Context<'_>, name: &str, v: &Value) -> Result<(), String> {
 }
 
 fn eval(ctx: &Context<'_>, expr: &str) -> Result<CelValue, String> {
-    let program =
-        Program::compile(expr).map_err(|e| format!("compilation error in {expr:?}: {e}"))?;
-    program
+    program(expr)?
         .execute(ctx)
         .map_err(|e: ExecutionError| format!("expression '{expr}' resulted in error: {e}"))
 }
@@ -334,5 +387,24 @@ fn eval_bool(ctx: &Context<'_>, expr: &str) -> Result<bool, String> {
     match eval(ctx, expr)? {
         CelValue::Bool(b) => Ok(b),
         other => Err(format!("expression '{expr}' must be a bool, not {other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_expression_is_compiled_once_and_a_bad_one_fails_every_time() {
+        let a = program("1 + 2 == 3 && 'cache-test'.size() > 0").unwrap();
+        let b = program("1 + 2 == 3 && 'cache-test'.size() > 0").unwrap();
+        assert!(
+            Arc::ptr_eq(&a, &b),
+            "the second use must reuse the compiled program"
+        );
+        for _ in 0..2 {
+            let e = program("1 +").unwrap_err();
+            assert!(e.contains("compilation error in \"1 +\""), "{e}");
+        }
     }
 }

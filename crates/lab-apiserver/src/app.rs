@@ -101,8 +101,8 @@ pub fn json_response(code: u16, v: &Value) -> Response {
 }
 
 /// A response from already encoded bytes.
-pub fn bytes_response(code: u16, body: Vec<u8>, content_type: &'static str) -> Response {
-    let mut r = Response::new(Body::from(body));
+pub fn bytes_response(code: u16, body: impl Into<Body>, content_type: &'static str) -> Response {
+    let mut r = Response::new(body.into());
     *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
     r.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));

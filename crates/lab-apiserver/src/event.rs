@@ -1,12 +1,13 @@
 //! One change of the store as retained in the event window and sent to watchers: its type, the
-//! object before and after, and its encoded watch line (shared by every watcher).
+//! object before and after, and its encoded watch line. The line is encoded once, at the
+//! change; the stored object is a slice of it, so the store, the window and every watcher
+//! share one allocation per object version.
 
-use std::sync::{Arc, OnceLock};
-
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{Value, json};
 
 use crate::resources::TypeKey;
+use crate::stored::Stored;
 
 /// The type of a watch event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,19 +41,54 @@ pub struct Event {
     /// What happened.
     pub kind: EventType,
     /// The object after the change (before it, for deletions).
-    pub object: Arc<Value>,
+    pub object: Stored,
     /// The object before the change, for modifications.
-    pub prev: Option<Arc<Value>>,
-    pub(crate) encoded: OnceLock<Bytes>,
+    pub prev: Option<Stored>,
+    line: Bytes,
 }
 
 impl Event {
-    /// The newline-terminated JSON watch event, encoded once and shared by all watchers.
-    pub fn line(&self) -> Bytes {
-        self.encoded
-            .get_or_init(|| encode_event(self.kind.as_str(), &self.object))
-            .clone()
+    /// Encodes the change of `object` (its JSON tree, dropped by the caller afterwards).
+    pub fn new(
+        rv: u64,
+        key: TypeKey,
+        kind: EventType,
+        object: &std::sync::Arc<Value>,
+        prev: Option<Stored>,
+    ) -> Self {
+        let keep = crate::stored::keeps_tree(&key);
+        let raw = serde_json::to_vec(&**object).unwrap_or_default();
+        let line = encode_raw(kind.as_str(), &raw);
+        let start = prefix(kind.as_str()).len();
+        let stored = Stored::new(line.slice(start..start + raw.len()), object, keep);
+        Self {
+            rv,
+            key,
+            kind,
+            object: stored,
+            prev,
+            line,
+        }
     }
+
+    /// The newline-terminated JSON watch event, shared by all watchers.
+    pub fn line(&self) -> Bytes {
+        self.line.clone()
+    }
+}
+
+fn prefix(kind: &str) -> String {
+    format!("{{\"type\":\"{kind}\",\"object\":")
+}
+
+/// Encodes one `{"type":..,"object":..}` line around an object's JSON bytes.
+pub fn encode_raw(kind: &str, raw: &[u8]) -> Bytes {
+    let prefix = prefix(kind);
+    let mut b = BytesMut::with_capacity(prefix.len() + raw.len() + 2);
+    b.put_slice(prefix.as_bytes());
+    b.put_slice(raw);
+    b.put_slice(b"}\n");
+    b.freeze()
 }
 
 /// Encodes one `{"type":..,"object":..}` line.
@@ -60,4 +96,22 @@ pub fn encode_event(kind: &str, object: &Value) -> Bytes {
     let mut v = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
     v.push(b'\n');
     Bytes::from(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn the_stored_object_is_the_object_inside_the_watch_line() {
+        let obj = Arc::new(json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "b"}}));
+        let ev = Event::new(7, Arc::from("/configmaps"), EventType::Added, &obj, None);
+        let line: Value = serde_json::from_slice(&ev.line()).unwrap();
+        assert_eq!(line, json!({"type": "ADDED", "object": *obj}));
+        assert_eq!(*ev.object.value(), *obj);
+        assert!(ev.line().ends_with(b"\n"));
+        let other: Value = serde_json::from_slice(&encode_raw("DELETED", ev.object.raw())).unwrap();
+        assert_eq!(other["type"], "DELETED");
+    }
 }

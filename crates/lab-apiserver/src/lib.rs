@@ -22,7 +22,8 @@
 //! - [`auth`]: bearer tokens per [`Identity`]; `rbac`: the RBAC authorizer over stored roles.
 //! - `verbs`: get, list, watch, create, update, patch, delete, deletecollection; admission.
 //! - `store`: objects, the global resourceVersion, event window, finalizers, garbage collection;
-//!   `event`: one change as retained and sent.
+//!   `stored`: one object version held as its JSON bytes; `event`: one change as retained and
+//!   sent.
 //! - `watchers`: the watcher registry; `watch`: the streaming watch response with bookmarks.
 //! - [`resources`]: built-in kinds and kinds defined by CRDs.
 //! - `admission`: CEL admission (CRD `x-kubernetes-validations`, ValidatingAdmissionPolicies).
@@ -59,6 +60,7 @@ mod schema;
 mod selector;
 pub mod server;
 mod store;
+mod stored;
 mod table;
 mod verbs;
 mod watch;

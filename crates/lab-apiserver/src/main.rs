@@ -27,6 +27,9 @@ struct Args {
     /// Events retained for resuming watches.
     #[arg(long, default_value_t = 10_000)]
     event_window: usize,
+    /// Bytes of encoded events retained for resuming watches at most.
+    #[arg(long, default_value_t = netrollout_lab_apiserver::server::DEFAULT_WINDOW_BYTES)]
+    event_window_bytes: usize,
 }
 
 #[tokio::main]
@@ -43,6 +46,7 @@ async fn main() -> anyhow::Result<()> {
         kubeconfig: args.kubeconfig,
         data: args.data,
         event_window: args.event_window,
+        event_window_bytes: args.event_window_bytes,
         ..Config::default()
     };
     let server = LabServer::start(cfg)

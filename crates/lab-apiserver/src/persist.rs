@@ -29,12 +29,9 @@ pub fn load(path: &Path, state: &mut State) -> Result<()> {
         message,
     };
     let snap: Value = serde_json::from_slice(&text).map_err(|e| corrupt(e.to_string()))?;
-    *state = State::new(state_window(state));
+    let (events, bytes) = state.window_cap();
+    *state = State::new(events, bytes);
     state.restore(&snap).map_err(corrupt)
-}
-
-fn state_window(state: &State) -> usize {
-    state.window_cap()
 }
 
 /// Writes the store to `path` if it changed since the last write.
@@ -55,7 +52,7 @@ pub fn flush(path: &Path, state: &Arc<Mutex<State>>) -> Result<()> {
             out.push(b',');
         }
         out.push(b'\n');
-        out.extend(serde_json::to_vec(&**o).unwrap_or_default());
+        out.extend_from_slice(o.raw());
     }
     out.extend_from_slice(b"\n]}\n");
     let tmp = path.with_extension("tmp");

@@ -56,8 +56,9 @@ pub fn allowed(st: &State, user: &Identity, a: &Attributes<'_>) -> bool {
     }
     let cluster_grants = st
         .list(CLUSTER_ROLE_BINDINGS, None)
-        .filter(|(_, b)| binds(b, user))
-        .filter_map(|(_, b)| role_rules(st, b, None))
+        .map(|(_, b)| b.value())
+        .filter(|b| binds(b, user))
+        .filter_map(|b| role_rules(st, &b, None))
         .any(|rules| rules_allow(&rules, a));
     if cluster_grants {
         return true;
@@ -66,8 +67,9 @@ pub fn allowed(st: &State, user: &Identity, a: &Attributes<'_>) -> bool {
         return false;
     };
     st.list(ROLE_BINDINGS, Some(ns))
-        .filter(|(_, b)| binds(b, user))
-        .filter_map(|(_, b)| role_rules(st, b, Some(ns)))
+        .map(|(_, b)| b.value())
+        .filter(|b| binds(b, user))
+        .filter_map(|b| role_rules(st, &b, Some(ns)))
         .any(|rules| rules_allow(&rules, a))
 }
 
@@ -101,7 +103,7 @@ fn role_rules(st: &State, binding: &Value, ns: Option<&str>) -> Option<Vec<Value
     let role = st
         .list(key, (!role_ns.is_empty()).then_some(role_ns))
         .find(|((n, m), _)| n == role_ns && m == name)
-        .map(|(_, o)| o.clone())?;
+        .map(|(_, o)| o.value())?;
     role["rules"].as_array().cloned()
 }
 

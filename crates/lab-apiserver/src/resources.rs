@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use kube_cel::CompiledSchema;
 use serde_json::Value;
 
 /// How objects of a built-in kind are checked on write.
@@ -79,6 +80,8 @@ pub struct ResourceType {
     pub columns: Vec<Column>,
     /// The CRD version's `openAPIV3Schema`, for custom kinds.
     pub schema: Option<Value>,
+    /// The `x-kubernetes-validations` rules of `schema`, compiled once when the CRD is written.
+    pub cel: Option<Arc<CompiledSchema>>,
     /// Which built-in kind this is, if any.
     pub builtin: Option<Builtin>,
 }
@@ -148,6 +151,7 @@ fn builtin(
         status_subresource: status,
         columns,
         schema: None,
+        cel: None,
         builtin: Some(b),
     }
 }
@@ -371,6 +375,9 @@ pub fn from_crd(crd: &Value) -> Vec<ResourceType> {
             status_subresource: v["subresources"]["status"].is_object(),
             columns,
             schema: Some(v["schema"]["openAPIV3Schema"].clone()),
+            cel: Some(Arc::new(kube_cel::compile_schema(
+                &v["schema"]["openAPIV3Schema"],
+            ))),
             builtin: None,
         });
     }

@@ -51,6 +51,11 @@ impl LabelSelector {
         Ok(Self(reqs))
     }
 
+    /// Whether the selector has no requirement.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Whether the object's labels satisfy every requirement.
     pub fn matches(&self, obj: &Value) -> bool {
         let labels = &obj["metadata"]["labels"];
@@ -134,6 +139,11 @@ impl FieldSelector {
             .iter()
             .find(|(k, eq, _)| *eq && k == "metadata.name")
             .map(|(_, _, v)| v.as_str())
+    }
+
+    /// Whether the selector has no term.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// Whether the object satisfies every term.

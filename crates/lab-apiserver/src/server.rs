@@ -18,6 +18,8 @@ use crate::listener::{self, Certificate};
 use crate::persist;
 use crate::store::State;
 
+pub use crate::store::DEFAULT_WINDOW_BYTES;
+
 /// How to start a [`LabServer`].
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -29,6 +31,9 @@ pub struct Config {
     pub data: Option<PathBuf>,
     /// Number of recent events retained for resuming watches; older resourceVersions get 410 Gone.
     pub event_window: usize,
+    /// Bytes of encoded events retained at most (the window also ends at `event_window`
+    /// events); older resourceVersions get 410 Gone.
+    pub event_window_bytes: usize,
     /// Events buffered per watcher before a slow watcher's stream is ended.
     pub watch_buffer: usize,
     /// How often watches that allow bookmarks get one.
@@ -44,6 +49,7 @@ impl Default for Config {
             kubeconfig: None,
             data: None,
             event_window: 10_000,
+            event_window_bytes: crate::store::DEFAULT_WINDOW_BYTES,
             watch_buffer: 4096,
             bookmark_interval: Duration::from_secs(1),
             persist_interval: Duration::from_millis(200),
@@ -70,7 +76,7 @@ pub struct LabServer {
 impl LabServer {
     /// Binds, loads persisted data, writes the kubeconfig and starts serving.
     pub async fn start(cfg: Config) -> Result<Self> {
-        let mut state = State::new(cfg.event_window);
+        let mut state = State::new(cfg.event_window, cfg.event_window_bytes);
         if let Some(path) = &cfg.data {
             persist::load(path, &mut state)?;
         }

@@ -1,21 +1,21 @@
 //! Watches: the streaming response that replays retained events, follows live ones (through
 //! the registry in `watchers`) and sends bookmarks.
 
-use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::convert;
 use crate::error::ApiError;
-use crate::event::{Event, EventType, encode_event};
-use crate::resources::ResourceType;
+use crate::event::{Event, EventType, encode_event, encode_raw};
+use crate::resources::{Builtin, ResourceType};
 use crate::store::State;
+use crate::stored::Stored;
 use crate::table;
 pub use crate::watchers::Filter;
 use crate::watchers::Item;
@@ -52,12 +52,14 @@ pub fn start(state: Arc<Mutex<State>>, p: WatchParams) -> Result<Response, ApiEr
         let mut st = state
             .lock()
             .map_err(|_| ApiError::new(500, "InternalError", "state lock poisoned"))?;
-        let mut initial: Vec<(EventType, Arc<Value>)> = vec![];
+        let mut initial: Vec<(EventType, Stored)> = vec![];
         match p.rv.filter(|rv| *rv > 0 && !p.send_initial) {
             Some(rv) => match st.events_since(rv) {
                 Some(evs) => {
                     for ev in evs.filter(|e| e.key == p.rt.key()) {
-                        if let Some(kind) = filter.view(ev) {
+                        let prev = ev.prev.as_ref().map(Stored::value);
+                        let view = filter.view(ev.kind, &ev.object.value(), prev.as_deref());
+                        if let Some(kind) = view {
                             initial.push((kind, ev.object.clone()));
                         }
                     }
@@ -70,8 +72,11 @@ pub fn start(state: Arc<Mutex<State>>, p: WatchParams) -> Result<Response, ApiEr
             },
             None => {
                 let ns = p.filter.ns.as_deref();
-                for (_, o) in st.list(&p.rt.key(), ns).filter(|(_, o)| filter.matches(o)) {
-                    initial.push((EventType::Added, o.clone()));
+                let all = filter.namespace_only();
+                for (_, o) in st.list(&p.rt.key(), ns) {
+                    if all || filter.matches(&o.value()) {
+                        initial.push((EventType::Added, o.clone()));
+                    }
                 }
             }
         }
@@ -104,21 +109,27 @@ struct Encoder {
 }
 
 impl Encoder {
-    fn line(&mut self, kind: EventType, ev: Option<&Event>, obj: &Value) -> Bytes {
+    /// The watch line for `obj` seen as `kind`: the event's own line when the client sees the
+    /// object as stored, else re-encoded (another event type, apiVersion, or a Table).
+    fn line(&mut self, kind: EventType, ev: Option<&Event>, obj: &Stored) -> Bytes {
         if self.table {
+            let tree = obj.value();
             let t = table::table(
                 &self.rt,
-                &[&*convert::view(&self.rt, obj)],
+                &[&*convert::view(&self.rt, &tree)],
                 self.first,
                 false,
             );
             self.first = false;
             return encode_event(kind.as_str(), &t);
         }
-        let view = convert::view(&self.rt, obj);
-        match (ev, &view) {
-            (Some(ev), Cow::Borrowed(_)) if ev.kind == kind => ev.line(),
-            _ => encode_event(kind.as_str(), &view),
+        if self.rt.builtin == Some(Builtin::Event) || !obj.has_api_version(&self.rt.api_version()) {
+            let tree = obj.value();
+            return encode_event(kind.as_str(), &convert::view(&self.rt, &tree));
+        }
+        match ev {
+            Some(ev) if ev.kind == kind => ev.line(),
+            _ => encode_raw(kind.as_str(), obj.raw()),
         }
     }
 
@@ -137,7 +148,7 @@ impl Encoder {
 async fn pump(
     state: Arc<Mutex<State>>,
     p: WatchParams,
-    initial: Vec<(EventType, Arc<Value>)>,
+    initial: Vec<(EventType, Stored)>,
     start_rv: u64,
     mut rx: mpsc::Receiver<Item>,
     out: mpsc::Sender<Bytes>,

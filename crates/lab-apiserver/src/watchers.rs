@@ -33,11 +33,16 @@ impl Filter {
             && self.fields.matches(obj)
     }
 
-    /// The event this watcher sees for a change, if any: an object moving into or out of the
-    /// selection is seen as added or deleted.
-    pub fn view(&self, ev: &Event) -> Option<EventType> {
-        let now = self.matches(&ev.object);
-        match (ev.kind, &ev.prev) {
+    /// Whether the selection is only by namespace (no object needs decoding to apply it).
+    pub fn namespace_only(&self) -> bool {
+        self.labels.is_empty() && self.fields.is_empty()
+    }
+
+    /// The event this watcher sees for a change of `object` (`prev` before a modification),
+    /// if any: an object moving into or out of the selection is seen as added or deleted.
+    pub fn view(&self, kind: EventType, object: &Value, prev: Option<&Value>) -> Option<EventType> {
+        let now = self.matches(object);
+        match (kind, prev) {
             (EventType::Modified, Some(prev)) => match (self.matches(prev), now) {
                 (true, true) => Some(EventType::Modified),
                 (false, true) => Some(EventType::Added),
@@ -88,15 +93,16 @@ impl Watchers {
         list.push(Entry { filter, tx });
     }
 
-    /// Sends an event to every watcher that selects it. A watcher whose buffer is full is
-    /// dropped (its stream ends and the client resumes from its last resourceVersion).
-    pub fn dispatch(&mut self, ev: &Arc<Event>) {
+    /// Sends an event to every watcher that selects it; `object` and `prev` are the decoded
+    /// versions the event carries. A watcher whose buffer is full is dropped (its stream ends
+    /// and the client resumes from its last resourceVersion).
+    pub fn dispatch(&mut self, ev: &Arc<Event>, object: &Value, prev: Option<&Value>) {
         let Some(tw) = self.by_type.get_mut(&ev.key) else {
             return;
         };
-        let name = ev.object["metadata"]["name"].as_str().unwrap_or_default();
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
         let send = |list: &mut Vec<Entry>| {
-            list.retain(|e| match e.filter.view(ev) {
+            list.retain(|e| match e.filter.view(ev.kind, object, prev) {
                 Some(kind) => {
                     e.tx.try_send(Item {
                         event: ev.clone(),

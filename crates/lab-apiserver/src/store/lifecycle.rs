@@ -9,6 +9,7 @@ use super::{EventType, State};
 use crate::error::ApiError;
 use crate::object::{finalizers, meta_mut, meta_str, now_timestamp};
 use crate::resources::{ResourceType, TypeKey, from_crd};
+use crate::stored::Stored;
 
 impl State {
     /// Deletes an object: marks it while finalizers remain, else removes it and collects its
@@ -52,10 +53,13 @@ impl State {
     }
 
     pub(super) fn get_key(&self, key: &str, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.stored_key(key, ns, name).map(Stored::value)
+    }
+
+    pub(super) fn stored_key(&self, key: &str, ns: &str, name: &str) -> Option<&Stored> {
         self.objects
             .get(key)?
             .get(&(ns.to_string(), name.to_string()))
-            .cloned()
     }
 
     pub(super) fn store_modified(
@@ -69,11 +73,12 @@ impl State {
         self.rv += 1;
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(self.rv.to_string()));
         let obj = Arc::new(obj);
+        let prev = self.stored_key(&key, ns, name).cloned().map(|s| (s, old));
+        let stored = self.commit(key.clone(), EventType::Modified, &obj, prev);
         self.objects
-            .entry(key.clone())
+            .entry(key)
             .or_default()
-            .insert((ns.to_string(), name.to_string()), obj.clone());
-        self.commit(key, EventType::Modified, obj.clone(), Some(old));
+            .insert((ns.to_string(), name.to_string()), stored);
         obj
     }
 
@@ -93,10 +98,10 @@ impl State {
             return Arc::new(Value::Null);
         };
         self.rv += 1;
-        let mut gone = (*old).clone();
+        let mut gone = (*old.value()).clone();
         meta_mut(&mut gone).insert("resourceVersion".into(), json!(self.rv.to_string()));
         let gone = Arc::new(gone);
-        self.commit(key.clone(), EventType::Deleted, gone.clone(), None);
+        self.commit(key.clone(), EventType::Deleted, &gone, None);
         match &*key {
             "apiextensions.k8s.io/customresourcedefinitions" => {
                 let (g, p) = (
@@ -137,7 +142,9 @@ impl State {
         }
         let mut found = vec![];
         for (key, objs) in &self.objects {
-            for ((ns, name), o) in objs {
+            // Only objects whose bytes mention the uid are decoded.
+            for ((ns, name), o) in objs.iter().filter(|(_, o)| o.contains(uid)) {
+                let o = o.value();
                 let refs = o["metadata"]["ownerReferences"].as_array();
                 if refs.is_some_and(|r| r.iter().any(|r| r["uid"] == uid)) {
                     found.push((key.clone(), ns.clone(), name.clone(), o.clone()));

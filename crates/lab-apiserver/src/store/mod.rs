@@ -1,9 +1,13 @@
 //! The in-memory object store: every object, the global resourceVersion counter, the retained
 //! event window for resuming watches, and the write rules (finalizers, garbage collection,
 //! CRD registration). One [`State`] behind one mutex; callers hold the lock for one operation.
+//!
+//! Objects are held as their JSON bytes ([`Stored`]), shared with the event window and the
+//! watchers; [`State::get`] decodes. The window is bounded by a number of events and a number
+//! of bytes; a watch from a resourceVersion older than it gets 410 Gone and relists.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -11,11 +15,15 @@ use crate::error::ApiError;
 use crate::event::{Event, EventType};
 use crate::object::{finalizers, meta_mut, meta_str, new_uid, now_timestamp, same_spec};
 use crate::resources::{Builtin, Registry, ResourceType, TypeKey, from_crd};
+use crate::stored::{Stored, keeps_tree};
 use crate::watchers::Watchers;
 
 mod lifecycle;
 
-type Objects = BTreeMap<(String, String), Arc<Value>>;
+type Objects = BTreeMap<(String, String), Stored>;
+
+/// Default bound of the event window in bytes of encoded events.
+pub const DEFAULT_WINDOW_BYTES: usize = 64 << 20;
 
 /// Everything the server knows, guarded by one lock.
 #[derive(Debug)]
@@ -27,6 +35,8 @@ pub struct State {
     objects: HashMap<TypeKey, Objects>,
     window: VecDeque<Arc<Event>>,
     window_cap: usize,
+    window_bytes: usize,
+    window_bytes_cap: usize,
     /// Highest resourceVersion no longer in the window.
     pub compacted: u64,
     /// Registered watchers.
@@ -37,13 +47,16 @@ pub struct State {
 
 impl State {
     /// An empty store with the built-in kinds and the default namespaces.
-    pub fn new(window_cap: usize) -> Self {
+    /// The event window keeps at most `window_cap` events and `window_bytes_cap` bytes of them.
+    pub fn new(window_cap: usize, window_bytes_cap: usize) -> Self {
         let mut s = Self {
             rv: 0,
             registry: Registry::with_builtins(),
             objects: HashMap::new(),
             window: VecDeque::new(),
             window_cap: window_cap.max(1),
+            window_bytes: 0,
+            window_bytes_cap,
             compacted: 0,
             watchers: Watchers::default(),
             dirty: false,
@@ -58,17 +71,19 @@ impl State {
         s
     }
 
-    /// Size of the retained event window.
-    pub fn window_cap(&self) -> usize {
-        self.window_cap
+    /// Bounds of the retained event window: events, bytes.
+    pub fn window_cap(&self) -> (usize, usize) {
+        (self.window_cap, self.window_bytes_cap)
     }
 
-    /// One object.
+    /// One object, decoded.
     pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Option<Arc<Value>> {
-        self.objects
-            .get(&*rt.key())?
-            .get(&(ns.to_string(), name.to_string()))
-            .cloned()
+        self.get_key(&rt.key(), ns, name)
+    }
+
+    /// One object as stored.
+    pub fn get_stored(&self, rt: &ResourceType, ns: &str, name: &str) -> Option<&Stored> {
+        self.stored_key(&rt.key(), ns, name)
     }
 
     /// Objects of a type in a namespace (all namespaces when `ns` is `None`), from `after` on.
@@ -76,7 +91,7 @@ impl State {
         &'a self,
         key: &str,
         ns: Option<&'a str>,
-    ) -> impl Iterator<Item = (&'a (String, String), &'a Arc<Value>)> + 'a {
+    ) -> impl Iterator<Item = (&'a (String, String), &'a Stored)> + 'a {
         self.objects.get(key).into_iter().flat_map(move |m| {
             let range: Box<dyn Iterator<Item = _>> = match ns {
                 Some(ns) => Box::new(
@@ -96,7 +111,7 @@ impl State {
 
     /// Retained events after `rv`, or `None` if some of them were already dropped.
     pub fn events_since(&self, rv: u64) -> Option<impl Iterator<Item = &Arc<Event>>> {
-        (rv >= self.compacted).then(|| self.window.iter().filter(move |e| e.rv > rv))
+        (rv >= self.compacted).then(|| self.window.iter().skip_while(move |e| e.rv <= rv))
     }
 
     /// Creates an object whose name is already set; sets uid, timestamps and resourceVersion.
@@ -108,10 +123,10 @@ impl State {
     ) -> Result<Arc<Value>, ApiError> {
         let key = rt.key();
         let name = meta_str(&obj, "name").to_string();
-        if rt.namespaced && self.get_key("/namespaces", "", ns).is_none() {
+        if rt.namespaced && self.stored_key("/namespaces", "", ns).is_none() {
             return Err(ApiError::not_found("", "namespaces", ns));
         }
-        if self.get_key(&key, ns, &name).is_some() {
+        if self.stored_key(&key, ns, &name).is_some() {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
         }
         self.rv += 1;
@@ -136,26 +151,27 @@ impl State {
             _ => {}
         }
         let obj = Arc::new(obj);
+        let stored = self.commit(key.clone(), EventType::Added, &obj, None);
         self.objects
-            .entry(key.clone())
+            .entry(key)
             .or_default()
-            .insert((ns.to_string(), name), obj.clone());
-        self.commit(key, EventType::Added, obj.clone(), None);
+            .insert((ns.to_string(), name), stored);
         Ok(obj)
     }
 
-    /// Replaces an object (main resource or, with `status_only`, its status).
+    /// Replaces an object (main resource or, with `status_only`, its status). `current` is the
+    /// stored object if the caller already decoded it under the same lock.
     pub fn update(
         &mut self,
         rt: &ResourceType,
-        ns: &str,
-        name: &str,
+        (ns, name): (&str, &str),
         mut obj: Value,
         status_only: bool,
+        current: Option<Arc<Value>>,
     ) -> Result<Arc<Value>, ApiError> {
         let key = rt.key();
-        let old = self
-            .get_key(&key, ns, name)
+        let old = current
+            .or_else(|| self.get_key(&key, ns, name))
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
         let want_rv = meta_str(&obj, "resourceVersion");
         if !want_rv.is_empty() && want_rv != meta_str(&old, "resourceVersion") {
@@ -213,34 +229,36 @@ impl State {
         Ok(self.store_modified(key, ns, name, obj, old))
     }
 
-    /// Records a change: the event window, watchers, and the dirty flag.
+    /// Records a change: encodes it once, then the event window, watchers, and the dirty flag.
+    /// `prev` is the version replaced by a modification, stored and decoded. Returns the new
+    /// version as stored.
     pub(super) fn commit(
         &mut self,
         key: TypeKey,
         kind: EventType,
-        object: Arc<Value>,
-        prev: Option<Arc<Value>>,
-    ) {
-        let ev = Arc::new(Event {
-            rv: self.rv,
-            key,
-            kind,
-            object,
-            prev,
-            encoded: OnceLock::new(),
-        });
-        if self.window.len() >= self.window_cap
-            && let Some(old) = self.window.pop_front()
+        object: &Arc<Value>,
+        prev: Option<(Stored, Arc<Value>)>,
+    ) -> Stored {
+        let (prev, prev_tree) = prev.unzip();
+        let ev = Arc::new(Event::new(self.rv, key, kind, object, prev));
+        self.window_bytes += ev.object.size();
+        self.window.push_back(ev.clone());
+        while self.window.len() > self.window_cap
+            || (self.window_bytes > self.window_bytes_cap && self.window.len() > 1)
         {
+            let Some(old) = self.window.pop_front() else {
+                break;
+            };
+            self.window_bytes -= old.object.size();
             self.compacted = old.rv;
         }
-        self.window.push_back(ev.clone());
-        self.watchers.dispatch(&ev);
+        self.watchers.dispatch(&ev, object, prev_tree.as_deref());
         self.dirty = true;
+        ev.object.clone()
     }
 
     /// The resourceVersion and every object, CRDs first, for persistence.
-    pub fn snapshot(&self) -> (u64, Vec<Arc<Value>>) {
+    pub fn snapshot(&self) -> (u64, Vec<Stored>) {
         let mut keys: Vec<&TypeKey> = self.objects.keys().collect();
         keys.sort_by_key(|k| (!k.ends_with("/customresourcedefinitions"), &***k));
         let objects = keys
@@ -274,16 +292,71 @@ impl State {
                 meta_str(o, "namespace").to_string(),
                 meta_str(o, "name").to_string(),
             );
-            self.objects
-                .entry(rt.key())
-                .or_default()
-                .insert(id, Arc::new(o.clone()));
+            let key = rt.key();
+            let stored = Stored::encode(Arc::new(o.clone()), keeps_tree(&key));
+            self.objects.entry(key).or_default().insert(id, stored);
         }
         self.rv = snap["resourceVersion"]
             .as_u64()
             .ok_or("no resourceVersion")?;
         self.compacted = self.rv;
         self.window.clear();
+        self.window_bytes = 0;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(s: &mut State, name: &str, payload: usize) -> u64 {
+        let cms = s.registry.get("", "v1", "configmaps").unwrap();
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+            "data": {"p": "x".repeat(payload)}});
+        s.create(&cms, "default", cm).unwrap();
+        s.rv
+    }
+
+    #[test]
+    fn the_window_keeps_the_newest_events_within_both_bounds() {
+        let mut by_count = State::new(3, usize::MAX);
+        let first = write(&mut by_count, "a", 10);
+        for n in ["b", "c", "d", "e"] {
+            write(&mut by_count, n, 10);
+        }
+        assert!(by_count.events_since(first).is_none(), "compacted: 410");
+        assert_eq!(by_count.events_since(by_count.rv - 3).unwrap().count(), 3);
+
+        let mut by_bytes = State::new(10_000, 3_500);
+        let first = write(&mut by_bytes, "a", 1000);
+        for n in ["b", "c", "d", "e"] {
+            write(&mut by_bytes, n, 1000);
+        }
+        assert!(by_bytes.events_since(first).is_none(), "compacted: 410");
+        let kept = by_bytes.events_since(by_bytes.compacted).unwrap().count();
+        assert!(
+            (1..=3).contains(&kept),
+            "{kept} events of ~1 KB within 3.5 KB"
+        );
+        assert_eq!(
+            by_bytes.object_count(),
+            4 + 5,
+            "objects stay: 4 namespaces, 5 ConfigMaps"
+        );
+    }
+
+    #[test]
+    fn store_window_and_event_share_one_copy_of_the_bytes() {
+        let mut s = State::new(10, usize::MAX);
+        write(&mut s, "a", 100);
+        let cms = s.registry.get("", "v1", "configmaps").unwrap();
+        let stored = s.get_stored(&cms, "default", "a").unwrap().raw().clone();
+        let ev = s.events_since(s.rv - 1).unwrap().next().unwrap();
+        assert_eq!(ev.object.raw().as_ptr(), stored.as_ptr());
+        assert_eq!(
+            s.get(&cms, "default", "a").unwrap()["data"]["p"],
+            "x".repeat(100)
+        );
     }
 }

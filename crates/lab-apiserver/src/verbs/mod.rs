@@ -8,8 +8,11 @@ use serde_json::{Value, json};
 use crate::app::{App, Req, Target, bytes_response, json_response};
 use crate::convert::{storage_field, view};
 use crate::error::ApiError;
-use crate::resources::ResourceType;
+use crate::object::meta_str;
+use crate::resources::{Builtin, ResourceType};
 use crate::selector::{FieldSelector, LabelSelector};
+use crate::store::State;
+use crate::stored::Stored;
 use crate::table;
 use crate::watch::{self, Filter, WatchParams};
 
@@ -66,6 +69,23 @@ fn render(rt: &ResourceType, stored: &Value, shape: Shape, code: u16) -> Respons
     }
 }
 
+/// Whether a client of `rt` sees `obj` exactly as stored (its bytes can be sent as they are).
+fn as_stored(rt: &ResourceType, obj: &Stored) -> bool {
+    rt.builtin != Some(Builtin::Event) && obj.has_api_version(&rt.api_version())
+}
+
+/// The response to a write of `obj` that `st` now holds: the stored bytes when the client sees
+/// the object as stored, else rendered from the tree.
+fn render_written(st: &State, rt: &ResourceType, obj: &Value, shape: Shape, code: u16) -> Response {
+    let (ns, name) = (meta_str(obj, "namespace"), meta_str(obj, "name"));
+    match st.get_stored(rt, ns, name) {
+        Some(s) if shape == Shape::Plain && as_stored(rt, s) => {
+            bytes_response(code, s.raw().clone(), "application/json")
+        }
+        _ => render(rt, obj, shape, code),
+    }
+}
+
 fn ns_of(t: &Target) -> &str {
     t.ns.as_deref().unwrap_or_default()
 }
@@ -80,9 +100,14 @@ fn get(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
     let name = name_of(t)?;
     let obj = app
         .lock()?
-        .get(&t.rt, ns_of(t), name)
+        .get_stored(&t.rt, ns_of(t), name)
+        .cloned()
         .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, name))?;
-    Ok(render(&t.rt, &obj, shape(r), 200))
+    let shape = shape(r);
+    if shape == Shape::Plain && as_stored(&t.rt, &obj) {
+        return Ok(bytes_response(200, obj.raw().clone(), "application/json"));
+    }
+    Ok(render(&t.rt, &obj.value(), shape, 200))
 }
 
 fn filter(t: &Target, r: &Req) -> Result<Filter, ApiError> {
@@ -128,8 +153,9 @@ fn list(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
         let st = app.lock()?;
         let mut items = vec![];
         let mut next = None;
+        let all = f.namespace_only();
         for (id, o) in st.list(&t.rt.key(), t.ns.as_deref()) {
-            if after.as_ref().is_some_and(|a| id <= a) || !f.matches(o) {
+            if after.as_ref().is_some_and(|a| id <= a) || !(all || f.matches(&o.value())) {
                 continue;
             }
             if items.len() == limit {
@@ -148,13 +174,14 @@ fn list(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
     }
     match shape(r) {
         Shape::Table { full } => {
-            let objs: Vec<&Value> = items.iter().map(|(_, o)| &**o).collect();
+            let trees: Vec<_> = items.iter().map(|(_, o)| o.value()).collect();
+            let objs: Vec<&Value> = trees.iter().map(|o| &**o).collect();
             let mut tbl = table::table(&t.rt, &objs, true, full);
             tbl["metadata"] = meta;
             Ok(json_response(200, &tbl))
         }
         Shape::Partial => {
-            let objs: Vec<Value> = items.iter().map(|(_, o)| json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]})).collect();
+            let objs: Vec<Value> = items.iter().map(|(_, o)| json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o.value()["metadata"]})).collect();
             Ok(json_response(
                 200,
                 &json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": objs}),
@@ -169,7 +196,12 @@ fn list(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
                 if i > 0 {
                     out.push(b',');
                 }
-                out.extend(serde_json::to_vec(&*view(&t.rt, o)).unwrap_or_default());
+                if as_stored(&t.rt, o) {
+                    out.extend_from_slice(o.raw());
+                } else {
+                    let tree = o.value();
+                    out.extend(serde_json::to_vec(&*view(&t.rt, &tree)).unwrap_or_default());
+                }
             }
             out.extend_from_slice(b"]}");
             Ok(bytes_response(200, out, "application/json"))

@@ -5,7 +5,7 @@ use axum::response::Response;
 use http::header;
 use serde_json::{Value, json};
 
-use super::{Shape, name_of, ns_of, render, shape};
+use super::{Shape, name_of, ns_of, render, render_written, shape};
 use crate::admission::{self, Attempt};
 use crate::app::{App, Req, Target, json_response};
 use crate::builtin;
@@ -192,7 +192,7 @@ pub(super) fn create(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
         return Ok(render(&t.rt, &obj, Shape::Plain, 201));
     }
     let created = st.create(&t.rt, ns_of(t), obj)?;
-    Ok(render(&t.rt, &created, shape(r), 201))
+    Ok(render_written(&st, &t.rt, &created, shape(r), 201))
 }
 
 pub(super) fn update(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
@@ -224,8 +224,8 @@ pub(super) fn update(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
             .map(|_| render(&t.rt, &obj, Shape::Plain, 200))
             .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, name));
     }
-    let updated = st.update(&t.rt, ns_of(t), name, obj, t.sub.is_some())?;
-    Ok(render(&t.rt, &updated, shape(r), 200))
+    let updated = st.update(&t.rt, (ns_of(t), name), obj, t.sub.is_some(), old)?;
+    Ok(render_written(&st, &t.rt, &updated, shape(r), 200))
 }
 
 pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
@@ -257,7 +257,7 @@ pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError
             return Ok(render(&t.rt, &obj, Shape::Plain, 201));
         }
         let created = st.create(&t.rt, ns_of(t), obj)?;
-        return Ok(render(&t.rt, &created, shape(r), 201));
+        return Ok(render_written(&st, &t.rt, &created, shape(r), 201));
     };
     let w = writer(r, kind == PatchKind::Apply);
     if kind == PatchKind::Apply {
@@ -282,8 +282,8 @@ pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError
     if dry_run(r) {
         return Ok(render(&t.rt, &obj, Shape::Plain, 200));
     }
-    let updated = st.update(&t.rt, ns_of(t), name, obj, t.sub.is_some())?;
-    Ok(render(&t.rt, &updated, shape(r), 200))
+    let updated = st.update(&t.rt, (ns_of(t), name), obj, t.sub.is_some(), Some(cur))?;
+    Ok(render_written(&st, &t.rt, &updated, shape(r), 200))
 }
 
 struct DeleteOpts {
@@ -334,7 +334,7 @@ pub(super) fn delete_collection(app: &App, t: &Target, r: &Req) -> Result<Respon
     let mut st = app.lock()?;
     let names: Vec<(String, String)> = st
         .list(&t.rt.key(), t.ns.as_deref())
-        .filter(|(_, o)| f.matches(o))
+        .filter(|(_, o)| f.matches(&o.value()))
         .map(|(id, _)| id.clone())
         .collect();
     let mut items = vec![];
