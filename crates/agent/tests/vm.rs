@@ -30,7 +30,7 @@ use clap::Parser;
 use netrollout_agent::frr::{Frr, FrrSettings};
 use netrollout_agent::routing;
 use netrollout_api::{
-    LoopbackConfig, NodeConfig, NodePhase, NodeNetworkConfigStatus, PrefixAction, PrefixItem,
+    LoopbackConfig, NodeConfig, NodeNetworkConfigStatus, NodePhase, PrefixAction, PrefixItem,
     VrfConfig, VrfPolicy,
 };
 use netrollout_testkit::agent::Lab;
@@ -494,7 +494,10 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
     // 1. Both nodes export and import everything in 10.50.0.0/16.
     let c1 = config(&NODE1, permit_all(), permit_all(), ROUTE_TARGET);
     let c2 = config(&NODE2, permit_all(), permit_all(), ROUTE_TARGET);
-    tokio::join!(n1.apply_ok("rev-1", c1.clone()), n2.apply_ok("rev-1", c2.clone()));
+    tokio::join!(
+        n1.apply_ok("rev-1", c1.clone()),
+        n2.apply_ok("rev-1", c2.clone())
+    );
     say("rev-1 Provisioned on both nodes");
     let running = n1.running();
     for line in [
@@ -541,13 +544,23 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
         n2.type5(AGGREGATE)
     });
     wait("node 2's VRF table has 10.50.1.0/24", 60, || {
-        n2.routes("vrf vr.t1").contains("10.50.1.0/24").then_some(())
+        n2.routes("vrf vr.t1")
+            .contains("10.50.1.0/24")
+            .then_some(())
     });
-    wait("node 2's default VRF has 10.50.1.0/24 (veth leak)", 60, || {
-        n2.routes("table main").contains("10.50.1.0/24").then_some(())
-    });
+    wait(
+        "node 2's default VRF has 10.50.1.0/24 (veth leak)",
+        60,
+        || {
+            n2.routes("table main")
+                .contains("10.50.1.0/24")
+                .then_some(())
+        },
+    );
     wait("node 1's VRF table has node 2's 10.50.2.0/24", 60, || {
-        n1.routes("vrf vr.t1").contains("10.50.2.0/24").then_some(())
+        n1.routes("vrf vr.t1")
+            .contains("10.50.2.0/24")
+            .then_some(())
     });
 
     // 2. At once: node 1 exports only 10.50.3.0/24 and 10.50.4.0/24, and node 2's import filter
