@@ -5,9 +5,7 @@
 # standard library and FRR's frr-reload.py), runs the binary there and exits with its status. Fails loudly (non-zero) when the
 # VM cannot boot, a module cannot load, or the binary fails.
 #
-#   [VM_FRR=1 [VM_PYTHON=1]] [VM_ACCEL=kvm] hack/vm/run.sh TEST-BINARY [ARGS...]
-#
-# VM_ACCEL picks qemu's accelerator (default tcg; kvm needs a usable /dev/kvm).
+#   [VM_FRR=1 [VM_PYTHON=1]] hack/vm/run.sh TEST-BINARY [ARGS...]
 #
 # docs/dataplane.md ("Tests") describes the VM tier. The kernel is cached in .vm-cache/.
 set -euo pipefail
@@ -100,7 +98,7 @@ chmod +x "$r/init"
 (cd "$r" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz"
 
 echo "vm: booting $kver with $(basename "$bin") ($(du -h "$work/initrd.gz" | cut -f1) initramfs)" >&2
-timeout 600 qemu-system-x86_64 -accel "${VM_ACCEL:-tcg}" -m 1024 -smp 2 -nographic -no-reboot \
+timeout 600 qemu-system-x86_64 -accel tcg -m 1024 -smp 2 -nographic -no-reboot \
   -kernel "$kdir/boot/vmlinuz-$kver" -initrd "$work/initrd.gz" \
   -append "console=ttyS0 panic=-1 loglevel=3" </dev/null | tee "$work/console.log" || true
 if grep -q 'DATAPLANE-VM-RESULT rc=0' "$work/console.log"; then
