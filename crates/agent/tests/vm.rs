@@ -278,20 +278,15 @@ impl Node {
         .unwrap()
     }
 
-    /// `show bgp l2vpn evpn route type prefix json`: the type-5 route for `prefix`
-    /// (`10.50.1.0/24`), as JSON text, when there is one.
+    /// `show bgp l2vpn evpn route detail type prefix json` (detail: with the communities): the
+    /// type-5 route for `prefix` (`10.50.1.0/24`), as JSON text, when there is one.
     fn type5(&self, prefix: &str) -> Option<String> {
         let (addr, len) = prefix.split_once('/').unwrap();
         let key = format!("[{len}]:[{addr}]");
         let json: Value =
-            serde_json::from_str(&self.vtysh("show bgp l2vpn evpn route type prefix json"))
+            serde_json::from_str(&self.vtysh("show bgp l2vpn evpn route detail type prefix json"))
                 .unwrap_or_default();
-        json.as_object()?.values().find_map(|rd| {
-            rd.as_object()?
-                .iter()
-                .find(|(k, _)| k.starts_with("[5]:") && k.ends_with(&key))
-                .map(|(_, v)| v.to_string())
-        })
+        find_key(&json, &|k| k.starts_with("[5]:") && k.ends_with(&key)).map(|v| v.to_string())
     }
 
     fn routes(&self, table: &str) -> String {
@@ -306,6 +301,7 @@ impl Node {
             "show evpn vni",
             "show vrf vni",
             "show bgp vrf vr.t1 ipv4 unicast",
+            "show bgp vrf vr.t1 ipv4 unicast 10.50.1.0/24",
             "show ip route vrf all",
             "show running-config",
         ] {
@@ -320,6 +316,18 @@ impl Node {
         out.push_str(&format!("--- {}\n{conf}\n", self.conf.display()));
         out.push_str(&format!("--- agent log\n{}\n", self.lab.log()));
         out
+    }
+}
+
+/// The value of the first object key, at any depth, that `pred` accepts.
+fn find_key<'a>(v: &'a Value, pred: &dyn Fn(&str) -> bool) -> Option<&'a Value> {
+    match v {
+        Value::Object(map) => map
+            .iter()
+            .find_map(|(k, v)| pred(k).then_some(v))
+            .or_else(|| map.values().find_map(|v| find_key(v, pred))),
+        Value::Array(items) => items.iter().find_map(|v| find_key(v, pred)),
+        _ => None,
     }
 }
 
