@@ -422,10 +422,10 @@ fn vrf_vnis(text: &str) -> Vec<(String, u32)> {
             vrf = Some(name.trim());
         } else if line == "exit-vrf" {
             vrf = None;
-        } else if let (Some(name), Some(vni)) = (vrf, line.trim().strip_prefix("vni ")) {
-            if let Ok(vni) = vni.trim().parse() {
-                out.push((name.to_string(), vni));
-            }
+        } else if let (Some(name), Some(vni)) = (vrf, line.trim().strip_prefix("vni "))
+            && let Ok(vni) = vni.trim().parse()
+        {
+            out.push((name.to_string(), vni));
         }
     }
     out

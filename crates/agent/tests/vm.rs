@@ -377,8 +377,8 @@ fn permit_all() -> Vec<PrefixItem> {
     vec![item("10.50.0.0/16", 1, Some(32), PrefixAction::Permit)]
 }
 
-/// Tenant VRF `t1` (VNI 5000, route target, one policy with import, export, the aggregate and
-/// the community) with a loopback per address: the tenant prefixes the node announces.
+/// Tenant VRF `t1` (VNI 5000, route target, one policy with import, export, the community and,
+/// on node 1, the aggregate) with a loopback per address: the tenant prefixes the node announces.
 fn config(
     addresses: &[&str],
     import: Vec<PrefixItem>,
@@ -409,7 +409,12 @@ fn config(
                 seq: 10,
                 import,
                 export,
-                aggregate: vec![AGGREGATE.into()],
+                // Node 1's prefixes only: node 2's own aggregate would hide node 1's.
+                aggregate: if addresses == NODE1 {
+                    vec![AGGREGATE.into()]
+                } else {
+                    Vec::new()
+                },
                 communities: vec![COMMUNITY.into()],
             }],
             ..Default::default()
