@@ -626,11 +626,15 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
         },
     );
 
-    // 4. A broken change on node 2: a new loopback (kernel) and a route target bgpd rejects.
+    // 4. A broken change on node 2: a new loopback (kernel), a route target and a community
+    //    bgpd rejects.
     let running_before = strip_header(&n2.running());
     let links_before = n2.lab.ip("-br link show");
     let mut bad = good.clone();
-    bad.vrfs[0].route_target = Some("65000:1:7".into());
+    // `65000:x7` is no route target; bgpd refuses it (and the malformed community) when the
+    // reload sends it, after FRR's parser accepted the file.
+    bad.vrfs[0].route_target = Some("65000:x7".into());
+    bad.vrfs[0].policies[0].communities = vec!["65000:1:7".into()];
     bad.vrfs[0].loopbacks.push(LoopbackConfig {
         name: "lo.bad".into(),
         address: "10.50.9.1/24".into(),
@@ -640,7 +644,7 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
     assert_eq!(status.reason.as_deref(), Some("FrrRejected"), "{status:?}");
     let message = status.message.unwrap_or_default();
     assert!(
-        message.contains("FRR rejected the config") && message.contains('%'),
+        message.contains("FRR rejected the config") && message.contains("% Malformed"),
         "FRR's own error line is missing: {message}"
     );
     assert_eq!(status.last_known_good_revision.as_deref(), Some("rev-2"));
@@ -649,8 +653,10 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
     assert_eq!(n2.lab.ip("-br link show"), links_before, "links differ");
     let running_after = strip_header(&n2.running());
     assert_eq!(running_after, running_before, "FRR is not back at rev-2");
-    assert!(!running_after.contains("65000:1:7"));
-    say("a route target FRR rejects: Failed with FRR's error; kernel and FRR back at rev-2");
+    assert!(!running_after.contains("65000:x7") && !running_after.contains("65000:1:7"));
+    say(
+        "a route target and community FRR rejects: Failed with FRR's error; kernel and FRR back at rev-2",
+    );
 
     // 5. Re-applying the restored config: the FRR text is unchanged, nothing is written.
     let writes = n2.frr_writes();
