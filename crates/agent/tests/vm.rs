@@ -644,7 +644,9 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
     assert_eq!(status.reason.as_deref(), Some("FrrRejected"), "{status:?}");
     let message = status.message.unwrap_or_default();
     assert!(
-        message.contains("FRR rejected the config") && message.contains("% Malformed"),
+        message.contains("FRR rejected the routing config of rev-3")
+            && message.contains("% Malformed Route Target list")
+            && message.contains("% Malformed communities attribute '65000:1:7'"),
         "FRR's own error line is missing: {message}"
     );
     assert_eq!(status.last_known_good_revision.as_deref(), Some("rev-2"));
