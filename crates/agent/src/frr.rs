@@ -11,6 +11,10 @@
 //! they were. A line a daemon rejects while loading fails the same way (the restore then loads
 //! the last-known-good text again).
 //!
+//! FRR 8.4's `frr-reload.py` puts a new VRF's ` vni N` on the default VRF (see
+//! `Frr::add_new_vrf_vnis`); the agent writes VRF blocks first and configures new VRF VNIs
+//! itself before the reload.
+//!
 //! Unchanged text makes no FRR write at all: the process remembers the text FRR last loaded
 //! successfully; after a (re)start the first apply always reloads (`frr-reload.py` then writes
 //! only a difference, if any).
