@@ -2,8 +2,8 @@
 # Boots Debian's stock kernel in qemu (TCG) with a busybox initramfs holding iproute2, the
 # kernel modules the dataplane needs (vrf 8021q dummy vxlan bridge veth macvlan) and a test
 # binary (with VM_FRR=1 also FRR's zebra, bgpd and vtysh; with VM_PYTHON=1 also python3, its
-# standard library and FRR's frr-reload.py), runs the binary there and exits with its status. Fails loudly (non-zero) when the
-# VM cannot boot, a module cannot load, or the binary fails.
+# standard library and FRR's frr-reload.py), runs the binary there and exits with its status.
+# Fails loudly (non-zero) when the VM cannot boot, a module cannot load, or the binary fails.
 #
 #   [VM_FRR=1 [VM_PYTHON=1]] hack/vm/run.sh TEST-BINARY [ARGS...]
 #
