@@ -668,8 +668,8 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
     assert_eq!(strip_header(&n2.running()), running_before);
     say("the no-op re-apply makes no FRR write");
     assert!(n1.established(n2), "the underlay session survived");
-    // The other direction (checked last: node 1's EVPN marks node 2's route valid only once
-    // its next-hop tracking resolves node 2's VTEP, which has taken over a minute under TCG).
+    // The other direction, checked last: in one run node 1's EVPN table still held node 2's
+    // route as not valid (next hop unresolved) 60 s after rev-1, so this waits longer.
     wait("node 1's VRF table has node 2's 10.50.2.0/24", 120, || {
         n1.routes("vrf vr.t1")
             .contains("10.50.2.0/24")
