@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Boots Debian's stock kernel in qemu (TCG) with a busybox initramfs holding iproute2, the
 # kernel modules the dataplane needs (vrf 8021q dummy vxlan bridge veth macvlan) and a test
-# binary (with VM_FRR=1 also FRR's zebra, bgpd and vtysh), runs the binary there and exits with
-# its status. Fails loudly (non-zero) when the
-# VM cannot boot, a module cannot load, or the binary fails.
+# binary (with VM_FRR=1 also FRR's zebra, bgpd and vtysh; with VM_PYTHON=1 also python3, its
+# standard library and FRR's frr-reload.py), runs the binary there and exits with its status.
+# Fails loudly (non-zero) when the VM cannot boot, a module cannot load, or the binary fails.
 #
-#   [VM_FRR=1] hack/vm/run.sh TEST-BINARY [ARGS...]
+#   [VM_FRR=1 [VM_PYTHON=1]] hack/vm/run.sh TEST-BINARY [ARGS...]
 #
 # docs/dataplane.md ("Tests") describes the VM tier. The kernel is cached in .vm-cache/.
 set -euo pipefail
@@ -47,6 +47,21 @@ if [ "${VM_FRR:-0}" = 1 ]; then
   if [ -d /usr/share/yang ]; then mkdir -p "$r/usr/share" && cp -a /usr/share/yang "$r/usr/share/"; fi
   printf 'root:x:0:0:root:/root:/bin/sh\nfrr:x:100:101::/nonexistent:/bin/false\n' >"$r/etc/passwd"
   printf 'root:x:0:\nfrr:x:101:\nfrrvty:x:102:frr,root\n' >"$r/etc/group"
+fi
+if [ "${VM_PYTHON:-0}" = 1 ]; then
+  # The agent applies FRR changes with frr-reload.py: Debian's python3 (the script's #! line),
+  # its standard library without the build files, tests and GUI/packaging modules, and the script.
+  py=/usr/bin/python3
+  [ -x "$py" ] && [ -x /usr/lib/frr/frr-reload.py ] ||
+    { echo "vm: VM_PYTHON=1 needs $py and frr-reload.py (frr-pythontools, hack/install-deps.sh)" >&2; exit 2; }
+  pyver="$("$py" -c 'import sys; print(f"python{sys.version_info[0]}.{sys.version_info[1]}")')"
+  copy_with_libs "$(readlink -f "$py")" "$r/usr/bin/$pyver"
+  ln -sf "$pyver" "$r/usr/bin/python3"
+  mkdir -p "$r/usr/lib/frr"
+  cp /usr/lib/frr/frr-reload.py "$r/usr/lib/frr/"
+  tar -C /usr/lib -cf - --exclude='config-*' --exclude=test --exclude=lib2to3 --exclude=idlelib \
+    --exclude=tkinter --exclude=ensurepip --exclude=pydoc_data --exclude=site-packages \
+    --exclude=dist-packages --exclude=distutils --exclude=turtledemo "$pyver" | tar -C "$r/usr/lib" -xf -
 fi
 strip --strip-debug "$r/test"
 

@@ -10,6 +10,7 @@
 //!
 //! Layout:
 //! - [`cli`]: flags and environment variables.
+//! - [`daemon`]: the process: flags to config, logging, client, listeners, signals.
 //! - [`run`]: the main loop: recover, watch, reconcile, report.
 //! - [`agent`]: one apply cycle; crash recovery from the journal.
 //! - [`convert`]: rendered `NodeConfig` → the dataplane's desired kernel objects.
@@ -28,6 +29,7 @@
 pub mod agent;
 pub mod cli;
 pub mod convert;
+pub mod daemon;
 pub mod error;
 pub mod frr;
 pub mod healthcheck;

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The agent's FRR VM suite (issue 12): builds the VM-only agent test (VRFs: not in this machine's
+# kernel), boots Debian's stock kernel with FRR, python3 and frr-reload.py in the initramfs
+# (hack/vm/run.sh, VM_FRR=1 VM_PYTHON=1) and runs it: two nodes, each an agent lab with FRR,
+# exchange EVPN type-5 routes for a tenant VRF, every change made by the agent's apply cycle.
+# Non-zero when the build fails, the VM cannot boot, or the test fails.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+bin="$(cargo test -p netrollout-agent --features vm --test vm --no-run --locked --message-format=json |
+  grep '"name":"vm"' | grep -o '"executable":"[^"]*"' | cut -d'"' -f4 | tail -1)"
+[ -n "$bin" ] || { echo "agent-frr-vm: could not build the VM test binary" >&2; exit 1; }
+VM_FRR=1 VM_PYTHON=1 hack/vm/run.sh "$bin"
