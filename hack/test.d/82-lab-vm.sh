@@ -16,13 +16,13 @@ exec 9>/tmp/netrollout-lab.lock
 flock 9
 lab() { target/debug/netrollout-lab --state-dir "$state" "$@"; }
 lab down >/dev/null
-# --without-vrfs: the agent's FRR apply of the VRF samples fails in the VM today (docs/lab.md).
-lab scenario happy --vm --without-vrfs --nodes 3
+# The full samples, VRFs included (the reason for VM mode).
+lab scenario happy --vm --nodes 3
 # Limit 1: with 3 nodes in a ring, a first wave of one leaves a pair that must lose nothing.
-lab scenario tenant-break --vm --without-vrfs --nodes 3 --update-limit 1
+lab scenario tenant-break --vm --nodes 3 --update-limit 1
 # Ctrl-C on `up --vm` (output into a pipe, as `| tee` would) powers the VM off.
 log="$state.up.log"
-target/debug/netrollout-lab --state-dir "$state" up --vm --without-vrfs --nodes 2 > >(cat >"$log") 2>&1 &
+target/debug/netrollout-lab --state-dir "$state" up --vm --nodes 2 > >(cat >"$log") 2>&1 &
 pid=$!
 for _ in $(seq 240); do grep -q 'applied config/samples' "$log" && break; sleep 1; done
 grep -q 'applied config/samples' "$log" || { cat "$log" >&2; echo "lab-vm: up --vm did not start" >&2; exit 1; }
