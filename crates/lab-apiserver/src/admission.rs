@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use kube_cel::cel::objects::{Key, Map};
 use kube_cel::cel::{Context, ExecutionError, Program, Value as CelValue};
 use kube_cel::{CompiledSchema, KubeCelExt, Validator};
 use serde_json::{Value, json};
@@ -374,7 +375,33 @@ fn request_value(a: &Attempt<'_>) -> Value {
 }
 
 fn bind(ctx: &mut Context<'_>, name: &str, v: &Value) -> Result<(), String> {
-    ctx.add_variable(name, v).map_err(|e| e.to_string())
+    ctx.add_variable_from_value(name, to_cel(v));
+    Ok(())
+}
+
+/// A JSON value as CEL sees it in a real API server: a JSON integer is an `int` (`i64`; `uint`
+/// only past `i64::MAX`), so `object.spec.level != 42` compares like with like. (The `cel`
+/// crate's serde path makes every non-negative integer a `uint`, which never equals the
+/// literal `42`.)
+fn to_cel(v: &Value) -> CelValue {
+    match v {
+        Value::Null => CelValue::Null,
+        Value::Bool(b) => CelValue::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => CelValue::Int(i),
+            (None, Some(u)) => CelValue::UInt(u),
+            _ => CelValue::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => CelValue::String(Arc::new(s.clone())),
+        Value::Array(items) => CelValue::List(Arc::new(items.iter().map(to_cel).collect())),
+        Value::Object(m) => {
+            let map: HashMap<Key, CelValue> = m
+                .iter()
+                .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(v)))
+                .collect();
+            CelValue::Map(Map { map: Arc::new(map) })
+        }
+    }
 }
 
 fn eval(ctx: &Context<'_>, expr: &str) -> Result<CelValue, String> {
@@ -393,6 +420,18 @@ fn eval_bool(ctx: &Context<'_>, expr: &str) -> Result<bool, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_integers_are_cel_ints_as_in_a_real_api_server() {
+        let mut ctx = Context::default().with_all();
+        let object = json!({"spec": {"level": 42, "ratio": 0.5, "big": u64::MAX, "tags": ["a"]}});
+        bind(&mut ctx, "object", &object).unwrap();
+        assert!(!eval_bool(&ctx, "object.spec.level != 42").unwrap());
+        assert!(eval_bool(&ctx, "object.spec.level == 42 && object.spec.level > -1").unwrap());
+        assert!(eval_bool(&ctx, "object.spec.ratio == 0.5").unwrap());
+        assert!(eval_bool(&ctx, "object.spec.big == 18446744073709551615u").unwrap());
+        assert!(eval_bool(&ctx, "object.spec.tags == ['a']").unwrap());
+    }
 
     #[test]
     fn a_policy_expression_is_compiled_once_and_a_bad_one_fails_every_time() {
