@@ -10,6 +10,8 @@ cargo test --workspace --locked
 for suite in hack/test.d/*.sh; do
   [ -e "$suite" ] || continue
   echo "== $suite" >&2
+  start=$SECONDS
   "$suite"
+  echo "== $suite: passed in $((SECONDS - start)) s" >&2
 done
 echo "test.sh: all suites passed" >&2
