@@ -16,6 +16,8 @@
 # ("NRLAB-VM-RESULT rc=N" on the console). VM_MEMORY (MB, default 2048) and VM_CPUS (default 2)
 # size it.
 set -euo pipefail
+# shellcheck source=hack/vm/modules.sh
+source "$(dirname "$0")/modules.sh"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cache="$root/.vm-cache"
 [ $# -ge 3 ] || { echo "usage: $0 WORK-DIR SHARED-DIR COMMAND [ARGS...]" >&2; exit 2; }
@@ -40,17 +42,7 @@ mkdir -p "$r"/{bin,proc,sys,dev,host,tmp}
 cp /bin/busybox "$r/bin/busybox"
 ln -s busybox "$r/bin/sh"
 
-[ -e "$kdir/lib/modules/$kver/modules.dep" ] || depmod -b "$kdir" "$kver"
-mkdir -p "$r/lib/modules/$kver"
-cp "$kdir/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$r/lib/modules/$kver/" 2>/dev/null || true
-for m in "${modules[@]}"; do
-  modprobe -d "$kdir" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" {print $2}'
-done | sort -u | while read -r ko; do
-  rel="${ko#"$kdir"}"
-  mkdir -p "$r$(dirname "$rel")"
-  cp "$ko" "$r$rel"
-done
-depmod -b "$r" "$kver"
+vm_modules "$r" "$kdir" "$kver" "${modules[@]}"
 
 q() { printf '%q ' "$@"; }
 cat >"$r/init" <<INIT

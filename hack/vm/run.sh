@@ -9,6 +9,8 @@
 #
 # docs/dataplane.md ("Tests") describes the VM tier. The kernel is cached in .vm-cache/.
 set -euo pipefail
+# shellcheck source=hack/vm/modules.sh
+source "$(dirname "$0")/modules.sh"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cache="$root/.vm-cache"
 [ $# -ge 1 ] || { echo "usage: $0 TEST-BINARY [ARGS...]" >&2; exit 2; }
@@ -66,17 +68,7 @@ fi
 strip --strip-debug "$r/test"
 
 # Only the modules asked for and their dependencies, resolved against the package's tree.
-[ -e "$kdir/lib/modules/$kver/modules.dep" ] || depmod -b "$kdir" "$kver"
-mkdir -p "$r/lib/modules/$kver"
-cp "$kdir/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$r/lib/modules/$kver/" 2>/dev/null || true
-for m in "${modules[@]}"; do
-  modprobe -d "$kdir" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" {print $2}'
-done | sort -u | while read -r ko; do
-  rel="${ko#"$kdir"}"
-  mkdir -p "$r$(dirname "$rel")"
-  cp "$ko" "$r$rel"
-done
-depmod -b "$r" "$kver"
+vm_modules "$r" "$kdir" "$kver" "${modules[@]}"
 
 args="$*"
 cat >"$r/init" <<INIT
