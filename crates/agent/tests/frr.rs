@@ -12,7 +12,6 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -167,7 +166,10 @@ impl World {
 
     /// `netrollout_agent_frr_writes_total` from the agent's /metrics.
     fn frr_writes(&self) -> u64 {
-        let text = metrics(&format!("{}:9101", self.lab.ns_ip));
+        let text = netrollout_testkit::http::metrics(
+            &format!("{}:9101", self.lab.ns_ip),
+            Duration::from_secs(10),
+        );
         text.lines()
             .find_map(|l| l.strip_prefix("netrollout_agent_frr_writes_total "))
             .and_then(|v| v.trim().parse().ok())
@@ -181,22 +183,6 @@ impl Drop for World {
         let _ = Command::new("ip")
             .args(["netns", "del", &self.peer_ns])
             .status();
-    }
-}
-
-/// GET /metrics over plain HTTP/1.0.
-fn metrics(addr: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(mut s) = std::net::TcpStream::connect(addr) {
-            s.write_all(b"GET /metrics HTTP/1.0\r\nHost: agent\r\n\r\n")
-                .unwrap();
-            let mut out = String::new();
-            s.read_to_string(&mut out).unwrap();
-            return out;
-        }
-        assert!(Instant::now() < deadline, "no metrics at {addr}");
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -284,7 +270,10 @@ async fn a_change_that_drops_an_established_session_is_restored_and_reported_fai
     w.node.wait(30, "the session again after the restore", |f| {
         f.established(PEER_IP)
     });
-    let text = metrics(&format!("{}:9101", w.lab.ns_ip));
+    let text = netrollout_testkit::http::metrics(
+        &format!("{}:9101", w.lab.ns_ip),
+        Duration::from_secs(10),
+    );
     assert!(
         text.contains("netrollout_agent_probe_failures_total{probe=\"bgp\"} 1"),
         "{text}"

@@ -21,7 +21,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // a test may panic
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -254,7 +253,10 @@ impl Node {
 
     /// `netrollout_agent_frr_writes_total` from the agent's /metrics.
     fn frr_writes(&self) -> u64 {
-        let text = metrics(&format!("{}:9101", self.lab.ns_ip));
+        let text = netrollout_testkit::http::metrics(
+            &format!("{}:9101", self.lab.ns_ip),
+            Duration::from_secs(20),
+        );
         text.lines()
             .find_map(|l| l.strip_prefix("netrollout_agent_frr_writes_total "))
             .and_then(|v| v.trim().parse().ok())
@@ -328,22 +330,6 @@ fn find_key<'a>(v: &'a Value, pred: &dyn Fn(&str) -> bool) -> Option<&'a Value> 
             .or_else(|| map.values().find_map(|v| find_key(v, pred))),
         Value::Array(items) => items.iter().find_map(|v| find_key(v, pred)),
         _ => None,
-    }
-}
-
-/// GET /metrics over plain HTTP/1.0.
-fn metrics(addr: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(mut s) = std::net::TcpStream::connect(addr) {
-            s.write_all(b"GET /metrics HTTP/1.0\r\nHost: agent\r\n\r\n")
-                .unwrap();
-            let mut out = String::new();
-            s.read_to_string(&mut out).unwrap();
-            return out;
-        }
-        assert!(Instant::now() < deadline, "no metrics at {addr}");
-        std::thread::sleep(Duration::from_millis(200));
     }
 }
 

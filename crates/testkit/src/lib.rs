@@ -4,6 +4,7 @@
 //! - [`cmd`]: run a tool and assert it succeeded; [`cmd::Run`], a finished process.
 //! - [`netns`]: a fresh network namespace per test, cleaned up on drop and after crashes.
 //! - [`frr`]: zebra + bgpd of Debian's `frr` in a namespace and pathspace, stopped on drop.
+//! - [`http`]: scrape a binary's `/metrics` from blocking test code.
 //! - `apiserver` (feature `kube`): the lab API server per test, optionally with the netrollout
 //!   CRDs and namespace installed and servable.
 //! - `kubectl` (`kube`): the real kubectl bound to a lab API server.
@@ -20,6 +21,7 @@
 
 pub mod cmd;
 pub mod frr;
+pub mod http;
 pub mod netns;
 
 #[cfg(feature = "agent")]
