@@ -170,6 +170,21 @@ impl Lab {
         self.agent = Some(child);
     }
 
+    /// Waits until the agent has written its journal (an apply is under way), so a kill that
+    /// follows lands mid-apply whatever the machine's speed. Panics after `timeout`.
+    pub async fn wait_applying(&self, timeout: Duration) {
+        let path = self.state_dir().join(netrollout_agent::store::JOURNAL_FILE);
+        let deadline = Instant::now() + timeout;
+        while !path.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "the agent wrote no journal within {timeout:?}; log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// `kill -9` of the agent.
     pub fn kill_agent(&mut self) {
         if let Some(mut child) = self.agent.take() {
