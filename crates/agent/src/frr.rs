@@ -165,10 +165,11 @@ impl Frr {
     }
 
     /// The full `frr.conf` text: the current base file and `managed`, with the managed VRF
-    /// blocks (`vrf NAME` / ` vni N` / `exit-vrf`) moved ahead of the base ([`vrfs_first`]).
+    /// blocks (`vrf NAME` / ` vni N` / `exit-vrf`) ahead of the base
+    /// ([`netrollout_frr::with_base`] says why).
     pub fn full(&self, managed: &str) -> Result<String, FrrError> {
         let base = read_base(&self.settings.base_config)?;
-        Ok(vrfs_first(&netrollout_frr::with_base(&base, managed)))
+        Ok(netrollout_frr::with_base(&base, managed))
     }
 
     /// Makes FRR run `full`; returns the number of FRR writes (0 when FRR already runs it).
@@ -272,7 +273,7 @@ impl Frr {
     /// the lines it adds to existing contexts first and new contexts after them, so a new
     /// `vrf NAME` follows a bgpd-only `router bgp` chunk; vtysh then loses zebra's context and
     /// zebra takes ` vni N` as the global command (the VNI lands on the default VRF). A VRF FRR
-    /// has config for already is an existing context, which [`vrfs_first`] puts first.
+    /// has config for already is an existing context, which [`netrollout_frr::with_base`] puts first.
     async fn add_new_vrf_vnis(&self, full: &str) -> Result<(), FrrError> {
         let blocks = vrf_vnis(full);
         if blocks.is_empty() {
@@ -355,66 +356,6 @@ pub fn error_lines(text: &str) -> String {
         }
     }
     seen.join(" | ")
-}
-
-/// First line of the managed VRF blocks, which [`vrfs_first`] puts ahead of the base.
-pub const VRF_BEGIN_MARKER: &str = "! ---- netrollout managed VRFs: begin (do not edit below) ----";
-/// Last line of the managed VRF blocks.
-pub const VRF_END_MARKER: &str = "! ---- netrollout managed VRFs: end ----";
-
-/// `full` (base + managed section) with the managed section's `vrf NAME` ... `exit-vrf` blocks
-/// moved ahead of the base, after its leading `frr version`/`frr defaults` lines, between
-/// [`VRF_BEGIN_MARKER`] and [`VRF_END_MARKER`] (a block already there, from an `frr.conf` copied
-/// into the base, is dropped first).
-///
-/// Why: `frr-reload.py` (FRR 8.4) sends the lines to add in the order of their contexts in the
-/// new file, and the base's `router bgp ASN` comes first. Its chunk leaves vtysh in bgpd's
-/// `router bgp` node; the following `vrf NAME` is then retried one node up, and zebra, never
-/// in that node, gets the `exit` too and leaves its config node, so it misses `vrf NAME` and
-/// takes ` vni N` as the global command: the VNI lands on the default VRF (`show vrf vni` says
-/// `default`) and the routing probe `evpn vni N` fails. With the VRF blocks first, no bgpd-only
-/// chunk comes before them.
-pub fn vrfs_first(full: &str) -> String {
-    let (mut head, mut vrfs, mut rest) = (String::new(), String::new(), String::new());
-    let (mut in_managed, mut in_vrf, mut in_old, mut leading) = (false, false, false, true);
-    let mut after_old = false;
-    for line in full.lines() {
-        if line == VRF_BEGIN_MARKER {
-            in_old = true;
-            continue;
-        }
-        if in_old {
-            in_old = line != VRF_END_MARKER;
-            after_old = !in_old;
-            continue;
-        }
-        if std::mem::take(&mut after_old) && line == "!" {
-            continue;
-        }
-        if leading && (line.starts_with("frr ") || line.trim().is_empty()) {
-            head.push_str(line);
-            head.push('\n');
-            continue;
-        }
-        leading = false;
-        if line == netrollout_frr::BEGIN_MARKER {
-            in_managed = true;
-        } else if line == netrollout_frr::END_MARKER {
-            in_managed = false;
-        }
-        if in_managed && (in_vrf || line.starts_with("vrf ")) {
-            in_vrf = line != "exit-vrf";
-            vrfs.push_str(line);
-            vrfs.push('\n');
-            continue;
-        }
-        rest.push_str(line);
-        rest.push('\n');
-    }
-    if vrfs.is_empty() {
-        return format!("{head}{rest}");
-    }
-    format!("{head}{VRF_BEGIN_MARKER}\n{vrfs}{VRF_END_MARKER}\n!\n{rest}")
 }
 
 /// `(VRF, VNI)` of each `vrf NAME` block of a config text that has a ` vni N` line.
@@ -732,30 +673,6 @@ mod tests {
         let text = "vni 7\nvrf vr.a\n vni 5000\nexit-vrf\n!\nvrf vr.b\nexit-vrf\n\
             router bgp 1 vrf vr.c\n vni 9\nexit\n";
         assert_eq!(vrf_vnis(text), vec![("vr.a".to_string(), 5000)]);
-    }
-
-    #[test]
-    fn vrf_blocks_go_ahead_of_the_base_and_the_rest_stays() {
-        let base = "frr defaults datacenter\nhostname n\n!\nrouter bgp 65000\n bgp router-id 10.0.0.1\nexit\n";
-        let managed = "vrf vr.a\n vni 5000\nexit-vrf\n!\nvrf vr.b\n vni 5001\nexit-vrf\n!\n\
-            router bgp 65000 vrf vr.a\nexit\n";
-        let full = vrfs_first(&netrollout_frr::with_base(base, managed));
-        let vrf_a = full.find("vrf vr.a\n vni 5000\nexit-vrf").unwrap();
-        let vrf_b = full.find("vrf vr.b\n vni 5001\nexit-vrf").unwrap();
-        let router = full.find("router bgp 65000\n").unwrap();
-        assert!(full.starts_with("frr defaults datacenter\n"), "{full}");
-        assert!(vrf_a < router && vrf_b < router, "{full}");
-        assert!(full.contains("router bgp 65000 vrf vr.a"), "{full}");
-        assert_eq!(full.matches("\nvrf vr.a\n").count(), 1, "{full}");
-        // An frr.conf copied into the base: its VRF blocks are dropped, not doubled.
-        assert_eq!(
-            vrfs_first(&netrollout_frr::with_base(&full, managed)),
-            full,
-            "a copied frr.conf as base"
-        );
-        // Without VRFs nothing moves.
-        let plain = netrollout_frr::with_base(base, "route-map x permit 1\nexit\n");
-        assert_eq!(vrfs_first(&plain), plain);
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! - [`policy`]: prefix lists and route maps of the VRFs' import and export policies.
 //! - [`bgp`]: the `vrf` blocks and `router bgp` instances (VRFs, routing tables, the default
 //!   VRF's side of the route leak).
-//! - this file: [`Settings`], [`render`] and [`with_base`].
+//! - this file: [`Settings`], [`render`] and [`with_base`] (base + managed text; the managed
+//!   VRF blocks ahead of the base, around an FRR 8.4 reload bug).
 
 #![forbid(unsafe_code)]
 
@@ -59,11 +60,18 @@ pub fn render(config: &NodeConfig, settings: &Settings) -> String {
 }
 
 /// The full `frr.conf`: the operator-owned `base`, then `managed` between [`BEGIN_MARKER`] and
-/// [`END_MARKER`].
+/// [`END_MARKER`] — except the managed `vrf NAME` ... `exit-vrf` blocks, which go ahead of the
+/// base between [`VRF_BEGIN_MARKER`] and [`VRF_END_MARKER`] (see [`vrfs_first`] for the FRR bug
+/// this avoids).
 ///
-/// A managed section already in `base` (an `frr.conf` the agent wrote before) is dropped first, so
-/// `with_base(&with_base(b, m1), m2) == with_base(b, m2)`.
+/// Managed sections already in `base` (an `frr.conf` the agent wrote before) are dropped first,
+/// so `with_base(&with_base(b, m1), m2) == with_base(b, m2)`.
 pub fn with_base(base: &str, managed: &str) -> String {
+    vrfs_first(&joined(base, managed))
+}
+
+/// `base` without an earlier managed section, then `managed` between the markers.
+fn joined(base: &str, managed: &str) -> String {
     let stripped = strip_managed(base);
     let mut base = stripped.trim_end();
     // The separator `with_base` wrote before the managed section last time.
@@ -84,6 +92,66 @@ pub fn with_base(base: &str, managed: &str) -> String {
     out.push_str(END_MARKER);
     out.push('\n');
     out
+}
+
+/// First line of the managed VRF blocks, which [`vrfs_first`] puts ahead of the base.
+pub const VRF_BEGIN_MARKER: &str = "! ---- netrollout managed VRFs: begin (do not edit below) ----";
+/// Last line of the managed VRF blocks.
+pub const VRF_END_MARKER: &str = "! ---- netrollout managed VRFs: end ----";
+
+/// `full` (what [`with_base`] joined) with the managed section's `vrf NAME` ... `exit-vrf` blocks
+/// moved ahead of the base, after its leading `frr version`/`frr defaults` lines, between
+/// [`VRF_BEGIN_MARKER`] and [`VRF_END_MARKER`] (a block already there, from an `frr.conf` copied
+/// into the base, is dropped first).
+///
+/// Why: `frr-reload.py` (FRR 8.4) sends the lines to add in the order of their contexts in the
+/// new file, and the base's `router bgp ASN` comes first. Its chunk leaves vtysh in bgpd's
+/// `router bgp` node; the following `vrf NAME` is then retried one node up, and zebra, never
+/// in that node, gets the `exit` too and leaves its config node, so it misses `vrf NAME` and
+/// takes ` vni N` as the global command: the VNI lands on the default VRF (`show vrf vni` says
+/// `default`) and the routing probe `evpn vni N` fails. With the VRF blocks first, no bgpd-only
+/// chunk comes before them.
+fn vrfs_first(full: &str) -> String {
+    let (mut head, mut vrfs, mut rest) = (String::new(), String::new(), String::new());
+    let (mut in_managed, mut in_vrf, mut in_old, mut leading) = (false, false, false, true);
+    let mut after_old = false;
+    for line in full.lines() {
+        if line == VRF_BEGIN_MARKER {
+            in_old = true;
+            continue;
+        }
+        if in_old {
+            in_old = line != VRF_END_MARKER;
+            after_old = !in_old;
+            continue;
+        }
+        if std::mem::take(&mut after_old) && line == "!" {
+            continue;
+        }
+        if leading && (line.starts_with("frr ") || line.trim().is_empty()) {
+            head.push_str(line);
+            head.push('\n');
+            continue;
+        }
+        leading = false;
+        if line == BEGIN_MARKER {
+            in_managed = true;
+        } else if line == END_MARKER {
+            in_managed = false;
+        }
+        if in_managed && (in_vrf || line.starts_with("vrf ")) {
+            in_vrf = line != "exit-vrf";
+            vrfs.push_str(line);
+            vrfs.push('\n');
+            continue;
+        }
+        rest.push_str(line);
+        rest.push('\n');
+    }
+    if vrfs.is_empty() {
+        return format!("{head}{rest}");
+    }
+    format!("{head}{VRF_BEGIN_MARKER}\n{vrfs}{VRF_END_MARKER}\n!\n{rest}")
 }
 
 /// `text` without the lines from [`BEGIN_MARKER`] to [`END_MARKER`] (inclusive).

@@ -59,3 +59,31 @@ fn an_empty_config_renders_nothing() {
     let text = render(&Default::default(), &common::settings());
     assert_eq!(text, "");
 }
+
+#[test]
+fn vrf_blocks_go_ahead_of_the_base_and_the_rest_stays() {
+    let base =
+        "frr defaults datacenter\nhostname n\n!\nrouter bgp 65000\n bgp router-id 10.0.0.1\nexit\n";
+    let managed = "vrf vr.a\n vni 5000\nexit-vrf\n!\nvrf vr.b\n vni 5001\nexit-vrf\n!\n\
+        router bgp 65000 vrf vr.a\nexit\n";
+    let full = with_base(base, managed);
+    let vrf_a = full.find("vrf vr.a\n vni 5000\nexit-vrf").unwrap();
+    let vrf_b = full.find("vrf vr.b\n vni 5001\nexit-vrf").unwrap();
+    let router = full.find("router bgp 65000\n").unwrap();
+    assert!(full.starts_with("frr defaults datacenter\n"), "{full}");
+    assert!(vrf_a < router && vrf_b < router, "{full}");
+    assert!(full.contains("router bgp 65000 vrf vr.a"), "{full}");
+    assert_eq!(full.matches("\nvrf vr.a\n").count(), 1, "{full}");
+    // An frr.conf copied into the base: its VRF blocks are dropped, not doubled.
+    assert_eq!(with_base(&full, managed), full, "a copied frr.conf as base");
+    // Without VRFs nothing moves.
+    let plain = with_base(base, "route-map x permit 1\nexit\n");
+    assert!(plain.starts_with(base.trim_end()), "{plain}");
+    assert!(!plain.contains(netrollout_frr::VRF_BEGIN_MARKER), "{plain}");
+    // The operator's own VRF blocks in the base stay where the base has them.
+    let own = format!("{base}!\nvrf mgmt\n vni 9\nexit-vrf\n");
+    let full = with_base(&own, managed);
+    let mgmt = full.find("vrf mgmt\n").unwrap();
+    assert!(full.find("router bgp 65000\n").unwrap() < mgmt, "{full}");
+    assert_eq!(with_base(&full, managed), full, "{full}");
+}
