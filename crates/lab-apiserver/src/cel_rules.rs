@@ -104,3 +104,86 @@ fn join(base: &str, rest: &str) -> String {
         (false, false) => format!("{base}.{rest}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "metadata": {"type": "object"},
+                "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+                "spec": {"type": "object", "properties": {
+                    "note": {"type": "string"},
+                    "level": {"type": "integer", "default": 3,
+                        "x-kubernetes-validations": [{"rule": "self < 10", "message": "level under 10"}]},
+                    "frozen": {"type": "string",
+                        "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "immutable"}]},
+                    "routes": {"type": "array", "items": {"type": "object",
+                        "x-kubernetes-validations": [{"rule": "!has(self.ge) || self.ge <= 32", "message": "ge at most 32"}],
+                        "properties": {
+                            "cidr": {"type": "string",
+                                "x-kubernetes-validations": [{"rule": "isCIDR(self)", "message": "cidr must be a network"}]},
+                            "ge": {"type": "integer"},
+                            "tag": {"type": "object", "properties": {"x": {"type": "string", "default": "d"}}}
+                        }}}
+                }}
+            }
+        })
+    }
+
+    fn sorted(mut e: Vec<ValidationError>) -> Vec<(String, String)> {
+        e.sort_by(|a, b| (&a.field_path, &a.message).cmp(&(&b.field_path, &b.message)));
+        e.into_iter().map(|e| (e.field_path, e.message)).collect()
+    }
+
+    #[test]
+    fn the_pruned_walk_reports_what_the_full_walk_reports() {
+        let full = kube_cel::compile_schema(&schema());
+        let pruned = compile(&schema());
+        assert!(
+            !pruned.properties.contains_key("status"),
+            "rule-free subtree kept"
+        );
+        assert!(
+            !pruned.properties.contains_key("metadata"),
+            "rule-free subtree kept"
+        );
+        let v = Validator::new();
+        let old = json!({"metadata": {"name": "a"}, "spec": {"frozen": "x", "routes": []}});
+        let cases = [
+            json!({"metadata": {"name": "a"}, "status": {"phase": "ok"},
+                   "spec": {"frozen": "y", "level": 12, "routes": [
+                       {"cidr": "10.0.0.0/8", "ge": 40, "tag": {}},
+                       {"cidr": "nope"}]}}),
+            json!({"metadata": {"name": "a"}, "spec": {"frozen": "x", "routes": [{"cidr": "::/0"}]}}),
+            json!({"metadata": {"name": "a"}}),
+            json!({"metadata": {"name": "a"}, "spec": {}}),
+        ];
+        for obj in &cases {
+            for o in [None, Some(&old)] {
+                let want = match v.validate_compiled(&full, obj, o) {
+                    Ok(()) => vec![],
+                    Err(e) => e.into_vec(),
+                };
+                let got = validate(&v, &pruned, obj, o);
+                assert_eq!(sorted(got), sorted(want), "object {obj} old {o:?}");
+            }
+        }
+        // The first case really fails, with the paths named from the root.
+        let got = sorted(validate(&v, &pruned, &cases[0], Some(&old)));
+        let paths: Vec<&str> = got.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "spec.frozen",
+                "spec.level",
+                "spec.routes[0]",
+                "spec.routes[1].cidr"
+            ]
+        );
+    }
+}
