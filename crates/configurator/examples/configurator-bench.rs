@@ -50,6 +50,10 @@ async fn main() -> Result<()> {
 
     let metrics_port = free_port()?;
     let bin = binary()?;
+    let log_file = match std::env::var_os("BENCH_LOG_FILE") {
+        Some(path) => Some(std::fs::File::create(path)?),
+        None => None,
+    };
     let mut child = tokio::process::Command::new(&bin)
         .arg("--kubeconfig")
         .arg(&kubeconfig)
@@ -68,9 +72,14 @@ async fn main() -> Result<()> {
             "RUST_LOG",
             std::env::var("BENCH_LOG").unwrap_or_else(|_| "warn".into()),
         )
-        .stdout(match std::env::var_os("BENCH_LOG_FILE") {
-            Some(path) => Stdio::from(std::fs::File::create(path)?),
+        .stdout(match &log_file {
+            Some(f) => Stdio::from(f.try_clone()?),
             None => Stdio::null(),
+        })
+        // The configurator logs to stderr.
+        .stderr(match log_file {
+            Some(f) => Stdio::from(f),
+            None => Stdio::inherit(),
         })
         .kill_on_drop(true)
         .spawn()

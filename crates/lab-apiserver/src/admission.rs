@@ -117,7 +117,7 @@ pub fn check_custom_object(schema: &Value, object: &Value) -> Vec<(String, Strin
     let out = crate::schema::validate(schema, &mut copy, false);
     let mut causes = out.invalid;
     if causes.is_empty() {
-        let compiled = kube_cel::compile_schema(schema);
+        let compiled = crate::cel_rules::compile(schema);
         causes.extend(cel_causes(&compiled, object, None));
     }
     causes
@@ -141,9 +141,7 @@ fn cel_causes(
     object: &Value,
     old: Option<&Value>,
 ) -> Vec<(String, String)> {
-    let Err(errors) = VALIDATOR.with(|v| v.validate_compiled(compiled, object, old)) else {
-        return vec![];
-    };
+    let errors = VALIDATOR.with(|v| crate::cel_rules::validate(v, compiled, object, old));
     errors
         .iter()
         .map(|e| {

@@ -26,7 +26,8 @@
 //!   sent.
 //! - `watchers`: the watcher registry; `watch`: the streaming watch response with bookmarks.
 //! - [`resources`]: built-in kinds and kinds defined by CRDs.
-//! - `admission`: CEL admission (CRD `x-kubernetes-validations`, ValidatingAdmissionPolicies).
+//! - `admission`: CEL admission (CRD `x-kubernetes-validations`, ValidatingAdmissionPolicies);
+//!   `cel_rules`: a CRD's rules compiled without the rule-free subtrees, walked to where they are.
 //! - `schema`: CRD `openAPIV3Schema` validation; `builtin`: typed checks of built-in kinds.
 //! - `patch`: merge, JSON, strategic-merge and apply patches; `managed`: field ownership
 //!   (`managedFields`) and server-side apply conflicts.
@@ -42,6 +43,7 @@ mod admission;
 mod app;
 pub mod auth;
 mod builtin;
+mod cel_rules;
 mod convert;
 mod discovery;
 pub mod error;

@@ -87,6 +87,11 @@ pub async fn serve(
         let service = TowerToHyperService::new(router.clone());
         let acceptor = cert.acceptor.clone();
         let watcher = graceful.watcher();
+        // As Go's net package (so kube-apiserver) does: without it, Nagle's algorithm holds a
+        // watch event written right after another until the client's delayed ACK (~40 ms).
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
         tokio::spawn(async move {
             let mut first = [0u8; 1];
             let tls = matches!(stream.peek(&mut first).await, Ok(1) if first[0] == 0x16);

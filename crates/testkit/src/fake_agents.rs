@@ -142,11 +142,14 @@ async fn apply(
         r.max_in_flight = r.max_in_flight.max(r.in_flight);
         r.pickups.push(key.clone());
     }
+    // The apply starts at pickup; the Provisioning report runs alongside it, as the real
+    // agent's dataplane never waits on its status write.
+    let done = tokio::time::Instant::now() + latency;
     status(&api, &node, &revision, "Provisioning", None).await;
     if outcome == Outcome::Hang {
         return;
     }
-    tokio::time::sleep(latency).await;
+    tokio::time::sleep_until(done).await;
     match outcome {
         Outcome::Fail => {
             failed.lock().unwrap().insert(key);
