@@ -174,15 +174,9 @@ impl Lab {
     /// follows lands mid-apply whatever the machine's speed. Panics after `timeout`.
     pub async fn wait_applying(&self, timeout: Duration) {
         let path = self.state_dir().join(netrollout_agent::store::JOURNAL_FILE);
-        let deadline = Instant::now() + timeout;
-        while !path.exists() {
-            assert!(
-                Instant::now() < deadline,
-                "the agent wrote no journal within {timeout:?}; log:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let every = Duration::from_millis(5);
+        self.poll(timeout, every, "the agent's journal", || path.exists())
+            .await;
     }
 
     /// `kill -9` of the agent.
@@ -301,14 +295,24 @@ impl Lab {
 
     /// Waits until the agent log has a line containing `needle`, `count` times in all.
     pub async fn wait_log(&self, needle: &str, count: usize, secs: u64) {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        while self.log().matches(needle).count() < count {
+        let within = Duration::from_secs(secs);
+        let what = format!("{needle:?} in the agent log");
+        self.poll(within, Duration::from_millis(50), &what, || {
+            self.log().matches(needle).count() >= count
+        })
+        .await;
+    }
+
+    /// Checks `done` every `every` until it holds; panics with the agent log after `within`.
+    async fn poll(&self, within: Duration, every: Duration, what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + within;
+        while !done() {
             assert!(
                 Instant::now() < deadline,
-                "timed out waiting for {needle:?} in the agent log:\n{}",
+                "timed out after {within:?} waiting for {what}; agent log:\n{}",
                 self.log()
             );
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(every).await;
         }
     }
 }
