@@ -39,12 +39,17 @@ fn prune(s: &mut CompiledSchema) -> bool {
     s.all_of.retain_mut(prune);
     s.one_of.retain_mut(prune);
     s.any_of.retain_mut(prune);
-    !(s.properties.is_empty()
-        && s.items.is_none()
+    !s.properties.is_empty() || !only_properties(s)
+}
+
+/// Whether `s` has no sub-schema other than named properties: no items, no additional
+/// properties, no combinator.
+fn only_properties(s: &CompiledSchema) -> bool {
+    s.items.is_none()
         && s.additional_properties.is_none()
         && s.all_of.is_empty()
         && s.one_of.is_empty()
-        && s.any_of.is_empty())
+        && s.any_of.is_empty()
 }
 
 /// Evaluates the rules of `compiled` on `object` (`old` on update); the errors as the
@@ -68,12 +73,7 @@ fn walk(
     path: &str,
     errors: &mut Vec<ValidationError>,
 ) {
-    let plain = s.validations.is_empty()
-        && s.items.is_none()
-        && s.additional_properties.is_none()
-        && s.all_of.is_empty()
-        && s.one_of.is_empty()
-        && s.any_of.is_empty();
+    let plain = s.validations.is_empty() && only_properties(s);
     let defaulted_child = s
         .properties
         .iter()
