@@ -145,8 +145,20 @@ impl Node {
     }
 
     /// zebra + bgpd in the namespace, as root, reading the base file; waits until FRR answers.
+    /// Starts zebra, waits until it answers with the underlay address, then bgpd (FRR's own
+    /// init starts zebra first too). Started together, bgpd could open the underlay session
+    /// before zebra had told it the interfaces (`nexthop_set failed ... intf (Unknown)` in
+    /// bgpd.log); a node that started so once held the other node's type-5 routes as not valid
+    /// for over a minute.
     fn start_frr(&self) {
         for daemon in ["zebra", "bgpd"] {
+            if daemon == "bgpd" {
+                wait(&format!("{} zebra answers", self.ps()), 60, || {
+                    self.try_vtysh_daemon("zebra", "show interface brief")
+                        .filter(|out| out.contains(&self.lab.ns_ip))
+                        .map(|_| ())
+                });
+            }
             run(
                 "ip",
                 &[
@@ -185,8 +197,19 @@ impl Node {
     }
 
     fn try_vtysh(&self, cmd: &str) -> Option<String> {
+        self.try_vtysh_args(&[], cmd)
+    }
+
+    /// `vtysh -d DAEMON`: asks one daemon only.
+    fn try_vtysh_daemon(&self, daemon: &str, cmd: &str) -> Option<String> {
+        self.try_vtysh_args(&["-d", daemon], cmd)
+    }
+
+    fn try_vtysh_args(&self, args: &[&str], cmd: &str) -> Option<String> {
         let out = Command::new("vtysh")
-            .args(["-N", self.ps(), "-c", cmd])
+            .args(["-N", self.ps()])
+            .args(args)
+            .args(["-c", cmd])
             .output()
             .expect("vtysh");
         out.status
@@ -542,7 +565,7 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
     wait("node 2 receives the aggregate 10.50.0.0/21", 60, || {
         n2.type5(AGGREGATE)
     });
-    wait("node 2's VRF table has 10.50.1.0/24", 60, || {
+    wait("node 2's VRF table has 10.50.1.0/24", 120, || {
         n2.routes("vrf vr.t1")
             .contains("10.50.1.0/24")
             .then_some(())
