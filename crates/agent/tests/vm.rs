@@ -356,6 +356,11 @@ fn find_key<'a>(v: &'a Value, pred: &dyn Fn(&str) -> bool) -> Option<&'a Value> 
     }
 }
 
+/// How long a route may take to reach another node's tables. BGP under TCG on the busy 2-core
+/// CI machine has taken over 60 s twice (routes received but not yet valid or imported), so
+/// route checks wait this long; on a pass each returns as soon as the route is there.
+const ROUTE_WAIT: u64 = 180;
+
 /// Polls `check` every half second until it returns `Some`, or fails after `secs`.
 fn wait<T>(what: &str, secs: u64, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -562,17 +567,19 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
         "the type-5 route lacks the route target or the community: {route}"
     );
     say("the type-5 route carries RT:65000:5000 and community 65000:100");
-    wait("node 2 receives the aggregate 10.50.0.0/21", 60, || {
-        n2.type5(AGGREGATE)
-    });
-    wait("node 2's VRF table has 10.50.1.0/24", 120, || {
+    wait(
+        "node 2 receives the aggregate 10.50.0.0/21",
+        ROUTE_WAIT,
+        || n2.type5(AGGREGATE),
+    );
+    wait("node 2's VRF table has 10.50.1.0/24", ROUTE_WAIT, || {
         n2.routes("vrf vr.t1")
             .contains("10.50.1.0/24")
             .then_some(())
     });
     wait(
         "node 2's default VRF has 10.50.1.0/24 (veth leak)",
-        60,
+        ROUTE_WAIT,
         || {
             n2.routes("table main")
                 .contains("10.50.1.0/24")
@@ -606,7 +613,7 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
     );
     wait(
         "node 2 loses 10.50.1.0/24 and the aggregate after node 1's export change",
-        120,
+        ROUTE_WAIT,
         || {
             (n2.type5("10.50.1.0/24").is_none()
                 && n2.type5(AGGREGATE).is_none()
@@ -614,7 +621,7 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
             .then_some(())
         },
     );
-    wait("node 2's VRF table follows", 60, || {
+    wait("node 2's VRF table follows", ROUTE_WAIT, || {
         let routes = n2.routes("vrf vr.t1");
         (!routes.contains("10.50.1.0/24")
             && routes.contains("10.50.3.0/24")
@@ -623,7 +630,7 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
     });
     wait(
         "node 2's import filter keeps 10.50.3.0/24 out of its default VRF, 10.50.4.0/24 in",
-        120,
+        ROUTE_WAIT,
         || {
             let main = n2.routes("table main");
             (!main.contains("10.50.3.0/24") && main.contains("10.50.4.0/24")).then_some(())
@@ -679,9 +686,13 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
     assert!(n1.established(n2), "the underlay session survived");
     // The other direction, checked last: in one run node 1's EVPN table still held node 2's
     // route as not valid (next hop unresolved) 60 s after rev-1, so this waits longer.
-    wait("node 1's VRF table has node 2's 10.50.2.0/24", 120, || {
-        n1.routes("vrf vr.t1")
-            .contains("10.50.2.0/24")
-            .then_some(())
-    });
+    wait(
+        "node 1's VRF table has node 2's 10.50.2.0/24",
+        ROUTE_WAIT,
+        || {
+            n1.routes("vrf vr.t1")
+                .contains("10.50.2.0/24")
+                .then_some(())
+        },
+    );
 }
