@@ -22,7 +22,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // a test may panic
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -34,11 +33,11 @@ use netrollout_api::{
 };
 use netrollout_testkit::agent::Lab;
 use netrollout_testkit::cmd::run;
+use netrollout_testkit::frr::{Daemons, FRR_LIB, Log, Start};
 use serde_json::Value;
 
 /// Set in the agent's environment by the wrapper script: this process is the agent.
 const AGENT_ROLE: &str = "NETROLLOUT_VM_AGENT";
-const FRR_LIB: &str = "/usr/lib/frr";
 const VNI: u32 = 5000;
 const ROUTE_TARGET: &str = "65000:5000";
 const COMMUNITY: &str = "65000:100";
@@ -75,6 +74,8 @@ fn say(what: &str) {
 
 /// One node: the agent lab, FRR in its namespace, the files the agent's flags name.
 struct Node {
+    /// zebra + bgpd once started; declared before `lab`, so FRR stops before the namespace goes.
+    daemons: Option<Daemons>,
     lab: Lab,
     asn: u32,
     /// The base file's default-VRF router id (the managed instances use the VTEP address).
@@ -111,6 +112,7 @@ impl Node {
         }
         std::fs::create_dir_all(Path::new("/var/run/frr").join(&ps)).unwrap();
         Self {
+            daemons: None,
             base: dir.join("base.conf"),
             conf: dir.join("frr.conf"),
             dir,
@@ -144,82 +146,32 @@ impl Node {
         std::fs::write(&self.conf, &base).unwrap();
     }
 
-    /// zebra + bgpd in the namespace, as root, reading the base file; waits until FRR answers.
-    /// Starts zebra, waits until it answers with the underlay address, then bgpd (FRR's own
-    /// init starts zebra first too). Started together, bgpd could open the underlay session
-    /// before zebra had told it the interfaces (`nexthop_set failed ... intf (Unknown)` in
-    /// bgpd.log); a node that started so once held the other node's type-5 routes as not valid
-    /// for over a minute.
-    fn start_frr(&self) {
-        for daemon in ["zebra", "bgpd"] {
-            if daemon == "bgpd" {
-                wait(&format!("{} zebra answers", self.ps()), 60, || {
-                    self.try_vtysh_daemon("zebra", "show interface brief")
-                        .filter(|out| out.contains(&self.lab.ns_ip))
-                        .map(|_| ())
-                });
-            }
-            run(
-                "ip",
-                &[
-                    "netns",
-                    "exec",
-                    self.ps(),
-                    &format!("{FRR_LIB}/{daemon}"),
-                    "-d",
-                    "-N",
-                    self.ps(),
-                    "-u",
-                    "root",
-                    "-g",
-                    "root",
-                    "-f",
-                    self.conf.to_str().unwrap(),
-                    "-i",
-                    &format!("/var/run/frr/{}/{daemon}.pid", self.ps()),
-                    "--log",
-                    &format!("file:{}", self.dir.join(format!("{daemon}.log")).display()),
-                ],
-            );
+    /// zebra + bgpd in the namespace, as root (the VM has no `frr` user), reading the base
+    /// file; bgpd starts once zebra shows the underlay address, and both answer within 60 s.
+    fn start_frr(&mut self) {
+        let daemons = Start {
+            config: Some(&self.conf),
+            user: "root",
+            log: Log::Files(self.dir.clone()),
+            underlay: Some(&self.lab.ns_ip),
+            timeout: Duration::from_secs(60),
+            ..Start::new(&self.lab.ns, &self.lab.ns)
         }
-        wait(&format!("{} FRR answers", self.ps()), 60, || {
-            self.try_vtysh("show bgp summary json").map(|_| ())
-        });
+        .start();
+        say(&format!("{} FRR answers", self.ps()));
+        self.daemons = Some(daemons);
     }
 
-    fn stop_frr(&self) {
-        for daemon in ["bgpd", "zebra"] {
-            let pidfile = format!("/var/run/frr/{}/{daemon}.pid", self.ps());
-            if let Ok(pid) = std::fs::read_to_string(pidfile) {
-                let _ = Command::new("kill").arg(pid.trim()).status();
-            }
-        }
+    fn daemons(&self) -> &Daemons {
+        self.daemons.as_ref().expect("FRR is started")
     }
 
     fn try_vtysh(&self, cmd: &str) -> Option<String> {
-        self.try_vtysh_args(&[], cmd)
-    }
-
-    /// `vtysh -d DAEMON`: asks one daemon only.
-    fn try_vtysh_daemon(&self, daemon: &str, cmd: &str) -> Option<String> {
-        self.try_vtysh_args(&["-d", daemon], cmd)
-    }
-
-    fn try_vtysh_args(&self, args: &[&str], cmd: &str) -> Option<String> {
-        let out = Command::new("vtysh")
-            .args(["-N", self.ps()])
-            .args(args)
-            .args(["-c", cmd])
-            .output()
-            .expect("vtysh");
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        self.daemons().try_vtysh(cmd)
     }
 
     fn vtysh(&self, cmd: &str) -> String {
-        self.try_vtysh(cmd)
-            .unwrap_or_else(|| panic!("vtysh -N {} -c {cmd:?} failed", self.ps()))
+        self.daemons().vtysh(cmd)
     }
 
     fn running(&self) -> String {
@@ -319,24 +271,13 @@ impl Node {
     }
 
     fn debug(&self) -> String {
-        let mut out = String::new();
-        for c in [
-            "show bgp vrf all summary",
-            "show bgp l2vpn evpn route type prefix",
-            "show evpn vni",
-            "show vrf vni",
-            "show bgp vrf vr.t1 ipv4 unicast",
-            "show bgp vrf vr.t1 ipv4 unicast 10.50.1.0/24",
-            "show ip route vrf all",
-            "show running-config",
-        ] {
-            let text = self.try_vtysh(c).unwrap_or_else(|| "(vtysh failed)".into());
-            out.push_str(&format!("--- {} {c}\n{text}\n", self.ps()));
-        }
-        for d in ["zebra", "bgpd"] {
-            let log = std::fs::read_to_string(self.dir.join(format!("{d}.log")));
-            out.push_str(&format!("--- {d}.log\n{}\n", log.unwrap_or_default()));
-        }
+        let mut out = self.daemons.as_ref().map_or_else(String::new, |d| {
+            d.dump(&[
+                "show bgp l2vpn evpn route type prefix",
+                "show bgp vrf vr.t1 ipv4 unicast",
+                "show bgp vrf vr.t1 ipv4 unicast 10.50.1.0/24",
+            ])
+        });
         let conf = std::fs::read_to_string(&self.conf).unwrap_or_default();
         out.push_str(&format!("--- {}\n{conf}\n", self.conf.display()));
         out.push_str(&format!("--- agent log\n{}\n", self.lab.log()));
@@ -504,7 +445,7 @@ async fn scenario(mut n1: Node, mut n2: Node) {
     }
     for n in [&mut n1, &mut n2] {
         n.lab.kill_agent();
-        n.stop_frr();
+        n.daemons = None;
     }
     if let Err(panic) = outcome {
         std::panic::resume_unwind(panic);

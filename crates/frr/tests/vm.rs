@@ -11,13 +11,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use netrollout_api::{NodeConfig, PrefixAction, PrefixItem, VrfConfig, VrfPolicy};
 use netrollout_frr::{Settings, render, with_base};
-
-const FRR_LIB: &str = "/usr/lib/frr";
+use netrollout_testkit::frr::{Daemons, Log, Start};
 
 fn sh(args: &[&str]) -> String {
     let out = Command::new(args[0])
@@ -124,89 +124,28 @@ impl Node {
         }
     }
 
-    fn start_frr(&self) {
+    /// zebra, then bgpd once zebra shows the underlay address, as root (the VM has no `frr`
+    /// user), with an empty config and logs under `/tmp/NS/`.
+    fn start_frr(&self) -> Daemons {
+        let logs = PathBuf::from(format!("/tmp/{}", self.ns));
+        std::fs::create_dir_all(&logs).unwrap();
         std::fs::create_dir_all(format!("/etc/frr/{}", self.ns)).unwrap();
-        std::fs::create_dir_all(format!("/var/run/frr/{}", self.ns)).unwrap();
         // No PAM in the VM: vtysh lets root in without asking it.
         std::fs::write(
             format!("/etc/frr/{}/vtysh.conf", self.ns),
             "username root nopassword\n",
         )
         .unwrap();
-        for daemon in ["zebra", "bgpd"] {
-            sh(&[
-                "ip",
-                "netns",
-                "exec",
-                &self.ns,
-                &format!("{FRR_LIB}/{daemon}"),
-                "-d",
-                "-N",
-                &self.ns,
-                "-u",
-                "root",
-                "-g",
-                "root",
-                "-F",
-                "traditional",
-                "--log",
-                &format!("file:/tmp/{}-{daemon}.log", self.ns),
-            ]);
+        let daemons = Start {
+            user: "root",
+            log: Log::Files(logs),
+            underlay: Some(&self.ip),
+            timeout: Duration::from_secs(60),
+            ..Start::new(&self.ns, &self.ns)
         }
-        let mut last = String::new();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let out = Command::new("vtysh")
-                .args(["-N", &self.ns, "-c", "show bgp summary"])
-                .output()
-                .unwrap();
-            if out.status.success() {
-                break;
-            }
-            last = format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert!(
-                Instant::now() < deadline,
-                "{}: FRR does not answer within 60 s: {last}\n{}",
-                self.ns,
-                self.logs()
-            );
-            std::thread::sleep(Duration::from_millis(500));
-        }
-        eprintln!("vm-frr: ok: {} FRR answers {last}", self.ns);
-    }
-
-    fn logs(&self) -> String {
-        ["zebra", "bgpd"]
-            .iter()
-            .map(|d| {
-                let path = format!("/tmp/{}-{d}.log", self.ns);
-                format!(
-                    "--- {path}\n{}",
-                    std::fs::read_to_string(&path).unwrap_or_default()
-                )
-            })
-            .collect()
-    }
-
-    fn debug(&self) -> String {
-        let mut out = String::new();
-        for c in [
-            "show bgp summary",
-            "show bgp vrf all summary",
-            "show bgp l2vpn evpn route type prefix",
-            "show evpn vni",
-            "show vrf vni",
-            "show bgp vrf vr.t1 ipv4 unicast",
-            "show ip route vrf all",
-        ] {
-            out.push_str(&format!("--- {} {c}\n{}\n", self.ns, self.vtysh(c)));
-        }
-        out.push_str(&self.logs());
-        out
+        .start();
+        eprintln!("vm-frr: ok: {} FRR answers", self.ns);
+        daemons
     }
 }
 
@@ -296,9 +235,7 @@ fn evpn_type5_routes_follow_export_and_import_filters_between_two_nodes() {
     n2.ip("link set u2 up");
     n1.kernel(&["10.50.1.1/24", "10.50.3.1/24", "10.50.4.1/24"]);
     n2.kernel(&["10.50.2.1/24"]);
-    for n in [&n1, &n2] {
-        n.start_frr();
-    }
+    let frr = [n1.start_frr(), n2.start_frr()];
 
     // 1. Both export and import everything in 10.50.0.0/16.
     let managed1 = render(&config(permit_all(), permit_all()), &n1.settings());
@@ -369,15 +306,16 @@ fn evpn_type5_routes_follow_export_and_import_filters_between_two_nodes() {
         assert!(has(&n2.ip("route show vrf vr.t1"), "10.50.3.0/24"));
     });
     if result.is_err() {
-        eprintln!("{}\n{}", n1.debug(), n2.debug());
+        let extra = [
+            "show bgp summary",
+            "show bgp l2vpn evpn route type prefix",
+            "show bgp vrf vr.t1 ipv4 unicast",
+        ];
+        eprintln!("{}\n{}", frr[0].dump(&extra), frr[1].dump(&extra));
     }
+    // FRR stops before its namespaces go.
+    drop(frr);
     for n in [&n1, &n2] {
-        for daemon in ["bgpd", "zebra"] {
-            if let Ok(pid) = std::fs::read_to_string(format!("/var/run/frr/{}/{daemon}.pid", n.ns))
-            {
-                let _ = Command::new("kill").arg(pid.trim()).status();
-            }
-        }
         let _ = Command::new("ip").args(["netns", "del", &n.ns]).status();
     }
     if let Err(panic) = result {

@@ -86,8 +86,8 @@ pub fn reflector_config() -> String {
     )
 }
 
-/// Writes `config` as the pathspace's base config and starts zebra and bgpd from it inside
-/// namespace `netns`; returns the daemons' pids.
+/// Writes `config` as the pathspace's base config and starts zebra and then bgpd from it
+/// inside namespace `netns`; returns the daemons' pids.
 pub fn start(netns: &str, pathspace: &str, config: &str) -> Result<Vec<u32>> {
     let etc = config_dir(pathspace);
     let run = Path::new(RUN).join(pathspace);
@@ -117,8 +117,35 @@ pub fn start(netns: &str, pathspace: &str, config: &str) -> Result<Vec<u32>> {
         .with_context(|| format!("starting {} in {netns}", bin.display()))?;
         let pidfile = format!("{name}.pid");
         pids.push(wait_pid(&run.join(pidfile))?);
+        if name == "zebra" {
+            wait_zebra(netns, pathspace)?;
+        }
     }
     Ok(pids)
+}
+
+/// Waits until zebra answers (it has read the namespace's interfaces by then). bgpd starts
+/// only after, as FRR's own init does: a bgpd that opens its sessions before zebra has told it
+/// the interfaces can hold the routes of those sessions as not valid for a long time.
+fn wait_zebra(netns: &str, pathspace: &str) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = Command::new("ip")
+            .args(["netns", "exec", netns, "vtysh", "-N", pathspace])
+            .args(["-d", "zebra", "-c", "show interface brief"])
+            .output()
+            .context("running vtysh")?;
+        if out.status.success() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "zebra in {netns} does not answer vtysh within 30 s: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn wait_pid(file: &Path) -> Result<u32> {

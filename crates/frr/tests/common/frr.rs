@@ -6,15 +6,15 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Where the Debian package installs the daemons.
-pub const FRR_LIB: &str = "/usr/lib/frr";
+use netrollout_testkit::frr::{Daemons, Start};
 
 /// zebra and bgpd running in namespace `name`; stopped and removed on drop.
 #[derive(Debug)]
 pub struct Frr {
     pub name: String,
     conf_dir: PathBuf,
-    run_dir: PathBuf,
+    /// `None` only while dropping (the daemons stop before the namespace goes).
+    daemons: Option<Daemons>,
 }
 
 fn run(cmd: &mut Command) -> Output {
@@ -31,12 +31,9 @@ fn run(cmd: &mut Command) -> Output {
 }
 
 impl Frr {
-    /// Starts zebra and bgpd in a new namespace `nrfrr<tag><pid>`.
+    /// Starts zebra and then bgpd in a new namespace `nrfrr<tag><pid>`, reading
+    /// `/etc/frr/NAME/frr.conf` (empty).
     pub fn start(tag: &str) -> Self {
-        assert!(
-            Path::new(&format!("{FRR_LIB}/bgpd")).exists() && Path::new("/usr/bin/vtysh").exists(),
-            "FRR is not installed ({FRR_LIB}/bgpd, vtysh): run hack/install-deps.sh"
-        );
         let uid = run(Command::new("id").arg("-u"));
         assert_eq!(
             String::from_utf8_lossy(&uid.stdout).trim(),
@@ -45,40 +42,17 @@ impl Frr {
         );
         let name = format!("nrfrr{tag}{}", std::process::id());
         let conf_dir = PathBuf::from(format!("/etc/frr/{name}"));
-        let run_dir = PathBuf::from(format!("/var/run/frr/{name}"));
-        let frr = Self {
-            name: name.clone(),
-            conf_dir: conf_dir.clone(),
-            run_dir,
-        };
         run(Command::new("ip").args(["netns", "add", &name]));
         std::fs::create_dir_all(&conf_dir).unwrap();
         std::fs::write(conf_dir.join("vtysh.conf"), "").unwrap();
         std::fs::write(conf_dir.join("frr.conf"), "").unwrap();
         run(Command::new("chown").args(["-R", "frr:frr"]).arg(&conf_dir));
-        for daemon in ["zebra", "bgpd"] {
-            run(Command::new("ip").args(["netns", "exec", &name]).args([
-                &format!("{FRR_LIB}/{daemon}"),
-                "-d",
-                "-N",
-                &name,
-                "-F",
-                "traditional",
-            ]));
+        let daemons = Start::new(&name, &name).start();
+        Self {
+            name,
+            conf_dir,
+            daemons: Some(daemons),
         }
-        frr.wait_ready();
-        frr
-    }
-
-    fn wait_ready(&self) {
-        for _ in 0..100 {
-            let out = self.vtysh_raw(&["-c", "show bgp summary"]);
-            if out.status.success() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        panic!("FRR in {} did not answer within 10 s", self.name);
     }
 
     fn vtysh_raw(&self, args: &[&str]) -> Output {
@@ -146,14 +120,8 @@ impl Frr {
 
 impl Drop for Frr {
     fn drop(&mut self) {
-        for daemon in ["bgpd", "zebra"] {
-            if let Ok(pid) = std::fs::read_to_string(self.run_dir.join(format!("{daemon}.pid"))) {
-                let _ = Command::new("kill").arg(pid.trim()).status();
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        drop(self.daemons.take());
         let _ = std::fs::remove_dir_all(&self.conf_dir);
-        let _ = std::fs::remove_dir_all(&self.run_dir);
         let _ = Command::new("ip")
             .args(["netns", "del", &self.name])
             .status();
