@@ -13,6 +13,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use kube_lease_manager::LeaseManagerBuilder;
+use netrollout_api::{NodeNetworkConfig, NodePhase};
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
@@ -124,10 +125,13 @@ async fn drive(
             () = notify.notified() => {}
             () = tokio::time::sleep(ctx.args().resync) => {}
         }
-        // Debounce: changes arriving within the window are planned together.
+        // Debounce: changes arriving within the window are planned together. When the last
+        // node the previous pass left in flight has reported, nothing more is coming for this
+        // wave: plan at once.
         tokio::select! {
             biased;
             () = &mut shutdown => return Ok(()),
+            () = ctx.fleet().all_reported() => {}
             () = tokio::time::sleep(ctx.args().debounce) => {}
         }
         if !ctx.writer().is_leader() {
@@ -206,7 +210,7 @@ fn start_watches(
         layer2s: w.start(Api::all(c()), all.clone(), tasks),
         tables: w.start(Api::all(c()), all.clone(), tasks),
         nodes: fleet.start::<KubeNode>(Api::all(c()), node_cfg, tasks),
-        nncs: fleet.start(Api::all(c()), all.clone(), tasks),
+        nncs: fleet.start_with(Api::all(c()), all.clone(), tasks, reported),
         ncrs: w.start(Api::all(c()), all, tasks),
         control: w.start::<ConfigMap>(
             Api::namespaced(c(), &args.lease_namespace),
@@ -228,6 +232,21 @@ impl Watch<'_> {
     where
         K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     {
+        self.start_with(api, cfg, tasks, |_| false)
+    }
+
+    /// [`Watch::start`]; an applied object for which `outcome` holds is also a report of its
+    /// node ([`Changes::reported`]).
+    fn start_with<K>(
+        &self,
+        api: Api<K>,
+        cfg: watcher::Config,
+        tasks: &mut JoinSet<String>,
+        outcome: fn(&K) -> bool,
+    ) -> Store<K>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    {
         let (reader, writer) = reflector::store();
         let kind = K::kind(&()).to_string();
         let notify = self.notify.clone();
@@ -242,6 +261,12 @@ impl Watch<'_> {
                         // pass that takes the mark reads the object as the event left it.
                         if let Some(changes) = &changes {
                             mark(changes, &event);
+                            if let watcher::Event::Apply(obj) = &event
+                                && outcome(obj)
+                                && let Some(name) = obj.meta().name.as_deref()
+                            {
+                                changes.reported(name);
+                            }
                         }
                         notify.notify_one();
                     }
@@ -254,6 +279,14 @@ impl Watch<'_> {
         });
         reader
     }
+}
+
+/// Whether a node config shows an outcome (Provisioned or Failed) of its spec's revision.
+fn reported(nnc: &NodeNetworkConfig) -> bool {
+    nnc.status.as_ref().is_some_and(|s| {
+        s.observed_revision.as_deref() == Some(nnc.spec.revision.as_str())
+            && matches!(s.phase, Some(NodePhase::Provisioned | NodePhase::Failed))
+    })
 }
 
 fn mark<K: Resource>(changes: &Changes, event: &watcher::Event<K>) {

@@ -54,14 +54,21 @@ pub async fn pass(ctx: &Context) -> Result<Plan> {
         ncrs: execute::index(&ncrs),
         renders: ctx.renders(),
     };
-    // The counts go first: whoever sees the phase the actions set (Succeeded) sees the counts
-    // that made it so, not the last pass's (a flood of reports settles a wave in one pass).
+    // When the plan sets a phase (Succeeded), the counts go first: whoever sees the phase sees
+    // the counts that made it so, not the last pass's (a flood of reports settles a wave in
+    // one pass). Otherwise the dispatches go first: a wave's agents do not wait for a count.
     let urgent = plan
         .actions
         .iter()
         .any(|a| matches!(a, Action::SetRevisionPhase { .. }));
-    progress(ctx, &plan.summary, unresponsive, urgent).await?;
+    if urgent {
+        progress(ctx, &plan.summary, unresponsive, true).await?;
+    }
+    ctx.fleet().await_reports(&plan.summary.awaited);
     execute::run(ctx, &world, &plan.actions).await?;
+    if !urgent {
+        progress(ctx, &plan.summary, unresponsive, false).await?;
+    }
     late_failures::record(ctx).await?;
     gauges(ctx.metrics(), &plan.summary, &ncrs);
     Ok(plan)

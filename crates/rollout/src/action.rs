@@ -133,6 +133,10 @@ pub struct Summary {
     pub limit: usize,
     /// Nodes in flight after this plan's actions.
     pub in_flight: usize,
+    /// Those nodes by name, in fleet order (the ones already in flight, then the ones this
+    /// plan dispatches): once every one of them has reported, the next pass can move the
+    /// rollout on, so the configurator runs it at once instead of after its debounce.
+    pub awaited: Vec<String>,
     /// The revision nodes are being moved to, if any.
     pub target: Option<String>,
     /// Managed nodes that run the target and reported Provisioned for it.

@@ -30,6 +30,7 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
         not_ready: p.not_ready,
         limit: p.limit,
         in_flight: in_flight + dispatched,
+        awaited: p.awaited(&dispatches),
         target: d.goal.map(|g| state.revisions[g].name.clone()),
         target_updated: on_goal.settled,
         target_failed: on_goal.failed,
@@ -91,6 +92,8 @@ struct Pass<'a> {
     not_ready: usize,
     /// Managed nodes holding a slot of the update limit.
     in_flight: usize,
+    /// Their indexes into `all_nodes`.
+    in_flight_at: Vec<usize>,
     /// Counted nodes (managed, Ready, not marked unresponsive).
     counted: usize,
     /// Nodes that may be dispatched now unless they already run the goal: indexes into
@@ -121,6 +124,7 @@ impl<'a> Pass<'a> {
             managed: 0,
             not_ready: 0,
             in_flight: 0,
+            in_flight_at: Vec::new(),
             counted: 0,
             movable: Vec::new(),
             withdrawals: Vec::new(),
@@ -153,7 +157,10 @@ impl<'a> Pass<'a> {
     fn count(&mut self, k: usize, n: &Node, rev: Option<usize>, cond: &Cond<'_>) {
         self.managed += 1;
         self.not_ready += usize::from(!n.ready);
-        self.in_flight += usize::from(cond.in_flight());
+        if cond.in_flight() {
+            self.in_flight += 1;
+            self.in_flight_at.push(k);
+        }
         let counted = n.ready && n.unresponsive_since.is_none();
         self.counted += usize::from(counted);
         let settled = *cond == Cond::Settled;
@@ -177,6 +184,20 @@ impl<'a> Pass<'a> {
         if movable {
             self.movable.push((k, rev));
         }
+    }
+
+    /// The names of the nodes in flight after `dispatches`: those in flight before, then the
+    /// dispatched ones ([`Summary::awaited`]).
+    fn awaited(&self, dispatches: &[Action]) -> Vec<String> {
+        let before = self.in_flight_at.iter().map(|&k| &self.all_nodes[k].name);
+        let dispatched = dispatches.iter().flat_map(|a| match a {
+            Action::Dispatch { nodes, .. } => nodes.as_slice(),
+            _ => &[],
+        });
+        before
+            .cloned()
+            .chain(dispatched.map(|n| n.node.clone()))
+            .collect()
     }
 
     fn set_phase(

@@ -13,6 +13,12 @@
 //! walk the fleet for: the render nodes (names and labels, changed only when a node joins,
 //! leaves or is relabelled), the failure index of `late_failures` ([`FailureIndex`]) and the
 //! count of nodes marked unresponsive.
+//!
+//! [`Changes`] also holds the nodes the last pass waits for (its plan's
+//! [`awaited`](netrollout_rollout::Summary::awaited) nodes): when the last of them reports an
+//! outcome, the controller runs the next pass at once instead of after its debounce, so a
+//! wave's end moves the rollout on without waiting. Only the timing of a pass depends on it,
+//! never what a pass decides.
 
 mod failures;
 
@@ -29,10 +35,12 @@ pub use failures::FailureIndex;
 use crate::convert;
 
 /// Names of the nodes whose Node or NodeNetworkConfig changed since the last pass; shared by
-/// the watch tasks, the writer and the fleet.
+/// the watch tasks, the writer and the fleet. Also the nodes the last pass waits for.
 #[derive(Debug, Default)]
 pub struct Changes {
     inner: Mutex<Dirty>,
+    /// Notified when the last awaited node reported.
+    all_reported: tokio::sync::Notify,
 }
 
 #[derive(Debug, Default)]
@@ -40,6 +48,8 @@ struct Dirty {
     names: HashSet<String>,
     /// A relist (or the start): every node is read again.
     all: bool,
+    /// The nodes in flight after the last pass that have not reported an outcome since.
+    awaited: HashSet<String>,
 }
 
 impl Changes {
@@ -60,6 +70,29 @@ impl Changes {
         let mut d = self.lock();
         d.all = true;
         d.names.clear();
+    }
+
+    /// The nodes a pass leaves in flight: once each has reported an outcome
+    /// ([`Changes::reported`]), [`Changes::all_reported`] is notified.
+    pub fn await_reports(&self, names: &[String]) {
+        let mut d = self.lock();
+        d.awaited.clear();
+        d.awaited.extend(names.iter().cloned());
+    }
+
+    /// The config of node `name` shows an outcome (Provisioned or Failed) of its spec's
+    /// revision.
+    pub fn reported(&self, name: &str) {
+        let mut d = self.lock();
+        if d.awaited.remove(name) && d.awaited.is_empty() {
+            self.all_reported.notify_one();
+        }
+    }
+
+    /// Completes once every node the last pass left in flight has reported (at once if that
+    /// happened since the last wait).
+    pub async fn all_reported(&self) {
+        self.all_reported.notified().await;
     }
 
     /// Takes the marks: `None` means everything.
@@ -134,6 +167,16 @@ impl Fleet {
             changes,
             view: Mutex::new(View::default()),
         }
+    }
+
+    /// The nodes the pass leaves in flight ([`Changes::await_reports`]).
+    pub fn await_reports(&self, names: &[String]) {
+        self.changes.await_reports(names);
+    }
+
+    /// [`Changes::all_reported`].
+    pub async fn all_reported(&self) {
+        self.changes.all_reported().await;
     }
 
     /// Brings the view up to date with the marked changes and returns it locked (hold it only

@@ -123,6 +123,27 @@ pub fn check_window(p: &Plan, after: &State, now: Timestamp, s: &Settings) -> Re
     }
 }
 
+/// After a fully executed pass, the plan's awaited nodes are exactly the nodes in flight (the
+/// configurator skips its debounce once all of them have reported).
+pub fn check_awaited(p: &Plan, after: &State, now: Timestamp, s: &Settings) -> Result<(), String> {
+    let mut awaited: Vec<&str> = p.summary.awaited.iter().map(String::as_str).collect();
+    awaited.sort_unstable();
+    let mut flying: Vec<&str> = after
+        .nodes
+        .iter()
+        .filter(|n| in_flight(n, now, s))
+        .map(|n| n.name.as_str())
+        .collect();
+    flying.sort_unstable();
+    if awaited != flying || awaited.len() != p.summary.in_flight {
+        return Err(format!(
+            "awaited {awaited:?} ({} in flight in the summary), but in flight after the pass: {flying:?}",
+            p.summary.in_flight
+        ));
+    }
+    Ok(())
+}
+
 impl Checker {
     /// Invariant 3 on the current state (also between passes, after agents reported).
     pub fn check_blast_radius(

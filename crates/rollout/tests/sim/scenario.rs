@@ -9,7 +9,7 @@ use netrollout_rollout::{
 };
 
 use crate::agent::{Agent, Behavior};
-use crate::check::{Checker, check_window};
+use crate::check::{Checker, check_awaited, check_window};
 use crate::world::{STEP_MS, World, rev_name, write_count};
 
 fn steps(n: u64) -> Duration {
@@ -57,8 +57,9 @@ fn random_node(w: &mut World, zones: u64, size: Size) {
     w.add_node(zone, canary, Agent::new(behavior, steps));
 }
 
-/// Plan, execute with faults, check every invariant (with a window: no idle slot after a pass
-/// that was written in full). Returns the plan.
+/// Plan, execute with faults, check every invariant (after a pass that was written in full:
+/// its awaited nodes are the ones in flight, and with a window no slot is idle). Returns the
+/// plan.
 fn pass(w: &mut World, checker: &mut Checker) -> Result<Plan, String> {
     checker.check_blast_radius(&w.state, w.now, &w.settings)?;
     let before = w.state.clone();
@@ -66,6 +67,9 @@ fn pass(w: &mut World, checker: &mut Checker) -> Result<Plan, String> {
     let (p, done) = w.configurator_pass();
     checker.check_pass(&before, &p, &w.state, w.now, &w.settings)?;
     let complete = done == p.actions.iter().map(write_count).sum::<usize>();
+    if complete {
+        check_awaited(&p, &w.state, w.now, &w.settings)?;
+    }
     if w.settings.strategy == RolloutStrategy::Window && complete {
         check_window(&p, &w.state, w.now, &w.settings)?;
     }
