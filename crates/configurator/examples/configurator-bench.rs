@@ -28,6 +28,11 @@ const LATENCY: Duration = Duration::from_millis(200);
 /// Nodes created at once in the setup.
 const SETUP_CONCURRENCY: usize = 32;
 
+/// The lab API server binary's allocator: this process is the lab API server (and the
+/// simulated agents). The configurator binary keeps the system allocator.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let count: usize = std::env::var("BENCH_NODES")

@@ -156,6 +156,10 @@ impl Settings {
     }
 }
 
+/// The lab API server runs in this process: the allocator of its own binary (mimalloc).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     match run().await {
