@@ -11,8 +11,8 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::resources::Builtin;
@@ -50,7 +50,8 @@ pub fn check_meta(obj: &Value) -> Result<Vec<String>, String> {
 }
 
 fn round<T: DeserializeOwned + Serialize>(obj: &Value) -> Result<Value, String> {
-    let t: T = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
+    // Decoded from the borrowed value: no copy of the whole object first.
+    let t = T::deserialize(obj).map_err(|e| e.to_string())?;
     serde_json::to_value(&t).map_err(|e| e.to_string())
 }
 

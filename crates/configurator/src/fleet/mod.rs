@@ -50,6 +50,9 @@ struct Dirty {
     all: bool,
     /// The nodes in flight after the last pass that have not reported an outcome since.
     awaited: HashSet<String>,
+    /// Nodes that reported since the marks were last taken: a pass's plan may still count
+    /// them in flight (its view was read before), so they are not awaited again.
+    reported: HashSet<String>,
 }
 
 impl Changes {
@@ -76,15 +79,24 @@ impl Changes {
     /// ([`Changes::reported`]), [`Changes::all_reported`] is notified.
     pub fn await_reports(&self, names: &[String]) {
         let mut d = self.lock();
-        d.awaited.clear();
-        d.awaited.extend(names.iter().cloned());
+        let Dirty {
+            awaited, reported, ..
+        } = &mut *d;
+        awaited.clear();
+        awaited.extend(names.iter().filter(|n| !reported.contains(*n)).cloned());
+        if awaited.is_empty() && !names.is_empty() {
+            // Every one of them reported while the pass ran.
+            self.all_reported.notify_one();
+        }
     }
 
     /// The config of node `name` shows an outcome (Provisioned or Failed) of its spec's
     /// revision.
     pub fn reported(&self, name: &str) {
         let mut d = self.lock();
+        d.reported.insert(name.to_string());
         if d.awaited.remove(name) && d.awaited.is_empty() {
+            tracing::debug!(node = name, "every node the last pass left in flight has reported");
             self.all_reported.notify_one();
         }
     }
@@ -98,6 +110,8 @@ impl Changes {
     /// Takes the marks: `None` means everything.
     fn take(&self) -> Option<HashSet<String>> {
         let mut d = self.lock();
+        // The pass reads every object after this: what reported so far shows in its view.
+        d.reported.clear();
         if std::mem::take(&mut d.all) {
             d.names.clear();
             None

@@ -292,3 +292,46 @@ proptest! {
         }
     }
 }
+
+/// Whether `all_reported` is ready now (a stored notification counts).
+fn all_reported_now(changes: &Changes) -> bool {
+    use futures::FutureExt;
+    changes.all_reported().now_or_never().is_some()
+}
+
+#[test]
+fn the_last_awaited_report_wakes_the_next_pass_once() {
+    let changes = Changes::default();
+    changes.await_reports(&["a".into(), "b".into()]);
+    changes.reported("a");
+    changes.reported("c"); // not awaited
+    assert!(!all_reported_now(&changes), "b has not reported yet");
+    changes.reported("b");
+    assert!(all_reported_now(&changes), "a and b reported");
+    changes.reported("b");
+    assert!(!all_reported_now(&changes), "a second report of b wakes nothing");
+}
+
+#[test]
+fn a_report_that_came_while_the_pass_ran_is_not_awaited_again() {
+    let changes = Changes::default();
+    // The pass takes the marks and reads its view; b reports before the pass arms its plan,
+    // which (from the older view) still counts a and b in flight.
+    let _ = changes.take();
+    changes.reported("b");
+    changes.await_reports(&["a".into(), "b".into()]);
+    assert!(!all_reported_now(&changes));
+    changes.reported("a");
+    assert!(all_reported_now(&changes), "b was not awaited again");
+    // Both reported during the pass: the next pass is due at once.
+    let _ = changes.take();
+    changes.reported("a");
+    changes.reported("b");
+    changes.await_reports(&["a".into(), "b".into()]);
+    assert!(all_reported_now(&changes));
+    // A report seen by the pass's view (before it took the marks) does not carry over.
+    changes.reported("c");
+    let _ = changes.take();
+    changes.await_reports(&["c".into()]);
+    assert!(!all_reported_now(&changes), "c is awaited for its next outcome");
+}
