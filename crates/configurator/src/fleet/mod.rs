@@ -96,7 +96,10 @@ impl Changes {
         let mut d = self.lock();
         d.reported.insert(name.to_string());
         if d.awaited.remove(name) && d.awaited.is_empty() {
-            tracing::debug!(node = name, "every node the last pass left in flight has reported");
+            tracing::debug!(
+                node = name,
+                "every node the last pass left in flight has reported"
+            );
             self.all_reported.notify_one();
         }
     }

@@ -309,7 +309,10 @@ fn the_last_awaited_report_wakes_the_next_pass_once() {
     changes.reported("b");
     assert!(all_reported_now(&changes), "a and b reported");
     changes.reported("b");
-    assert!(!all_reported_now(&changes), "a second report of b wakes nothing");
+    assert!(
+        !all_reported_now(&changes),
+        "a second report of b wakes nothing"
+    );
 }
 
 #[test]
@@ -333,5 +336,8 @@ fn a_report_that_came_while_the_pass_ran_is_not_awaited_again() {
     changes.reported("c");
     let _ = changes.take();
     changes.await_reports(&["c".into()]);
-    assert!(!all_reported_now(&changes), "c is awaited for its next outcome");
+    assert!(
+        !all_reported_now(&changes),
+        "c is awaited for its next outcome"
+    );
 }
