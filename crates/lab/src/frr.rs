@@ -128,39 +128,31 @@ pub fn start(netns: &str, pathspace: &str, config: &str) -> Result<Vec<u32>> {
 /// only after, as FRR's own init does: a bgpd that opens its sessions before zebra has told it
 /// the interfaces can hold the routes of those sessions as not valid for a long time.
 fn wait_zebra(netns: &str, pathspace: &str) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let out = Command::new("ip")
-            .args(["netns", "exec", netns, "vtysh", "-N", pathspace])
-            .args(["-d", "zebra", "-c", "show interface brief"])
-            .output()
-            .context("running vtysh")?;
-        if out.status.success() {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "zebra in {netns} does not answer vtysh within 30 s: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    poll(Duration::from_secs(30), || {
+        vtysh_to(netns, pathspace, Some("zebra"), "show interface brief")
+            .map(drop)
+            .with_context(|| format!("zebra in {netns} does not answer vtysh within 30 s"))
+    })
 }
 
 fn wait_pid(file: &Path) -> Result<u32> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(pid) = std::fs::read_to_string(file)
+    poll(Duration::from_secs(10), || {
+        std::fs::read_to_string(file)
             .ok()
             .and_then(|t| t.trim().parse().ok())
-        {
-            return Ok(pid);
+            .with_context(|| format!("{} did not appear within 10 s", file.display()))
+    })
+}
+
+/// Calls `attempt` every 50 ms until it succeeds; after `timeout`, its last error.
+fn poll<T>(timeout: Duration, mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match attempt() {
+            Ok(v) => return Ok(v),
+            Err(e) if Instant::now() > deadline => return Err(e),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
-        if Instant::now() > deadline {
-            bail!("{} did not appear within 10 s", file.display());
-        }
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -183,10 +175,15 @@ pub fn start_reflector() -> Result<Vec<u32>> {
 
 /// Runs `vtysh -N PATHSPACE -c COMMAND` in a namespace; returns its output.
 pub fn vtysh(netns: &str, pathspace: &str, command: &str) -> Result<String> {
+    vtysh_to(netns, pathspace, None, command)
+}
+
+/// [`vtysh`], asking only `daemon` (`vtysh -d DAEMON`) when given.
+fn vtysh_to(netns: &str, pathspace: &str, daemon: Option<&str>, command: &str) -> Result<String> {
     let out = Command::new("ip")
-        .args([
-            "netns", "exec", netns, "vtysh", "-N", pathspace, "-c", command,
-        ])
+        .args(["netns", "exec", netns, "vtysh", "-N", pathspace])
+        .args(daemon.map(|d| ["-d", d]).into_iter().flatten())
+        .args(["-c", command])
         .output()
         .context("running vtysh")?;
     if !out.status.success() {

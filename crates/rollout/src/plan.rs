@@ -19,7 +19,7 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
     p.detect_failures();
     let d = p.decide();
     p.supersede(&d);
-    let in_flight = p.in_flight;
+    let in_flight = p.in_flight_at.len();
     let free = p.limit.saturating_sub(in_flight);
     let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free);
     p.progress(&d, goal_dispatched);
@@ -90,9 +90,7 @@ struct Pass<'a> {
     /// Managed nodes (not being deleted).
     managed: usize,
     not_ready: usize,
-    /// Managed nodes holding a slot of the update limit.
-    in_flight: usize,
-    /// Their indexes into `all_nodes`.
+    /// Managed nodes holding a slot of the update limit, as indexes into `all_nodes`.
     in_flight_at: Vec<usize>,
     /// Counted nodes (managed, Ready, not marked unresponsive).
     counted: usize,
@@ -123,7 +121,6 @@ impl<'a> Pass<'a> {
             tally: vec![Tally::default(); state.revisions.len()],
             managed: 0,
             not_ready: 0,
-            in_flight: 0,
             in_flight_at: Vec::new(),
             counted: 0,
             movable: Vec::new(),
@@ -158,7 +155,6 @@ impl<'a> Pass<'a> {
         self.managed += 1;
         self.not_ready += usize::from(!n.ready);
         if cond.in_flight() {
-            self.in_flight += 1;
             self.in_flight_at.push(k);
         }
         let counted = n.ready && n.unresponsive_since.is_none();
