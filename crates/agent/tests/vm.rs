@@ -110,7 +110,6 @@ impl Node {
             std::fs::create_dir_all(&d).unwrap();
             std::fs::write(d.join("vtysh.conf"), "username root nopassword\n").unwrap();
         }
-        std::fs::create_dir_all(Path::new("/var/run/frr").join(&ps)).unwrap();
         Self {
             daemons: None,
             base: dir.join("base.conf"),
