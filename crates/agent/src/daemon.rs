@@ -9,6 +9,16 @@ use anyhow::Context;
 use crate::cli::Args;
 use crate::metrics::{self, Metrics};
 
+/// Runs [`main`] on a multi-threaded runtime; `main.rs` calls this, so the async code is
+/// compiled once, here ([`netrollout_support::runtime`]).
+///
+/// # Errors
+/// The runtime cannot be built, or [`main`] fails.
+pub fn block_on(args: Args) -> anyhow::Result<()> {
+    netrollout_support::block_on(netrollout_support::Flavor::MultiThread, main(args))
+        .context("cannot start the tokio runtime")?
+}
+
 /// Runs the agent with `args` until a signal stops it or it fails.
 pub async fn main(args: Args) -> anyhow::Result<()> {
     let agent_config = args.config_with_healthcheck()?;

@@ -5,7 +5,6 @@
 use clap::Parser;
 use netrollout_agent::cli::Args;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    netrollout_agent::daemon::main(Args::parse()).await
+fn main() -> anyhow::Result<()> {
+    netrollout_agent::daemon::block_on(Args::parse())
 }

@@ -28,6 +28,26 @@ use crate::reconcile;
 /// Longest wait between retries of a failed pass.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
+/// The process's `main` (`main.rs` calls it with the parsed flags): logging, the client from
+/// `--kubeconfig` or the service account, and [`run`] on a multi-threaded runtime until SIGTERM
+/// or Ctrl-C. The async code is compiled once, here ([`netrollout_support::runtime`]).
+///
+/// # Errors
+/// The runtime, the kubeconfig or the client cannot be set up, or [`run`] fails.
+pub fn block_on(args: Args) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    netrollout_support::block_on(netrollout_support::Flavor::MultiThread, async move {
+        netrollout_support::init_logging(args.log_format, "info");
+        let config = netrollout_support::kube_config(args.kubeconfig.as_deref(), None).await?;
+        let client = netrollout_support::client(config)?;
+        let metrics = Arc::new(Metrics::default());
+        run(args, client, metrics, netrollout_support::shutdown())
+            .await
+            .context("the configurator stopped")
+    })
+    .context("cannot start the tokio runtime")?
+}
+
 /// Runs the configurator until `shutdown` completes (then releases the lease) or a background
 /// task ends (an error: the process should restart). `metrics` is shared with the caller.
 ///

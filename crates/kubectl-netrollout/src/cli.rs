@@ -105,6 +105,26 @@ pub enum Command {
     },
 }
 
+/// The process's `main` (`main.rs` calls it with the parsed command line): [`run`] on a
+/// single-threaded runtime, printing to stdout; errors go to stderr with exit code 1. The async
+/// code is compiled once, here ([`netrollout_support::runtime`]).
+pub fn block_on(cli: Cli) -> std::process::ExitCode {
+    let outcome = netrollout_support::block_on(netrollout_support::Flavor::CurrentThread, async {
+        run(cli, &mut std::io::stdout()).await
+    });
+    match outcome {
+        Ok(Ok(code)) => std::process::ExitCode::from(code),
+        Ok(Err(e)) => {
+            eprintln!("kubectl-netrollout: {e}");
+            std::process::ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("kubectl-netrollout: cannot start the tokio runtime: {e}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
 /// Runs a command, printing to `out`; returns the process exit code.
 ///
 /// # Errors

@@ -7,9 +7,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use clap::Parser;
-use netrollout_lab_apiserver::{Config, LabServer};
+use netrollout_lab_apiserver::Config;
 
 /// A Kubernetes-API-compatible in-memory server for the netrollout lab and tests.
 #[derive(Debug, Parser)]
@@ -37,8 +36,7 @@ struct Args {
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
@@ -46,30 +44,12 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let cfg = Config {
+    netrollout_lab_apiserver::server::run_until_signal(Config {
         listen: args.listen,
         kubeconfig: args.kubeconfig,
         data: args.data,
         event_window: args.event_window,
         event_window_bytes: args.event_window_bytes,
         ..Config::default()
-    };
-    let server = LabServer::start(cfg)
-        .await
-        .context("starting the lab API server")?;
-    println!("{}", server.url());
-    if let Some(k) = server.kubeconfig_path() {
-        eprintln!("kubeconfig written to {}", k.display());
-    }
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
-        _ = term.recv() => {}
-    }
-    server
-        .shutdown()
-        .await
-        .context("shutting down the lab API server")?;
-    Ok(())
+    })
 }

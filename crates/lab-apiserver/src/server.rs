@@ -275,6 +275,39 @@ impl LabServer {
     }
 }
 
+/// The `netrollout-lab-apiserver` process (`main.rs` calls it with the parsed flags): starts the
+/// server on a multi-threaded runtime, prints its URL, and shuts it down (writing the data file)
+/// at SIGTERM or Ctrl-C. The async code is compiled once, here, not again in the binary.
+///
+/// # Errors
+/// The runtime, the server or the signal handlers cannot be set up, or the shutdown fails.
+pub fn run_until_signal(cfg: Config) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")?;
+    runtime.block_on(async move {
+        let server = LabServer::start(cfg)
+            .await
+            .context("starting the lab API server")?;
+        println!("{}", server.url());
+        if let Some(k) = server.kubeconfig_path() {
+            eprintln!("kubeconfig written to {}", k.display());
+        }
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
+            _ = term.recv() => {}
+        }
+        server
+            .shutdown()
+            .await
+            .context("shutting down the lab API server")
+    })
+}
+
 fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|source| Error::File {
         path: path.display().to_string(),

@@ -9,6 +9,7 @@
 //! - [`client`](mod@client) holds [`kube_config`] and [`client()`].
 //! - [`signals`] holds [`shutdown`].
 //! - [`http`] holds [`bind`] and [`serve`]; a bind failure is an error the binary stops on.
+//! - [`runtime`] holds [`block_on`], the runtime each binary's library runs its `main` on.
 //! - [`Error`] says what went wrong, naming the file or address concerned.
 #![forbid(unsafe_code)]
 
@@ -16,12 +17,14 @@ pub mod client;
 pub mod duration;
 pub mod http;
 pub mod logging;
+pub mod runtime;
 pub mod signals;
 
 pub use client::{client, kube_config};
 pub use duration::{DurationError, parse_duration};
 pub use http::{bind, serve};
 pub use logging::{LogFormat, init_logging};
+pub use runtime::{Flavor, block_on};
 pub use signals::shutdown;
 
 /// What can go wrong while a binary starts.
