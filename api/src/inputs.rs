@@ -107,6 +107,7 @@ pub struct VRFRouteConfigurationSpec {
 
     /// Nodes to create the VRF on; all nodes when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::label_selector")]
     pub node_selector: Option<LabelSelector>,
 }
 
@@ -248,6 +249,7 @@ pub struct Layer2NetworkConfigurationSpec {
 
     /// Nodes to create the network on; all nodes when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::label_selector")]
     pub node_selector: Option<LabelSelector>,
 }
 
@@ -287,7 +289,7 @@ pub struct RoutingTableSpec {
 pub struct InputStatus {
     /// `Accepted` (True/False with reason and message) and future conditions, one per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 16))]
+    #[schemars(length(max = 16), schema_with = "crate::schema::conditions")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
     /// The revision that last included this object.

@@ -26,6 +26,7 @@ pub mod labels;
 pub mod naming;
 pub mod node;
 pub mod revision;
+mod schema;
 
 pub use annotations::{
     DISPATCH_ANNOTATION, Dispatch, NODE_RETRY_ANNOTATION, RETRIED_ANNOTATION, RETRY_ANNOTATION,

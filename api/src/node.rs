@@ -213,9 +213,11 @@ pub struct NodeNetworkConfigStatus {
     pub phase: Option<NodePhase>,
     /// When the agent started applying `observedRevision`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::time")]
     pub started_at: Option<Time>,
     /// When the agent finished (committed or restored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::time")]
     pub finished_at: Option<Time>,
     /// Machine-readable reason of the phase, e.g. `ProbeFailed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -228,7 +230,7 @@ pub struct NodeNetworkConfigStatus {
     pub last_known_good_revision: Option<String>,
     /// Standard conditions, one per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 16))]
+    #[schemars(length(max = 16), schema_with = "crate::schema::conditions")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
 }

@@ -123,7 +123,7 @@ pub struct NetworkConfigRevisionStatus {
     pub failed_nodes: Vec<FailedNode>,
     /// Standard conditions, one per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 16))]
+    #[schemars(length(max = 16), schema_with = "crate::schema::conditions")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
 }
@@ -158,5 +158,6 @@ pub struct FailedNode {
     pub message: String,
     /// When the failure was detected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::time")]
     pub time: Option<Time>,
 }
