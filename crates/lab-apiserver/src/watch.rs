@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::response::Response;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -145,6 +145,32 @@ impl Encoder {
     }
 }
 
+/// Most bytes of queued events [`coalesce`] puts in one chunk.
+const BATCH_BYTES: usize = 64 * 1024;
+
+/// `first` and the events already queued behind it (up to [`BATCH_BYTES`]), in order, as one
+/// chunk of the response: a burst of changes (a wave's dispatches, its agents' reports) then
+/// costs the server one write and the watcher one read instead of one of each per event. An
+/// event never waits for more to come.
+fn coalesce(first: Bytes, rx: &mut mpsc::Receiver<Item>, enc: &mut Encoder) -> Bytes {
+    let Ok(mut item) = rx.try_recv() else {
+        return first;
+    };
+    let mut batch = BytesMut::with_capacity(first.len() * 4);
+    batch.extend_from_slice(&first);
+    loop {
+        batch.extend_from_slice(&enc.line(item.kind, Some(&item.event), &item.event.object));
+        if batch.len() >= BATCH_BYTES {
+            break;
+        }
+        match rx.try_recv() {
+            Ok(next) => item = next,
+            Err(_) => break,
+        }
+    }
+    batch.freeze()
+}
+
 async fn pump(
     state: Arc<Mutex<State>>,
     p: WatchParams,
@@ -176,7 +202,10 @@ async fn pump(
             _ = &mut deadline => return,
             _ = out.closed() => return,
             item = rx.recv() => match item {
-                Some(item) => enc.line(item.kind, Some(&item.event), &item.event.object),
+                Some(item) => {
+                    let line = enc.line(item.kind, Some(&item.event), &item.event.object);
+                    coalesce(line, &mut rx, &mut enc)
+                }
                 None => return,
             },
             _ = tick.tick(), if p.bookmarks && !p.table => {

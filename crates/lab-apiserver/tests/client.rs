@@ -229,6 +229,57 @@ async fn status_and_main_resource_are_written_separately() {
     );
 }
 
+/// Events queued behind one another go out in one chunk (`watch::coalesce`); the watcher must
+/// still see every one, once, in resourceVersion order.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_of_changes_reaches_a_slow_watcher_whole_and_in_order() {
+    const BURST: usize = 300;
+    let lab = Lab::start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(lab.server.client().unwrap(), "default");
+    let start = lab.server.resource_version().to_string();
+    let mut events = cms
+        .watch(&kube::api::WatchParams::default(), &start)
+        .await
+        .unwrap()
+        .boxed();
+    // Nothing reads the stream while the burst is written: the events queue in the server.
+    futures::stream::iter(0..BURST)
+        .map(|i| {
+            let cms = cms.clone();
+            async move {
+                cms.create(&PostParams::default(), &config_map(&format!("b-{i:03}")))
+                    .await
+                    .unwrap()
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+    let mut seen: Vec<u64> = Vec::new();
+    while seen.len() < BURST {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.next())
+            .await
+            .expect("the watch went quiet before the whole burst arrived")
+            .expect("the watch ended")
+            .unwrap();
+        match event {
+            kube::api::WatchEvent::Added(cm) => {
+                seen.push(cm.metadata.resource_version.unwrap().parse().unwrap());
+            }
+            kube::api::WatchEvent::Bookmark(_) => {}
+            other => panic!("unexpected event {other:?}"),
+        }
+    }
+    let mut sorted = seen.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(seen, sorted, "every event once, in resourceVersion order");
+    assert_eq!(
+        cms.list(&Default::default()).await.unwrap().items.len(),
+        BURST
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_label_selected_watch_sees_objects_enter_and_leave_its_selection() {
     let lab = Lab::start().await;
