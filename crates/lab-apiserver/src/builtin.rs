@@ -36,7 +36,7 @@ pub fn check(b: Builtin, obj: &Value) -> Result<(Value, Vec<String>), String> {
         Builtin::VapBinding => round::<ValidatingAdmissionPolicyBinding>(obj),
     }?;
     let mut unknown = vec![];
-    diff(obj, &typed, "", &mut unknown);
+    diff(obj, &typed, &mut String::new(), &mut unknown);
     Ok((typed, unknown))
 }
 
@@ -45,7 +45,7 @@ pub fn check_meta(obj: &Value) -> Result<Vec<String>, String> {
     let meta = &obj["metadata"];
     let typed = round::<ObjectMeta>(meta)?;
     let mut unknown = vec![];
-    diff(meta, &typed, "metadata", &mut unknown);
+    diff(meta, &typed, &mut "metadata".to_string(), &mut unknown);
     Ok(unknown)
 }
 
@@ -55,25 +55,34 @@ fn round<T: DeserializeOwned + Serialize>(obj: &Value) -> Result<Value, String> 
     serde_json::to_value(&t).map_err(|e| e.to_string())
 }
 
-fn diff(orig: &Value, typed: &Value, path: &str, out: &mut Vec<String>) {
+/// Appends to `out` the path of every field of `orig` that `typed` lacks. `path` is where
+/// `orig` sits; it is built up and cut back in place, so a path is only copied when it is
+/// reported (this runs on every write).
+fn diff(orig: &Value, typed: &Value, path: &mut String, out: &mut Vec<String>) {
     match (orig, typed) {
         (Value::Object(o), Value::Object(t)) => {
             for (k, v) in o {
-                let p = if path.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{path}.{k}")
-                };
-                match t.get(k) {
-                    Some(tv) => diff(v, tv, &p, out),
-                    None if v.is_null() => {}
-                    None => out.push(p),
+                let len = path.len();
+                if len > 0 {
+                    path.push('.');
                 }
+                path.push_str(k);
+                match t.get(k) {
+                    Some(tv) => diff(v, tv, path, out),
+                    None if v.is_null() => {}
+                    None => out.push(path.clone()),
+                }
+                path.truncate(len);
             }
         }
         (Value::Array(o), Value::Array(t)) => {
             for (i, (ov, tv)) in o.iter().zip(t).enumerate() {
-                diff(ov, tv, &format!("{path}[{i}]"), out);
+                let len = path.len();
+                path.push('[');
+                path.push_str(&i.to_string());
+                path.push(']');
+                diff(ov, tv, path, out);
+                path.truncate(len);
             }
         }
         _ => {}
