@@ -7,7 +7,9 @@
 //!
 //! `BENCH_NODES` sets the node count (default 1,000), `BENCH_LIMIT` the update limit (default
 //! `50`; `5%` of 10,000 is 500), `BENCH_WALL_GOAL` the wall-time goal as a ratio to the ideal
-//! (default 1.1); `BENCH_ARGS` adds configurator flags (e.g. `--debounce=1ms`) for experiments.
+//! (default 1.1), `BENCH_STRATEGY` the rollout strategy (`waves`, the default, or `window`; it is
+//! named in the rows); `BENCH_ARGS` adds configurator flags (e.g. `--debounce=1ms`) for
+//! experiments.
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -47,6 +49,7 @@ async fn main() -> Result<()> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1.1);
+    let strategy = std::env::var("BENCH_STRATEGY").unwrap_or_else(|_| "waves".into());
     let lab = LabApi::start().await;
     let kubeconfig = lab.kubeconfig();
     let client = lab.client.clone();
@@ -64,6 +67,7 @@ async fn main() -> Result<()> {
         .arg(&kubeconfig)
         .args([
             format!("--update-limit={limit_flag}"),
+            format!("--rollout-strategy={strategy}"),
             format!("--metrics-addr=127.0.0.1:{metrics_port}"),
             "--health-addr=127.0.0.1:0".into(),
             "--log-format=json".into(),
@@ -127,68 +131,69 @@ async fn main() -> Result<()> {
     child.kill().await?;
     lab.server.shutdown().await?;
 
+    let fleet = format!("{count} nodes, {strategy}");
     let waves = count.div_ceil(limit) as f64;
     let ideal = waves * LATENCY.as_secs_f64();
     let per_node = writes / count as f64;
     let wall_s = wall.as_secs_f64();
     row(
-        &format!("rollout {count} nodes, limit {limit_flag}, 200ms agents (wall)"),
+        &format!("rollout {count} nodes, limit {limit_flag}, {strategy}, 200ms agents (wall)"),
         &format!("{wall_s:.2}s"),
         &format!("{ideal:.2}s ideal"),
         wall_s / ideal,
         &format!("<= {wall_goal}x"),
     );
     row(
-        &format!("API writes per node ({count} nodes)"),
+        &format!("API writes per node ({fleet})"),
         &format!("{per_node:.2}"),
         "3 (goal)",
         per_node / 3.0,
         "<= 3",
     );
     row(
-        &format!("configurator CPU time ({count} nodes)"),
+        &format!("configurator CPU time ({fleet})"),
         &format!("{cpu:.2}s"),
         &format!("{wall_s:.2}s wall"),
         cpu / wall_s,
         "-",
     );
     row(
-        &format!("lab API server + simulated agents CPU time ({count} nodes)"),
+        &format!("lab API server + simulated agents CPU time ({fleet})"),
         &format!("{own_cpu:.2}s"),
         &format!("{wall_s:.2}s wall"),
         own_cpu / wall_s,
         "-",
     );
     row(
-        &format!("configurator passes per second ({count} nodes)"),
+        &format!("configurator passes per second ({fleet})"),
         &format!("{:.0}/s", passes / wall_s),
         &format!("{passes:.0} passes"),
         f64::NAN,
         "-",
     );
     row(
-        &format!("configurator CPU per pass ({count} nodes)"),
+        &format!("configurator CPU per pass ({fleet})"),
         &format!("{:.2}ms", cpu * 1000.0 / passes.max(1.0)),
         "-",
         f64::NAN,
         "-",
     );
     row(
-        &format!("configurator peak RSS ({count} nodes)"),
+        &format!("configurator peak RSS ({fleet})"),
         &format!("{rss:.1}MiB"),
         "250MiB (goal)",
         rss / 250.0,
         "< 250MiB",
     );
     row(
-        &format!("input change -> first dispatch ({count} nodes)"),
+        &format!("input change -> first dispatch ({fleet})"),
         &format!("{}ms", first.as_millis()),
         "200ms (goal)",
         first.as_secs_f64() / 0.2,
         "< 200ms",
     );
     row(
-        &format!("max nodes in flight ({count} nodes)"),
+        &format!("max nodes in flight ({fleet})"),
         &max_in_flight.to_string(),
         &limit.to_string(),
         max_in_flight as f64 / limit as f64,

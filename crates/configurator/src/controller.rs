@@ -271,7 +271,14 @@ impl Watch<'_> {
         let kind = K::kind(&()).to_string();
         let notify = self.notify.clone();
         let changes = self.changes.cloned();
-        let stream = reflector::reflector(writer, watcher(api, cfg).default_backoff());
+        // Nothing here reads managedFields (field ownership for server-side apply); the caches
+        // hold each object without them, so they are neither kept nor cloned with it.
+        let stream = reflector::reflector(
+            writer,
+            watcher(api, cfg)
+                .default_backoff()
+                .modify(|obj: &mut K| obj.meta_mut().managed_fields = None),
+        );
         tasks.spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {

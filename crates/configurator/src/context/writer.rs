@@ -118,7 +118,9 @@ impl Writer {
     where
         F: Future<Output = kube::Result<NetworkConfigRevision>>,
     {
-        let written = self.write(what, call).await?;
+        let mut written = self.write(what, call).await?;
+        // Laid over the cache, which holds objects without managedFields (the watches strip them).
+        written.metadata.managed_fields = None;
         Ok(self.overlays.ncrs.written(written))
     }
 
@@ -134,7 +136,8 @@ impl Writer {
     where
         F: Future<Output = kube::Result<NodeNetworkConfig>>,
     {
-        let written = self.write(what, call).await?;
+        let mut written = self.write(what, call).await?;
+        written.metadata.managed_fields = None;
         let written = self.overlays.nncs.written(written);
         if let Some(name) = written.metadata.name.as_deref() {
             self.changes.mark(name);
