@@ -1,5 +1,5 @@
-//! `netrollout-agent`: parses the flags and runs [`netrollout_agent::daemon::main`] (logging,
-//! signals and the runtime around [`netrollout_agent::run`]).
+//! `netrollout-agent`: parses the flags and runs [`netrollout_agent::daemon::block_on`] (the
+//! runtime, logging and signals around [`netrollout_agent::run`]).
 #![forbid(unsafe_code)]
 
 use clap::Parser;
