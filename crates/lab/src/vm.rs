@@ -183,9 +183,25 @@ pub fn script(bin_dir: &Path) -> Result<PathBuf> {
         })
 }
 
-/// Checks what `--vm` needs before anything starts: qemu and the cached Debian kernel. Each
-/// failure says which is missing and how to get it.
+/// Directories the guest mounts its own empty tmpfs over (`hack/vm/lab.sh`): nothing of the
+/// host's below them exists in the VM.
+const GUEST_TMPFS: [&str; 5] = ["/run", "/tmp", "/etc/frr", "/var/tmp", "/var/log"];
+
+/// The guest's tmpfs that hides `bin_dir`, if one does.
+fn hidden_in_guest(bin_dir: &Path) -> Option<&'static str> {
+    GUEST_TMPFS.into_iter().find(|d| bin_dir.starts_with(d))
+}
+
+/// Checks what `--vm` needs before anything starts: binaries the guest can see, qemu and the
+/// cached Debian kernel. Each failure says what is wrong and how to fix it.
 pub fn preflight(bin_dir: &Path) -> Result<PathBuf> {
+    if let Some(dir) = hidden_in_guest(bin_dir) {
+        bail!(
+            "--vm runs the binaries in {} inside the VM, but the VM mounts its own empty {dir}: \
+             build them outside {dir} (move the checkout, or set CARGO_TARGET_DIR elsewhere)",
+            bin_dir.display()
+        );
+    }
     let script = script(bin_dir)?;
     let has_qemu = std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("qemu-system-x86_64").exists()));
@@ -386,6 +402,25 @@ mod tests {
         })
         .unwrap();
         assert!(op.contains("\"op\":\"evpn\""), "{op}");
+    }
+
+    #[test]
+    fn binaries_below_a_guest_tmpfs_are_refused_before_the_vm_boots() {
+        assert_eq!(
+            hidden_in_guest(Path::new("/tmp/checkout/target/debug")),
+            Some("/tmp")
+        );
+        assert_eq!(
+            hidden_in_guest(Path::new("/var/tmp/x/target/release")),
+            Some("/var/tmp")
+        );
+        assert_eq!(hidden_in_guest(Path::new("/work/main/target/debug")), None);
+        // A directory that only starts with the same letters is not below it.
+        assert_eq!(hidden_in_guest(Path::new("/tmpwork/target/debug")), None);
+        let e = preflight(Path::new("/tmp/checkout/target/debug"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CARGO_TARGET_DIR"), "{e}");
     }
 
     #[test]
