@@ -45,7 +45,9 @@ impl<K> Default for Overlay<K> {
 
 impl<K: Resource + Clone> Overlay<K> {
     /// Records an object as a create, update or patch returned it, and hands it back shared.
-    pub fn written(&self, obj: K) -> Arc<K> {
+    /// Its managedFields are dropped, as the watches drop them from the cache it is laid over.
+    pub fn written(&self, mut obj: K) -> Arc<K> {
+        obj.meta_mut().managed_fields = None;
         let obj = Arc::new(obj);
         let Some(name) = obj.meta().name.clone() else {
             return obj;
@@ -232,6 +234,17 @@ mod tests {
             values(&o.view(vec![Arc::new(cm("a", "5", "old"))])),
             ["a=old"]
         );
+    }
+
+    #[test]
+    fn a_written_object_is_kept_without_its_managed_fields_as_the_cache_keeps_it() {
+        let o = Overlay::default();
+        let mut written = cm("a", "7", "new");
+        written.metadata.managed_fields = Some(vec![Default::default()]);
+        assert_eq!(o.written(written).metadata.managed_fields, None);
+        let view = o.view(vec![]);
+        assert_eq!(values(&view), ["a=new"]);
+        assert_eq!(view[0].metadata.managed_fields, None);
     }
 
     #[test]

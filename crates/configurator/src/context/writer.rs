@@ -118,9 +118,7 @@ impl Writer {
     where
         F: Future<Output = kube::Result<NetworkConfigRevision>>,
     {
-        let mut written = self.write(what, call).await?;
-        // Laid over the cache, which holds objects without managedFields (the watches strip them).
-        written.metadata.managed_fields = None;
+        let written = self.write(what, call).await?;
         Ok(self.overlays.ncrs.written(written))
     }
 
@@ -136,8 +134,7 @@ impl Writer {
     where
         F: Future<Output = kube::Result<NodeNetworkConfig>>,
     {
-        let mut written = self.write(what, call).await?;
-        written.metadata.managed_fields = None;
+        let written = self.write(what, call).await?;
         let written = self.overlays.nncs.written(written);
         if let Some(name) = written.metadata.name.as_deref() {
             self.changes.mark(name);
