@@ -9,6 +9,7 @@
 //! changed policy compiles its new expressions and no stale program is run). Not supported: `params` (paramKind), `authorizer`, `namespaceObject`, binding
 //! `matchResources`, and `DELETE`/`CONNECT` operations (nothing in this product uses them).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -83,29 +84,57 @@ pub struct Attempt<'a> {
 pub fn admit(st: &State, a: &Attempt<'_>) -> Result<(), ApiError> {
     let object = as_seen(a.rt, a.sub, a.object, a.old);
     let old = a.old.map(|o| as_seen(a.rt, None, o, None));
-    crd_rules(a.rt, &object, old.as_ref())?;
-    policies(st, a, &object, old.as_ref())
+    crd_rules(a.rt, &object, old.as_deref())?;
+    policies(st, a, &object, old.as_deref())
 }
 
 /// The object the policies see: for a status write, the stored object with the new status
 /// (the server ignores the rest); built-in kinds show empty `spec`/`status` like typed objects.
-fn as_seen(rt: &ResourceType, sub: Option<&str>, obj: &Value, old: Option<&Value>) -> Value {
+/// Borrowed when that is the object as written (a status write that changed only the status).
+fn as_seen<'a>(
+    rt: &ResourceType,
+    sub: Option<&str>,
+    obj: &'a Value,
+    old: Option<&Value>,
+) -> Cow<'a, Value> {
     let mut seen = match (sub, old) {
-        (Some("status"), Some(old)) => {
+        (Some("status"), Some(old)) if !same_but_status(obj, old) => {
             let mut o = old.clone();
             o["status"] = obj.get("status").cloned().unwrap_or(json!({}));
-            o
+            Cow::Owned(o)
         }
-        _ => obj.clone(),
+        _ => Cow::Borrowed(obj),
     };
-    if rt.builtin == Some(Builtin::Node)
-        && let Some(m) = seen.as_object_mut()
-    {
-        for k in ["spec", "status"] {
-            m.entry(k).or_insert_with(|| json!({}));
+    let no_status = sub == Some("status") && old.is_some() && obj.get("status").is_none();
+    if rt.builtin == Some(Builtin::Node) || no_status {
+        if let Some(m) = seen.to_mut().as_object_mut() {
+            let empty = if rt.builtin == Some(Builtin::Node) {
+                &["spec", "status"][..]
+            } else {
+                &["status"][..]
+            };
+            for k in empty {
+                m.entry(*k).or_insert_with(|| json!({}));
+            }
         }
     }
     seen
+}
+
+/// Whether `a` and `b` are the same object apart from `status`.
+fn same_but_status(a: &Value, b: &Value) -> bool {
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => {
+            let rest = |m: &'_ serde_json::Map<String, Value>| {
+                m.len() - usize::from(m.contains_key("status"))
+            };
+            rest(a) == rest(b)
+                && a.iter()
+                    .filter(|(k, _)| *k != "status")
+                    .all(|(k, v)| b.get(k) == Some(v))
+        }
+        _ => false,
+    }
 }
 
 /// Checks a custom object against its CRD version's `openAPIV3Schema` as the server does on

@@ -152,6 +152,21 @@ pub fn record(
     applied: Option<&Value>,
     api_version: &str,
 ) {
+    let out = match (old, w.apply) {
+        (Some(old), false) => record_update(&w.manager, old, new, api_version),
+        _ => record_general(w, old, new, applied, api_version),
+    };
+    set_entries(new, out);
+}
+
+/// [`record`] by the definition: every leaf of every entry against every leaf of the object.
+fn record_general(
+    w: &Writer,
+    old: Option<&Value>,
+    new: &Value,
+    applied: Option<&Value>,
+    api_version: &str,
+) -> Vec<Value> {
     let mut list = old.map(entries).unwrap_or_default();
     let now_leaves = leaves(new);
     let owned: BTreeSet<Path> = match (w.apply, applied) {
@@ -201,6 +216,10 @@ pub fn record(
             }
         })
         .collect();
+    out
+}
+
+fn set_entries(new: &mut Value, out: Vec<Value>) {
     if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {
         if out.is_empty() {
             m.remove("managedFields");
@@ -208,6 +227,143 @@ pub fn record(
             m.insert("managedFields".into(), Value::Array(out));
         }
     }
+}
+
+/// [`record`] of an update by `manager` (not an apply), computed from what changed rather than
+/// from every field of the object: the changed leaves are found by walking `old` and `new`
+/// together, and an entry none of whose fields is touched is kept as it was, without being
+/// decoded and encoded again. The same entries as the general path, for entries this server
+/// wrote (its canonical FieldsV1).
+fn record_update(manager: &str, old: &Value, new: &Value, api_version: &str) -> Vec<Value> {
+    // What the writer now owns: the leaves whose value it changed.
+    let mut owned: Vec<Path> = vec![];
+    if let Some(m) = new.as_object() {
+        for (k, child) in m {
+            match k.as_str() {
+                "apiVersion" | "kind" => {}
+                "metadata" => {
+                    for f in ["labels", "annotations"] {
+                        let mut path = vec!["metadata".into(), f.into()];
+                        changed(old["metadata"].get(f), &child[f], &mut path, &mut owned);
+                    }
+                }
+                _ => changed(old.get(k), child, &mut vec![k.clone()], &mut owned),
+            }
+        }
+    }
+    let owns = |p: &[&str]| {
+        owned
+            .iter()
+            .any(|o| o.len() == p.len() && o.iter().zip(p).all(|(a, b)| a == b))
+    };
+    let mut out = vec![];
+    let mut found = false;
+    let mut time = None;
+    for b in old["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let same_manager = b["manager"] == manager && b["operation"] == "Update";
+        // The writer's own entry (the first, as the general path takes it) gains what it
+        // changed; the others lose it; every entry loses the fields that are gone.
+        let mine = same_manager && !found;
+        found |= mine;
+        let keep = |p: &[&str]| is_leaf(new, p) && (same_manager || !owns(p));
+        let fields = &b["fieldsV1"];
+        let untouched = fields.as_object().is_some_and(|m| !m.is_empty())
+            && every_leaf(fields, &mut vec![], &keep)
+            && (!mine || owned.iter().all(|p| has_leaf(fields, p)));
+        if untouched {
+            out.push(b.clone());
+            continue;
+        }
+        let mut set = BTreeSet::new();
+        from_fields(fields, &mut vec![], &mut set);
+        set.retain(|p| keep(&p.iter().map(String::as_str).collect::<Vec<_>>()));
+        if mine {
+            set.extend(owned.iter().cloned());
+        }
+        if set.is_empty() {
+            continue;
+        }
+        let set = to_fields(&set);
+        if set == *fields {
+            out.push(b.clone());
+            continue;
+        }
+        let time = time.get_or_insert_with(now_timestamp);
+        out.push(json!({"manager": b["manager"], "operation": b["operation"], "apiVersion": b["apiVersion"], "time": time, "fieldsType": "FieldsV1", "fieldsV1": set}));
+    }
+    if !found && !owned.is_empty() {
+        let fields = to_fields(&owned.into_iter().collect());
+        let time = time.get_or_insert_with(now_timestamp);
+        out.push(json!({"manager": manager, "operation": "Update", "apiVersion": api_version, "time": time, "fieldsType": "FieldsV1", "fieldsV1": fields}));
+    }
+    out
+}
+
+/// The leaves of `new` (below `path`) whose value differs from `old`'s, as [`leaves`] sees
+/// leaves.
+fn changed(old: Option<&Value>, new: &Value, path: &mut Path, out: &mut Vec<Path>) {
+    match new {
+        Value::Null => {}
+        Value::Object(m) if !m.is_empty() => {
+            for (k, c) in m {
+                path.push(k.clone());
+                changed(old.and_then(|o| o.get(k)), c, path, out);
+                path.pop();
+            }
+        }
+        _ if old == Some(new) => {}
+        _ => out.push(path.clone()),
+    }
+}
+
+/// Whether `p` is an ownable leaf of `v` (one [`leaves`] would list).
+fn is_leaf(v: &Value, p: &[&str]) -> bool {
+    let ownable = match p {
+        ["apiVersion" | "kind", ..] | [] => false,
+        ["metadata", f, ..] => matches!(*f, "labels" | "annotations"),
+        ["metadata"] => false,
+        _ => true,
+    };
+    let mut cur = v;
+    for k in p {
+        match cur.get(k) {
+            Some(c) => cur = c,
+            None => return false,
+        }
+    }
+    ownable && !cur.is_null() && !cur.as_object().is_some_and(|m| !m.is_empty())
+}
+
+/// Whether `pred` holds for every leaf of a FieldsV1 tree (as [`from_fields`] reads it).
+fn every_leaf<'a>(v: &'a Value, path: &mut Vec<&'a str>, pred: &dyn Fn(&[&str]) -> bool) -> bool {
+    let Some(m) = v.as_object() else { return true };
+    let mut leaf = !path.is_empty();
+    for (k, c) in m {
+        let Some(k) = k.strip_prefix("f:") else {
+            continue;
+        };
+        leaf = false;
+        path.push(k);
+        let ok = every_leaf(c, path, pred);
+        path.pop();
+        if !ok {
+            return false;
+        }
+    }
+    !leaf || pred(path)
+}
+
+/// Whether the FieldsV1 tree `v` has `p` as a leaf.
+fn has_leaf(v: &Value, p: &Path) -> bool {
+    let node = p
+        .iter()
+        .try_fold(v, |cur, k| cur.get(format!("f:{k}").as_str()));
+    node.and_then(Value::as_object)
+        .is_some_and(|m| !m.keys().any(|k| k.starts_with("f:")))
 }
 
 #[cfg(test)]
@@ -288,5 +444,75 @@ mod tests {
         assert_eq!(es.len(), 1, "a owns nothing any more");
         assert_eq!(es[0].manager, "b");
         assert!(check_apply(&w("c", true, false), &o, &json!({"spec": {"y": 5}})).is_ok());
+    }
+
+    /// Objects with a few nested fields, labels and annotations; values that include null
+    /// (absent), empty objects (leaves) and lists (atomic).
+    fn object() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            Just(json!(1)),
+            Just(json!(2)),
+            Just(json!("a")),
+            Just(json!({})),
+            Just(json!([1])),
+        ];
+        let tree = leaf.prop_recursive(3, 16, 3, |inner| {
+            proptest::collection::btree_map("[xyz]", inner, 0..3)
+                .prop_map(|m| Value::Object(m.into_iter().collect()))
+        });
+        let strings = proptest::collection::btree_map("[pq]", "[ab]", 0..3);
+        (tree.clone(), tree, strings.clone(), strings).prop_map(|(spec, status, l, a)| {
+            json!({"apiVersion": "v1", "kind": "X",
+                "metadata": {"name": "n", "labels": l, "annotations": a},
+                "spec": spec, "status": status})
+        })
+    }
+
+    /// Entry times: `kept` for one carried over from the stored object, `new` otherwise.
+    fn times_marked(mut entries: Vec<Value>) -> Vec<Value> {
+        for e in &mut entries {
+            if e["time"] != "T0" {
+                e["time"] = json!("new");
+            }
+        }
+        entries
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(2000))]
+
+        /// The incremental update path records what the definition records: for a chain of
+        /// writes by several managers (updates and applies), every update's entries, which are
+        /// renewed and which keep their time.
+        #[test]
+        fn an_update_records_what_the_definition_records(
+            first in object(),
+            writes in proptest::collection::vec((object(), 0..3usize, proptest::bool::weighted(0.2)), 1..6),
+        ) {
+            let managers = ["a", "b", "c"];
+            let mut stored = first;
+            let applied = stored.clone();
+            let out = record_general(&w("a", true, false), None, &stored, Some(&applied), "v1");
+            set_entries(&mut stored, out);
+            for (next, m, apply) in writes {
+                // Times the stored entries carry, to tell kept entries from renewed ones.
+                if let Some(es) = stored["metadata"]["managedFields"].as_array_mut() {
+                    for e in es {
+                        e["time"] = json!("T0");
+                    }
+                }
+                let writer = w(managers[m], apply, true);
+                let general = record_general(&writer, Some(&stored), &next, apply.then_some(&next), "v1");
+                if !apply {
+                    let fast = record_update(managers[m], &stored, &next, "v1");
+                    proptest::prop_assert_eq!(times_marked(fast), times_marked(general.clone()));
+                }
+                let mut next = next;
+                set_entries(&mut next, general);
+                stored = next;
+            }
+        }
     }
 }
