@@ -28,15 +28,23 @@ use crate::reconcile;
 /// Longest wait between retries of a failed pass.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
+/// The runtime the configurator runs on: one thread. Its work is a sequence (watch events
+/// into caches, one pass at a time, the pass's writes) that one core keeps up with at 10,000
+/// nodes; on the multi-threaded runtime each event and response woke another worker, and the
+/// thread hand-offs cost a quarter of its CPU (docs/configurator.md). Nothing in the
+/// configurator blocks its thread: the longest step, a pass, takes milliseconds, and the lease
+/// is renewed between steps (the end-to-end tests run the configurator on this runtime).
+pub const RUNTIME: netrollout_support::Flavor = netrollout_support::Flavor::CurrentThread;
+
 /// The process's `main` (`main.rs` calls it with the parsed flags): logging, the client from
-/// `--kubeconfig` or the service account, and [`run`] on a multi-threaded runtime until SIGTERM
-/// or Ctrl-C. The async code is compiled once, here ([`netrollout_support::runtime`]).
+/// `--kubeconfig` or the service account, and [`run`] on the [`RUNTIME`] until SIGTERM or
+/// Ctrl-C. The async code is compiled once, here ([`netrollout_support::runtime`]).
 ///
 /// # Errors
 /// The runtime, the kubeconfig or the client cannot be set up, or [`run`] fails.
 pub fn block_on(args: Args) -> anyhow::Result<()> {
     use anyhow::Context as _;
-    netrollout_support::block_on(netrollout_support::Flavor::MultiThread, async move {
+    netrollout_support::block_on(RUNTIME, async move {
         netrollout_support::init_logging(args.log_format, "info");
         let config = netrollout_support::kube_config(args.kubeconfig.as_deref(), None).await?;
         let client = netrollout_support::client(config)?;

@@ -13,7 +13,6 @@ use netrollout_testkit::apiserver::LabApi;
 use netrollout_testkit::objects;
 pub use netrollout_testkit::wait::eventually;
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 pub type R<T = ()> = anyhow::Result<T>;
 
@@ -130,22 +129,35 @@ impl Lab {
     }
 
     /// Runs a configurator in this process until the returned handle is stopped.
+    /// A configurator on its own thread and runtime, as the binary runs it
+    /// ([`netrollout_configurator::controller::RUNTIME`]), with its own client.
     pub fn configurator(&self, extra: &[&str]) -> Configurator {
         let mut args = self.args(extra);
         args.identity = Some(format!("e2e-{}", rand_suffix()));
         let metrics = Arc::new(Metrics::default());
         let (stop, stopped) = oneshot::channel::<()>();
-        let client = self.api.client.clone();
+        let (done, ended) = oneshot::channel();
+        let kubeconfig = self.api.kubeconfig();
         let m = metrics.clone();
-        let task = tokio::spawn(async move {
-            netrollout_configurator::run(args, client, m, async {
-                let _ = stopped.await;
-            })
-            .await
+        std::thread::spawn(move || {
+            let ran = netrollout_support::block_on(
+                netrollout_configurator::controller::RUNTIME,
+                async move {
+                    let config =
+                        netrollout_support::kube_config(Some(kubeconfig.as_path()), None).await?;
+                    let client = netrollout_support::client(config)?;
+                    netrollout_configurator::run(args, client, m, async {
+                        let _ = stopped.await;
+                    })
+                    .await
+                    .map_err(anyhow::Error::from)
+                },
+            );
+            let _ = done.send(ran.map_err(anyhow::Error::from).and_then(|r| r));
         });
         Configurator {
             stop: Some(stop),
-            task,
+            ended,
             metrics,
         }
     }
@@ -153,7 +165,7 @@ impl Lab {
 
 pub struct Configurator {
     stop: Option<oneshot::Sender<()>>,
-    task: JoinHandle<netrollout_configurator::Result<()>>,
+    ended: oneshot::Receiver<R>,
     pub metrics: Arc<Metrics>,
 }
 
@@ -162,8 +174,7 @@ impl Configurator {
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
         }
-        (&mut self.task).await??;
-        Ok(())
+        (&mut self.ended).await?
     }
 }
 
