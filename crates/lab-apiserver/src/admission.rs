@@ -106,16 +106,16 @@ fn as_seen<'a>(
         _ => Cow::Borrowed(obj),
     };
     let no_status = sub == Some("status") && old.is_some() && obj.get("status").is_none();
-    if rt.builtin == Some(Builtin::Node) || no_status {
-        if let Some(m) = seen.to_mut().as_object_mut() {
-            let empty = if rt.builtin == Some(Builtin::Node) {
-                &["spec", "status"][..]
-            } else {
-                &["status"][..]
-            };
-            for k in empty {
-                m.entry(*k).or_insert_with(|| json!({}));
-            }
+    if (rt.builtin == Some(Builtin::Node) || no_status)
+        && let Some(m) = seen.to_mut().as_object_mut()
+    {
+        let empty = if rt.builtin == Some(Builtin::Node) {
+            &["spec", "status"][..]
+        } else {
+            &["status"][..]
+        };
+        for k in empty {
+            m.entry(*k).or_insert_with(|| json!({}));
         }
     }
     seen

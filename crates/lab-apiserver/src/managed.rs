@@ -335,7 +335,7 @@ fn is_leaf(v: &Value, p: &[&str]) -> bool {
             None => return false,
         }
     }
-    ownable && !cur.is_null() && !cur.as_object().is_some_and(|m| !m.is_empty())
+    ownable && !cur.is_null() && cur.as_object().is_none_or(serde_json::Map::is_empty)
 }
 
 /// Whether `pred` holds for every leaf of a FieldsV1 tree (as [`from_fields`] reads it).
