@@ -35,7 +35,7 @@ const SETUP_CONCURRENCY: usize = 32;
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<()> {
     let count: usize = std::env::var("BENCH_NODES")
         .ok()

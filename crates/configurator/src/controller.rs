@@ -14,6 +14,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use kube_lease_manager::LeaseManagerBuilder;
 use netrollout_api::{NodeNetworkConfig, NodePhase};
+use netrollout_rollout::RolloutStrategy;
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
@@ -155,12 +156,27 @@ async fn drive(
         }
         // Debounce: changes arriving within the window are planned together. When the last
         // node the previous pass left in flight has reported, nothing more is coming for this
-        // wave: plan at once.
+        // wave: plan at once. With the window strategy, the first of them to report frees a
+        // slot: plan at once too (a pass takes milliseconds, and the reports that arrive
+        // meanwhile are planned by the next one).
+        let debounce = ctx.args().debounce;
+        let settling = || ctx.fleet().since_input().is_some_and(|d| d < debounce);
+        let window = ctx.args().rollout_strategy == RolloutStrategy::Window;
         tokio::select! {
             biased;
             () = &mut shutdown => return Ok(()),
             () = ctx.fleet().all_reported() => {}
-            () = tokio::time::sleep(ctx.args().debounce) => {}
+            () = ctx.fleet().slot_freed(), if window && !settling() => {}
+            () = tokio::time::sleep(debounce) => {}
+        }
+        // An input that changed within the debounce gets the rest of it: inputs applied
+        // together are planned together, whatever woke this pass.
+        if let Some(since) = ctx.fleet().since_input().filter(|d| *d < debounce) {
+            tokio::select! {
+                biased;
+                () = &mut shutdown => return Ok(()),
+                () = tokio::time::sleep(debounce - since) => {}
+            }
         }
         if !ctx.writer().is_leader() {
             continue;
@@ -227,16 +243,21 @@ fn start_watches(
     let c = || client.clone();
     let w = Watch {
         notify,
-        changes: None,
+        changes,
+        role: Role::Other,
+    };
+    let input = Watch {
+        role: Role::Input,
+        ..w
     };
     let fleet = Watch {
-        notify,
-        changes: Some(changes),
+        role: Role::Fleet,
+        ..w
     };
     Stores {
-        vrfs: w.start(Api::all(c()), all.clone(), tasks),
-        layer2s: w.start(Api::all(c()), all.clone(), tasks),
-        tables: w.start(Api::all(c()), all.clone(), tasks),
+        vrfs: input.start(Api::all(c()), all.clone(), tasks),
+        layer2s: input.start(Api::all(c()), all.clone(), tasks),
+        tables: input.start(Api::all(c()), all.clone(), tasks),
         nodes: fleet.start::<KubeNode>(Api::all(c()), node_cfg, tasks),
         nncs: fleet.start_with(Api::all(c()), all.clone(), tasks, reported),
         ncrs: w.start(Api::all(c()), all, tasks),
@@ -249,10 +270,24 @@ fn start_watches(
 }
 
 /// How a watch reports: a pass is due after every event; the watches of Nodes and node configs
-/// also mark the changed names for the fleet ([`Changes`]).
+/// also mark the changed names for the fleet ([`Changes`]), those of the inputs the time of the
+/// change.
+#[derive(Clone, Copy)]
 struct Watch<'a> {
     notify: &'a Arc<Notify>,
-    changes: Option<&'a Arc<Changes>>,
+    changes: &'a Arc<Changes>,
+    role: Role,
+}
+
+/// What a watched kind is to the passes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Nodes and node configs: marked by name.
+    Fleet,
+    /// What revisions are made from: a pass waits for the debounce after a change.
+    Input,
+    /// Everything else.
+    Other,
 }
 
 impl Watch<'_> {
@@ -278,7 +313,8 @@ impl Watch<'_> {
         let (reader, writer) = reflector::store();
         let kind = K::kind(&()).to_string();
         let notify = self.notify.clone();
-        let changes = self.changes.cloned();
+        let changes = self.changes.clone();
+        let role = self.role;
         // Nothing here reads managedFields (field ownership for server-side apply); the caches
         // hold each object without them, so they are neither kept nor cloned with it.
         let stream = reflector::reflector(
@@ -294,8 +330,11 @@ impl Watch<'_> {
                     Ok(event) => {
                         // The reflector has stored the event before it is seen here, so a
                         // pass that takes the mark reads the object as the event left it.
-                        if let Some(changes) = &changes {
-                            mark(changes, &event);
+                        if role == Role::Input {
+                            changes.input_changed();
+                        }
+                        if role == Role::Fleet {
+                            mark(&changes, &event);
                             if let watcher::Event::Apply(obj) = &event
                                 && outcome(obj)
                                 && let Some(name) = obj.meta().name.as_deref()

@@ -17,8 +17,10 @@
 //! [`Changes`] also holds the nodes the last pass waits for (its plan's
 //! [`awaited`](netrollout_rollout::Summary::awaited) nodes): when the last of them reports an
 //! outcome, the controller runs the next pass at once instead of after its debounce, so a
-//! wave's end moves the rollout on without waiting. Only the timing of a pass depends on it,
-//! never what a pass decides.
+//! wave's end moves the rollout on without waiting; with the window strategy, so does the first
+//! of them, whose slot is free. Only the timing of a pass depends on it, never what a pass
+//! decides. The time of the last input change is kept here too: a pass never runs within the
+//! debounce of one, so inputs applied together are planned together.
 
 mod failures;
 
@@ -41,6 +43,11 @@ pub struct Changes {
     inner: Mutex<Dirty>,
     /// Notified when the last awaited node reported.
     all_reported: tokio::sync::Notify,
+    /// Notified when any awaited node reported (its slot is free).
+    slot_freed: tokio::sync::Notify,
+    /// When an input (VRFRouteConfiguration, Layer2NetworkConfiguration, RoutingTable) last
+    /// changed.
+    input_at: Mutex<Option<std::time::Instant>>,
 }
 
 #[derive(Debug, Default)]
@@ -84,6 +91,10 @@ impl Changes {
         } = &mut *d;
         awaited.clear();
         awaited.extend(names.iter().filter(|n| !reported.contains(*n)).cloned());
+        if awaited.len() < names.len() {
+            // Some reported while the pass ran: their slots are free.
+            self.slot_freed.notify_one();
+        }
         if awaited.is_empty() && !names.is_empty() {
             // Every one of them reported while the pass ran.
             self.all_reported.notify_one();
@@ -95,7 +106,11 @@ impl Changes {
     pub fn reported(&self, name: &str) {
         let mut d = self.lock();
         d.reported.insert(name.to_string());
-        if d.awaited.remove(name) && d.awaited.is_empty() {
+        let awaited = d.awaited.remove(name);
+        if awaited {
+            self.slot_freed.notify_one();
+        }
+        if awaited && d.awaited.is_empty() {
             tracing::debug!(
                 node = name,
                 "every node the last pass left in flight has reported"
@@ -108,6 +123,26 @@ impl Changes {
     /// happened since the last wait).
     pub async fn all_reported(&self) {
         self.all_reported.notified().await;
+    }
+
+    /// Completes once a node the last pass left in flight has reported an outcome (at once if
+    /// that happened since the last wait).
+    pub async fn slot_freed(&self) {
+        self.slot_freed.notified().await;
+    }
+
+    /// An input changed.
+    pub fn input_changed(&self) {
+        *self.input_at.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(std::time::Instant::now());
+    }
+
+    /// How long ago an input last changed (`None`: never since the start).
+    pub fn since_input(&self) -> Option<std::time::Duration> {
+        self.input_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .map(|t| t.elapsed())
     }
 
     /// Takes the marks: `None` means everything.
@@ -194,6 +229,16 @@ impl Fleet {
     /// [`Changes::all_reported`].
     pub async fn all_reported(&self) {
         self.changes.all_reported().await;
+    }
+
+    /// [`Changes::slot_freed`].
+    pub async fn slot_freed(&self) {
+        self.changes.slot_freed().await;
+    }
+
+    /// [`Changes::since_input`].
+    pub fn since_input(&self) -> Option<std::time::Duration> {
+        self.changes.since_input()
     }
 
     /// Brings the view up to date with the marked changes and returns it locked (hold it only

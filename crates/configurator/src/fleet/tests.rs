@@ -341,3 +341,37 @@ fn a_report_that_came_while_the_pass_ran_is_not_awaited_again() {
         "c is awaited for its next outcome"
     );
 }
+
+/// Whether `slot_freed` is ready now (a stored notification counts).
+fn slot_freed_now(changes: &Changes) -> bool {
+    use futures::FutureExt;
+    changes.slot_freed().now_or_never().is_some()
+}
+
+#[test]
+fn each_awaited_report_frees_a_slot_and_only_an_input_change_is_timed() {
+    let changes = Changes::default();
+    changes.await_reports(&["a".into(), "b".into()]);
+    assert!(!slot_freed_now(&changes), "nothing reported yet");
+    changes.reported("c");
+    assert!(!slot_freed_now(&changes), "c was not in flight");
+    changes.reported("a");
+    assert!(slot_freed_now(&changes), "a's slot is free");
+    assert!(!slot_freed_now(&changes), "one wake-up per report");
+    // b reports while the next pass runs, before it arms its plan (which still counts b).
+    let _ = changes.take();
+    changes.reported("b");
+    let _ = slot_freed_now(&changes);
+    changes.await_reports(&["b".into(), "d".into()]);
+    assert!(
+        slot_freed_now(&changes),
+        "b's slot is free: the next pass is due"
+    );
+    assert_eq!(changes.since_input(), None);
+    changes.input_changed();
+    assert!(
+        changes
+            .since_input()
+            .is_some_and(|d| d < std::time::Duration::from_secs(5))
+    );
+}

@@ -2,9 +2,59 @@ use std::time::Duration;
 
 use netrollout_api::{ACCEPTED_CONDITION, RevisionPhase, RoutingTable};
 
-use crate::agents::{Agents, healthy};
+use crate::agents::{self, Agents, healthy};
 use crate::lab::{Lab, R, eventually};
 use crate::{all_provisioned, names, nodes};
+
+/// `--rollout-strategy window`: a slot freed by a quick node is filled at once, while a slow
+/// node still applies; the limit holds throughout.
+#[tokio::test]
+async fn with_the_window_strategy_a_freed_slot_is_filled_while_a_slow_node_still_applies() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 6).await?;
+    let slow = Duration::from_millis(1500);
+    let script: agents::Script = std::sync::Arc::new(move |node, _| {
+        let took = if node == "n-0" {
+            slow
+        } else {
+            Duration::from_millis(100)
+        };
+        (took, agents::Outcome::Succeed)
+    });
+    let agents = Agents::start(lab.api.client.clone(), script);
+    let _cfg = lab.configurator(&["--update-limit=2", "--rollout-strategy=window"]);
+    lab.set_table("extra", 100).await?;
+    let rev = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    let rev_name = rev.metadata.name.clone().unwrap();
+    all_provisioned(&lab, &names(6), &rev_name, Duration::from_secs(5)).await?;
+    assert_eq!(agents.max_in_flight(), 2, "the limit is used and holds");
+    let pickups = agents.pickups();
+    assert!(
+        pickups[..2].iter().any(|(n, _)| n == "n-0"),
+        "n-0 is among the first two: {pickups:?}"
+    );
+    // Lock-step waves would have held n-2..n-5 until n-0 finished.
+    let configs = lab.configs().await?;
+    let finished = |node: &str| {
+        configs
+            .iter()
+            .find(|c| c.metadata.name.as_deref() == Some(node))
+            .and_then(|c| c.status.as_ref())
+            .and_then(|s| s.finished_at.clone())
+            .map(|t| t.0)
+            .unwrap_or_else(|| panic!("{node} has no finishedAt"))
+    };
+    let slow_done = finished("n-0");
+    for n in names(6).iter().skip(1) {
+        assert!(
+            finished(n) < slow_done,
+            "{n} finished after the slow n-0: its slot was not refilled while n-0 applied"
+        );
+    }
+    Ok(())
+}
 
 #[tokio::test]
 async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
