@@ -7,7 +7,8 @@
 //!
 //! `BENCH_NODES` sets the node count (default 1,000), `BENCH_LIMIT` the update limit (default
 //! `50`; `5%` of 10,000 is 500), `BENCH_WALL_GOAL` the wall-time goal as a ratio to the ideal
-//! (default 1.1), `BENCH_STRATEGY` the rollout strategy (`waves`, the default, or `window`; it is
+//! (default 1.1; `-` for a row shown for comparison only), `BENCH_STRATEGY` the rollout strategy
+//! (`window`, the configurator's default, or `waves`; it is
 //! named in the rows); `BENCH_ARGS` adds configurator flags (e.g. `--debounce=1ms`) for
 //! experiments.
 use std::net::TcpListener;
@@ -45,11 +46,16 @@ async fn main() -> Result<()> {
     let limit = netrollout_rollout::UpdateLimit::from_str(&limit_flag)
         .map_err(|e| anyhow::anyhow!("BENCH_LIMIT={limit_flag}: {e}"))?
         .resolve(count);
-    let wall_goal: f64 = std::env::var("BENCH_WALL_GOAL")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1.1);
-    let strategy = std::env::var("BENCH_STRATEGY").unwrap_or_else(|_| "waves".into());
+    // A ratio, or `-` for a row shown for comparison only.
+    let wall_goal = std::env::var("BENCH_WALL_GOAL").unwrap_or_else(|_| "1.1".into());
+    let wall_goal = match wall_goal.as_str() {
+        "-" => "-".to_string(),
+        g => format!(
+            "<= {}x",
+            g.parse::<f64>().context("BENCH_WALL_GOAL: a ratio or -")?
+        ),
+    };
+    let strategy = std::env::var("BENCH_STRATEGY").unwrap_or_else(|_| "window".into());
     let lab = LabApi::start().await;
     let kubeconfig = lab.kubeconfig();
     let client = lab.client.clone();
@@ -141,7 +147,7 @@ async fn main() -> Result<()> {
         &format!("{wall_s:.2}s"),
         &format!("{ideal:.2}s ideal"),
         wall_s / ideal,
-        &format!("<= {wall_goal}x"),
+        &wall_goal,
     );
     row(
         &format!("API writes per node ({fleet})"),

@@ -22,9 +22,10 @@ pub struct Args {
     /// managed nodes (`20%`, rounded up).
     #[arg(long, default_value = "1")]
     pub update_limit: UpdateLimit,
-    /// How free slots are filled: `waves` (lock-step, each wave waits for its slowest node) or
-    /// `window` (a node is dispatched as soon as a slot frees, like a DaemonSet rolling update).
-    #[arg(long, default_value = "waves")]
+    /// How free slots are filled: `window` (a node is dispatched as soon as a slot frees, like a
+    /// DaemonSet rolling update) or `waves` (lock-step: a wave starts only when a whole one fits,
+    /// so each waits for its slowest node).
+    #[arg(long, default_value = "window")]
     pub rollout_strategy: RolloutStrategy,
     /// A node that started applying and did not finish within this counts as failed.
     #[arg(long, default_value = "2m", value_parser = parse_duration)]
@@ -65,7 +66,9 @@ pub struct Args {
     /// Log format.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
-    /// Changes arriving within this window are planned together (at most 100ms).
+    /// Changes arriving within this window are planned together (at most 100ms). A report that
+    /// frees a slot (window strategy) or ends a wave is planned at once, unless an input changed
+    /// within this window.
     #[arg(long, default_value = "10ms", value_parser = parse_duration)]
     pub debounce: Duration,
     /// Re-plan at least this often even without changes (timeouts are noticed this late).

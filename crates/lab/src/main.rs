@@ -36,8 +36,8 @@ enum Cmd {
     Down,
     /// Run a scripted story and check the rollout's promises; exit non-zero when one broke.
     #[command(after_help = "Scenarios:
-  happy               the samples and the lab's tenant network roll out in waves of at most
-                      --update-limit nodes; tenant traffic then flows between every node's
+  happy               the samples and the lab's tenant network roll out with at most
+                      --update-limit nodes in flight; tenant traffic then flows between every node's
                       workloads, and a change to one network costs no probe on the others
   bad-config          a config that cuts the nodes off the API server: the first wave restores
                       its last-known-good config locally, the rollout halts, and those nodes
@@ -113,7 +113,7 @@ struct Settings {
     #[arg(long, default_value_t = 0)]
     max_failures: u32,
     /// How long each agent keeps probing after its probes pass before it commits a change (the
-    /// agent's `--probe-hold`); it also makes the waves of a rollout easy to follow.
+    /// agent's `--probe-hold`); it also makes a rollout easy to follow.
     #[arg(long, default_value = "1s", value_parser = settings::parse_duration)]
     probe_hold: Duration,
     /// Directory of the netrollout-agent and netrollout-configurator binaries (default: next to

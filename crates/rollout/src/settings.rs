@@ -97,10 +97,10 @@ pub enum RolloutStrategy {
     /// Lock-step waves: nodes are dispatched only when a whole wave fits (the limit, or all that
     /// is left), so a healthy rollout takes exactly ceil(N / limit) waves; each wave waits for
     /// its slowest node.
-    #[default]
     Waves,
-    /// A sliding window (a DaemonSet rolling update): a node is dispatched as soon as a slot
-    /// frees, so `limit` nodes are in flight for as long as nodes are left to move.
+    /// A sliding window (a DaemonSet rolling update), the default: a node is dispatched as soon
+    /// as a slot frees, so `limit` nodes are in flight for as long as nodes are left to move.
+    #[default]
     Window,
 }
 
@@ -167,7 +167,7 @@ impl Default for HistoryLimits {
 pub struct Settings {
     /// Nodes in flight at once, across all revisions (`--update-limit`, default 1).
     pub update_limit: UpdateLimit,
-    /// How free slots are filled (`--rollout-strategy`, default waves).
+    /// How free slots are filled (`--rollout-strategy`, default window).
     pub strategy: RolloutStrategy,
     /// A node that reported Provisioning and did not finish within this counts as failed
     /// (`--apply-timeout`, default 2 minutes).
@@ -187,7 +187,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             update_limit: UpdateLimit::default(),
-            strategy: RolloutStrategy::Waves,
+            strategy: RolloutStrategy::Window,
             apply_timeout: Duration::from_secs(120),
             pickup_timeout: Duration::from_secs(600),
             max_failures: 0,
@@ -269,7 +269,7 @@ mod tests {
         assert_eq!(s.apply_timeout, Duration::from_secs(120));
         assert_eq!(s.pickup_timeout, Duration::from_secs(600));
         assert_eq!(s.max_failures, 0);
-        assert_eq!(s.strategy, RolloutStrategy::Waves);
+        assert_eq!(s.strategy, RolloutStrategy::Window);
         assert_eq!(
             s.history,
             HistoryLimits {

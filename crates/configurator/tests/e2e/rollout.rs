@@ -61,7 +61,7 @@ async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
     let lab = Lab::start().await?;
     nodes(&lab, 6).await?;
     let agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(150)));
-    let cfg = lab.configurator(&["--update-limit=2"]);
+    let cfg = lab.configurator(&["--update-limit=2", "--rollout-strategy=waves"]);
     lab.set_table("extra", 100).await?;
     let first = lab
         .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))

@@ -360,8 +360,11 @@ fn waves_wait_for_the_slowest_node_while_a_window_fills_each_slot_as_it_frees() 
             on("d", "r1", NodePhase::Provisioned),
         ],
     };
-    let waves = limit(2);
-    assert_eq!(waves.strategy, RolloutStrategy::Waves, "the default");
+    let waves = Settings {
+        strategy: RolloutStrategy::Waves,
+        ..limit(2)
+    };
+    assert_eq!(limit(2).strategy, RolloutStrategy::Window, "the default");
     assert_eq!(dispatched(&plan(&state, t(1), &waves)), vec![]);
     let window = Settings {
         strategy: RolloutStrategy::Window,
