@@ -22,21 +22,29 @@ pub struct Writer {
 
 type Path = Vec<String>;
 
+/// The parts of an object whose leaves can be owned, by path: every field but apiVersion and
+/// kind, and of the metadata only labels and annotations.
+fn ownable(v: &Value) -> Vec<(Path, &Value)> {
+    let mut out = vec![];
+    for (k, child) in v.as_object().into_iter().flatten() {
+        match k.as_str() {
+            "apiVersion" | "kind" => {}
+            "metadata" => {
+                for f in ["labels", "annotations"] {
+                    out.push((vec!["metadata".into(), f.into()], &child[f]));
+                }
+            }
+            _ => out.push((vec![k.clone()], child)),
+        }
+    }
+    out
+}
+
 /// Leaf paths of an object that can be owned (not apiVersion, kind or system metadata).
 fn leaves(v: &Value) -> BTreeSet<Path> {
     let mut out = BTreeSet::new();
-    if let Some(m) = v.as_object() {
-        for (k, child) in m {
-            match k.as_str() {
-                "apiVersion" | "kind" => {}
-                "metadata" => {
-                    for f in ["labels", "annotations"] {
-                        walk(&child[f], &mut vec!["metadata".into(), f.into()], &mut out);
-                    }
-                }
-                _ => walk(child, &mut vec![k.clone()], &mut out),
-            }
-        }
+    for (mut path, part) in ownable(v) {
+        walk(part, &mut path, &mut out);
     }
     out
 }
@@ -237,19 +245,8 @@ fn set_entries(new: &mut Value, out: Vec<Value>) {
 fn record_update(manager: &str, old: &Value, new: &Value, api_version: &str) -> Vec<Value> {
     // What the writer now owns: the leaves whose value it changed.
     let mut owned: Vec<Path> = vec![];
-    if let Some(m) = new.as_object() {
-        for (k, child) in m {
-            match k.as_str() {
-                "apiVersion" | "kind" => {}
-                "metadata" => {
-                    for f in ["labels", "annotations"] {
-                        let mut path = vec!["metadata".into(), f.into()];
-                        changed(old["metadata"].get(f), &child[f], &mut path, &mut owned);
-                    }
-                }
-                _ => changed(old.get(k), child, &mut vec![k.clone()], &mut owned),
-            }
-        }
+    for (mut path, part) in ownable(new) {
+        changed(at(old, &path), part, &mut path, &mut owned);
     }
     let owns = |p: &[&str]| {
         owned

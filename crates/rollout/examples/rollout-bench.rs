@@ -152,7 +152,7 @@ fn main() {
     let (waves, nodes) = simulated_rollout(1_000, 50);
     let ideal = nodes.div_ceil(50);
     println!(
-        "rollout\tsimulated rollout, {nodes} nodes, limit 50\t{waves} waves\t{ideal} waves (ideal)\t{:.2}\t= 20 waves (1.00)",
+        "rollout\tsimulated rollout (waves), {nodes} nodes, limit 50\t{waves} waves\t{ideal} waves (ideal)\t{:.2}\t= 20 waves (1.00)",
         waves as f64 / ideal as f64
     );
 
@@ -177,6 +177,7 @@ fn main() {
 fn simulated_rollout(n: u64, limit: u32) -> (usize, usize) {
     let settings = Settings {
         update_limit: UpdateLimit::Count(limit),
+        strategy: RolloutStrategy::Waves,
         ..Settings::default()
     };
     let mut w = world::World::new(1, settings);

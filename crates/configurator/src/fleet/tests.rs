@@ -293,10 +293,15 @@ proptest! {
     }
 }
 
-/// Whether `all_reported` is ready now (a stored notification counts).
-fn all_reported_now(changes: &Changes) -> bool {
+/// Whether `wait` completes now (a stored notification counts).
+fn ready_now(wait: impl std::future::Future<Output = ()>) -> bool {
     use futures::FutureExt;
-    changes.all_reported().now_or_never().is_some()
+    wait.now_or_never().is_some()
+}
+
+/// Whether `all_reported` is ready now.
+fn all_reported_now(changes: &Changes) -> bool {
+    ready_now(changes.all_reported())
 }
 
 #[test]
@@ -342,10 +347,9 @@ fn a_report_that_came_while_the_pass_ran_is_not_awaited_again() {
     );
 }
 
-/// Whether `slot_freed` is ready now (a stored notification counts).
+/// Whether `slot_freed` is ready now.
 fn slot_freed_now(changes: &Changes) -> bool {
-    use futures::FutureExt;
-    changes.slot_freed().now_or_never().is_some()
+    ready_now(changes.slot_freed())
 }
 
 #[test]
