@@ -12,7 +12,8 @@ use crate::{all_provisioned, names, nodes};
 async fn with_the_window_strategy_a_freed_slot_is_filled_while_a_slow_node_still_applies() -> R {
     let lab = Lab::start().await?;
     nodes(&lab, 6).await?;
-    let slow = Duration::from_millis(1500);
+    // Long enough for the five quick nodes to pass through one slot on a loaded CI machine.
+    let slow = Duration::from_secs(3);
     let script: agents::Script = std::sync::Arc::new(move |node, _| {
         let took = if node == "n-0" {
             slow
