@@ -11,7 +11,10 @@ use crate::time::Timestamp;
 /// Plan one pass. Pure: the same state, `now` and settings always give the same plan.
 ///
 /// Actions come in this order: revision phases (Blocked, Failed, Superseded, Progressing,
-/// Succeeded), withdrawals of unresponsive dispatches, dispatch records, dispatches, prunes.
+/// Succeeded), withdrawals of unresponsive dispatches, dispatches, dispatch records, prunes.
+/// Dispatches go before the records: an agent waits for its dispatch, while a record only
+/// persists when an apply was first seen (its time is the plan's `now` whenever it is written;
+/// a record a failed write left out is planned again by the next pass).
 /// Execute them in order and stop at the first failed write (see [`Plan`]).
 pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
     let mut p = Pass::new(state, now, settings);
@@ -38,8 +41,8 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
     };
     let mut actions = p.phase_actions;
     actions.extend(p.withdrawals);
-    actions.extend(p.records);
     actions.extend(dispatches);
+    actions.extend(p.records);
     actions.extend(pruned);
     Plan { actions, summary }
 }

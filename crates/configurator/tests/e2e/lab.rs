@@ -128,8 +128,8 @@ impl Lab {
         Args::parse_from(argv)
     }
 
-    /// Runs a configurator in this process until the returned handle is stopped.
-    /// A configurator on its own thread and runtime, as the binary runs it
+    /// Runs a configurator in this process until the returned handle is stopped: on its own
+    /// thread and runtime, as the binary runs it
     /// ([`netrollout_configurator::controller::RUNTIME`]), with its own client.
     pub fn configurator(&self, extra: &[&str]) -> Configurator {
         let mut args = self.args(extra);

@@ -23,7 +23,11 @@ async fn with_the_window_strategy_a_freed_slot_is_filled_while_a_slow_node_still
         (took, agents::Outcome::Succeed)
     });
     let agents = Agents::start(lab.api.client.clone(), script);
-    let _cfg = lab.configurator(&["--update-limit=2", "--rollout-strategy=window"]);
+    let _cfg = lab.configurator(&[
+        "--update-limit=2",
+        "--rollout-strategy=window",
+        "--apply-timeout=20s",
+    ]);
     lab.set_table("extra", 100).await?;
     let rev = lab
         .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))

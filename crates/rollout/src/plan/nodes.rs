@@ -1,4 +1,5 @@
-//! The node-level half of a pass: withdrawals, dispatch records, dispatches, progress, pruning.
+//! The node-level half of a pass: withdrawals, dispatch records, dispatches, progress, pruning
+//! (the plan writes dispatches before records, [`crate::plan`]).
 
 use std::cell::OnceCell;
 use std::collections::HashSet;
