@@ -245,9 +245,8 @@ fn policies_in(
         }
         let policy_name = binding["spec"]["policyName"].as_str().unwrap_or_default();
         let Some(policy) = st
-            .list(POLICIES, None)
-            .find(|((_, n), _)| n == policy_name)
-            .map(|(_, p)| (*p.value()).clone())
+            .stored_key(POLICIES, "", policy_name)
+            .map(|p| (*p.value()).clone())
         else {
             continue;
         };

@@ -100,10 +100,7 @@ fn role_rules(st: &State, binding: &Value, ns: Option<&str>) -> Option<Vec<Value
         ("Role", Some(ns)) => (ROLES, ns),
         _ => return None,
     };
-    let role = st
-        .list(key, (!role_ns.is_empty()).then_some(role_ns))
-        .find(|((n, m), _)| n == role_ns && m == name)
-        .map(|(_, o)| o.value())?;
+    let role = st.stored_key(key, role_ns, name)?.value();
     role["rules"].as_array().cloned()
 }
 

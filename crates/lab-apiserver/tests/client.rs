@@ -419,3 +419,88 @@ async fn a_streaming_list_watcher_gets_the_initial_state_then_changes() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_comes_in_namespace_and_name_order_and_pages_through_every_object_once() {
+    let lab = Lab::start().await;
+    let client = lab.server.client().unwrap();
+    let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    for ns in ["b-ns", "a-ns"] {
+        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        nss.create(
+            &PostParams::default(),
+            &serde_json::from_value(obj).unwrap(),
+        )
+        .await
+        .unwrap();
+    }
+    // Created out of order, in three namespaces.
+    let mut want = vec![];
+    for (ns, name) in [
+        ("default", "m"),
+        ("b-ns", "z"),
+        ("a-ns", "y"),
+        ("b-ns", "c"),
+        ("default", "a"),
+        ("a-ns", "b"),
+    ] {
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+        cms.create(&PostParams::default(), &config_map(name))
+            .await
+            .unwrap();
+        want.push((ns.to_string(), name.to_string()));
+    }
+    want.sort();
+    let id = |c: &ConfigMap| {
+        (
+            c.metadata.namespace.clone().unwrap(),
+            c.metadata.name.clone().unwrap(),
+        )
+    };
+    let all: Api<ConfigMap> = Api::all(client.clone());
+    let listed: Vec<_> = all
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(id)
+        .collect();
+    // Only the objects of this test (the server may hold others, e.g. kube-root-ca.crt).
+    let ours = |i: &(String, String)| ["a-ns", "b-ns", "default"].contains(&i.0.as_str());
+    let listed: Vec<_> = listed.into_iter().filter(ours).collect();
+    assert_eq!(listed, want, "all namespaces, sorted");
+    let in_b: Vec<_> = Api::<ConfigMap>::namespaced(client.clone(), "b-ns")
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(id)
+        .collect();
+    assert_eq!(
+        in_b,
+        [
+            ("b-ns".to_string(), "c".to_string()),
+            ("b-ns".to_string(), "z".to_string())
+        ]
+    );
+    // Pages of two: every object once, in the same order.
+    let mut paged = vec![];
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = kube::api::ListParams::default().limit(2);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let page = all.list(&lp).await.unwrap();
+        assert!(page.items.len() <= 2);
+        paged.extend(page.items.iter().map(id));
+        token = page.metadata.continue_.filter(|t| !t.is_empty());
+        if token.is_none() {
+            break;
+        }
+    }
+    let paged: Vec<_> = paged.into_iter().filter(ours).collect();
+    assert_eq!(paged, want);
+}

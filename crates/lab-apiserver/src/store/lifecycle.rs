@@ -56,10 +56,9 @@ impl State {
         self.stored_key(key, ns, name).map(Stored::value)
     }
 
-    pub(super) fn stored_key(&self, key: &str, ns: &str, name: &str) -> Option<&Stored> {
-        self.objects
-            .get(key)?
-            .get(&(ns.to_string(), name.to_string()))
+    /// One object as stored, by storage key, namespace and name.
+    pub fn stored_key(&self, key: &str, ns: &str, name: &str) -> Option<&Stored> {
+        self.objects.get(key)?.get(ns, name)
     }
 
     pub(super) fn store_modified(
@@ -78,7 +77,7 @@ impl State {
         self.objects
             .entry(key)
             .or_default()
-            .insert((ns.to_string(), name.to_string()), stored);
+            .insert(ns, name, stored);
         obj
     }
 
@@ -90,11 +89,7 @@ impl State {
         name: &str,
         orphan: bool,
     ) -> Arc<Value> {
-        let Some(old) = self
-            .objects
-            .get_mut(&key)
-            .and_then(|m| m.remove(&(ns.to_string(), name.to_string())))
-        else {
+        let Some(old) = self.objects.get_mut(&key).and_then(|m| m.remove(ns, name)) else {
             return Arc::new(Value::Null);
         };
         self.rv += 1;
@@ -128,7 +123,10 @@ impl State {
 
     /// Deletes every object of a type (in one namespace, if given).
     fn purge(&mut self, key: &TypeKey, ns: Option<&str>) {
-        let names: Vec<(String, String)> = self.list(key, ns).map(|(k, _)| k.clone()).collect();
+        let names: Vec<(String, String)> = self
+            .list(key, ns)
+            .map(|((ns, name), _)| (ns.to_string(), name.to_string()))
+            .collect();
         for (ns, name) in names {
             self.delete_key(key.clone(), &ns, &name, false);
         }
@@ -143,11 +141,15 @@ impl State {
         let mut found = vec![];
         for (key, objs) in &self.objects {
             // Only objects whose bytes mention the uid are decoded.
-            for ((ns, name), o) in objs.iter().filter(|(_, o)| o.contains(uid)) {
+            for ((ns, name), o) in objs
+                .sorted(None)
+                .into_iter()
+                .filter(|(_, o)| o.contains(uid))
+            {
                 let o = o.value();
                 let refs = o["metadata"]["ownerReferences"].as_array();
                 if refs.is_some_and(|r| r.iter().any(|r| r["uid"] == uid)) {
-                    found.push((key.clone(), ns.clone(), name.clone(), o.clone()));
+                    found.push((key.clone(), ns.to_string(), name.to_string(), o.clone()));
                 }
             }
         }

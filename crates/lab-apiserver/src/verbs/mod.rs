@@ -155,7 +155,11 @@ fn list(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
         let mut next = None;
         let all = f.namespace_only();
         for (id, o) in st.list(&t.rt.key(), t.ns.as_deref()) {
-            if after.as_ref().is_some_and(|a| id <= a) || !(all || f.matches(&o.value())) {
+            if after
+                .as_ref()
+                .is_some_and(|(ans, aname)| id <= (ans.as_str(), aname.as_str()))
+                || !(all || f.matches(&o.value()))
+            {
                 continue;
             }
             if items.len() == limit {
@@ -164,7 +168,7 @@ fn list(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
                     .map(|(id, _): &((String, String), _)| hex(&format!("{}\0{}", id.0, id.1)));
                 break;
             }
-            items.push((id.clone(), o.clone()));
+            items.push(((id.0.to_string(), id.1.to_string()), o.clone()));
         }
         (items, st.rv, next)
     };

@@ -345,7 +345,7 @@ pub(super) fn delete_collection(app: &App, t: &Target, r: &Req) -> Result<Respon
     let names: Vec<(String, String)> = st
         .list(&t.rt.key(), t.ns.as_deref())
         .filter(|(_, o)| f.matches(&o.value()))
-        .map(|(id, _)| id.clone())
+        .map(|((ns, name), _)| (ns.to_string(), name.to_string()))
         .collect();
     let mut items = vec![];
     if !dry_run(r) {
