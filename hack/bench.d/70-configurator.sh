@@ -4,9 +4,11 @@
 # 1,000 nodes with --update-limit 50 (goal <= 1.1x the ideal 20 x 0.2 s) and 10,000 nodes with
 # --update-limit 5% (500; goal <= 1.2x the ideal 20 x 0.2 s, peak RSS < 250 MiB); then both
 # fleets with --rollout-strategy waves, for comparison (lock-step waves: each also waits for
-# its whole wave's node configs to be written). Rows: wall time against the ideal, API writes
-# per node (goal <= 3), CPU time, passes per second and CPU per pass, peak RSS, and the time
-# from a changed input to the first dispatch (goal < 200 ms). Prints hack/bench.sh rows.
+# its whole wave's node configs to be written). Each fleet rolls out three times (creating every
+# node's config, then changing it twice). Rows: the median wall time against the ideal, API
+# writes per node and rollout (goal <= 3), CPU time per rollout, passes per second and CPU per
+# pass, peak RSS, and the time from a changed input to the first dispatch (goal < 200 ms).
+# Prints hack/bench.sh rows.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release --locked -q -p netrollout-configurator --bins --examples

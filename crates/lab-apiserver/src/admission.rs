@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use crate::auth::Identity;
 use crate::error::ApiError;
+use crate::object::same_but_status;
 use crate::resources::{Builtin, ResourceType};
 use crate::store::State;
 
@@ -119,22 +120,6 @@ fn as_seen<'a>(
         }
     }
     seen
-}
-
-/// Whether `a` and `b` are the same object apart from `status`.
-fn same_but_status(a: &Value, b: &Value) -> bool {
-    match (a.as_object(), b.as_object()) {
-        (Some(a), Some(b)) => {
-            let rest = |m: &'_ serde_json::Map<String, Value>| {
-                m.len() - usize::from(m.contains_key("status"))
-            };
-            rest(a) == rest(b)
-                && a.iter()
-                    .filter(|(k, _)| *k != "status")
-                    .all(|(k, v)| b.get(k) == Some(v))
-        }
-        _ => false,
-    }
 }
 
 /// Checks a custom object against its CRD version's `openAPIV3Schema` as the server does on

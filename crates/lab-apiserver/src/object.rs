@@ -78,6 +78,22 @@ pub fn invalid_name(name: &str, label: bool) -> Option<String> {
     None
 }
 
+/// Whether `a` and `b` are the same object apart from `status`.
+pub fn same_but_status(a: &Value, b: &Value) -> bool {
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => {
+            let rest = |m: &'_ serde_json::Map<String, Value>| {
+                m.len() - usize::from(m.contains_key("status"))
+            };
+            rest(a) == rest(b)
+                && a.iter()
+                    .filter(|(k, _)| *k != "status")
+                    .all(|(k, v)| b.get(k) == Some(v))
+        }
+        _ => false,
+    }
+}
+
 /// Whether two objects agree outside `metadata`, `status`, `apiVersion` and `kind`: what
 /// `generation` tracks.
 pub fn same_spec(a: &Value, b: &Value) -> bool {

@@ -177,12 +177,34 @@ async fn status_and_main_resource_are_written_separately() {
         .await
         .unwrap();
 
+    let before = widgets.get("w").await.unwrap();
     let status = json!({"spec": {"replicas": 9}, "status": {"phase": "Ready"}});
     let after = widgets
         .patch_status("w", &PatchParams::default(), &Patch::Merge(&status))
         .await
         .unwrap();
     assert_eq!(after.data["status"]["phase"], "Ready");
+    assert_eq!(
+        after.metadata.managed_fields, before.metadata.managed_fields,
+        "a status write keeps the stored metadata"
+    );
+    // Only the status changed: written as sent.
+    let again = json!({"status": {"phase": "Scaling"}});
+    let after = widgets
+        .patch_status("w", &PatchParams::default(), &Patch::Merge(&again))
+        .await
+        .unwrap();
+    assert_eq!(after.data["status"], json!({"phase": "Scaling"}));
+    assert_eq!(after.data["spec"]["replicas"], 1);
+    assert_eq!(
+        after.metadata.managed_fields,
+        before.metadata.managed_fields
+    );
+    let back = json!({"status": {"phase": "Ready"}});
+    widgets
+        .patch_status("w", &PatchParams::default(), &Patch::Merge(&back))
+        .await
+        .unwrap();
     assert_eq!(
         after.data["spec"]["replicas"], 1,
         "a status write ignores spec"

@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use crate::event::{Event, EventType};
-use crate::object::{finalizers, meta_mut, meta_str, new_uid, now_timestamp, same_spec};
+use crate::object::{
+    finalizers, meta_mut, meta_str, new_uid, now_timestamp, same_but_status, same_spec,
+};
 use crate::resources::{Builtin, Registry, ResourceType, TypeKey, from_crd};
 use crate::stored::{Stored, keeps_tree};
 use crate::watchers::Watchers;
@@ -242,9 +244,16 @@ impl State {
             return Err(ApiError::conflict(&rt.group, &rt.plural, name));
         }
         if status_only {
-            let status = obj.get("status").cloned().unwrap_or(Value::Null);
-            obj = (*old).clone();
-            obj["status"] = status;
+            if same_but_status(&obj, &old) {
+                // The write changed only the status: it is the new version as it is.
+                if let Some(o) = obj.as_object_mut() {
+                    o.entry("status").or_insert(Value::Null);
+                }
+            } else {
+                let status = obj.get("status").cloned().unwrap_or(Value::Null);
+                obj = (*old).clone();
+                obj["status"] = status;
+            }
         } else if rt.status_subresource {
             match old.get("status") {
                 Some(s) => obj["status"] = s.clone(),

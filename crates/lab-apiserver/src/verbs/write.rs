@@ -219,13 +219,16 @@ pub(super) fn update(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
     let mut obj = to_storage(&t.rt, obj);
     let mut st = app.lock()?;
     let old = st.get(&t.rt, ns_of(t), name);
-    managed::record(
-        &writer(r, false),
-        old.as_deref(),
-        &mut obj,
-        None,
-        &t.rt.api_version(),
-    );
+    if t.sub.is_none() {
+        // A status write keeps the stored metadata (`State::update`), managedFields included.
+        managed::record(
+            &writer(r, false),
+            old.as_deref(),
+            &mut obj,
+            None,
+            &t.rt.api_version(),
+        );
+    }
     cel_admit(&st, t, r, &obj, old.as_deref())?;
     if dry_run(r) {
         return st
@@ -281,13 +284,16 @@ pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError
     let stored_meta = obj["metadata"] == cur["metadata"];
     admit(&t.rt, &mut obj, strict(r), stored_meta)?;
     let mut obj = to_storage(&t.rt, obj);
-    managed::record(
-        &w,
-        Some(&cur),
-        &mut obj,
-        w.apply.then_some(&p),
-        &t.rt.api_version(),
-    );
+    if t.sub.is_none() {
+        // A status write keeps the stored metadata (`State::update`), managedFields included.
+        managed::record(
+            &w,
+            Some(&cur),
+            &mut obj,
+            w.apply.then_some(&p),
+            &t.rt.api_version(),
+        );
+    }
     cel_admit(&st, t, r, &obj, Some(&cur))?;
     if dry_run(r) {
         return Ok(render(&t.rt, &obj, Shape::Plain, 200));
