@@ -473,33 +473,18 @@ async fn a_list_comes_in_namespace_and_name_order_and_pages_through_every_object
         want.push((ns.to_string(), name.to_string()));
     }
     want.sort();
-    let id = |c: &ConfigMap| {
-        (
-            c.metadata.namespace.clone().unwrap(),
-            c.metadata.name.clone().unwrap(),
-        )
-    };
     let all: Api<ConfigMap> = Api::all(client.clone());
-    let listed: Vec<_> = all
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .map(id)
-        .collect();
+    let listed = ids(&all, &Default::default()).await.0;
     // Only the objects of this test (the server may hold others, e.g. kube-root-ca.crt).
     let ours = |i: &(String, String)| ["a-ns", "b-ns", "default"].contains(&i.0.as_str());
     let listed: Vec<_> = listed.into_iter().filter(ours).collect();
     assert_eq!(listed, want, "all namespaces, sorted");
-    let in_b: Vec<_> = Api::<ConfigMap>::namespaced(client.clone(), "b-ns")
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .map(id)
-        .collect();
+    let in_b = ids(
+        &Api::<ConfigMap>::namespaced(client.clone(), "b-ns"),
+        &Default::default(),
+    )
+    .await
+    .0;
     assert_eq!(
         in_b,
         [
@@ -515,14 +500,33 @@ async fn a_list_comes_in_namespace_and_name_order_and_pages_through_every_object
         if let Some(t) = &token {
             lp = lp.continue_token(t);
         }
-        let page = all.list(&lp).await.unwrap();
-        assert!(page.items.len() <= 2);
-        paged.extend(page.items.iter().map(id));
-        token = page.metadata.continue_.filter(|t| !t.is_empty());
+        let (page, next) = ids(&all, &lp).await;
+        assert!(page.len() <= 2);
+        paged.extend(page);
+        token = next;
         if token.is_none() {
             break;
         }
     }
     let paged: Vec<_> = paged.into_iter().filter(ours).collect();
     assert_eq!(paged, want);
+}
+
+/// (namespace, name) of every listed ConfigMap, and the continue token if any.
+async fn ids(
+    api: &Api<ConfigMap>,
+    lp: &kube::api::ListParams,
+) -> (Vec<(String, String)>, Option<String>) {
+    let list = api.list(lp).await.unwrap();
+    let ids = list
+        .items
+        .iter()
+        .map(|c| {
+            (
+                c.metadata.namespace.clone().unwrap(),
+                c.metadata.name.clone().unwrap(),
+            )
+        })
+        .collect();
+    (ids, list.metadata.continue_.filter(|t| !t.is_empty()))
 }

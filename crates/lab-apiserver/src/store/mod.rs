@@ -66,27 +66,16 @@ impl Objects {
 
     /// The objects (of namespace `ns`, if given) sorted by namespace and name.
     fn sorted<'a>(&'a self, ns: Option<&str>) -> Vec<(Id<'a>, &'a Stored)> {
-        let mut out: Vec<(Id<'a>, &'a Stored)> = match ns {
-            Some(ns) => self
-                .0
-                .get_key_value(ns)
-                .into_iter()
-                .flat_map(|(ns, names)| {
-                    names
-                        .iter()
-                        .map(move |(n, o)| ((ns.as_str(), n.as_str()), o))
-                })
-                .collect(),
-            None => self
-                .0
-                .iter()
-                .flat_map(|(ns, names)| {
-                    names
-                        .iter()
-                        .map(move |(n, o)| ((ns.as_str(), n.as_str()), o))
-                })
-                .collect(),
-        };
+        let mut out: Vec<(Id<'a>, &'a Stored)> = self
+            .0
+            .iter()
+            .filter(|(n, _)| ns.is_none_or(|ns| n.as_str() == ns))
+            .flat_map(|(ns, names)| {
+                names
+                    .iter()
+                    .map(move |(n, o)| ((ns.as_str(), n.as_str()), o))
+            })
+            .collect();
         out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         out
     }
