@@ -412,3 +412,31 @@ fn the_planner_depends_on_nothing_that_does_io() {
         "no tokio, kube, k8s-openapi, hyper or netlink in the planner"
     );
 }
+
+#[test]
+fn a_plan_writes_its_dispatches_before_its_dispatch_records() {
+    // a applies r2 (first seen now: its pickup is recorded); b and c wait for r2, one slot free.
+    let mut state = State {
+        revisions: vec![
+            rev("r1", 1, RevisionPhase::Succeeded),
+            rev("r2", 2, RevisionPhase::Progressing),
+        ],
+        nodes: vec![
+            on("a", "r2", NodePhase::Provisioning),
+            on("b", "r1", NodePhase::Provisioned),
+            on("c", "r1", NodePhase::Provisioned),
+        ],
+    };
+    if let Some(d) = &mut state.nodes[0].dispatch {
+        d.picked_up_at = None;
+    }
+    let p = plan(&state, t(500), &limit(2));
+    let at = |want: fn(&Action) -> bool| p.actions.iter().position(want);
+    let dispatch = at(|a| matches!(a, Action::Dispatch { .. }));
+    let record = at(|a| matches!(a, Action::RecordDispatch { .. }));
+    assert!(
+        matches!((dispatch, record), (Some(d), Some(r)) if d < r),
+        "a dispatch, then the record: {:?}",
+        p.actions
+    );
+}
