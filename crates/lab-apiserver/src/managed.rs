@@ -217,14 +217,23 @@ fn record_general(
         .map(|e| {
             let fields = to_fields(&e.fields);
             // An unchanged entry keeps its time, so a no-op write stays a no-op.
-            let same = before.iter().find(|b| b["manager"] == *e.manager && b["operation"] == *e.operation && b["fieldsV1"] == fields);
+            let same = before.iter().find(|b| {
+                b["manager"] == *e.manager
+                    && b["operation"] == *e.operation
+                    && b["fieldsV1"] == fields
+            });
             match same {
                 Some(b) => b.clone(),
-                None => json!({"manager": e.manager, "operation": e.operation, "apiVersion": e.api_version, "time": time, "fieldsType": "FieldsV1", "fieldsV1": fields}),
+                None => entry(&e.manager, &e.operation, &e.api_version, &time, fields),
             }
         })
         .collect();
     out
+}
+
+/// One `managedFields` entry.
+fn entry(manager: &str, operation: &str, api_version: &str, time: &str, fields: Value) -> Value {
+    json!({"manager": manager, "operation": operation, "apiVersion": api_version, "time": time, "fieldsType": "FieldsV1", "fieldsV1": fields})
 }
 
 fn set_entries(new: &mut Value, out: Vec<Value>) {
@@ -290,12 +299,19 @@ fn record_update(manager: &str, old: &Value, new: &Value, api_version: &str) -> 
             continue;
         }
         let time = time.get_or_insert_with(now_timestamp);
-        out.push(json!({"manager": b["manager"], "operation": b["operation"], "apiVersion": b["apiVersion"], "time": time, "fieldsType": "FieldsV1", "fieldsV1": set}));
+        let s = |k: &str| b[k].as_str().unwrap_or_default();
+        out.push(entry(
+            s("manager"),
+            s("operation"),
+            s("apiVersion"),
+            time,
+            set,
+        ));
     }
     if !found && !owned.is_empty() {
         let fields = to_fields(&owned.into_iter().collect());
         let time = time.get_or_insert_with(now_timestamp);
-        out.push(json!({"manager": manager, "operation": "Update", "apiVersion": api_version, "time": time, "fieldsType": "FieldsV1", "fieldsV1": fields}));
+        out.push(entry(manager, "Update", api_version, time, fields));
     }
     out
 }
