@@ -1,5 +1,6 @@
-//! Golden tests: the samples and every compatibility manifest render to the FRR text stored
-//! under `tests/golden/`. Re-bless with `NETROLLOUT_BLESS=1 cargo test -p netrollout-frr`.
+//! Golden tests: the samples and the Go operator's manifests (the repository's fixtures; the
+//! third-party ones of `NETROLLOUT_COMPAT_DIR` where a golden text exists) render to the FRR text
+//! stored under `tests/golden/`. Re-bless with `NETROLLOUT_BLESS=1 cargo test -p netrollout-frr`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
@@ -22,6 +23,11 @@ fn samples_and_compat_manifests_render_to_the_golden_texts() {
         let path = dir.join(format!("{name}.frr"));
         if bless {
             std::fs::write(&path, &text).unwrap();
+            continue;
+        }
+        // A third-party manifest (NETROLLOUT_COMPAT_DIR) may have no golden text in this
+        // repository: it is still rendered twice (above) and loaded into FRR (frr_load.rs).
+        if name.starts_with("compat-") && !path.exists() {
             continue;
         }
         let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {

@@ -121,11 +121,20 @@ fn convert_one(at: &str, doc: &Value, m: &mut Migration) -> Result<()> {
             "{kind} {name}: spec does not fit netrollout's {kind}: {e}"
         ))
     })?;
-    let lost: Vec<String> = changes(&spec, &typed)
-        .into_iter()
-        .filter(|c| c.old.is_some())
-        .map(|c| format!("spec.{}", c.path))
-        .collect();
+    // Fields the CRD does not define. (A round trip through the type would also flag fields set
+    // to their default, such as `advertiseNeighbors: false`, which the type does not write back.)
+    let lost: Vec<String> = match spec_schema(kind) {
+        Some(schema) => {
+            let mut out = Vec::new();
+            unknown_fields(&schema, &spec, "spec", &mut out);
+            out
+        }
+        None => changes(&spec, &typed)
+            .into_iter()
+            .filter(|c| c.old.is_some())
+            .map(|c| format!("spec.{}", c.path))
+            .collect(),
+    };
     if !lost.is_empty() {
         return Err(bad(format!(
             "{kind} {name}: netrollout does not know the field(s) {}; remove them or keep the Go operator for this object",
@@ -185,6 +194,51 @@ fn check_limits(kind: &str, name: &str, spec: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The OpenAPI schema of `kind`'s `spec`, as its CRD defines it.
+fn spec_schema(kind: &str) -> Option<Value> {
+    let crd = netrollout_api::crds::all()
+        .into_iter()
+        .find(|c| c.spec.names.kind == kind)?;
+    let schema = crd
+        .spec
+        .versions
+        .into_iter()
+        .next()?
+        .schema?
+        .open_api_v3_schema?;
+    serde_json::to_value(schema)
+        .ok()?
+        .pointer("/properties/spec")
+        .cloned()
+}
+
+/// The paths of the fields in `value` that `schema` does not define (`spec.x`,
+/// `spec.import[0].y`); maps with free keys (label selectors' `matchLabels`) take any key.
+fn unknown_fields(schema: &Value, value: &Value, path: &str, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let free = schema.get("additionalProperties").is_some()
+                || schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
+            for (k, v) in map {
+                match props.and_then(|p| p.get(k)) {
+                    Some(field) => unknown_fields(field, v, &format!("{path}.{k}"), out),
+                    None if free => {}
+                    None => out.push(format!("{path}.{k}")),
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = schema.get("items") {
+                for (i, v) in items.iter().enumerate() {
+                    unknown_fields(item, v, &format!("{path}[{i}]"), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The spec as netrollout's type reads and writes it back.
 fn typed_spec(kind: &str, spec: &Value) -> Result<Value, serde_json::Error> {
     use netrollout_api::{
@@ -242,6 +296,25 @@ mod tests {
                     spec: {tableId: 7, color: blue}\n";
         let err = convert("t.yaml", text).unwrap_err().to_string();
         assert!(err.contains("spec.color"), "{err}");
+    }
+
+    #[test]
+    fn flags_set_to_their_default_are_kept_and_nested_unknown_fields_are_errors() {
+        let text = "apiVersion: network.t-caas.telekom.com/v1alpha1\nkind: Layer2NetworkConfiguration\n\
+                    metadata: {name: l2}\nspec: {id: 5, mtu: 1500, vni: 5, advertiseNeighbors: false, \
+                    createMacVLANInterface: false, disableSegmentation: false}\n";
+        let m = convert("l2.yaml", text).unwrap();
+        assert_eq!(
+            m.objects[0]["spec"]["advertiseNeighbors"], false,
+            "{:?}",
+            m.objects
+        );
+        let text = "apiVersion: network.t-caas.telekom.com/v1alpha1\nkind: VRFRouteConfiguration\n\
+                    metadata: {name: v}\nspec: {vrf: mir, seq: 10, import: [{cidr: 10.0.0.0/8, action: permit, \
+                    weight: 3}], nodeSelector: {matchLabels: {any-key: x}}}\n";
+        let err = convert("v.yaml", text).unwrap_err().to_string();
+        assert!(err.contains("spec.import[0].weight"), "{err}");
+        assert!(!err.contains("any-key"), "{err}");
     }
 
     #[test]

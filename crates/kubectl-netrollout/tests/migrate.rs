@@ -1,47 +1,42 @@
-//! Migration from the Go network operator: its real sample manifests (read from the shared
-//! compat directory, never copied into this repository) convert with `kubectl netrollout
-//! migrate`, apply unchanged but for `apiVersion` to the lab API server with kubectl (strict
+//! Migration from the Go network operator: manifests in its format (the repository's fixtures in
+//! `tests/data/go-operator/`; the third-party ones of `NETROLLOUT_COMPAT_DIR` too when set)
+//! convert with `kubectl netrollout migrate`, apply unchanged but for `apiVersion` to the lab API server with kubectl (strict
 //! field validation against the CRD schemas), and render for a fleet.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 mod common;
 
-use std::path::PathBuf;
-
 use kube::Api;
 use kube::api::ListParams;
 use netrollout_api::{Layer2NetworkConfiguration, RoutingTable, VRFRouteConfiguration};
+use netrollout_testkit::manifests;
 use serde_json::Value;
 
-/// The Go operator's sample manifests; `NETROLLOUT_COMPAT_DIR` overrides the directory.
-fn compat_file() -> PathBuf {
-    let dir =
-        std::env::var("NETROLLOUT_COMPAT_DIR").unwrap_or_else(|_| "/work/shared/compat".into());
-    let file = PathBuf::from(dir).join("schiff-network-operator-configs.yaml");
-    assert!(
-        file.exists(),
-        "{} is missing: the migration test needs the Go operator's sample manifests",
-        file.display()
-    );
-    file
+/// Every manifest in the Go operator's format (the repository's fixtures; the third-party ones of
+/// `NETROLLOUT_COMPAT_DIR` too when it is set), each into a lab API server of its own.
+#[tokio::test]
+async fn the_go_operators_manifests_migrate_by_changing_api_version_alone_and_render() {
+    for m in manifests::all() {
+        migrates_and_renders(&m).await;
+    }
 }
 
-#[tokio::test]
-async fn the_go_operators_samples_migrate_by_changing_api_version_alone_and_render() {
-    let file = compat_file();
-    let original: Vec<Value> =
-        serde_saphyr::from_multiple::<Value>(&std::fs::read_to_string(&file).unwrap())
-            .unwrap()
-            .into_iter()
-            .filter(|v| !v.is_null())
-            .collect();
+async fn migrates_and_renders(m: &manifests::Manifest) {
+    let name = &m.name;
+    let original: Vec<Value> = serde_saphyr::from_multiple::<Value>(&m.text)
+        .unwrap()
+        .into_iter()
+        .filter(|v| !v.is_null())
+        .collect();
     let lab = common::Lab::start().await;
-    let run = lab.plugin(&["migrate", "-f", file.to_str().unwrap()]).await;
+    let run = lab
+        .plugin(&["migrate", "-f", m.path.to_str().unwrap()])
+        .await;
     let yaml = run.expect_code(0).to_string();
     assert!(
         run.stderr
             .contains(&format!("converted {} object(s)", original.len())),
-        "{}",
+        "{name}: {}",
         run.stderr
     );
 
@@ -50,20 +45,20 @@ async fn the_go_operators_samples_migrate_by_changing_api_version_alone_and_rend
         .into_iter()
         .filter(|v| !v.is_null())
         .collect();
-    assert_eq!(converted.len(), original.len());
+    assert_eq!(converted.len(), original.len(), "{name}");
     for (new, old) in converted.iter().zip(&original) {
+        let old_version = old["apiVersion"].as_str().unwrap();
         assert!(
-            old["apiVersion"]
-                .as_str()
-                .unwrap()
-                .starts_with("network.t-caas.telekom.com/")
+            old_version.starts_with("network.t-caas.telekom.com/")
+                || old_version.starts_with("network.schiff.telekom.de/"),
+            "{name}: {old_version}"
         );
-        assert_eq!(new["apiVersion"], "netrollout.io/v1alpha1");
-        assert_eq!(new["kind"], old["kind"]);
-        assert_eq!(new["metadata"]["name"], old["metadata"]["name"]);
+        assert_eq!(new["apiVersion"], "netrollout.io/v1alpha1", "{name}");
+        assert_eq!(new["kind"], old["kind"], "{name}");
+        assert_eq!(new["metadata"]["name"], old["metadata"]["name"], "{name}");
         assert_eq!(
             new["spec"], old["spec"],
-            "the spec is carried over unchanged"
+            "{name}: the spec is carried over unchanged"
         );
     }
 
@@ -72,7 +67,7 @@ async fn the_go_operators_samples_migrate_by_changing_api_version_alone_and_rend
     assert_eq!(
         out.lines().filter(|l| l.ends_with(" created")).count(),
         original.len(),
-        "{out}"
+        "{name}: {out}"
     );
 
     let lp = ListParams::default();
@@ -91,7 +86,11 @@ async fn the_go_operators_samples_migrate_by_changing_api_version_alone_and_rend
         .await
         .unwrap()
         .items;
-    assert_eq!(vrfs.len() + l2s.len() + tables.len(), original.len());
+    assert_eq!(
+        vrfs.len() + l2s.len() + tables.len(),
+        original.len(),
+        "{name}"
+    );
     let snapshot = netrollout_render::from_objects(&vrfs, &l2s, &tables);
     let nodes: Vec<netrollout_render::Node> = ["node-a", "node-b", "node-c"]
         .iter()
@@ -101,10 +100,23 @@ async fn the_go_operators_samples_migrate_by_changing_api_version_alone_and_rend
         })
         .collect();
     let rendered = netrollout_render::render(&snapshot, &nodes)
-        .unwrap_or_else(|e| panic!("the migrated inputs render: {e}"));
+        .unwrap_or_else(|e| panic!("{name}: the migrated inputs render: {e}"));
     let config = rendered.config("node-a").unwrap();
-    assert!(config.vrfs.iter().any(|v| v.name == "m2m"), "{config:?}");
-    assert_eq!(config.layer2s.len(), l2s.len());
+    // Inputs without a node selector reach every node.
+    for vrf in vrfs.iter().filter(|v| v.spec.node_selector.is_none()) {
+        assert!(
+            config.vrfs.iter().any(|v| v.name == vrf.spec.vrf),
+            "{name}: VRF {} missing: {config:?}",
+            vrf.spec.vrf
+        );
+    }
+    for l2 in l2s.iter().filter(|l| l.spec.node_selector.is_none()) {
+        assert!(
+            config.layer2s.iter().any(|l| i32::from(l.id) == l2.spec.id),
+            "{name}: VLAN {} missing: {config:?}",
+            l2.spec.id
+        );
+    }
     netrollout_render::Revision::of(&snapshot).unwrap();
 }
 

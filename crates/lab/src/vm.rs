@@ -414,7 +414,10 @@ mod tests {
             hidden_in_guest(Path::new("/var/tmp/x/target/release")),
             Some("/var/tmp")
         );
-        assert_eq!(hidden_in_guest(Path::new("/work/main/target/debug")), None);
+        assert_eq!(
+            hidden_in_guest(Path::new("/srv/checkout/target/debug")),
+            None
+        );
         // A directory that only starts with the same letters is not below it.
         assert_eq!(hidden_in_guest(Path::new("/tmpwork/target/debug")), None);
         let e = preflight(Path::new("/tmp/checkout/target/debug"))

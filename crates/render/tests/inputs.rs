@@ -1,4 +1,5 @@
-//! The samples and the Go operator's manifests parse, validate and render; the same inputs in any
+//! The samples and the Go operator's manifests (tests/data/go-operator/, plus the third-party ones
+//! of `NETROLLOUT_COMPAT_DIR` when set) parse, validate and render; the same inputs in any
 //! order give the same revision.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
@@ -7,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use netrollout_api::{Layer2NetworkConfiguration, RoutingTable, VRFRouteConfiguration};
 use netrollout_render::{Node, Revision, from_objects, render};
+use netrollout_testkit::manifests;
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -61,6 +63,10 @@ fn assert_subset(input: &Value, output: &Value, path: &str) {
     match (input, output) {
         (Value::Object(i), Value::Object(o)) => {
             for (k, v) in i {
+                // A `false` flag is the default and is not written back.
+                if v == &Value::Bool(false) && !o.contains_key(k) {
+                    continue;
+                }
                 let got = o
                     .get(k)
                     .unwrap_or_else(|| panic!("{path}.{k} was dropped on parsing"));
@@ -122,49 +128,134 @@ fn every_sample_parses_validates_and_renders() {
     assert_eq!(r0.routing_tables[0].interface, "tb.100");
 }
 
+/// Every manifest in the Go operator's format (the repository's fixtures; the third-party ones of
+/// `NETROLLOUT_COMPAT_DIR` too when it is set) is accepted after changing only its `apiVersion`:
+/// every field parses without loss, the set validates, hashes and renders, and every input without
+/// a node selector reaches every node.
 #[test]
 fn the_go_operators_manifests_are_accepted_after_changing_only_the_api_version() {
-    // `../shared/compat` beside the checkout, else the workplace's copy; NETROLLOUT_COMPAT_DIR wins.
-    let beside = repo().join("../shared/compat");
-    let dir = std::env::var("NETROLLOUT_COMPAT_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            if beside.exists() {
-                beside
-            } else {
-                PathBuf::from("/work/shared/compat")
-            }
-        });
-    let path = dir.join("schiff-network-operator-configs.yaml");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| {
-            panic!(
-                "{} must exist for the compatibility test: {e}",
-                path.display()
-            )
-        })
-        .replace(
-            "network.t-caas.telekom.com/v1alpha1",
-            "netrollout.io/v1alpha1",
-        )
-        .replace(
-            "network.schiff.telekom.de/v1alpha1",
-            "netrollout.io/v1alpha1",
+    for m in manifests::all() {
+        let o = load(&m.migrated(), &m.name);
+        assert!(
+            !(o.vrfs.is_empty() && o.layer2s.is_empty() && o.tables.is_empty()),
+            "{}: no input objects",
+            m.name
         );
-    let o = load(&text, "compat");
-    assert_eq!((o.vrfs.len(), o.layer2s.len()), (2, 3));
+        let snapshot = from_objects(&o.vrfs, &o.layer2s, &o.tables);
+        Revision::of(&snapshot).unwrap_or_else(|e| panic!("{}: {e}", m.name));
+        let rendered = render(&snapshot, &nodes(3)).unwrap_or_else(|e| panic!("{}: {e}", m.name));
+        for node in nodes(3) {
+            let config = rendered.config(&node.name).unwrap();
+            for vrf in o.vrfs.iter().filter(|v| v.spec.node_selector.is_none()) {
+                assert!(
+                    config.vrfs.iter().any(|v| v.name == vrf.spec.vrf),
+                    "{}: VRF {} is not on {}",
+                    m.name,
+                    vrf.spec.vrf,
+                    node.name
+                );
+            }
+            for l2 in o.layer2s.iter().filter(|l| l.spec.node_selector.is_none()) {
+                assert!(
+                    config.layer2s.iter().any(|l| i32::from(l.id) == l2.spec.id),
+                    "{}: VLAN {} is not on {}",
+                    m.name,
+                    l2.spec.id,
+                    node.name
+                );
+            }
+        }
+    }
+}
+
+/// The repository's own fixtures render as their selectors say: node-0 (rack r0) gets the
+/// payments VRF with one policy, node-1 (rack r1, the border) both policies and its loopbacks.
+#[test]
+fn the_go_operator_fixture_renders_per_node_as_its_selectors_say() {
+    let fixture = manifests::fixtures()
+        .into_iter()
+        .find(|m| m.name == "fixture-tenant-fabric")
+        .expect("tests/data/go-operator/tenant-fabric.yaml");
+    let o = load(&fixture.migrated(), &fixture.name);
     let snapshot = from_objects(&o.vrfs, &o.layer2s, &o.tables);
-    let rendered = render(&snapshot, &nodes(2)).unwrap();
-    let config = rendered.config("node-0").unwrap();
+    let rendered = render(&snapshot, &nodes(3)).unwrap();
+    let r0 = rendered.config("node-0").unwrap();
+    let r1 = rendered.config("node-1").unwrap();
+    let pay =
+        |c: &netrollout_api::NodeConfig| c.vrfs.iter().find(|v| v.name == "payments").cloned();
+    assert_eq!(pay(&r0).unwrap().policies.len(), 1, "{r0:?}");
+    assert_eq!(pay(&r1).unwrap().policies.len(), 2, "{r1:?}");
+    assert_eq!(pay(&r1).unwrap().loopbacks.len(), 2, "{r1:?}");
     assert_eq!(
-        config
-            .vrfs
-            .iter()
-            .map(|v| v.name.as_str())
-            .collect::<Vec<_>>(),
-        ["c2m", "m2m"]
+        r0.layer2s.iter().map(|l| l.id).collect::<Vec<_>>(),
+        [610, 620]
     );
-    assert_eq!(config.layer2s.len(), 3);
+    assert_eq!(r0.routing_tables[0].interface, "tb.200");
+}
+
+/// The fixtures hold every field the CRDs of the three input kinds define (so a field the Go
+/// operator's users set is never missing from the migration tests).
+#[test]
+fn the_go_operator_fixtures_set_every_field_of_every_input_kind() {
+    let mut have = std::collections::BTreeSet::new();
+    for m in manifests::fixtures() {
+        for doc in serde_saphyr::from_str_multiple::<Value, Vec<Value>>(&m.text).unwrap() {
+            if doc.is_null() {
+                continue;
+            }
+            let kind = doc["kind"].as_str().unwrap().to_string();
+            value_paths(&doc["spec"], &format!("{kind}.spec"), &mut have);
+        }
+    }
+    let mut missing = Vec::new();
+    for (kind, file) in [
+        ("VRFRouteConfiguration", "vrfrouteconfigurations"),
+        ("Layer2NetworkConfiguration", "layer2networkconfigurations"),
+        ("RoutingTable", "routingtables"),
+    ] {
+        let path = repo().join(format!("config/crd/{file}.yaml"));
+        let crd: Value = serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        let mut want = std::collections::BTreeSet::new();
+        schema_paths(schema, &format!("{kind}.spec"), &mut want);
+        missing.extend(want.difference(&have).cloned());
+    }
+    assert!(
+        missing.is_empty(),
+        "fields no fixture under tests/data/go-operator/ sets: {missing:?}"
+    );
+}
+
+/// The leaf paths of a schema (`a.b[].c`); maps with free keys end at the map.
+fn schema_paths(schema: &Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
+    if let Some(props) = schema["properties"].as_object() {
+        for (k, v) in props {
+            schema_paths(v, &format!("{path}.{k}"), out);
+        }
+    } else if schema["items"].is_object() {
+        schema_paths(&schema["items"], &format!("{path}[]"), out);
+    } else {
+        out.insert(path.to_string());
+    }
+}
+
+/// The leaf paths of a value, in the same form.
+fn value_paths(value: &Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
+    match value {
+        Value::Object(map) if !path.ends_with("matchLabels") => {
+            for (k, v) in map {
+                value_paths(v, &format!("{path}.{k}"), out);
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                value_paths(v, &format!("{path}[]"), out);
+            }
+        }
+        _ => {
+            out.insert(path.to_string());
+        }
+    }
 }
 
 fn arb_objects() -> impl Strategy<Value = Objects> {

@@ -5,6 +5,8 @@
 //! - [`netns`]: a fresh network namespace per test, cleaned up on drop and after crashes.
 //! - [`frr`]: zebra + bgpd of Debian's `frr` in a namespace and pathspace, stopped on drop.
 //! - [`http`]: scrape a binary's `/metrics` from blocking test code.
+//! - [`manifests`]: the Go operator's `v1alpha1` manifests (the repository's fixtures, and the
+//!   third-party ones of `NETROLLOUT_COMPAT_DIR` when set).
 //! - `apiserver` (feature `kube`): the lab API server per test, optionally with the netrollout
 //!   CRDs and namespace installed and servable.
 //! - `kubectl` (`kube`): the real kubectl bound to a lab API server.
@@ -22,6 +24,7 @@
 pub mod cmd;
 pub mod frr;
 pub mod http;
+pub mod manifests;
 pub mod netns;
 
 #[cfg(feature = "agent")]

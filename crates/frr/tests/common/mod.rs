@@ -1,6 +1,6 @@
 //! Helpers shared by the FRR renderer's tests: the inputs (the repo's samples and the Go
-//! operator's manifests in `../shared/compat`, read from there), the nodes they are rendered for
-//! and the routing settings.
+//! operator's manifests: the repository's fixtures, and the third-party ones of
+//! `NETROLLOUT_COMPAT_DIR` when set), the nodes they are rendered for and the routing settings.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)] // tests may panic
 
@@ -80,41 +80,14 @@ pub fn samples_text() -> String {
     text.join("\n---\n")
 }
 
-/// The compatibility manifests' directory: `NETROLLOUT_COMPAT_DIR`, else `../shared/compat`
-/// beside the checkout, else the workplace's copy. Never copied into the repo.
-pub fn compat_dir() -> PathBuf {
-    if let Ok(dir) = std::env::var("NETROLLOUT_COMPAT_DIR") {
-        return PathBuf::from(dir);
-    }
-    let beside = repo().join("../shared/compat");
-    if beside.exists() {
-        beside
-    } else {
-        PathBuf::from("/work/shared/compat")
-    }
-}
-
-/// Every compatibility manifest (file stem, snapshot), sorted by name. Fails loudly when the
-/// directory is missing or empty.
+/// Every manifest of the Go operator's format (file name, snapshot), sorted by name: the
+/// repository's fixtures (`fixture-*`), then the third-party manifests of `NETROLLOUT_COMPAT_DIR`
+/// when it is set (`compat-*`).
 pub fn compat() -> Vec<(String, Snapshot)> {
-    let dir = compat_dir();
-    let mut out: Vec<(String, Snapshot)> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| {
-            panic!(
-                "{} must exist for the compatibility tests: {e}",
-                dir.display()
-            )
-        })
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
-        .map(|p| {
-            let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
-            (stem, snapshot_of(&std::fs::read_to_string(&p).unwrap()))
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    assert!(!out.is_empty(), "no manifests in {}", dir.display());
-    out
+    netrollout_testkit::manifests::all()
+        .into_iter()
+        .map(|m| (m.name.clone(), snapshot_of(&m.text)))
+        .collect()
 }
 
 /// The nodes every snapshot is rendered for: a control-plane node in rack r0 and a worker in
@@ -142,11 +115,7 @@ pub fn nodes() -> Vec<Node> {
 /// Every (case name, node config) the golden and FRR tests cover.
 pub fn cases() -> Vec<(String, NodeConfig)> {
     let mut sets = vec![("samples".to_string(), samples())];
-    sets.extend(
-        compat()
-            .into_iter()
-            .map(|(n, s)| (format!("compat-{n}"), s)),
-    );
+    sets.extend(compat());
     let mut out = Vec::new();
     for (set, snapshot) in sets {
         let rendered =
