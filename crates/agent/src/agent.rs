@@ -204,7 +204,7 @@ impl Agent {
             None => None,
         };
         if let Some(state) = &routing_before {
-            before.extend(routing::before(state));
+            before.extend(routing::before(state, &lkg.config));
         }
         let failing: Vec<_> = before.iter().filter(|o| !o.passed()).collect();
         let not_enforced = probe::describe(&failing);
