@@ -83,6 +83,7 @@ async fn kill_9_at_random_points_during_apply_leaves_a_whole_config_after_restar
 /// A node that committed `rev-1` and then died in the middle of applying `rev-2` for the
 /// `attempt`-th time: the journal on disk says so, and the kernel holds `rev-1` plus part of
 /// `rev-2`. The agent is not running. Returns (rev-1's config, rev-2's config).
+#[allow(clippy::unwrap_used)]
 async fn crashed_while_applying_rev_2(lab: &mut Lab, attempt: u32) -> (NodeConfig, NodeConfig) {
     let (good, next) = (layer2s(800, 2), layer2s(810, 2));
     lab.set_spec("rev-1", good.clone()).await;

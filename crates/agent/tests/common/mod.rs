@@ -10,5 +10,5 @@ pub async fn lab() -> Lab {
 }
 
 /// The FRR world (only the FRR test files use it).
-#[allow(dead_code)]
+#[allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 pub mod frr;
