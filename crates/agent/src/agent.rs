@@ -1,6 +1,12 @@
 //! One node's apply cycle: journal, probe, apply (kernel, then FRR), probe, commit or restore
 //! (FRR, then kernel); crash recovery. Each attempt, restore and recovery runs in a `tracing`
 //! span (`attempt`, `restore`, `recover`) carrying the revision.
+//!
+//! Layout: [`Agent`] and the attempt here; [`recovery`]: what to do on start with a journal;
+//! `report`: the status reports of an outcome.
+
+pub mod recovery;
+mod report;
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +24,7 @@ use crate::reason::FailureReason;
 use crate::routing::{self, RoutingState};
 use crate::status::Report;
 use crate::store::{Failure, Journal, LastKnownGood, Store};
+use report::{failed, provisioned};
 
 /// What the agent needs to know about its node beyond the API objects.
 #[derive(Clone, Debug)]
@@ -74,44 +81,6 @@ impl Agent {
     /// Publishes a report for the status writer.
     pub fn publish(&self, report: Report) {
         self.reports.send_replace(Some(report));
-    }
-
-    /// On start: a journal means the agent died mid-apply. Restores the last-known-good config;
-    /// a second death while applying the same revision marks it failed on this node.
-    pub async fn recover(&self) -> Result<()> {
-        self.recover_inner()
-            .instrument(tracing::info_span!("recover"))
-            .await
-    }
-
-    async fn recover_inner(&self) -> Result<()> {
-        let Some(journal) = self.store.journal()? else {
-            return Ok(());
-        };
-        let lkg = self.store.last_known_good()?;
-        tracing::warn!(step = "recover", revision = %journal.revision, attempt = journal.attempt,
-            last_known_good = lkg.revision.as_deref().unwrap_or("none"),
-            "journal says an apply was interrupted; restoring last-known-good");
-        self.restore(&lkg).await?;
-        if lkg.revision.as_deref() == Some(journal.revision.as_str()) {
-            // The commit had finished; only clearing the journal was left.
-            self.store.clear_journal()?;
-        } else if journal.attempt >= 2 {
-            let message = format!(
-                "agent crashed while applying {} ({} times); restored last-known-good {}",
-                journal.revision,
-                journal.attempt,
-                lkg.revision.as_deref().unwrap_or("(empty config)")
-            );
-            self.fail(
-                &journal,
-                &lkg,
-                FailureReason::AgentCrashed,
-                message,
-                jiff::Timestamp::now(),
-            )?;
-        }
-        Ok(())
     }
 
     /// Brings the node to its `NodeNetworkConfig`'s revision, or reports why not.
@@ -174,10 +143,7 @@ impl Agent {
     ) -> Result<()> {
         let started = jiff::Timestamp::now();
         let t0 = Instant::now();
-        let attempt = match self.store.journal()? {
-            Some(j) if j.revision == rev => j.attempt + 1,
-            _ => 1,
-        };
+        let attempt = recovery::next_attempt(self.store.journal()?.as_ref(), rev);
         let journal = Journal {
             revision: rev.to_string(),
             attempt,
@@ -238,7 +204,7 @@ impl Agent {
             None => None,
         };
         if let Some(state) = &routing_before {
-            before.extend(routing::before(state));
+            before.extend(routing::before(state, &lkg.config));
         }
         let failing: Vec<_> = before.iter().filter(|o| !o.passed()).collect();
         let not_enforced = probe::describe(&failing);
@@ -465,39 +431,6 @@ impl Agent {
         report.started_at = Some(started);
         self.publish(report);
         Ok(())
-    }
-}
-
-fn provisioned(
-    rev: &str,
-    reason: &str,
-    message: String,
-    started: Option<jiff::Timestamp>,
-) -> Report {
-    let now = jiff::Timestamp::now();
-    Report {
-        revision: Some(rev.to_string()),
-        phase: Some(NodePhase::Provisioned),
-        reason: reason.into(),
-        message,
-        started_at: Some(started.unwrap_or(now)),
-        finished_at: Some(now),
-        last_known_good: Some(rev.to_string()),
-        ready: true,
-    }
-}
-
-fn failed(rev: &str, f: &Failure, lkg: &LastKnownGood) -> Report {
-    let at = f.at.parse().ok();
-    Report {
-        revision: Some(rev.to_string()),
-        phase: Some(NodePhase::Failed),
-        reason: f.reason.as_str().into(),
-        message: f.message.clone(),
-        started_at: at,
-        finished_at: at,
-        last_known_good: lkg.revision.clone(),
-        ready: false,
     }
 }
 

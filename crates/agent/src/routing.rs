@@ -4,12 +4,16 @@
 //!   again (only sessions Established before are checked after; sessions of a VRF or routing
 //!   table the new config removes, and the default VRF's end of a removed VRF's veth
 //!   (`vd.<name>`), are expected to go);
-//! - `evpn vni N`: every VRF of the new config with a VNI is known to FRR's EVPN with that VNI
-//!   (`show vrf vni json` lists the VRF with it).
+//! - `evpn vni N`, one per VNI of the config: a VRF's layer-3 VNI is known to FRR's EVPN for
+//!   that VRF (`show vrf vni json` lists the VRF with it); a layer-2 network's VNI is known to
+//!   FRR's EVPN as a layer-2 VNI (`show evpn vni json` lists it with type `L2`; zebra takes a
+//!   VXLAN device whose VNI FRR's config binds to a VRF as a layer-3 VNI).
 //!
 //! Like the other probes they run before the change (reported) and after it (enforced, see
-//! [`crate::probe::enforced_failures`]); the EVPN checks are about the new config, so, like the
-//! link checks, they are always enforced.
+//! [`crate::probe::enforced_failures`]): before the change the `evpn vni` checks are those of
+//! the config the node runs (its last-known-good), after it those of the new config. So a VNI
+//! the node already had and FRR's EVPN already did not know is reported, not enforced; a VNI
+//! the change adds is always enforced.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,8 +30,8 @@ pub struct RoutingState {
     pub unanswered: Option<String>,
     /// BGP session (`VRF PEER`) → its state, e.g. `Established`, `Active`.
     pub sessions: BTreeMap<String, String>,
-    /// VNIs FRR's EVPN knows (layer-3 and layer-2, `show evpn vni json`).
-    pub vnis: BTreeSet<u32>,
+    /// VNI → its type (`L2`, `L3`) for every VNI FRR's EVPN knows (`show evpn vni json`).
+    pub vnis: BTreeMap<u32, String>,
     /// VRF → its layer-3 VNI (`show vrf vni json`).
     pub vrf_vnis: BTreeMap<String, u32>,
 }
@@ -72,8 +76,9 @@ pub async fn state(frr: &Frr) -> RoutingState {
     }
 }
 
-/// The probe outcomes before a change: FRR answers; one passing outcome per Established session.
-pub fn before(state: &RoutingState) -> Vec<Outcome> {
+/// The probe outcomes before a change: FRR answers; one passing outcome per Established session;
+/// the EVPN checks of `current`, the config the node runs (its last-known-good).
+pub fn before(state: &RoutingState, current: &NodeConfig) -> Vec<Outcome> {
     let mut out = vec![Outcome {
         name: "frr".into(),
         error: state.unanswered.clone(),
@@ -82,11 +87,12 @@ pub fn before(state: &RoutingState) -> Vec<Outcome> {
         name: format!("bgp {s}"),
         error: None,
     }));
+    out.extend(evpn(state, current));
     out
 }
 
 /// The probe outcomes after a change: FRR answers; every session Established `before` is
-/// Established again; every VRF of `config` with a VNI is known to EVPN.
+/// Established again; every VNI of `config` (VRFs' and layer-2 networks') is known to EVPN.
 pub fn after(before: &RoutingState, now: &RoutingState, config: &NodeConfig) -> Vec<Outcome> {
     let mut out = vec![Outcome {
         name: "frr".into(),
@@ -106,9 +112,17 @@ pub fn after(before: &RoutingState, now: &RoutingState, config: &NodeConfig) -> 
             error,
         });
     }
+    out.extend(evpn(now, config));
+    out
+}
+
+/// One `evpn vni N` outcome per VNI of `config`: each VRF's layer-3 VNI is FRR's EVPN VNI of
+/// that VRF; each layer-2 network's VNI is a layer-2 VNI of FRR's EVPN.
+pub fn evpn(state: &RoutingState, config: &NodeConfig) -> Vec<Outcome> {
+    let mut out = Vec::new();
     for vrf in &config.vrfs {
         if let Some(vni) = vrf.vni {
-            let known = now.vrf_vnis.get(&vrf.vrf_interface);
+            let known = state.vrf_vnis.get(&vrf.vrf_interface);
             out.push(Outcome {
                 name: format!("evpn vni {vni}"),
                 error: (known != Some(&vni)).then(|| match known {
@@ -119,6 +133,31 @@ pub fn after(before: &RoutingState, now: &RoutingState, config: &NodeConfig) -> 
                 }),
             });
         }
+    }
+    for l2 in &config.layer2s {
+        let network = format!(
+            "layer-2 network {} (VLAN {}, VXLAN {})",
+            l2.source, l2.id, l2.vxlan_interface
+        );
+        let error = match state.vnis.get(&l2.vni).map(String::as_str) {
+            Some("L2") => None,
+            Some(kind) => Some(format!(
+                "{network}: FRR's EVPN has VNI {} as type {kind}, not as a layer-2 VNI; does \
+                 FRR's config bind VNI {} to a VRF (`vrf NAME` / `vni {}`)? Remove that binding \
+                 or give the network another VNI",
+                l2.vni, l2.vni, l2.vni
+            )),
+            None => Some(format!(
+                "{network}: VNI {} is not known to FRR's EVPN (`show evpn vni json` does not list \
+                 it); is zebra running in this node's network namespace, with \
+                 `advertise-all-vni`?",
+                l2.vni
+            )),
+        };
+        out.push(Outcome {
+            name: format!("evpn vni {}", l2.vni),
+            error,
+        });
     }
     out
 }
@@ -166,11 +205,18 @@ fn parse_sessions(v: &Value) -> BTreeMap<String, String> {
     out
 }
 
-/// VNIs in `show evpn vni json` (`{"N":{...}}`).
-fn parse_vnis(v: &Value) -> BTreeSet<u32> {
-    v.as_object()
-        .map(|m| m.keys().filter_map(|k| k.parse().ok()).collect())
-        .unwrap_or_default()
+/// VNI → type in `show evpn vni json` (`{"N":{"vni":N,"type":"L2",...}}`; a VNI without a
+/// type reads as `?`).
+fn parse_vnis(v: &Value) -> BTreeMap<u32, String> {
+    let Some(vnis) = v.as_object() else {
+        return BTreeMap::new();
+    };
+    vnis.iter()
+        .filter_map(|(k, x)| {
+            let kind = x.get("type").and_then(Value::as_str).unwrap_or("?");
+            Some((k.parse().ok()?, kind.to_string()))
+        })
+        .collect()
 }
 
 /// VRF → VNI in `show vrf vni json` (`{"vrfs":[{"vrf":"vr.x","vni":N}]}`).
@@ -188,92 +234,5 @@ fn parse_vrf_vnis(v: &Value) -> BTreeMap<String, u32> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn sessions_are_read_per_vrf_and_established_in_any_family_counts() {
-        let v = json!({
-            "default": {
-                "ipv4Unicast": {"peers": {"10.0.0.2": {"state": "Established"}, "10.0.0.3": {"state": "Active"}}},
-                "l2VpnEvpn": {"peers": {"10.0.0.2": {"state": "Established"}}}
-            },
-            "vr.red": {"ipv4Unicast": {}}
-        });
-        let s = parse_sessions(&v);
-        assert_eq!(s["default 10.0.0.2"], "Established");
-        assert_eq!(s["default 10.0.0.3"], "Active");
-        assert_eq!(s.len(), 2);
-    }
-
-    #[test]
-    fn vnis_come_from_both_json_shapes() {
-        let l3 = json!({"vrfs": [{"vrf": "vr.red", "vni": 5000, "state": "Down"}]});
-        let l2 = json!({"20100": {"vni": 20100, "type": "L2"}});
-        assert_eq!(
-            parse_vrf_vnis(&l3),
-            BTreeMap::from([("vr.red".to_string(), 5000)])
-        );
-        assert_eq!(parse_vnis(&l2), BTreeSet::from([20100]));
-    }
-
-    #[test]
-    fn a_session_established_before_and_lost_after_fails_and_new_ones_do_not_count() {
-        let mut before = RoutingState::default();
-        before
-            .sessions
-            .insert("default 10.0.0.2".into(), "Established".into());
-        before
-            .sessions
-            .insert("default 10.0.0.3".into(), "Active".into());
-        let mut now = before.clone();
-        now.sessions
-            .insert("default 10.0.0.2".into(), "Connect".into());
-        // The VNI is known, but to another VRF (the default one): that is no pass.
-        now.vrf_vnis.insert("default".into(), 5000);
-        let config = NodeConfig {
-            vrfs: vec![netrollout_api::VrfConfig {
-                vrf_interface: "vr.red".into(),
-                vni: Some(5000),
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
-        let out = after(&before, &now, &config);
-        let failed: Vec<_> = out
-            .iter()
-            .filter(|o| !o.passed())
-            .map(|o| &o.name)
-            .collect();
-        assert_eq!(failed, ["bgp default 10.0.0.2", "evpn vni 5000"]);
-    }
-
-    #[test]
-    fn sessions_of_vrfs_the_new_config_removes_may_go() {
-        let mut before = RoutingState::default();
-        for s in [
-            "vr.red vv.red",
-            "default vd.red",
-            "vr.blue vv.blue",
-            "default vd.blue",
-        ] {
-            before.sessions.insert(s.into(), "Established".into());
-        }
-        let config = NodeConfig {
-            vrfs: vec![netrollout_api::VrfConfig {
-                vrf_interface: "vr.blue".into(),
-                veth_default_interface: "vd.blue".into(),
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
-        let out = after(&before, &RoutingState::default(), &config);
-        let failed: Vec<_> = out
-            .iter()
-            .filter(|o| !o.passed())
-            .map(|o| &o.name)
-            .collect();
-        assert_eq!(failed, ["bgp default vd.blue", "bgp vr.blue vv.blue"]);
-    }
-}
+#[path = "routing_tests.rs"]
+mod tests;

@@ -8,3 +8,7 @@ pub use netrollout_testkit::agent::{Lab, layer2, layer2s};
 pub async fn lab() -> Lab {
     Lab::new(env!("CARGO_BIN_EXE_netrollout-agent").into()).await
 }
+
+/// The FRR world (only the FRR test files use it).
+#[allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+pub mod frr;
