@@ -94,15 +94,19 @@ async fn a_revision_pruned_past_the_history_limit_is_a_normal_event_that_names_i
         .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
         .await?;
     let old_name = old.metadata.name.clone().unwrap();
-    lab.set_table("extra", 101).await?;
-    lab.newest_after(
-        old.spec.sequence,
-        RevisionPhase::Succeeded,
-        Duration::from_secs(20),
-    )
-    .await?;
+    // Two newer revisions: the first is then neither kept by the limit nor the revision a
+    // node's dispatch record came from.
+    let mut sequence = old.spec.sequence;
+    for id in [101, 102] {
+        lab.set_table("extra", id).await?;
+        let newer = lab
+            .newest_after(sequence, RevisionPhase::Succeeded, Duration::from_secs(20))
+            .await?;
+        sequence = newer.spec.sequence;
+    }
     eventually(Duration::from_secs(10), || async {
-        Ok(lab.revisions().await?.len() == 1)
+        let revs = lab.revisions().await?;
+        Ok(revs.iter().all(|r| r.metadata.name != old.metadata.name))
     })
     .await?;
     let event = lab
