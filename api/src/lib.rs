@@ -46,8 +46,8 @@ pub use node::{
 };
 pub use revision::{
     FailedNode, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION, NamedInput,
-    NetworkConfigRevision, NetworkConfigRevisionSpec, NetworkConfigRevisionStatus,
-    READY_CONDITION, RECONCILING_CONDITION, RevisionPhase, STALLED_CONDITION, Snapshot,
+    NetworkConfigRevision, NetworkConfigRevisionSpec, NetworkConfigRevisionStatus, READY_CONDITION,
+    RECONCILING_CONDITION, RevisionPhase, STALLED_CONDITION, Snapshot,
 };
 
 /// The API group of every kind in this crate.

@@ -138,11 +138,7 @@ impl Live {
 ///
 /// # Errors
 /// API errors; a snapshot that cannot be serialised.
-pub async fn sync(
-    ctx: &Context,
-    generation: u64,
-    nodes: &[RenderNode],
-) -> Result<Option<Refusal>> {
+pub async fn sync(ctx: &Context, generation: u64, nodes: &[RenderNode]) -> Result<Option<Refusal>> {
     let cached = ctx.read().inputs();
     let live = Live {
         vrfs: cached.vrfs,

@@ -90,9 +90,7 @@ pub fn conditions(
         (RECONCILING_CONDITION, active, reason, message.clone()),
         (STALLED_CONDITION, stalled, reason, message),
     ];
-    let was_refused = current
-        .iter()
-        .find(|c| c.type_ == INPUTS_REFUSED_CONDITION);
+    let was_refused = current.iter().find(|c| c.type_ == INPUTS_REFUSED_CONDITION);
     match (facts.refused, phase, was_refused) {
         (Some(m), RevisionPhase::Failed, _) => {
             want.push((
@@ -206,7 +204,10 @@ pub fn for_phase(
     fields(ncr, &facts)
 }
 
-fn refused_message<'a>(ncr: &NetworkConfigRevision, refusal: Option<&'a Refusal>) -> Option<&'a str> {
+fn refused_message<'a>(
+    ncr: &NetworkConfigRevision,
+    refusal: Option<&'a Refusal>,
+) -> Option<&'a str> {
     refusal
         .filter(|r| ncr.metadata.name.as_deref() == Some(r.revision.as_str()))
         .map(|r| r.message.as_str())
@@ -219,7 +220,12 @@ fn fields(ncr: &NetworkConfigRevision, facts: &Facts<'_>) -> serde_json::Value {
         .map(|s| s.conditions.as_slice())
         .unwrap_or_default();
     let generation = ncr.metadata.generation;
-    let list = conditions(current, generation, facts, &convert::to_time(convert::now()));
+    let list = conditions(
+        current,
+        generation,
+        facts,
+        &convert::to_time(convert::now()),
+    );
     serde_json::json!({ "conditions": list, "observedGeneration": generation })
 }
 
@@ -261,10 +267,9 @@ pub async fn sync(ctx: &Context, refusal: Option<&Refusal>) -> Result<()> {
         if ncr.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let (Some(name), Some(fields)) = (
-            ncr.metadata.name.as_deref(),
-            update(&ncr, paused, refusal),
-        ) else {
+        let (Some(name), Some(fields)) =
+            (ncr.metadata.name.as_deref(), update(&ncr, paused, refusal))
+        else {
             continue;
         };
         tracing::debug!(revision = %name, "conditions written");

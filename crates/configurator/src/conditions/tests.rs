@@ -63,13 +63,15 @@ fn every_phase_maps_to_the_kstatus_conditions_of_the_contract_table() {
         ..facts(Pending)
     };
     let list = conditions(&[], None, &none, &t(10));
-    assert_eq!(list[1].status, "True", "no phase yet is Pending: reconciling");
+    assert_eq!(
+        list[1].status, "True",
+        "no phase yet is Pending: reconciling"
+    );
     assert!(!list[1].message.is_empty());
 }
 
 #[test]
-fn a_paused_revision_in_progress_is_reconciling_with_reason_paused_and_a_finished_one_is_not()
- {
+fn a_paused_revision_in_progress_is_reconciling_with_reason_paused_and_a_finished_one_is_not() {
     for pause in [Pause::Revision, Pause::Global] {
         let paused = Facts {
             pause,
@@ -116,8 +118,7 @@ fn the_transition_time_changes_only_when_a_condition_changes_status() {
 }
 
 #[test]
-fn refused_inputs_are_said_on_the_failed_revision_and_cleared_when_they_change_or_it_is_retried()
- {
+fn refused_inputs_are_said_on_the_failed_revision_and_cleared_when_they_change_or_it_is_retried() {
     let failed = conditions(&[], Some(1), &facts(RevisionPhase::Failed), &t(1));
     assert_eq!(failed.len(), 3, "never refused: no InputsRefused condition");
     let refused = Facts {
@@ -173,7 +174,11 @@ fn conditions_up_to_date_need_no_write_and_a_new_generation_or_refusal_does() {
     let fields = update(&ncr, false, None).expect("never written");
     apply(&mut ncr, fields);
     assert_eq!(update(&ncr, false, None), None, "nothing changed");
-    assert_eq!(update(&ncr, true, None), None, "a pause does not touch a Failed one");
+    assert_eq!(
+        update(&ncr, true, None),
+        None,
+        "a pause does not touch a Failed one"
+    );
 
     let refusal = Refusal {
         revision: "ncr-a".into(),

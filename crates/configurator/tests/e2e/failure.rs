@@ -59,15 +59,28 @@ async fn a_failing_node_halts_the_rollout_and_its_wave_goes_back_to_the_known_go
     );
     // kstatus: Stalled, not Ready, written with the phase; the real kubectl waits on it.
     let stalled = condition(&bad, STALLED_CONDITION);
-    assert_eq!((stalled.status.as_str(), stalled.reason.as_str()), ("True", "Failed"));
+    assert_eq!(
+        (stalled.status.as_str(), stalled.reason.as_str()),
+        ("True", "Failed")
+    );
     assert_eq!(condition(&bad, READY_CONDITION).status, "False");
     assert_eq!(condition(&bad, RECONCILING_CONDITION).status, "False");
     let ncr = |n: &str| format!("ncr/{n}");
     lab.api
-        .ok(&["wait", "--for=condition=Stalled", &ncr(&bad_name), "--timeout=20s"])
+        .ok(&[
+            "wait",
+            "--for=condition=Stalled",
+            &ncr(&bad_name),
+            "--timeout=20s",
+        ])
         .await;
     lab.api
-        .ok(&["wait", "--for=condition=Ready", &ncr(&good_name), "--timeout=20s"])
+        .ok(&[
+            "wait",
+            "--for=condition=Ready",
+            &ncr(&good_name),
+            "--timeout=20s",
+        ])
         .await;
     let failed_event = lab
         .event(KIND, &bad_name, "Failed", Duration::from_secs(10))
@@ -214,7 +227,10 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
     assert!(agents.pickups().len() > pickups_before);
     let retried = ncrs.get(&failed_name).await?;
     let cleared = condition(&retried, INPUTS_REFUSED_CONDITION);
-    assert_eq!((cleared.status.as_str(), cleared.reason.as_str()), ("False", "Retried"));
+    assert_eq!(
+        (cleared.status.as_str(), cleared.reason.as_str()),
+        ("False", "Retried")
+    );
     assert_eq!(condition(&retried, READY_CONDITION).status, "True");
     assert_eq!(condition(&retried, STALLED_CONDITION).status, "False");
     cfg.stop().await

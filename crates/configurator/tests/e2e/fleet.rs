@@ -138,14 +138,16 @@ async fn the_global_pause_and_a_paused_revision_stop_new_dispatches_until_resume
         let rev = lab_ref.revisions().await?.remove(0);
         let status = rev.status.clone().unwrap_or_default();
         let current = status.observed_generation == rev.metadata.generation;
-        Ok::<_, anyhow::Error>(current
-            && status.conditions.iter().any(|c| {
-                c.type_ == RECONCILING_CONDITION
-                    && c.status == "True"
-                    && c.reason == "Paused"
-                    && c.observed_generation == rev.metadata.generation
-                    && c.message.contains("globally") == global
-            }))
+        Ok::<_, anyhow::Error>(
+            current
+                && status.conditions.iter().any(|c| {
+                    c.type_ == RECONCILING_CONDITION
+                        && c.status == "True"
+                        && c.reason == "Paused"
+                        && c.observed_generation == rev.metadata.generation
+                        && c.message.contains("globally") == global
+                }),
+        )
     };
     eventually(Duration::from_secs(5), || paused_is(true)).await?;
 

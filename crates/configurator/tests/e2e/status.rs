@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use kube::api::Api;
 use netrollout_api::{
-    NetworkConfigRevision, READY_CONDITION, RECONCILING_CONDITION, RevisionPhase,
-    STALLED_CONDITION,
+    NetworkConfigRevision, READY_CONDITION, RECONCILING_CONDITION, RevisionPhase, STALLED_CONDITION,
 };
 
 use crate::agents::{Agents, healthy};
@@ -40,7 +39,10 @@ async fn kubectl_wait_for_ready_returns_when_the_rollout_succeeded_and_a_settled
         "Ready only once Succeeded"
     );
     let ready = condition(&done, READY_CONDITION);
-    assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("True", "Succeeded"));
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("True", "Succeeded")
+    );
     assert!(ready.message.contains(&name), "{}", ready.message);
     assert_eq!(condition(&done, RECONCILING_CONDITION).status, "False");
     assert_eq!(condition(&done, STALLED_CONDITION).status, "False");
