@@ -387,7 +387,14 @@ impl Executor<'_> {
                     .patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
             )
             .await?;
-        tracing::info!(revision = %name, "retry ignored: the revision is not Failed");
+        let msg = format!(
+            "retry of revision {name} ignored: only a Failed or Blocked revision is retried; the annotation was removed"
+        );
+        tracing::info!(revision = %name, "{msg}");
+        self.ctx
+            .writer()
+            .event(patched.as_ref(), false, "RetryIgnored", "DropRetry", &msg)
+            .await;
         self.written(patched);
         Ok(())
     }

@@ -9,7 +9,7 @@
 //!   and every report is counted.
 //! - `leader`: two configurator processes, the leader killed mid-rollout.
 //! - `status`: the kstatus conditions as the real kubectl waits on them, no writes when nothing
-//!   changed, the prune Event.
+//!   changed, the prune and ignored-retry Events.
 
 // A test crate: its helpers may panic (clippy.toml allows this only inside `#[test]` functions).
 #![allow(clippy::unwrap_used, clippy::expect_used)]

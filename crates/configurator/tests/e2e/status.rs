@@ -1,11 +1,13 @@
 //! What a revision's status and Events tell tools that know nothing of netrollout: kstatus
-//! conditions read by the real kubectl, written without extra writes, and the prune Event.
+//! conditions read by the real kubectl, written without extra writes, and the Events of a prune
+//! and of an ignored retry.
 
 use std::time::Duration;
 
-use kube::api::Api;
+use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
-    NetworkConfigRevision, READY_CONDITION, RECONCILING_CONDITION, RevisionPhase, STALLED_CONDITION,
+    NetworkConfigRevision, READY_CONDITION, RECONCILING_CONDITION, RETRY_ANNOTATION, RevisionPhase,
+    STALLED_CONDITION,
 };
 
 use crate::agents::{Agents, healthy};
@@ -86,7 +88,7 @@ async fn kubectl_wait_for_ready_returns_when_the_rollout_succeeded_and_a_settled
 }
 
 #[tokio::test]
-async fn a_revision_pruned_past_the_history_limit_is_a_normal_event_that_names_it() -> R {
+async fn a_pruned_revision_and_an_ignored_retry_are_normal_events_that_name_the_revision() -> R {
     let lab = Lab::start().await?;
     nodes(&lab, 2).await?;
     let _agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(50)));
@@ -125,5 +127,22 @@ async fn a_revision_pruned_past_the_history_limit_is_a_normal_event_that_names_i
         old.metadata.uid,
         "about the pruned object"
     );
+
+    // A retry asked of a revision that is not Failed is a decision too: ignored, with an Event.
+    let newest = lab.revisions().await?.pop().unwrap();
+    let newest_name = newest.metadata.name.clone().unwrap();
+    let patch = serde_json::json!({ "metadata": { "annotations": { RETRY_ANNOTATION: "now" } } });
+    Api::<NetworkConfigRevision>::all(lab.api.client.clone())
+        .patch(&newest_name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    let ignored = lab
+        .event(
+            "NetworkConfigRevision",
+            &newest_name,
+            "RetryIgnored",
+            Duration::from_secs(10),
+        )
+        .await?;
+    assert_event(&ignored, false, &[&newest_name]);
     cfg.stop().await
 }
