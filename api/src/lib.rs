@@ -45,8 +45,9 @@ pub use node::{
     NodeNetworkConfigStatus, NodePhase, RoutingTableConfig, VrfConfig, VrfPolicy,
 };
 pub use revision::{
-    FailedNode, NamedInput, NetworkConfigRevision, NetworkConfigRevisionSpec,
-    NetworkConfigRevisionStatus, RevisionPhase, Snapshot,
+    FailedNode, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION, NamedInput,
+    NetworkConfigRevision, NetworkConfigRevisionSpec, NetworkConfigRevisionStatus, READY_CONDITION,
+    RECONCILING_CONDITION, RevisionPhase, STALLED_CONDITION, Snapshot,
 };
 
 /// The API group of every kind in this crate.

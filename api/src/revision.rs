@@ -83,10 +83,27 @@ pub struct NamedInput<T> {
     pub spec: T,
 }
 
+/// Condition type on a revision: `True` once its rollout succeeded (kstatus `Ready`).
+pub const READY_CONDITION: &str = "Ready";
+/// Condition type on a revision: `True` while its rollout is pending, moving or paused
+/// (kstatus `Reconciling`).
+pub const RECONCILING_CONDITION: &str = "Reconciling";
+/// Condition type on a revision: `True` when it failed or is blocked and only a person can move
+/// it on (kstatus `Stalled`).
+pub const STALLED_CONDITION: &str = "Stalled";
+/// Condition type on a Failed revision: `True` while the current inputs are identical to it
+/// and are therefore refused (reason [`IDENTICAL_CONTENT_REFUSED`]).
+pub const INPUTS_REFUSED_CONDITION: &str = "InputsRefused";
+/// Reason of [`INPUTS_REFUSED_CONDITION`] while it is `True`.
+pub const IDENTICAL_CONTENT_REFUSED: &str = "IdenticalContentRefused";
+
 /// Rollout progress of a revision. Written only by the configurator.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct NetworkConfigRevisionStatus {
+    /// The `metadata.generation` (sequence and pause) the conditions describe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
     /// Where the rollout stands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<RevisionPhase>,

@@ -42,14 +42,10 @@ pub async fn write(
     } else {
         tracing::warn!(kind, input = %name, reason = %verdict.reason, "input not accepted: {}", verdict.message);
         if let Some(reference) = reference {
+            // The note names the input too: `kubectl get events` lists notes without objects.
+            let note = format!("{input} not accepted: {}", verdict.message);
             ctx.writer()
-                .event_ref(
-                    reference,
-                    true,
-                    &verdict.reason,
-                    "Validate",
-                    &verdict.message,
-                )
+                .event_ref(reference, true, &verdict.reason, "Validate", &note)
                 .await;
         }
     }

@@ -16,6 +16,7 @@ use netrollout_api::{
 use netrollout_rollout::{Action, DispatchKind, DispatchRecord, NodeFailure, RevisionPhase};
 use tracing::Instrument;
 
+use crate::conditions::{self, Refusal};
 use crate::context::Context;
 use crate::convert;
 use crate::error::{Error, Result};
@@ -41,6 +42,10 @@ pub struct World<'a> {
     pub ncrs: HashMap<&'a str, &'a NetworkConfigRevision>,
     /// Rendered configs per revision.
     pub renders: &'a RenderCache,
+    /// Whether rollouts are paused globally (for the revisions' conditions).
+    pub globally_paused: bool,
+    /// The Failed revision the current inputs are identical to, if any (its conditions say so).
+    pub refusal: Option<&'a Refusal>,
 }
 
 /// Executes `actions` in order; the first failure ends the pass.
@@ -180,11 +185,17 @@ async fn carry_out(ctx: &Context, world: &World<'_>, action: &Action) -> Result<
         }
         Action::Prune { revision, reason } => {
             tracing::info!(revision = %revision, reason = %reason, "prune");
-            let rv = world
-                .ncrs
-                .get(revision.as_str())
-                .and_then(|r| r.metadata.resource_version.clone());
-            ctx.writer().delete_revision(revision, rv).await
+            let ncr = world.ncrs.get(revision.as_str());
+            let rv = ncr.and_then(|r| r.metadata.resource_version.clone());
+            ctx.writer().delete_revision(revision, rv).await?;
+            // Recorded after the delete (a failed delete is no decision carried out), about the
+            // object as it was: the Event outlives it.
+            if let Some(ncr) = ncr {
+                ctx.writer()
+                    .event(*ncr, false, "Pruned", "Prune", reason)
+                    .await;
+            }
+            Ok(())
         }
     }
 }
@@ -216,6 +227,18 @@ async fn set_phase(
 ) -> Result<()> {
     let api: Api<NetworkConfigRevision> = ctx.writer().api();
     let mut status = serde_json::json!({ "phase": convert::api_phase(phase), "message": reason });
+    // The conditions go with the phase, in the same write.
+    if let Some(ncr) = world.ncrs.get(revision) {
+        let fields = conditions::for_phase(
+            ncr,
+            convert::api_phase(phase),
+            reason,
+            world.globally_paused,
+            world.refusal,
+        );
+        status["conditions"] = fields["conditions"].clone();
+        status["observedGeneration"] = fields["observedGeneration"].clone();
+    }
     if phase == RevisionPhase::Failed {
         let nodes: Vec<FailedNode> = failed
             .iter()

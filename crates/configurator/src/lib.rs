@@ -14,6 +14,8 @@
 //!   function: retry, create, reuse, wait, clash, block, `Accepted` verdicts.
 //! - [`revisions`]: carries the lifecycle's actions out as API writes.
 //! - [`accepted`]: writes the `Accepted` condition on inputs.
+//! - [`conditions`]: a revision's kstatus conditions (`Ready`, `Reconciling`, `Stalled`) and
+//!   `InputsRefused`, from its phase (pure), written with each phase and when out of date.
 //! - [`memo`]: what this replica already wrote or told (typed memos).
 //! - [`convert`]: API objects → planner types; the dispatch record and times to and from the
 //!   API's typed annotations (`netrollout_api::annotations`).
@@ -38,6 +40,7 @@
 
 pub mod accepted;
 pub mod args;
+pub mod conditions;
 pub mod context;
 pub mod controller;
 pub mod convert;

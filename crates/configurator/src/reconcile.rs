@@ -1,5 +1,6 @@
 //! One reconcile pass: retries, inputs → revision, observed state → planner → actions, then
-//! the target revision's progress, late failures of Failed revisions and the gauges. Every
+//! the target revision's progress, late failures of Failed revisions, the revisions'
+//! conditions (when out of date) and the gauges. Every
 //! pass plans from the watch caches (plus this replica's own writes), never from memory of
 //! its own, so a new leader resumes from the API; the planner's node state is kept up to date
 //! from the changes the watches report ([`crate::fleet`]), so a pass costs what changed.
@@ -26,7 +27,7 @@ use crate::metrics::Metrics;
 pub async fn pass(ctx: &Context) -> Result<Plan> {
     let (generation, render_nodes) = ctx.fleet().refresh(ctx.read()).render_nodes();
     ctx.renders().set_nodes(generation, render_nodes.clone());
-    crate::revisions::sync(ctx, generation, &render_nodes).await?;
+    let refusal = crate::revisions::sync(ctx, generation, &render_nodes).await?;
 
     let ncrs = ctx.read().revisions();
     let settings = ctx.args().settings(ctx.read().globally_paused());
@@ -53,6 +54,8 @@ pub async fn pass(ctx: &Context) -> Result<Plan> {
         nncs,
         ncrs: execute::index(&ncrs),
         renders: ctx.renders(),
+        globally_paused: settings.paused,
+        refusal: refusal.as_ref(),
     };
     // When the plan sets a phase (Succeeded), the counts go first: whoever sees the phase sees
     // the counts that made it so, not the last pass's (a flood of reports settles a wave in
@@ -70,6 +73,7 @@ pub async fn pass(ctx: &Context) -> Result<Plan> {
         progress(ctx, &plan.summary, unresponsive, false).await?;
     }
     late_failures::record(ctx).await?;
+    crate::conditions::sync(ctx, refusal.as_ref()).await?;
     gauges(ctx.metrics(), &plan.summary, &ncrs);
     Ok(plan)
 }

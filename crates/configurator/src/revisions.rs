@@ -17,6 +17,7 @@ use netrollout_render::{Node as RenderNode, Revision};
 use tracing::Instrument;
 
 use crate::accepted;
+use crate::conditions::{self, Refusal};
 use crate::context::Context;
 use crate::convert;
 use crate::error::{Error, Result};
@@ -132,11 +133,12 @@ impl Live {
 /// input's `Accepted` condition — as [`lifecycle::decide()`] decides.
 ///
 /// A name clash ([`Error::NameClash`]) is reported on the inputs and in the metrics, and the
-/// pass goes on without a new revision.
+/// pass goes on without a new revision. Returns the Failed revision the inputs are identical
+/// to, if they are, for its `InputsRefused` condition.
 ///
 /// # Errors
 /// API errors; a snapshot that cannot be serialised.
-pub async fn sync(ctx: &Context, generation: u64, nodes: &[RenderNode]) -> Result<()> {
+pub async fn sync(ctx: &Context, generation: u64, nodes: &[RenderNode]) -> Result<Option<Refusal>> {
     let cached = ctx.read().inputs();
     let live = Live {
         vrfs: cached.vrfs,
@@ -161,6 +163,10 @@ pub async fn sync(ctx: &Context, generation: u64, nodes: &[RenderNode]) -> Resul
         );
     }
     let actions = lifecycle::decide(&inputs, &views, candidate, convert::now());
+    let refusal = actions.iter().find_map(|a| match a {
+        RevisionAction::NoteIdentical { revision, .. } => Some(refusal(revision, &inputs)),
+        _ => None,
+    });
     let mut exec = Executor {
         ctx,
         live: &live,
@@ -173,7 +179,35 @@ pub async fn sync(ctx: &Context, generation: u64, nodes: &[RenderNode]) -> Resul
         let span = spans::lifecycle(&action);
         exec.one(action).instrument(span).await?;
     }
-    Ok(())
+    Ok(refusal)
+}
+
+/// Inputs named in an `InputsRefused` message; the rest are counted.
+const NAMED_INPUTS: usize = 10;
+
+/// What the Failed revision `revision` says while `inputs` are identical to it.
+fn refusal(revision: &str, inputs: &[InputObject]) -> Refusal {
+    let mut names: Vec<String> = inputs
+        .iter()
+        .take(NAMED_INPUTS)
+        .map(|i| i.input.to_string())
+        .collect();
+    if inputs.len() > NAMED_INPUTS {
+        names.push(format!("and {} more", inputs.len() - NAMED_INPUTS));
+    }
+    let names = if names.is_empty() {
+        "no inputs at all".to_string()
+    } else {
+        names.join(", ")
+    };
+    Refusal {
+        revision: revision.to_string(),
+        message: format!(
+            "the current inputs ({names}) are identical to this Failed revision and are refused: \
+             nothing is rolled out until a person retries it (kubectl netrollout retry {revision}, \
+             i.e. annotate it {RETRY_ANNOTATION})"
+        ),
+    }
 }
 
 /// Carries out lifecycle actions; keeps the revisions as the last write left them.
@@ -264,10 +298,21 @@ impl Executor<'_> {
     }
 
     async fn clear_failed(&mut self, name: &str) -> Result<()> {
+        let message = "retried by a person: rolled out again as the newest revision";
+        let existing = self.revision(name)?;
+        let fields = conditions::for_phase(
+            &existing,
+            RevisionPhase::Pending,
+            message,
+            self.ctx.read().globally_paused(),
+            None,
+        );
         let patch = serde_json::json!({ "status": {
             "phase": RevisionPhase::Pending,
-            "message": "retried by a person: rolled out again as the newest revision",
+            "message": message,
             "failedNodes": [],
+            "conditions": fields["conditions"],
+            "observedGeneration": fields["observedGeneration"],
         }});
         let cleared = self
             .ctx
@@ -342,7 +387,14 @@ impl Executor<'_> {
                     .patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
             )
             .await?;
-        tracing::info!(revision = %name, "retry ignored: the revision is not Failed");
+        let msg = format!(
+            "retry of revision {name} ignored: only a Failed or Blocked revision is retried; the annotation was removed"
+        );
+        tracing::info!(revision = %name, "{msg}");
+        self.ctx
+            .writer()
+            .event(patched.as_ref(), false, "RetryIgnored", "DropRetry", &msg)
+            .await;
         self.written(patched);
         Ok(())
     }

@@ -97,7 +97,8 @@ pub enum RevisionAction {
         wanted: String,
     },
     /// The inputs equal a Failed revision: tell it (log line and Warning Event on the
-    /// revision) once per replica; the revision's own status is left alone.
+    /// revision) once per replica. Its phase and message are left alone; its `InputsRefused`
+    /// condition says so (`crate::conditions`).
     NoteIdentical {
         /// The Failed revision.
         revision: String,

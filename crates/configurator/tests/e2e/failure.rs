@@ -4,12 +4,16 @@ use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
-    ACCEPTED_CONDITION, NetworkConfigRevision, RETRY_ANNOTATION, RevisionPhase, RoutingTable,
+    ACCEPTED_CONDITION, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION, NetworkConfigRevision,
+    READY_CONDITION, RECONCILING_CONDITION, RETRY_ANNOTATION, RevisionPhase, RoutingTable,
+    STALLED_CONDITION,
 };
 
 use crate::agents::{Agents, Outcome, Script};
 use crate::lab::{Lab, R, eventually};
-use crate::{all_provisioned, has_table, names, nodes};
+use crate::{all_provisioned, assert_event, condition, has_table, names, nodes};
+
+const KIND: &str = "NetworkConfigRevision";
 
 /// Agents fail every config with table 666 while `bad` is set; everything else succeeds.
 fn fails_table_666(bad: Arc<AtomicBool>) -> Script {
@@ -53,9 +57,42 @@ async fn a_failing_node_halts_the_rollout_and_its_wave_goes_back_to_the_known_go
             .iter()
             .all(|f| f.time.is_some() && !f.message.is_empty())
     );
+    // kstatus: Stalled, not Ready, written with the phase; the real kubectl waits on it.
+    let stalled = condition(&bad, STALLED_CONDITION);
+    assert_eq!(
+        (stalled.status.as_str(), stalled.reason.as_str()),
+        ("True", "Failed")
+    );
+    assert_eq!(condition(&bad, READY_CONDITION).status, "False");
+    assert_eq!(condition(&bad, RECONCILING_CONDITION).status, "False");
+    let ncr = |n: &str| format!("ncr/{n}");
+    lab.api
+        .ok(&[
+            "wait",
+            "--for=condition=Stalled",
+            &ncr(&bad_name),
+            "--timeout=20s",
+        ])
+        .await;
+    lab.api
+        .ok(&[
+            "wait",
+            "--for=condition=Ready",
+            &ncr(&good_name),
+            "--timeout=20s",
+        ])
+        .await;
+    let failed_event = lab
+        .event(KIND, &bad_name, "Failed", Duration::from_secs(10))
+        .await?;
+    assert_event(&failed_event, true, &[&bad_name]);
 
     // Every node ends on the known-good revision; only the first wave ever saw the bad one.
     all_provisioned(&lab, &names(5), &good_name, Duration::from_secs(20)).await?;
+    let rollback = lab
+        .event(KIND, &good_name, "RolledBack", Duration::from_secs(10))
+        .await?;
+    assert_event(&rollback, true, &[&good_name]);
     let bad_pickups: Vec<_> = agents
         .pickups()
         .into_iter()
@@ -119,15 +156,53 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
         "no new revision for the same content"
     );
     all_provisioned(&lab, &names(3), &fixed_name, Duration::from_secs(1)).await?;
-    // The failed revision still says why it failed; the refusal did not overwrite that.
-    let still = Api::<NetworkConfigRevision>::all(lab.api.client.clone())
-        .get(&failed_name)
-        .await?;
+    // The failed revision's own status says the inputs are refused and names them; it still
+    // says why it failed (phase, message and Stalled untouched).
+    let ncr_ref = format!("ncr/{failed_name}");
+    let wait_refused = [
+        "wait",
+        "--for=condition=InputsRefused",
+        ncr_ref.as_str(),
+        "--timeout=10s",
+    ];
+    lab.api.ok(&wait_refused).await;
+    let ncrs = Api::<NetworkConfigRevision>::all(lab.api.client.clone());
+    let still = ncrs.get(&failed_name).await?;
     assert_eq!(
         still.status.as_ref().and_then(|s| s.message.clone()),
         failed.status.as_ref().and_then(|s| s.message.clone()),
         "the failure reason is kept"
     );
+    let refused = condition(&still, INPUTS_REFUSED_CONDITION);
+    assert_eq!(refused.reason, IDENTICAL_CONTENT_REFUSED);
+    for part in [
+        "RoutingTable extra".to_string(),
+        format!("kubectl netrollout retry {failed_name}"),
+    ] {
+        assert!(refused.message.contains(&part), "{}", refused.message);
+    }
+    assert_eq!(
+        condition(&still, STALLED_CONDITION),
+        condition(&failed, STALLED_CONDITION),
+        "Stalled is unchanged, its transition time too"
+    );
+    // Other content: no longer refused; the same bad content again: refused again.
+    let refused_is = |status: &'static str, reason: &'static str| {
+        let ncrs = ncrs.clone();
+        let name = failed_name.clone();
+        async move {
+            let r = ncrs.get(&name).await?;
+            let c = condition(&r, INPUTS_REFUSED_CONDITION);
+            Ok::<_, anyhow::Error>(c.status == status && c.reason == reason)
+        }
+    };
+    lab.set_table("extra", 200).await?;
+    eventually(Duration::from_secs(10), || {
+        refused_is("False", "InputsChanged")
+    })
+    .await?;
+    lab.set_table("extra", 666).await?;
+    lab.api.ok(&wait_refused).await;
 
     // A person retries it: it becomes the newest revision and rolls out.
     let api = Api::<NetworkConfigRevision>::all(lab.api.client.clone());
@@ -150,6 +225,14 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
     );
     all_provisioned(&lab, &names(3), &failed_name, Duration::from_secs(10)).await?;
     assert!(agents.pickups().len() > pickups_before);
+    let retried = ncrs.get(&failed_name).await?;
+    let cleared = condition(&retried, INPUTS_REFUSED_CONDITION);
+    assert_eq!(
+        (cleared.status.as_str(), cleared.reason.as_str()),
+        ("False", "Retried")
+    );
+    assert_eq!(condition(&retried, READY_CONDITION).status, "True");
+    assert_eq!(condition(&retried, STALLED_CONDITION).status, "False");
     cfg.stop().await
 }
 

@@ -4,7 +4,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use netrollout_api::{
-    CONTROL_CONFIGMAP, CONTROL_PAUSED_KEY, DEFAULT_NAMESPACE, NetworkConfigRevision, RevisionPhase,
+    CONTROL_CONFIGMAP, CONTROL_PAUSED_KEY, DEFAULT_NAMESPACE, NetworkConfigRevision,
+    RECONCILING_CONDITION, RevisionPhase,
 };
 
 use crate::agents::{Agents, Outcome, healthy};
@@ -95,6 +96,18 @@ async fn an_agent_that_never_picks_up_is_withdrawn_without_failing_the_revision(
             "unresponsive is never a config failure"
         );
     }
+    // The withdrawal is a Warning Event on the revision that names the node.
+    let rev = lab.revisions().await?.remove(0);
+    let name = rev.metadata.name.unwrap();
+    let event = lab
+        .event(
+            "NetworkConfigRevision",
+            &name,
+            "Unresponsive",
+            Duration::from_secs(10),
+        )
+        .await?;
+    crate::assert_event(&event, true, &["n-0", &name]);
     cfg.stop().await
 }
 
@@ -119,6 +132,24 @@ async fn the_global_pause_and_a_paused_revision_stop_new_dispatches_until_resume
         agents.pickups().is_empty(),
         "globally paused: nothing dispatched"
     );
+    // kstatus: still in progress (Reconciling), for the reason Paused.
+    let lab_ref = &lab;
+    let paused_is = |global: bool| async move {
+        let rev = lab_ref.revisions().await?.remove(0);
+        let status = rev.status.clone().unwrap_or_default();
+        let current = status.observed_generation == rev.metadata.generation;
+        Ok::<_, anyhow::Error>(
+            current
+                && status.conditions.iter().any(|c| {
+                    c.type_ == RECONCILING_CONDITION
+                        && c.status == "True"
+                        && c.reason == "Paused"
+                        && c.observed_generation == rev.metadata.generation
+                        && c.message.contains("globally") == global
+                }),
+        )
+    };
+    eventually(Duration::from_secs(5), || paused_is(true)).await?;
 
     // Resume globally but pause the revision itself.
     let rev = lab.revisions().await?.remove(0);
@@ -142,6 +173,8 @@ async fn the_global_pause_and_a_paused_revision_stop_new_dispatches_until_resume
         agents.pickups().is_empty(),
         "revision paused: nothing dispatched"
     );
+    // spec.paused is a new generation: the conditions describe it.
+    eventually(Duration::from_secs(5), || paused_is(false)).await?;
 
     ncrs.patch(
         &name,

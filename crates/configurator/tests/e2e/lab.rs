@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams};
 use netrollout_api::{NetworkConfigRevision, NodeNetworkConfig, RevisionPhase};
 use netrollout_configurator::{Args, Metrics};
@@ -100,6 +101,40 @@ impl Lab {
                     .collect();
                 anyhow::bail!(
                     "no revision after sequence {sequence} reached {phase:?} within {within:?}; revisions: {seen:?}"
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits for an Event with `reason` about the `kind` object `name` (Events about
+    /// cluster-scoped objects are in `default`); returns it.
+    pub async fn event(&self, kind: &str, name: &str, reason: &str, within: Duration) -> R<Event> {
+        let api: Api<Event> = Api::namespaced(self.api.client.clone(), "default");
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let events = api.list(&Default::default()).await?.items;
+            let about = |e: &Event| {
+                e.regarding.as_ref().is_some_and(|r| {
+                    r.kind.as_deref() == Some(kind) && r.name.as_deref() == Some(name)
+                })
+            };
+            if let Some(e) = events
+                .iter()
+                .find(|e| about(e) && e.reason.as_deref() == Some(reason))
+            {
+                return Ok(e.clone());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let seen: Vec<_> = events
+                    .iter()
+                    .map(|e| {
+                        let r = e.regarding.clone().unwrap_or_default();
+                        (r.kind, r.name, e.reason.clone())
+                    })
+                    .collect();
+                anyhow::bail!(
+                    "no {reason} Event about {kind} {name} within {within:?}; Events: {seen:?}"
                 );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

@@ -8,6 +8,8 @@
 //! - `flood`: every node of a 300-node fleet reports at once; the lease keeps being renewed
 //!   and every report is counted.
 //! - `leader`: two configurator processes, the leader killed mid-rollout.
+//! - `status`: the kstatus conditions as the real kubectl waits on them, no writes when nothing
+//!   changed, the prune and ignored-retry Events.
 
 // A test crate: its helpers may panic (clippy.toml allows this only inside `#[test]` functions).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -19,6 +21,7 @@ mod flood;
 mod lab;
 mod leader;
 mod rollout;
+mod status;
 
 use std::time::Duration;
 
@@ -33,6 +36,36 @@ async fn nodes(lab: &lab::Lab, count: usize) -> lab::R {
         lab.add_node(&format!("n-{i}"), &[], true).await?;
     }
     Ok(())
+}
+
+/// The condition `type_` of a revision, checked to describe its current generation.
+fn condition<'a>(
+    ncr: &'a netrollout_api::NetworkConfigRevision,
+    type_: &str,
+) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    let status = ncr.status.as_ref().expect("the revision has a status");
+    let c = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .unwrap_or_else(|| panic!("no {type_} condition in {:?}", status.conditions));
+    assert_eq!(
+        c.observed_generation, ncr.metadata.generation,
+        "{type_} describes the current generation"
+    );
+    assert_eq!(status.observed_generation, ncr.metadata.generation);
+    c
+}
+
+/// Asserts that `event` is a Warning (or Normal when `warning` is false) whose note names
+/// every one of `names`.
+fn assert_event(event: &k8s_openapi::api::events::v1::Event, warning: bool, names: &[&str]) {
+    let want = if warning { "Warning" } else { "Normal" };
+    assert_eq!(event.type_.as_deref(), Some(want), "{event:?}");
+    let note = event.note.as_deref().unwrap_or_default();
+    for name in names {
+        assert!(note.contains(name), "the note names {name}: {note}");
+    }
 }
 
 /// Waits until every listed node's config names `revision` and reports Provisioned for it.

@@ -211,6 +211,11 @@ async fn an_invalid_input_is_rejected_and_no_revision_is_created() -> R {
         }))
     })
     .await?;
+    // A Warning Event on the input, naming it.
+    let event = lab
+        .event("RoutingTable", "two", "Invalid", Duration::from_secs(10))
+        .await?;
+    crate::assert_event(&event, true, &["RoutingTable two", "300"]);
     // Give a wrong configurator time to create something, then check that it did not.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(

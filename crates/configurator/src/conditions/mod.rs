@@ -1,0 +1,292 @@
+//! A revision's standard conditions, the way Kubernetes tooling reads them (kstatus: `Ready`,
+//! `Reconciling`, `Stalled`), plus `InputsRefused` on a Failed revision the current inputs are
+//! identical to. The mapping from phase to conditions is the table in docs/contract.md
+//! ("Revision conditions").
+//!
+//! [`conditions`] is pure: the phase, message, pause and refusal in, the whole list out, with
+//! `observedGeneration` = `metadata.generation` and a `lastTransitionTime` that changes only
+//! when a condition's status does. Every phase write carries them ([`for_phase`]); [`sync`]
+//! writes them only for a revision whose conditions are out of date (its generation changed
+//! through a raise or a pause, the global pause changed, or the inputs started or stopped being
+//! refused), so a pass where nothing changed writes nothing.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Api, Patch, PatchParams};
+use netrollout_api::{
+    IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION, NetworkConfigRevision, READY_CONDITION,
+    RECONCILING_CONDITION, RevisionPhase, STALLED_CONDITION,
+};
+
+use crate::context::Context;
+use crate::convert;
+use crate::error::Result;
+
+/// The current inputs are identical to a Failed revision and are refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The Failed revision.
+    pub revision: String,
+    /// The `InputsRefused` message: which inputs, and what to do.
+    pub message: String,
+}
+
+/// Why dispatches of a revision are stopped, if they are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pause {
+    /// Not paused.
+    No,
+    /// `spec.paused` on the revision.
+    Revision,
+    /// The global pause (the control ConfigMap).
+    Global,
+}
+
+/// What a revision's conditions are made from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Facts<'a> {
+    /// `status.phase` (none yet: Pending).
+    pub phase: Option<RevisionPhase>,
+    /// `status.message`.
+    pub message: Option<&'a str>,
+    /// Whether new dispatches of it are stopped.
+    pub pause: Pause,
+    /// The `InputsRefused` message when the current inputs are identical to it.
+    pub refused: Option<&'a str>,
+}
+
+/// The full condition list of a revision at `generation` with `facts`, keeping each
+/// `lastTransitionTime` of `current` whose status is unchanged (others get `now`). Conditions of
+/// other types in `current` are kept after the standard ones.
+pub fn conditions(
+    current: &[Condition],
+    generation: Option<i64>,
+    facts: &Facts<'_>,
+    now: &Time,
+) -> Vec<Condition> {
+    let phase = facts.phase.unwrap_or(RevisionPhase::Pending);
+    let active = matches!(phase, RevisionPhase::Pending | RevisionPhase::Progressing);
+    let (reason, message): (&str, String) = match facts.pause {
+        Pause::Revision if active => (
+            "Paused",
+            "spec.paused is set: no new dispatches; nodes already applying finish".into(),
+        ),
+        Pause::Global if active => (
+            "Paused",
+            "rollouts are paused globally (the netrollout-control ConfigMap): no new dispatches; \
+             nodes already applying finish"
+                .into(),
+        ),
+        _ => (
+            phase_word(phase),
+            facts
+                .message
+                .map_or_else(|| default_message(phase).to_string(), str::to_string),
+        ),
+    };
+    let ready = phase == RevisionPhase::Succeeded;
+    let stalled = matches!(phase, RevisionPhase::Failed | RevisionPhase::Blocked);
+    let mut want = vec![
+        (READY_CONDITION, ready, reason, message.clone()),
+        (RECONCILING_CONDITION, active, reason, message.clone()),
+        (STALLED_CONDITION, stalled, reason, message),
+    ];
+    let was_refused = current.iter().find(|c| c.type_ == INPUTS_REFUSED_CONDITION);
+    match (facts.refused, phase, was_refused) {
+        (Some(m), RevisionPhase::Failed, _) => {
+            want.push((
+                INPUTS_REFUSED_CONDITION,
+                true,
+                IDENTICAL_CONTENT_REFUSED,
+                m.to_string(),
+            ));
+        }
+        // No longer refused: say why once; a False one stays as it is.
+        (_, RevisionPhase::Failed, Some(c)) if c.status == "True" => want.push((
+            INPUTS_REFUSED_CONDITION,
+            false,
+            "InputsChanged",
+            "the current inputs differ from this revision: nothing is refused".into(),
+        )),
+        (_, _, Some(c)) if c.status == "True" => want.push((
+            INPUTS_REFUSED_CONDITION,
+            false,
+            "Retried",
+            "retried by a person: no longer refused".into(),
+        )),
+        (_, _, Some(c)) => want.push((
+            INPUTS_REFUSED_CONDITION,
+            false,
+            c.reason.as_str(),
+            c.message.clone(),
+        )),
+        _ => {}
+    }
+    let mut out: Vec<Condition> = want
+        .into_iter()
+        .map(|(type_, status, reason, message)| {
+            let status = if status { "True" } else { "False" };
+            let since = current
+                .iter()
+                .find(|c| c.type_ == type_ && c.status == status)
+                .map_or_else(|| now.clone(), |c| c.last_transition_time.clone());
+            Condition {
+                type_: type_.into(),
+                status: status.into(),
+                reason: reason.into(),
+                message,
+                observed_generation: generation,
+                last_transition_time: since,
+            }
+        })
+        .collect();
+    let ours = |t: &str| {
+        [
+            READY_CONDITION,
+            RECONCILING_CONDITION,
+            STALLED_CONDITION,
+            INPUTS_REFUSED_CONDITION,
+        ]
+        .contains(&t)
+    };
+    out.extend(current.iter().filter(|c| !ours(&c.type_)).cloned());
+    out
+}
+
+/// The API's phase names are the reasons.
+fn phase_word(phase: RevisionPhase) -> &'static str {
+    match phase {
+        RevisionPhase::Pending => "Pending",
+        RevisionPhase::Progressing => "Progressing",
+        RevisionPhase::Succeeded => "Succeeded",
+        RevisionPhase::Failed => "Failed",
+        RevisionPhase::Superseded => "Superseded",
+        RevisionPhase::Blocked => "Blocked",
+    }
+}
+
+fn default_message(phase: RevisionPhase) -> &'static str {
+    match phase {
+        RevisionPhase::Pending => "created; no node has been dispatched yet",
+        RevisionPhase::Progressing => "being rolled out",
+        RevisionPhase::Succeeded => "every counted managed node runs it",
+        RevisionPhase::Failed => "more nodes failed it than --max-failures allows",
+        RevisionPhase::Superseded => "a newer revision replaced it",
+        RevisionPhase::Blocked => "it cannot be rolled out",
+    }
+}
+
+/// The pause that applies to `ncr`.
+pub fn pause_of(ncr: &NetworkConfigRevision, globally_paused: bool) -> Pause {
+    if ncr.spec.paused {
+        Pause::Revision
+    } else if globally_paused {
+        Pause::Global
+    } else {
+        Pause::No
+    }
+}
+
+/// The status fields (`conditions`, `observedGeneration`) to merge into a write that sets
+/// `phase` and `message` on `ncr`.
+pub fn for_phase(
+    ncr: &NetworkConfigRevision,
+    phase: RevisionPhase,
+    message: &str,
+    globally_paused: bool,
+    refusal: Option<&Refusal>,
+) -> serde_json::Value {
+    let facts = Facts {
+        phase: Some(phase),
+        message: Some(message),
+        pause: pause_of(ncr, globally_paused),
+        refused: refused_message(ncr, refusal),
+    };
+    fields(ncr, &facts)
+}
+
+fn refused_message<'a>(
+    ncr: &NetworkConfigRevision,
+    refusal: Option<&'a Refusal>,
+) -> Option<&'a str> {
+    refusal
+        .filter(|r| ncr.metadata.name.as_deref() == Some(r.revision.as_str()))
+        .map(|r| r.message.as_str())
+}
+
+fn fields(ncr: &NetworkConfigRevision, facts: &Facts<'_>) -> serde_json::Value {
+    let current = ncr
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    let generation = ncr.metadata.generation;
+    let list = conditions(
+        current,
+        generation,
+        facts,
+        &convert::to_time(convert::now()),
+    );
+    serde_json::json!({ "conditions": list, "observedGeneration": generation })
+}
+
+/// The status fields to write on `ncr` when its conditions are out of date; `None` when they
+/// are current.
+pub fn update(
+    ncr: &NetworkConfigRevision,
+    globally_paused: bool,
+    refusal: Option<&Refusal>,
+) -> Option<serde_json::Value> {
+    let status = ncr.status.clone().unwrap_or_default();
+    let facts = Facts {
+        phase: status.phase,
+        message: status.message.as_deref(),
+        pause: pause_of(ncr, globally_paused),
+        refused: refused_message(ncr, refusal),
+    };
+    let generation = ncr.metadata.generation;
+    let want = conditions(
+        &status.conditions,
+        generation,
+        &facts,
+        &convert::to_time(convert::now()),
+    );
+    if want == status.conditions && status.observed_generation == generation {
+        return None;
+    }
+    Some(serde_json::json!({ "conditions": want, "observedGeneration": generation }))
+}
+
+/// Writes the conditions of every revision (not being deleted) whose conditions are out of
+/// date; `refusal` says which Failed revision the current inputs are identical to.
+///
+/// # Errors
+/// The first failed write (the pass is retried with backoff).
+pub async fn sync(ctx: &Context, refusal: Option<&Refusal>) -> Result<()> {
+    let paused = ctx.read().globally_paused();
+    for ncr in ctx.read().revisions() {
+        if ncr.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let (Some(name), Some(fields)) =
+            (ncr.metadata.name.as_deref(), update(&ncr, paused, refusal))
+        else {
+            continue;
+        };
+        tracing::debug!(revision = %name, "conditions written");
+        let api: Api<NetworkConfigRevision> = ctx.writer().api();
+        ctx.writer()
+            .write_revision(
+                || format!("write the conditions of NetworkConfigRevision {name}"),
+                api.patch_status(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&serde_json::json!({ "status": fields })),
+                ),
+            )
+            .await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,200 @@
+//! Each phase's conditions, pauses, transition times, refusals and when a write is due.
+
+use super::*;
+
+fn t(secs: i64) -> Time {
+    Time(jiff::Timestamp::from_second(secs).unwrap())
+}
+
+fn facts(phase: RevisionPhase) -> Facts<'static> {
+    Facts {
+        phase: Some(phase),
+        message: Some("why"),
+        pause: Pause::No,
+        refused: None,
+    }
+}
+
+/// `(type, status, reason)` of each condition.
+fn summary(list: &[Condition]) -> Vec<(String, String, String)> {
+    list.iter()
+        .map(|c| (c.type_.clone(), c.status.clone(), c.reason.clone()))
+        .collect()
+}
+
+fn expect(rows: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
+    rows.iter()
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        .collect()
+}
+
+#[test]
+fn every_phase_maps_to_the_kstatus_conditions_of_the_contract_table() {
+    use RevisionPhase::*;
+    let table = [
+        (Pending, ["False", "True", "False"]),
+        (Progressing, ["False", "True", "False"]),
+        (Succeeded, ["True", "False", "False"]),
+        (Failed, ["False", "False", "True"]),
+        (Superseded, ["False", "False", "False"]),
+        (Blocked, ["False", "False", "True"]),
+    ];
+    for (phase, [ready, reconciling, stalled]) in table {
+        let list = conditions(&[], Some(4), &facts(phase), &t(10));
+        let word = phase_word(phase);
+        assert_eq!(
+            summary(&list),
+            expect(&[
+                ("Ready", ready, word),
+                ("Reconciling", reconciling, word),
+                ("Stalled", stalled, word),
+            ]),
+            "{phase:?}"
+        );
+        for c in &list {
+            assert_eq!(c.observed_generation, Some(4), "{phase:?}");
+            assert_eq!(c.message, "why");
+            assert_eq!(c.last_transition_time, t(10));
+        }
+    }
+    let none = Facts {
+        phase: None,
+        message: None,
+        ..facts(Pending)
+    };
+    let list = conditions(&[], None, &none, &t(10));
+    assert_eq!(
+        list[1].status, "True",
+        "no phase yet is Pending: reconciling"
+    );
+    assert!(!list[1].message.is_empty());
+}
+
+#[test]
+fn a_paused_revision_in_progress_is_reconciling_with_reason_paused_and_a_finished_one_is_not() {
+    for pause in [Pause::Revision, Pause::Global] {
+        let paused = Facts {
+            pause,
+            ..facts(RevisionPhase::Progressing)
+        };
+        let list = conditions(&[], Some(2), &paused, &t(1));
+        assert_eq!(
+            summary(&list),
+            expect(&[
+                ("Ready", "False", "Paused"),
+                ("Reconciling", "True", "Paused"),
+                ("Stalled", "False", "Paused"),
+            ])
+        );
+        assert!(list[0].message.contains("paused"), "{}", list[0].message);
+        let done = Facts {
+            pause,
+            ..facts(RevisionPhase::Succeeded)
+        };
+        let list = conditions(&[], Some(2), &done, &t(1));
+        assert_eq!(list[0].reason, "Succeeded");
+    }
+}
+
+#[test]
+fn the_transition_time_changes_only_when_a_condition_changes_status() {
+    let first = conditions(&[], Some(1), &facts(RevisionPhase::Pending), &t(1));
+    // Pending -> Progressing: the same statuses, other reason and message.
+    let moving = Facts {
+        message: Some("rolling out"),
+        ..facts(RevisionPhase::Progressing)
+    };
+    let second = conditions(&first, Some(2), &moving, &t(2));
+    assert!(second.iter().all(|c| c.last_transition_time == t(1)));
+    assert_eq!(second[1].message, "rolling out");
+    assert!(second.iter().all(|c| c.observed_generation == Some(2)));
+    // Progressing -> Succeeded: Ready and Reconciling flip, Stalled stays False.
+    let third = conditions(&second, Some(2), &facts(RevisionPhase::Succeeded), &t(3));
+    let times: Vec<Time> = third
+        .iter()
+        .map(|c| c.last_transition_time.clone())
+        .collect();
+    assert_eq!(times, [t(3), t(3), t(1)]);
+}
+
+#[test]
+fn refused_inputs_are_said_on_the_failed_revision_and_cleared_when_they_change_or_it_is_retried() {
+    let failed = conditions(&[], Some(1), &facts(RevisionPhase::Failed), &t(1));
+    assert_eq!(failed.len(), 3, "never refused: no InputsRefused condition");
+    let refused = Facts {
+        refused: Some("RoutingTable extra is identical"),
+        ..facts(RevisionPhase::Failed)
+    };
+    let on = conditions(&failed, Some(1), &refused, &t(2));
+    assert_eq!(
+        summary(&on[3..]),
+        expect(&[("InputsRefused", "True", "IdenticalContentRefused")])
+    );
+    assert_eq!(on[3].message, "RoutingTable extra is identical");
+    assert_eq!(on[2].reason, "Failed", "Stalled keeps the failure");
+    assert_eq!(on[2].last_transition_time, t(1));
+
+    let changed = conditions(&on, Some(1), &facts(RevisionPhase::Failed), &t(3));
+    assert_eq!(
+        summary(&changed[3..]),
+        expect(&[("InputsRefused", "False", "InputsChanged")])
+    );
+    assert_eq!(changed[3].last_transition_time, t(3));
+
+    let retried = conditions(&on, Some(2), &facts(RevisionPhase::Pending), &t(4));
+    assert_eq!(
+        summary(&retried[3..]),
+        expect(&[("InputsRefused", "False", "Retried")])
+    );
+    // Once False, it keeps its reason through later phases (a retry that fails again).
+    let failed_again = conditions(&retried, Some(2), &facts(RevisionPhase::Failed), &t(5));
+    assert_eq!(failed_again[3], retried[3]);
+    // A refusal named for a revision that is not Failed is not written.
+    let not_failed = Facts {
+        refused: Some("x"),
+        ..facts(RevisionPhase::Succeeded)
+    };
+    assert_eq!(conditions(&[], Some(1), &not_failed, &t(1)).len(), 3);
+}
+
+#[test]
+fn conditions_up_to_date_need_no_write_and_a_new_generation_or_refusal_does() {
+    let mut ncr = NetworkConfigRevision::new("ncr-a", Default::default());
+    ncr.metadata.generation = Some(1);
+    ncr.status = Some(netrollout_api::NetworkConfigRevisionStatus {
+        phase: Some(RevisionPhase::Failed),
+        message: Some("2 node(s) failed".into()),
+        ..Default::default()
+    });
+    let apply = |ncr: &mut NetworkConfigRevision, fields: serde_json::Value| {
+        let s = ncr.status.as_mut().unwrap();
+        s.conditions = serde_json::from_value(fields["conditions"].clone()).unwrap();
+        s.observed_generation = fields["observedGeneration"].as_i64();
+    };
+    let fields = update(&ncr, false, None).expect("never written");
+    apply(&mut ncr, fields);
+    assert_eq!(update(&ncr, false, None), None, "nothing changed");
+    assert_eq!(
+        update(&ncr, true, None),
+        None,
+        "a pause does not touch a Failed one"
+    );
+
+    let refusal = Refusal {
+        revision: "ncr-a".into(),
+        message: "identical".into(),
+    };
+    let other = Refusal {
+        revision: "ncr-b".into(),
+        ..refusal.clone()
+    };
+    assert_eq!(update(&ncr, false, Some(&other)), None, "another revision");
+    let fields = update(&ncr, false, Some(&refusal)).expect("refused now");
+    apply(&mut ncr, fields);
+    assert_eq!(update(&ncr, false, Some(&refusal)), None);
+
+    ncr.metadata.generation = Some(2);
+    let fields = update(&ncr, false, Some(&refusal)).expect("a new generation");
+    assert_eq!(fields["observedGeneration"], 2);
+    assert_eq!(fields["conditions"][0]["observedGeneration"], 2);
+}
