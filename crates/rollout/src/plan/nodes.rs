@@ -86,10 +86,13 @@ impl<'a> Pass<'a> {
         }
         let eligible = first_in_dispatch_order_of(eligible(), free);
 
-        // A joining node gets the newest Succeeded revision until the target has a success.
+        // A joining node gets the newest Succeeded revision until the target has a success,
+        // unless more than `max_failures` nodes fail that revision now.
         let goal_has_success = self.tally[g].settled > 0;
         let join_rev = match self.newest(|p| p == RevisionPhase::Succeeded) {
-            Some(s) if !goal_has_success && !rolling_back => self.revs[s].name.as_str(),
+            Some(s) if !goal_has_success && !rolling_back && !self.over_budget(s) => {
+                self.revs[s].name.as_str()
+            }
             _ => goal,
         };
 
