@@ -394,11 +394,18 @@ impl Checker {
             }
             // Frozen once the failure is recorded. A detection whose write was lost is not a
             // detection: the next pass re-evaluates (a timed-out node may have finished since).
+            // Over its budget and not Failed (a halted rollback's known-good revision, or a
+            // failure whose write was lost), a revision's bound never grows: no node may get it.
             if r.phase == RevisionPhase::Failed {
                 e.1 = true;
             } else {
                 let f = failed_now(after, &r.name, now, s);
-                e.0 = s.max_failures.max(f) + potential(after, &r.name, now, s);
+                let bound = s.max_failures.max(f) + potential(after, &r.name, now, s);
+                e.0 = if f > s.max_failures {
+                    e.0.max(f).min(bound)
+                } else {
+                    bound
+                };
             }
         }
         Ok(())
