@@ -71,7 +71,9 @@ struct Tally {
     failed: usize,
     /// Of those, Ready and Failed or timed out: the failures that count against the revision.
     ready_failed: usize,
-    /// Counted (Ready, not marked unresponsive) and Provisioned.
+    /// Counted (Ready, not marked unresponsive).
+    counted: usize,
+    /// Counted and Provisioned.
     counted_settled: usize,
     /// Counted and Failed or timed out.
     counted_failed: usize,
@@ -98,6 +100,8 @@ struct Pass<'a> {
     in_flight_at: Vec<usize>,
     /// Counted nodes (managed, Ready, not marked unresponsive).
     counted: usize,
+    /// Of those, the ones whose spec names a known revision.
+    counted_configured: usize,
     /// Nodes that may be dispatched now unless they already run the goal: indexes into
     /// `all_nodes` with the index of their spec revision.
     movable: Vec<(usize, Option<usize>)>,
@@ -127,6 +131,7 @@ impl<'a> Pass<'a> {
             not_ready: 0,
             in_flight_at: Vec::new(),
             counted: 0,
+            counted_configured: 0,
             movable: Vec::new(),
             withdrawals: Vec::new(),
             records: Vec::new(),
@@ -166,11 +171,13 @@ impl<'a> Pass<'a> {
         let settled = *cond == Cond::Settled;
         let failed = matches!(cond, Cond::Failed { .. } | Cond::TimedOut);
         if let Some(r) = rev {
+            self.counted_configured += usize::from(counted);
             let t = &mut self.tally[r];
             t.nodes += 1;
             t.settled += usize::from(settled);
             t.failed += usize::from(failed);
             t.ready_failed += usize::from(failed && n.ready);
+            t.counted += usize::from(counted);
             t.counted_settled += usize::from(settled && counted);
             t.counted_failed += usize::from(failed && counted);
         }

@@ -52,8 +52,9 @@ pub enum RevisionPhase {
     Progressing,
     /// Every counted node (managed, Ready, not marked unresponsive) finished it when it was
     /// the target, at least one Provisioned: known-good, a rollback target. It stays Succeeded
-    /// when a newer revision follows; if it becomes the target again (its sequence raised) and
-    /// more than `max_failures` nodes fail it then, it becomes Failed.
+    /// when a newer revision follows. When it is the target again (its sequence raised) it is
+    /// Progressing while counted nodes run another revision, and Failed if more than
+    /// `max_failures` nodes fail it then.
     Succeeded,
     /// More than `max_failures` nodes failed it; never dispatched again until a person retries.
     Failed,

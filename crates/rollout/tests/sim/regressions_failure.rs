@@ -316,10 +316,10 @@ fn history_keeps_failed_revisions_longer_than_succeeded_ones() {
         revisions.push(rev(&format!("bad{i:02}"), 100 + i, RevisionPhase::Failed));
     }
     revisions.push(rev("live", 200, RevisionPhase::Succeeded));
-    let nodes = vec![
-        on("a", "live", NodePhase::Provisioned),
-        on("b", "ok00", NodePhase::Provisioned),
-    ];
+    // b is NotReady (not counted): `live` stays Succeeded while b still refers to ok00.
+    let mut b = on("b", "ok00", NodePhase::Provisioned);
+    b.ready = false;
+    let nodes = vec![on("a", "live", NodePhase::Provisioned), b];
     let p = plan(&State { revisions, nodes }, t(1), &Settings::default());
     let pruned: Vec<&str> = p
         .actions

@@ -81,9 +81,36 @@ fn a_succeeded_revision_raised_again_keeps_rolling_out_within_max_failures() {
         ..limit(2)
     };
     let p = plan(&undo_failing_on_two_nodes(), t(1), &settings);
-    assert!(phase_changes(&p).is_empty(), "{p:?}");
+    // Rolling out again: Progressing (not Ready) until every counted node runs it.
+    assert_eq!(
+        phase_changes(&p),
+        [("old".to_string(), RevisionPhase::Progressing)],
+        "{p:?}"
+    );
+    assert!(p.actions[0].reason().contains("target again"), "{p:?}");
     assert_eq!(p.summary.mode, Mode::RollingOut);
     assert_eq!(dispatched(&p), pairs(&[("old", "c"), ("old", "d")]));
+}
+
+#[test]
+fn a_raised_succeeded_revision_is_succeeded_again_once_every_counted_node_runs_it() {
+    let mut state = undo_failing_on_two_nodes();
+    state.revisions[0].phase = RevisionPhase::Progressing;
+    state.nodes = ["a", "b", "c", "d"]
+        .iter()
+        .map(|n| on(n, "old", NodePhase::Provisioned))
+        .collect();
+    let p = plan(&state, t(1), &limit(2));
+    assert_eq!(
+        phase_changes(&p),
+        [("old".to_string(), RevisionPhase::Succeeded)]
+    );
+    // A node with no config joining a Succeeded target does not make it Progressing.
+    state.revisions[0].phase = RevisionPhase::Succeeded;
+    state.nodes.push(Node::new("j"));
+    let p = plan(&state, t(1), &limit(2));
+    assert!(phase_changes(&p).is_empty(), "{p:?}");
+    assert_eq!(dispatched(&p), pairs(&[("old", "j")]));
 }
 
 #[test]
