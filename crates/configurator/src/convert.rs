@@ -142,11 +142,8 @@ pub fn node(n: &KubeNode, nnc: Option<&NodeNetworkConfig>, own_node: Option<&str
             },
             started_at: s.started_at.as_ref().map(from_time),
             finished_at: s.finished_at.as_ref().map(from_time),
-            message: match (&s.reason, &s.message) {
-                (Some(r), Some(m)) => Some(format!("{r}: {m}")),
-                (Some(x), None) | (None, Some(x)) => Some(x.clone()),
-                (None, None) => None,
-            },
+            reason: s.reason.clone(),
+            message: s.message.clone(),
         })
     });
     Node {

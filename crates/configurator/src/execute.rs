@@ -244,14 +244,8 @@ async fn set_phase(
             .iter()
             .map(|f| FailedNode {
                 node: f.node.clone(),
-                reason: f
-                    .reason
-                    .split(':')
-                    .next()
-                    .unwrap_or("Failed")
-                    .trim()
-                    .to_string(),
-                message: f.reason.clone(),
+                reason: f.reason.clone(),
+                message: f.message.clone(),
                 time: Some(convert::to_time(f.at)),
             })
             .collect();

@@ -106,14 +106,16 @@ pub fn updates(
     Ok(patches)
 }
 
-/// A failure as the planner lists it: the agent's reason, `reason: message`, when it finished.
+/// A failure as the planner lists it: the agent's reason word (`Failed` without one), the
+/// agent's `reason: message`, when it finished.
 fn failed_node(node: &str, s: &NodeNetworkConfigStatus) -> FailedNode {
-    let reason = s.reason.clone().unwrap_or_else(|| "Failed".into());
+    let reason = netrollout_rollout::reason::agent_failure(s.reason.as_deref()).to_string();
     FailedNode {
         node: node.to_string(),
-        message: match &s.message {
-            Some(m) => format!("{reason}: {m}"),
-            None => reason.clone(),
+        message: match (&s.reason, &s.message) {
+            (Some(r), Some(m)) => format!("{r}: {m}"),
+            (Some(x), None) | (None, Some(x)) => x.clone(),
+            (None, None) => "the agent reported Failed without a reason".into(),
         },
         reason,
         time: Some(
@@ -200,6 +202,37 @@ mod tests {
         assert_eq!(nodes[1].reason, "ProbeFailed");
         assert_eq!(nodes[1].message, "ProbeFailed: late");
         assert!(nodes[2].time.is_some());
+    }
+
+    #[test]
+    fn a_late_failure_without_a_reason_word_is_listed_as_failed_with_the_agents_text() {
+        let ncrs = [ncr("bad", failed_status("n-0", 3))];
+        let mut sentence = node_status("bad", NodePhase::Failed, Some("gateway unreachable"));
+        sentence.reason = Some("probe failed after apply".into());
+        let mut none = node_status("bad", NodePhase::Failed, None);
+        none.reason = None;
+        let nncs = [nnc("n-1", "bad", sentence), nnc("n-2", "bad", none)];
+        let patches = updates_of(&ncrs, &nncs);
+        let nodes: Vec<FailedNode> =
+            serde_json::from_value(patches[0].1["failedNodes"].clone()).unwrap();
+        for f in &nodes {
+            assert!(
+                netrollout_rollout::reason::is_reason_word(&f.reason),
+                "{nodes:?}"
+            );
+        }
+        assert_eq!(
+            (nodes[1].reason.as_str(), nodes[2].reason.as_str()),
+            ("Failed", "Failed")
+        );
+        assert_eq!(
+            nodes[1].message,
+            "probe failed after apply: gateway unreachable"
+        );
+        assert_eq!(
+            nodes[2].message,
+            "the agent reported Failed without a reason"
+        );
     }
 
     #[test]

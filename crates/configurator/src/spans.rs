@@ -184,7 +184,8 @@ mod tests {
                 reason: "r".into(),
                 failed_nodes: vec![NodeFailure {
                     node: "n1".into(),
-                    reason: "Failed: x".into(),
+                    reason: "ProbeFailed".into(),
+                    message: "ProbeFailed: x".into(),
                     at: Timestamp::from_millis(1),
                 }],
             },

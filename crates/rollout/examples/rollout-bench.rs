@@ -51,6 +51,7 @@ fn fleet(n: usize) -> State {
                     phase: NodePhase::Provisioned,
                     started_at: None,
                     finished_at: None,
+                    reason: None,
                     message: None,
                 });
                 node.dispatch = Some(DispatchRecord {

@@ -116,8 +116,11 @@ pub struct NodeDispatch {
 pub struct NodeFailure {
     /// Node name.
     pub node: String,
-    /// What went wrong (agent message, or the apply timeout).
+    /// Why, as one CamelCase word ([`crate::reason`]): the agent's reason (`ProbeFailed`,
+    /// `AgentCrashed`, …), `ApplyTimeout`, or `Failed` when the agent gave no reason word.
     pub reason: String,
+    /// What went wrong, for people: the agent's reason and message, or the apply timeout.
+    pub message: String,
     /// When it was detected (configurator clock).
     pub at: Timestamp,
 }
@@ -157,7 +160,8 @@ pub enum Mode {
     RollingOut,
     /// The newest revision failed; moving nodes back to the newest Succeeded revision.
     RollingBack,
-    /// The newest revision failed and no known-good revision exists: nothing moves.
+    /// The newest revision failed and no known-good revision exists, or more than
+    /// `max_failures` nodes failed the rollback to it: nothing moves.
     Halted,
     /// Paused (globally or the target revision): no new dispatches; in-flight nodes finish.
     Paused,

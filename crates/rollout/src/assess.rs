@@ -14,8 +14,11 @@ pub(crate) enum Cond<'a> {
     Unconfigured,
     /// The agent reported Provisioned for the spec revision.
     Settled,
-    /// The agent reported Failed for the spec revision.
-    Failed { message: Option<&'a str> },
+    /// The agent reported Failed for the spec revision (with its reason word and message).
+    Failed {
+        reason: Option<&'a str>,
+        message: Option<&'a str>,
+    },
     /// Dispatched, not picked up yet, within the pickup timeout: in flight.
     Pending,
     /// Dispatched and not picked up within the pickup timeout: to be withdrawn.
@@ -51,6 +54,7 @@ pub(crate) fn assess<'a>(node: &'a Node, now: Timestamp, settings: &Settings) ->
         Some(NodePhase::Provisioned) => return Cond::Settled,
         Some(NodePhase::Failed) => {
             return Cond::Failed {
+                reason: status.and_then(|s| s.reason.as_deref()),
                 message: status.and_then(|s| s.message.as_deref()),
             };
         }
@@ -87,6 +91,7 @@ mod tests {
             phase,
             started_at: None,
             finished_at: None,
+            reason: None,
             message: None,
         });
         n.dispatch = Some(DispatchRecord {

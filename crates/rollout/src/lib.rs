@@ -29,6 +29,7 @@
 //! - [`order`]: dispatch order ([`order::first_in_dispatch_order_of`] picks a wave from bounded
 //!   per-group heaps, without collecting or sorting the candidates).
 //! - `prune`: history limits.
+//! - [`reason`]: the reason words written into a revision's status (`ApplyTimeout`, …).
 //! - [`time`]: caller-supplied instants.
 //!
 //! The contract and the decisions taken where the contract leaves room are in `docs/rollout.md`.
@@ -39,6 +40,7 @@ mod assess;
 pub mod order;
 mod plan;
 mod prune;
+pub mod reason;
 pub mod settings;
 pub mod state;
 pub mod time;

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use crate::action::{Action, Mode, NodeFailure, Plan, Summary};
 use crate::assess::{Cond, assess};
+use crate::reason;
 use crate::settings::Settings;
 use crate::state::{Node, Revision, RevisionPhase, State};
 use crate::time::Timestamp;
@@ -70,7 +71,9 @@ struct Tally {
     failed: usize,
     /// Of those, Ready and Failed or timed out: the failures that count against the revision.
     ready_failed: usize,
-    /// Counted (Ready, not marked unresponsive) and Provisioned.
+    /// Counted (Ready, not marked unresponsive).
+    counted: usize,
+    /// Counted and Provisioned.
     counted_settled: usize,
     /// Counted and Failed or timed out.
     counted_failed: usize,
@@ -97,6 +100,8 @@ struct Pass<'a> {
     in_flight_at: Vec<usize>,
     /// Counted nodes (managed, Ready, not marked unresponsive).
     counted: usize,
+    /// Of those, the ones whose spec names a known revision.
+    counted_configured: usize,
     /// Nodes that may be dispatched now unless they already run the goal: indexes into
     /// `all_nodes` with the index of their spec revision.
     movable: Vec<(usize, Option<usize>)>,
@@ -126,6 +131,7 @@ impl<'a> Pass<'a> {
             not_ready: 0,
             in_flight_at: Vec::new(),
             counted: 0,
+            counted_configured: 0,
             movable: Vec::new(),
             withdrawals: Vec::new(),
             records: Vec::new(),
@@ -165,11 +171,13 @@ impl<'a> Pass<'a> {
         let settled = *cond == Cond::Settled;
         let failed = matches!(cond, Cond::Failed { .. } | Cond::TimedOut);
         if let Some(r) = rev {
+            self.counted_configured += usize::from(counted);
             let t = &mut self.tally[r];
             t.nodes += 1;
             t.settled += usize::from(settled);
             t.failed += usize::from(failed);
             t.ready_failed += usize::from(failed && n.ready);
+            t.counted += usize::from(counted);
             t.counted_settled += usize::from(settled && counted);
             t.counted_failed += usize::from(failed && counted);
         }
@@ -242,42 +250,66 @@ impl<'a> Pass<'a> {
         }
     }
 
-    /// More than `max_failures` failed (Ready) nodes fail a revision that is not known-good.
-    /// Superseded revisions count too: their nodes finish applying, and a bad config must be
-    /// remembered as Failed should the same content become the target again.
+    /// More than `max_failures` failed (Ready) nodes fail a revision in progress, and the
+    /// rollout target whatever its history. Superseded revisions count too: their nodes finish
+    /// applying, and a bad config must be remembered as Failed should the same content become
+    /// the target again. A Succeeded revision is failed only while it is the rollout target (an
+    /// undo raised its sequence): having succeeded once is no licence to keep rolling it out
+    /// when it fails now. As the rollback target it is never failed; a rollback it fails halts
+    /// instead ([`Pass::decide`]).
     fn detect_failures(&mut self) {
         for i in 0..self.revs.len() {
-            if !matches!(
+            if matches!(
                 self.phases[i],
                 RevisionPhase::Pending | RevisionPhase::Progressing | RevisionPhase::Superseded
-            ) || self.tally[i].ready_failed <= self.settings.max_failures
-            {
-                continue;
+            ) {
+                self.fail_if_over_budget(i);
             }
-            let r = &self.revs[i];
-            let failures = self.failures_of(r);
-            // The message names the first few; `failed_nodes` has them all (a large fleet can
-            // fail hundreds of nodes at once, and the message is written into the revision).
-            let mut names: Vec<String> = failures
-                .iter()
-                .take(NAMED_FAILURES)
-                .map(|f| format!("{} ({})", f.node, f.reason))
-                .collect();
-            if failures.len() > NAMED_FAILURES {
-                names.push(format!(
-                    "and {} more (all in the failed-node list)",
-                    failures.len() - NAMED_FAILURES
-                ));
-            }
-            let reason = format!(
-                "{} node(s) failed revision {} (more than --max-failures={}): {}; rollout halted",
-                failures.len(),
-                r.name,
-                self.settings.max_failures,
-                names.join(", ")
-            );
-            self.set_phase(i, RevisionPhase::Failed, reason, failures);
         }
+        if let Some(c) = self.rollout_candidate()
+            && self.phases[c] == RevisionPhase::Succeeded
+        {
+            self.fail_if_over_budget(c);
+        }
+    }
+
+    /// Whether more than `max_failures` Ready managed nodes failed revision `i`.
+    fn over_budget(&self, i: usize) -> bool {
+        self.tally[i].ready_failed > self.settings.max_failures
+    }
+
+    fn fail_if_over_budget(&mut self, i: usize) {
+        if !self.over_budget(i) {
+            return;
+        }
+        let r = &self.revs[i];
+        let failures = self.failures_of(r);
+        // The message names the first few; `failed_nodes` has them all (a large fleet can
+        // fail hundreds of nodes at once, and the message is written into the revision).
+        let mut names: Vec<String> = failures
+            .iter()
+            .take(NAMED_FAILURES)
+            .map(|f| format!("{} ({})", f.node, f.message))
+            .collect();
+        if failures.len() > NAMED_FAILURES {
+            names.push(format!(
+                "and {} more (all in the failed-node list)",
+                failures.len() - NAMED_FAILURES
+            ));
+        }
+        let was = if self.phases[i] == RevisionPhase::Succeeded {
+            ", although it had succeeded before; it is no longer a rollback target"
+        } else {
+            ""
+        };
+        let reason = format!(
+            "{} node(s) failed revision {} (more than --max-failures={}){was}: {}; rollout halted",
+            failures.len(),
+            r.name,
+            self.settings.max_failures,
+            names.join(", ")
+        );
+        self.set_phase(i, RevisionPhase::Failed, reason, failures);
     }
 
     /// The Ready managed nodes that failed `r` (reported Failed or timed out), in fleet order.
@@ -287,19 +319,28 @@ impl<'a> Pass<'a> {
             .iter()
             .filter(|n| n.ready && !n.deleting && n.spec_revision.as_deref() == Some(&r.name))
             .filter_map(|n| {
-                let reason = match assess(n, self.now, self.settings) {
-                    Cond::Failed { message } => {
-                        message.unwrap_or("agent reported Failed").to_owned()
-                    }
-                    Cond::TimedOut => format!(
-                        "did not finish applying within the apply timeout of {:?}",
-                        self.settings.apply_timeout
+                let (reason, message) = match assess(n, self.now, self.settings) {
+                    Cond::Failed { reason, message } => (
+                        reason::agent_failure(reason).to_owned(),
+                        match (reason, message) {
+                            (Some(r), Some(m)) => format!("{r}: {m}"),
+                            (Some(x), None) | (None, Some(x)) => x.to_owned(),
+                            (None, None) => "the agent reported Failed without a reason".into(),
+                        },
+                    ),
+                    Cond::TimedOut => (
+                        reason::APPLY_TIMEOUT.to_owned(),
+                        format!(
+                            "did not finish applying within the apply timeout of {:?}",
+                            self.settings.apply_timeout
+                        ),
                     ),
                     _ => return None,
                 };
                 Some(NodeFailure {
                     node: n.name.clone(),
                     reason,
+                    message,
                     at: self.now,
                 })
             })
@@ -312,26 +353,35 @@ impl<'a> Pass<'a> {
             .max_by_key(|&i| self.revs[i].sequence)
     }
 
+    /// The revision to roll out, if the newest revision is not Failed or Blocked: the newest
+    /// good one when it is newer than every bad one.
+    fn rollout_candidate(&self) -> Option<usize> {
+        let bad = self.newest(RevisionPhase::is_bad);
+        self.newest(|p| !p.is_bad())
+            .filter(|&c| bad.is_none_or(|b| self.revs[c].sequence > self.revs[b].sequence))
+    }
+
+    /// Roll the candidate out; else roll back to the newest Succeeded revision. A rollback
+    /// whose target more than `max_failures` nodes failed halts: nothing more moves (the known-
+    /// good revision is not failed for it, so the fleet never slides further back by itself).
     fn decide(&self) -> Decision {
         let bad = self.newest(RevisionPhase::is_bad);
-        let candidate = self.newest(|p| !p.is_bad());
         let paused = |g: usize| self.settings.paused || self.revs[g].paused;
-        match (candidate, bad) {
-            (Some(c), b) if b.is_none_or(|b| self.revs[c].sequence > self.revs[b].sequence) => {
-                Decision {
-                    mode: if paused(c) {
-                        Mode::Paused
-                    } else {
-                        Mode::RollingOut
-                    },
-                    goal: Some(c),
-                    supersede_below: Some((self.revs[c].sequence, c)),
-                }
-            }
-            (_, Some(b)) => {
+        match (self.rollout_candidate(), bad) {
+            (Some(c), _) => Decision {
+                mode: if paused(c) {
+                    Mode::Paused
+                } else {
+                    Mode::RollingOut
+                },
+                goal: Some(c),
+                supersede_below: Some((self.revs[c].sequence, c)),
+            },
+            (None, Some(b)) => {
                 let good = self.newest(|p| p == RevisionPhase::Succeeded);
                 let mode = match good {
                     None => Mode::Halted,
+                    Some(g) if self.over_budget(g) => Mode::Halted,
                     Some(g) if paused(g) => Mode::Paused,
                     Some(_) => Mode::RollingBack,
                 };
@@ -341,7 +391,7 @@ impl<'a> Pass<'a> {
                     supersede_below: Some((self.revs[b].sequence, b)),
                 }
             }
-            _ => Decision {
+            (None, None) => Decision {
                 mode: Mode::Idle,
                 goal: None,
                 supersede_below: None,

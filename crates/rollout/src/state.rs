@@ -50,7 +50,11 @@ pub enum RevisionPhase {
     Pending,
     /// Being rolled out.
     Progressing,
-    /// Every managed Ready node reached it: known-good, a rollback target.
+    /// Every counted node (managed, Ready, not marked unresponsive) finished it when it was
+    /// the target, at least one Provisioned: known-good, a rollback target. It stays Succeeded
+    /// when a newer revision follows. When it is the target again (its sequence raised) it is
+    /// Progressing while counted nodes run another revision, and Failed if more than
+    /// `max_failures` nodes fail it then.
     Succeeded,
     /// More than `max_failures` nodes failed it; never dispatched again until a person retries.
     Failed,
@@ -147,7 +151,9 @@ pub struct NodeStatus {
     pub started_at: Option<Timestamp>,
     /// Agent clock; informational only.
     pub finished_at: Option<Timestamp>,
-    /// The agent's reason and message for a failure, if any.
+    /// The agent's reason word for a failure (`ProbeFailed`, `AgentCrashed`, …), if any.
+    pub reason: Option<String>,
+    /// The agent's message for a failure, if any.
     pub message: Option<String>,
 }
 

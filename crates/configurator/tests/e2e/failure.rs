@@ -270,5 +270,6 @@ async fn a_node_that_hangs_mid_apply_fails_the_revision_after_the_apply_timeout(
             || nodes_failed[0].message.contains("did not finish"),
         "{nodes_failed:?}"
     );
+    assert_eq!(nodes_failed[0].reason, "ApplyTimeout", "{nodes_failed:?}");
     cfg.stop().await
 }

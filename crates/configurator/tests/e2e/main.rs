@@ -7,6 +7,7 @@
 //! - `faults`: API errors injected by the lab server; a revision deleted while terminating.
 //! - `flood`: every node of a 300-node fleet reports at once; the lease keeps being renewed
 //!   and every report is counted.
+//! - `known_good`: an undo to a Succeeded revision that fails now fails it and goes back.
 //! - `leader`: two configurator processes, the leader killed mid-rollout.
 //! - `status`: the kstatus conditions as the real kubectl waits on them, no writes when nothing
 //!   changed, the prune and ignored-retry Events.
@@ -18,6 +19,7 @@ mod failure;
 mod faults;
 mod fleet;
 mod flood;
+mod known_good;
 mod lab;
 mod leader;
 mod rollout;

@@ -86,10 +86,13 @@ impl<'a> Pass<'a> {
         }
         let eligible = first_in_dispatch_order_of(eligible(), free);
 
-        // A joining node gets the newest Succeeded revision until the target has a success.
+        // A joining node gets the newest Succeeded revision until the target has a success,
+        // unless more than `max_failures` nodes fail that revision now.
         let goal_has_success = self.tally[g].settled > 0;
         let join_rev = match self.newest(|p| p == RevisionPhase::Succeeded) {
-            Some(s) if !goal_has_success && !rolling_back => self.revs[s].name.as_str(),
+            Some(s) if !goal_has_success && !rolling_back && !self.over_budget(s) => {
+                self.revs[s].name.as_str()
+            }
             _ => goal,
         };
 
@@ -158,11 +161,24 @@ impl<'a> Pass<'a> {
         (actions, eligible.len(), to_goal)
     }
 
-    /// Mark the goal Progressing, or Succeeded once every counted node runs it.
+    /// Mark the goal Progressing, or Succeeded once every counted node runs it. A Succeeded
+    /// goal that counted nodes with another revision must move to (an undo raised its
+    /// sequence) is Progressing again: it is not Ready until they run it.
     pub(super) fn progress(&mut self, d: &Decision, goal_dispatched: usize) {
         let (Some(g), Mode::RollingOut | Mode::Paused) = (d.goal, &d.mode) else {
             return;
         };
+        if self.phases[g] == RevisionPhase::Succeeded {
+            let elsewhere = self.counted_configured - self.tally[g].counted;
+            if elsewhere > 0 {
+                let reason = format!(
+                    "revision {} is the target again (sequence {}): rolling it out again to {elsewhere} node(s) that run another revision",
+                    self.revs[g].name, self.revs[g].sequence
+                );
+                self.set_phase(g, RevisionPhase::Progressing, reason, Vec::new());
+            }
+            return;
+        }
         if !matches!(
             self.phases[g],
             RevisionPhase::Pending | RevisionPhase::Progressing | RevisionPhase::Superseded

@@ -8,6 +8,8 @@ use netrollout_rollout::{
     Action, Mode, Node, NodePhase, Plan, RevisionPhase, Settings, State, Timestamp,
 };
 
+use netrollout_rollout::reason::is_reason_word;
+
 use crate::world::STEP_MS;
 
 /// Cross-step memory of the checker (the planner itself has none).
@@ -152,10 +154,9 @@ impl Checker {
         now: Timestamp,
         s: &Settings,
     ) -> Result<(), String> {
+        // Every revision, whatever its phase: one that Succeeded before and is the target again
+        // (an undo raised its sequence) has a failure budget like any other.
         for r in &state.revisions {
-            if r.phase == RevisionPhase::Succeeded {
-                continue;
-            }
             let f = failed_now(state, &r.name, now, s);
             let bound = self.bounds.get(&r.name).map_or(s.max_failures, |b| b.0);
             if f > bound {
@@ -246,6 +247,16 @@ impl Checker {
                             "invariant 2: dispatched {revision} which is {eff:?}"
                         ));
                     }
+                    // 3: no node gets a revision that more than max_failures nodes have
+                    // failed, whatever its phase (a Succeeded revision raised again, the
+                    // known-good revision of a rollback, the newest Succeeded for joins).
+                    let f = failed_now(before, revision, now, s);
+                    if f > s.max_failures {
+                        return Err(format!(
+                            "invariant 3: dispatched {revision} ({eff:?}) although {f} nodes failed it (max_failures {})",
+                            s.max_failures
+                        ));
+                    }
                     // 4: after a failure, only known-good revisions.
                     if newest_is_bad && eff != Some(RevisionPhase::Succeeded) {
                         return Err(format!(
@@ -281,6 +292,13 @@ impl Checker {
                     ..
                 } => {
                     for f in failed_nodes {
+                        // Reasons are words tools match on; sentences go into the message.
+                        if !is_reason_word(&f.reason) || f.message.is_empty() {
+                            return Err(format!(
+                                "failed node {} of {revision}: reason {:?} is not a CamelCase word (message {:?})",
+                                f.node, f.reason, f.message
+                            ));
+                        }
                         let n = node(&by_name, &f.node)?;
                         // 6: stale status never counts; 7: leaving/NotReady nodes never fail it.
                         if !counted_failure(n, revision, now, s) {
@@ -376,11 +394,18 @@ impl Checker {
             }
             // Frozen once the failure is recorded. A detection whose write was lost is not a
             // detection: the next pass re-evaluates (a timed-out node may have finished since).
+            // Over its budget and not Failed (a halted rollback's known-good revision, or a
+            // failure whose write was lost), a revision's bound never grows: no node may get it.
             if r.phase == RevisionPhase::Failed {
                 e.1 = true;
             } else {
                 let f = failed_now(after, &r.name, now, s);
-                e.0 = s.max_failures.max(f) + potential(after, &r.name, now, s);
+                let bound = s.max_failures.max(f) + potential(after, &r.name, now, s);
+                e.0 = if f > s.max_failures {
+                    e.0.max(f).min(bound)
+                } else {
+                    bound
+                };
             }
         }
         Ok(())

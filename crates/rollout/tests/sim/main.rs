@@ -13,6 +13,7 @@
 mod check;
 mod regressions;
 mod regressions_failure;
+mod regressions_known_good;
 mod scenario;
 
 // The simulator itself lives in the test kit (the benchmark uses it too).
@@ -116,6 +117,8 @@ const CHAOS_COVERAGE: &[&str] = &[
     "-> Superseded",
     "-> Failed: 1 node",
     "-> Failed: 2 node",
+    "although it had succeeded before",
+    "rollback halted",
     "apply timeout",
     "crashed while applying",
     "probe failed",

@@ -32,7 +32,8 @@ pub fn on(name: &str, revision: &str, phase: NodePhase) -> Node {
         phase,
         started_at: None,
         finished_at: None,
-        message: (phase == NodePhase::Failed).then(|| "probe failed: gateway unreachable".into()),
+        reason: (phase == NodePhase::Failed).then(|| "ProbeFailed".into()),
+        message: (phase == NodePhase::Failed).then(|| "gateway unreachable".into()),
     });
     n.dispatch = Some(DispatchRecord {
         revision: revision.into(),

@@ -49,8 +49,9 @@ fn more_failures_than_max_failures_fail_the_revision_and_list_the_failed_nodes()
     assert_eq!((revision.as_str(), *phase), ("r2", RevisionPhase::Failed));
     let names: Vec<&str> = failed_nodes.iter().map(|f| f.node.as_str()).collect();
     assert_eq!(names, ["a", "b"]);
-    assert!(
-        failed_nodes[0].reason.contains("gateway unreachable"),
+    assert_eq!(failed_nodes[0].reason, "ProbeFailed", "{failed_nodes:?}");
+    assert_eq!(
+        failed_nodes[0].message, "ProbeFailed: gateway unreachable",
         "{failed_nodes:?}"
     );
     assert!(reason.contains("--max-failures=1"), "{reason}");
@@ -187,6 +188,16 @@ fn an_apply_longer_than_the_apply_timeout_fails_the_node_by_the_configurators_cl
         [("r2".to_string(), RevisionPhase::Failed)]
     );
     assert!(p.actions[0].reason().contains("apply timeout"), "{p:?}");
+    let Action::SetRevisionPhase { failed_nodes, .. } = &p.actions[0] else {
+        panic!("first action must fail the revision: {p:?}");
+    };
+    // The reason is a word tools can match on; the sentence is the message.
+    assert_eq!(failed_nodes[0].node, "a");
+    assert_eq!(failed_nodes[0].reason, "ApplyTimeout", "{failed_nodes:?}");
+    assert!(
+        failed_nodes[0].message.contains("apply timeout of 120s"),
+        "{failed_nodes:?}"
+    );
     assert!(
         dispatched(&p).iter().all(|d| d.1 != "a"),
         "its spec stays while it applies"
@@ -305,10 +316,10 @@ fn history_keeps_failed_revisions_longer_than_succeeded_ones() {
         revisions.push(rev(&format!("bad{i:02}"), 100 + i, RevisionPhase::Failed));
     }
     revisions.push(rev("live", 200, RevisionPhase::Succeeded));
-    let nodes = vec![
-        on("a", "live", NodePhase::Provisioned),
-        on("b", "ok00", NodePhase::Provisioned),
-    ];
+    // b is NotReady (not counted): `live` stays Succeeded while b still refers to ok00.
+    let mut b = on("b", "ok00", NodePhase::Provisioned);
+    b.ready = false;
+    let nodes = vec![on("a", "live", NodePhase::Provisioned), b];
     let p = plan(&State { revisions, nodes }, t(1), &Settings::default());
     let pruned: Vec<&str> = p
         .actions

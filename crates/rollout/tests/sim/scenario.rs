@@ -65,6 +65,11 @@ fn pass(w: &mut World, checker: &mut Checker) -> Result<Plan, String> {
     let before = w.state.clone();
     w.log.push(format!("t={} pass", w.step));
     let (p, done) = w.configurator_pass();
+    if let (Mode::Halted, Some(t)) = (&p.summary.mode, &p.summary.target) {
+        w.log.push(format!(
+            "  rollback halted: more than max_failures nodes failed known-good revision {t}"
+        ));
+    }
     checker.check_pass(&before, &p, &w.state, w.now, &w.settings)?;
     let complete = done == p.actions.iter().map(write_count).sum::<usize>();
     if complete {

@@ -94,12 +94,14 @@ impl Agent {
         } else if let Some(s) = self.outbox.take() {
             node.status = Some(s);
         }
-        let status = |rev: &str, phase, message: Option<&str>| NodeStatus {
+        // A failure carries the real agent's reason word and a message.
+        let status = |rev: &str, phase, failure: Option<(&str, &str)>| NodeStatus {
             observed_revision: rev.to_owned(),
             phase,
             started_at: Some(now),
             finished_at: (phase != NodePhase::Provisioning).then_some(now),
-            message: message.map(str::to_owned),
+            reason: failure.map(|f| f.0.to_owned()),
+            message: failure.map(|f| f.1.to_owned()),
         };
         if self.behavior == Behavior::Hang {
             return;
@@ -116,7 +118,7 @@ impl Agent {
                         let s = status(
                             &rev,
                             NodePhase::Failed,
-                            Some("agent crashed while applying"),
+                            Some(("AgentCrashed", "agent crashed while applying")),
                         );
                         self.report(node, s);
                     } else {
@@ -129,7 +131,11 @@ impl Agent {
                     self.applying = None;
                     let s = if bad.contains(&rev) || self.behavior == Behavior::FailProbe {
                         self.failed.insert(rev.clone());
-                        status(&rev, NodePhase::Failed, Some("probe failed after apply"))
+                        status(
+                            &rev,
+                            NodePhase::Failed,
+                            Some(("ProbeFailed", "probe failed after apply")),
+                        )
                     } else {
                         self.applied = Some(rev.clone());
                         status(&rev, NodePhase::Provisioned, None)
@@ -150,7 +156,7 @@ impl Agent {
             status(
                 &rev,
                 NodePhase::Failed,
-                Some("failed before on this node; not retried"),
+                Some(("ProbeFailed", "failed before on this node; not retried")),
             )
         } else if self.applied.as_deref() == Some(rev.as_str()) {
             status(&rev, NodePhase::Provisioned, None)

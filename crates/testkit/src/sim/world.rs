@@ -147,6 +147,7 @@ impl World {
                 phase: netrollout_rollout::NodePhase::Provisioned,
                 started_at: None,
                 finished_at: None,
+                reason: None,
                 message: None,
             });
             let steps = self.agents.get(&n.name).map_or(1, |a| a.apply_steps);

@@ -1,0 +1,82 @@
+//! A revision that succeeded before and is the target again (an undo raised its sequence) has a
+//! failure budget like a new one: when it fails now it becomes Failed, and the fleet goes back
+//! to the revision the undo moved away from.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use netrollout_api::RevisionPhase;
+use netrollout_rollout::reason::is_reason_word;
+
+use crate::agents::{Agents, Outcome, Script};
+use crate::lab::{Lab, R};
+use crate::{all_provisioned, has_table, names, nodes};
+
+#[tokio::test]
+async fn an_undo_to_a_succeeded_revision_that_fails_now_fails_it_and_goes_back() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 4).await?;
+    // Table 100 succeeds at first; after the undo the same content fails on every node.
+    let bad = Arc::new(AtomicBool::new(false));
+    let script: Script = {
+        let bad = bad.clone();
+        Arc::new(move |_, spec| {
+            let outcome = if has_table(spec, 100) && bad.load(Ordering::SeqCst) {
+                Outcome::Fail
+            } else {
+                Outcome::Succeed
+            };
+            (Duration::from_millis(100), outcome)
+        })
+    };
+    let agents = Agents::start(lab.api.client.clone(), script);
+    let cfg = lab.configurator(&["--update-limit=2"]);
+    lab.set_table("extra", 100).await?;
+    let old = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    let old_name = old.metadata.name.clone().unwrap();
+    lab.set_table("extra", 200).await?;
+    let cur = lab
+        .newest_after(
+            old.spec.sequence,
+            RevisionPhase::Succeeded,
+            Duration::from_secs(20),
+        )
+        .await?;
+    let cur_name = cur.metadata.name.clone().unwrap();
+    all_provisioned(&lab, &names(4), &cur_name, Duration::from_secs(10)).await?;
+    let pickups_before = agents.pickups().len();
+
+    // The undo raises the Succeeded revision; it fails now, on the first wave only.
+    bad.store(true, Ordering::SeqCst);
+    lab.set_table("extra", 100).await?;
+    let failed = lab
+        .newest_after(
+            cur.spec.sequence,
+            RevisionPhase::Failed,
+            Duration::from_secs(20),
+        )
+        .await?;
+    assert_eq!(failed.metadata.name.as_deref(), Some(old_name.as_str()));
+    let status = failed.status.clone().unwrap_or_default();
+    assert!(!status.failed_nodes.is_empty(), "{status:?}");
+    // Reasons are words tools match on (the fake agents report `ProbeFailed`).
+    assert!(
+        status
+            .failed_nodes
+            .iter()
+            .all(|f| is_reason_word(&f.reason) && f.reason == "ProbeFailed"),
+        "{status:?}"
+    );
+    // Every node goes back to the revision the undo moved away from.
+    all_provisioned(&lab, &names(4), &cur_name, Duration::from_secs(20)).await?;
+    let again: Vec<_> = agents.pickups()[pickups_before..]
+        .iter()
+        .filter(|(_, r)| *r == old_name)
+        .cloned()
+        .collect();
+    assert!(again.len() <= 2, "the blast radius is one wave: {again:?}");
+    cfg.stop().await
+}
