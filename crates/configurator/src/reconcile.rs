@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::NetworkConfigRevision;
-use netrollout_rollout::{Action, Plan, RevisionPhase, Summary};
+use netrollout_rollout::{Action, Mode, Plan, RevisionPhase, Summary};
 
 use crate::context::Context;
 use crate::convert;
@@ -73,9 +73,50 @@ pub async fn pass(ctx: &Context) -> Result<Plan> {
         progress(ctx, &plan.summary, unresponsive, false).await?;
     }
     late_failures::record(ctx).await?;
+    halted_rollback(ctx, &plan.summary, settings.max_failures).await;
     crate::conditions::sync(ctx, refusal.as_ref()).await?;
     gauges(ctx.metrics(), &plan.summary, &ncrs);
     Ok(plan)
+}
+
+/// A rollback that halts is a decision without an action (nothing more moves), so it is told
+/// here: a Warning Event `RollbackHalted` on the known-good revision the first time a pass finds
+/// the rollback to it halted; once it moves again (failures back within the budget) a later halt
+/// is told again. (A halt without any known-good revision is told by the Failed revision's own
+/// Event.)
+async fn halted_rollback(ctx: &Context, summary: &Summary, max_failures: usize) {
+    let Some(target) = summary.target.as_deref() else {
+        return;
+    };
+    let key = format!("rollback/{target}");
+    match summary.mode {
+        Mode::Halted => {
+            if !ctx.noted_memo().first_time(&key, "halted") {
+                return;
+            }
+            let note = format!(
+                "rollback to known-good revision {target} halted: {} node(s) failed it (more than --max-failures={max_failures}); nothing more moves until the failures are within the budget (retry the failed nodes or remove them) or a newer revision is applied",
+                summary.target_failed
+            );
+            tracing::warn!(
+                revision = target,
+                failed = summary.target_failed,
+                "rollback halted"
+            );
+            let revisions = ctx.read().revisions();
+            if let Some(ncr) = revisions
+                .iter()
+                .find(|r| r.metadata.name.as_deref() == Some(target))
+            {
+                ctx.writer()
+                    .event(ncr.as_ref(), true, "RollbackHalted", "Rollback", &note)
+                    .await;
+            }
+        }
+        _ => {
+            ctx.noted_memo().first_time(&key, "moving");
+        }
+    }
 }
 
 /// Writes the target's counts (`ready/total` and the rest) when they changed: at once when

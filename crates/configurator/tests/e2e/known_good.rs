@@ -80,3 +80,53 @@ async fn an_undo_to_a_succeeded_revision_that_fails_now_fails_it_and_goes_back()
     assert!(again.len() <= 2, "the blast radius is one wave: {again:?}");
     cfg.stop().await
 }
+
+/// A rollback whose known-good revision fails now halts (nothing more moves), and the halt is an
+/// Event: a Warning `RollbackHalted` on the known-good revision.
+#[tokio::test]
+async fn a_rollback_the_known_good_revision_fails_halts_and_says_so_in_an_event() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 4).await?;
+    // Table 200 always fails; table 100 succeeds at first and fails once `known_good_breaks`.
+    let known_good_breaks = Arc::new(AtomicBool::new(false));
+    let script: Script = {
+        let breaks = known_good_breaks.clone();
+        Arc::new(move |_, spec| {
+            let outcome = if has_table(spec, 200)
+                || (has_table(spec, 100) && breaks.load(Ordering::SeqCst))
+            {
+                Outcome::Fail
+            } else {
+                Outcome::Succeed
+            };
+            (Duration::from_millis(100), outcome)
+        })
+    };
+    let _agents = Agents::start(lab.api.client.clone(), script);
+    let cfg = lab.configurator(&["--update-limit=2"]);
+    lab.set_table("extra", 100).await?;
+    let good = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    let good_name = good.metadata.name.clone().unwrap();
+    all_provisioned(&lab, &names(4), &good_name, Duration::from_secs(10)).await?;
+
+    known_good_breaks.store(true, Ordering::SeqCst);
+    lab.set_table("extra", 200).await?;
+    lab.newest_after(
+        good.spec.sequence,
+        RevisionPhase::Failed,
+        Duration::from_secs(20),
+    )
+    .await?;
+    let halted = lab
+        .event(
+            "NetworkConfigRevision",
+            &good_name,
+            "RollbackHalted",
+            Duration::from_secs(20),
+        )
+        .await?;
+    crate::assert_event(&halted, true, &[&good_name, "--max-failures=0"]);
+    cfg.stop().await
+}
