@@ -12,8 +12,17 @@ pub const VRF_NAME_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_-]*$";
 /// A BGP route target: `ASN:number` (ASN up to 4294967295) or `IPv4:number`.
 pub const ROUTE_TARGET_PATTERN: &str = r"^([0-9]{1,10}|([0-9]{1,3}\.){3}[0-9]{1,3}):[0-9]{1,10}$";
 
-/// A BGP community: `ASN:number`, a large community `a:b:c`, or a well-known name.
-pub const COMMUNITY_PATTERN: &str = r"^([0-9]{1,10}:[0-9]{1,10}(:[0-9]{1,10})?|internet|local-AS|no-advertise|no-export|no-peer|graceful-shutdown|blackhole|accept-own|no-llgr|llgr-stale)$";
+/// A BGP community: a standard one `AS:number` (each 0 to 65535, set with FRR's `set
+/// community`), a large one `a:b:c` (each 0 to 4294967295, RFC 8092, set with `set
+/// large-community`), or a well-known name. The ranges are spelt out so that the API server
+/// refuses what FRR would (`70000:1`).
+pub const COMMUNITY_PATTERN: &str = concat!(
+    "^(",
+    "(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}):(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})",
+    "|(429496729[0-5]|42949672[0-8][0-9]|4294967[01][0-9]{2}|429496[0-6][0-9]{3}|42949[0-5][0-9]{4}|4294[0-8][0-9]{5}|429[0-3][0-9]{6}|42[0-8][0-9]{7}|4[01][0-9]{8}|[1-3][0-9]{9}|[0-9]{1,9}):(429496729[0-5]|42949672[0-8][0-9]|4294967[01][0-9]{2}|429496[0-6][0-9]{3}|42949[0-5][0-9]{4}|4294[0-8][0-9]{5}|429[0-3][0-9]{6}|42[0-8][0-9]{7}|4[01][0-9]{8}|[1-3][0-9]{9}|[0-9]{1,9}):(429496729[0-5]|42949672[0-8][0-9]|4294967[01][0-9]{2}|429496[0-6][0-9]{3}|42949[0-5][0-9]{4}|4294[0-8][0-9]{5}|429[0-3][0-9]{6}|42[0-8][0-9]{7}|4[01][0-9]{8}|[1-3][0-9]{9}|[0-9]{1,9})",
+    "|internet|local-AS|no-advertise|no-export|no-peer|graceful-shutdown|blackhole|accept-own|no-llgr|llgr-stale",
+    ")$"
+);
 
 /// One VRF's route policy: which prefixes are imported into and exported from the cluster VRF.
 /// Several objects may name the same `vrf`; their policies are merged in `seq` order.
@@ -84,13 +93,16 @@ pub struct VRFRouteConfigurationSpec {
     #[schemars(range(min = 1, max = 65534))]
     pub seq: i32,
 
-    /// Community set on export (`ASN:number`, a large community `a:b:c`, or a well-known name
-    /// such as `no-export`); none when omitted.
+    /// Community set on the routes this policy exports: `AS:number` (each 0 to 65535), a large
+    /// community `a:b:c` (each 0 to 4294967295), or a well-known name such as `no-export`; none
+    /// when omitted. Standard communities become FRR's `set community`, large ones `set
+    /// large-community`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64), regex(pattern = COMMUNITY_PATTERN))]
     pub community: Option<String>,
 
-    /// Further communities set on export, written like `community`.
+    /// Further communities set on the routes this policy exports, written like `community`
+    /// (after it, when both are set).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32), inner(length(max = 64), regex(pattern = COMMUNITY_PATTERN)))]
     pub communities: Vec<String>,
@@ -167,6 +179,12 @@ pub struct VrfLoopback {
     pub subnet: String,
 }
 
+/// Why `advertiseNeighbors: true` is refused (by the CRD, the configurator and `migrate`).
+pub const ADVERTISE_NEIGHBORS_REFUSED: &str = "advertiseNeighbors: true is not supported: netrollout installs no host routes for local neighbours (the Go operator's neighbour tracker); EVPN type-2 MAC/IP routes already carry each neighbour to the other nodes of the network; remove the field or set it to false";
+
+/// Why `disableSegmentation: true` is refused (by the CRD, the configurator and `migrate`).
+pub const DISABLE_SEGMENTATION_REFUSED: &str = "disableSegmentation: true is not supported: netrollout does not turn off segmentation offload (GSO, GRO, TSO) on a network's interfaces, as the Go operator does on its VLAN interface for AF_PACKET users; remove the field or set it to false";
+
 /// One layer-2 network: a VLAN stretched over VXLAN, optionally routed in a VRF.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[kube(
@@ -196,6 +214,8 @@ pub struct VrfLoopback {
         json_path = ".metadata.creationTimestamp"
     )
 )]
+#[x_kube(validation = Rule::new("!has(self.advertiseNeighbors) || !self.advertiseNeighbors").message(ADVERTISE_NEIGHBORS_REFUSED).field_path(".advertiseNeighbors"))]
+#[x_kube(validation = Rule::new("!has(self.disableSegmentation) || !self.disableSegmentation").message(DISABLE_SEGMENTATION_REFUSED).field_path(".disableSegmentation"))]
 #[serde(rename_all = "camelCase")]
 pub struct Layer2NetworkConfigurationSpec {
     /// VLAN id of the network.
@@ -221,7 +241,8 @@ pub struct Layer2NetworkConfigurationSpec {
     #[x_kube(validation = Rule::new("self.all(g, isCIDR(g))").message("every anycastGateways entry must be an address with prefix length, e.g. 10.0.0.1/24"))]
     pub anycast_gateways: Vec<String>,
 
-    /// Advertise host routes for local neighbours.
+    /// Advertise host routes for local neighbours. Not supported, only `false` is accepted:
+    /// netrollout has no neighbour tracker, and EVPN type-2 routes carry the neighbours.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub advertise_neighbors: bool,
 
@@ -237,7 +258,8 @@ pub struct Layer2NetworkConfigurationSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub neigh_suppression: Option<bool>,
 
-    /// Do not segment the network into a VLAN sub-interface.
+    /// Turn off segmentation offload (GSO, GRO, TSO) on the network's interfaces. Not
+    /// supported, only `false` is accepted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disable_segmentation: bool,
 

@@ -145,7 +145,8 @@ pub struct VrfPolicy {
 pub struct LoopbackConfig {
     /// Interface name.
     pub name: String,
-    /// This node's address with the subnet's prefix length, e.g. `10.9.0.7/24`.
+    /// This node's address from the loopback's subnet as a host route, e.g. `10.9.0.7/32`
+    /// (`/128` for IPv6): the route its VRF policy exports to the other nodes.
     pub address: String,
 }
 

@@ -152,7 +152,9 @@ pub enum RevisionPhase {
     Pending,
     /// Being rolled out.
     Progressing,
-    /// Every managed node runs it: a known-good revision.
+    /// Every counted managed node (Ready, not marked Unresponsive) runs it, or failed it
+    /// within `--max-failures`: a known-good revision. NotReady and Unresponsive nodes are not
+    /// waited for; they get it when they are caught up.
     Succeeded,
     /// More nodes failed than `--max-failures` allows; never dispatched again unless retried.
     Failed,

@@ -339,7 +339,7 @@ async fn vrf_policy_changes_show_up_in_frrs_running_config() {
     }
 
     // A community FRR rejects: FRR's line comes back; loading the previous text restores FRR.
-    let bad = vrf("10.201.0.0/16", "65000:1:7", "10.201.0.0/16");
+    let bad = vrf("10.201.0.0/16", "65000:x1", "10.201.0.0/16");
     let err = frr
         .apply(&frr.full(&frr.managed(&bad).unwrap()).unwrap())
         .await

@@ -7,7 +7,8 @@
 //!
 //! Per VRF and direction there are two route maps, `rm_<vrf>_<dir>` (IPv4) and `rm6_<vrf>_<dir>`
 //! (IPv6): one `permit <policy seq>` entry per policy that has items of that family, matching its
-//! prefix list; export entries also `set community` when the policy has communities. Every map
+//! prefix list; export entries also `set community` (standard communities) and `set
+//! large-community` (large ones, `a:b:c`) when the policy has communities. Every map
 //! ends with `deny 65535`, so it exists (and denies) even when no policy has entries for it.
 
 use std::fmt::Write as _;
@@ -150,11 +151,36 @@ fn route_map(out: &mut String, vrf: &VrfConfig, dir: Direction, family: Family) 
         let list = prefix_list_name(&vrf.name, dir, policy.seq);
         let _ = writeln!(out, "route-map {map} permit {}", policy.seq);
         let _ = writeln!(out, " match {} address prefix-list {list}", family.ip());
-        if dir == Direction::Export && !policy.communities.is_empty() {
-            let _ = writeln!(out, " set community {}", policy.communities.join(" "));
+        if dir == Direction::Export {
+            set_communities(out, &policy.communities);
         }
         out.push_str("exit\n!\n");
     }
     let _ = writeln!(out, "route-map {map} deny {DEFAULT_DENY_SEQ}");
     out.push_str("exit\n!\n");
+}
+
+/// Writes ` set community …` for the standard communities and ` set large-community …` for the
+/// large ones (`a:b:c`, RFC 8092), each in the order given; nothing for none. FRR keeps the two
+/// kinds in separate attributes and refuses a large community in `set community`.
+fn set_communities(out: &mut String, communities: &[String]) {
+    let (large, standard): (Vec<&str>, Vec<&str>) = communities
+        .iter()
+        .map(String::as_str)
+        .partition(|c| is_large_community(c));
+    if !standard.is_empty() {
+        let _ = writeln!(out, " set community {}", standard.join(" "));
+    }
+    if !large.is_empty() {
+        let _ = writeln!(out, " set large-community {}", large.join(" "));
+    }
+}
+
+/// Whether a community is a large one: three numbers `a:b:c`.
+pub fn is_large_community(community: &str) -> bool {
+    let parts: Vec<&str> = community.split(':').collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }

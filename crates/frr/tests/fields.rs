@@ -4,8 +4,10 @@
 //! - `Frr`: changing the field (in the repo's samples) changes the rendered FRR text;
 //! - `Kernel`: changing it changes the node's `NodeConfig`, and every changed `NodeConfig` field is
 //!   read by the agent's conversion to kernel objects (`crates/agent/src/convert.rs`);
+//! - `KernelAndFrr`: both: the FRR text changes, and every changed `NodeConfig` field is read by
+//!   the kernel conversion or the FRR renderer (a VRF loopback: a dummy device, and its host route
+//!   in the export prefix list);
 //! - `Rejected`: the value is refused by render's validation with a problem naming the field;
-//! - `NoEffect`: accepted but changes nothing by design; the reason is printed in docs/frr.md.
 //!
 //! A new field without an entry, or an entry whose consumer does not react, fails the test.
 
@@ -25,8 +27,8 @@ use serde_json::{Value, json};
 enum Consumer {
     Frr,
     Kernel,
+    KernelAndFrr,
     Rejected,
-    NoEffect(&'static str),
 }
 use Consumer::*;
 
@@ -73,9 +75,9 @@ const CONSUMERS: &[Entry] = &[
     (VRF, "community", Frr, "m2m", "/community", None, || json!("65188:101")),
     (VRF, "communities", Frr, "m2m", "/communities", None, || json!(["65188:102", "no-export"])),
     (VRF, "mtu", Kernel, "m2m", "/mtu", None, || json!(1400)),
-    (VRF, "loopbacks", Kernel, "m2m", "/loopbacks", None, || loopback("lo.m2m", "10.9.0.0/24")),
+    (VRF, "loopbacks", KernelAndFrr, "m2m", "/loopbacks", None, || loopback("lo.m2m", "10.9.0.0/24")),
     (VRF, "loopbacks[].name", Kernel, "m2m", "/loopbacks", Some(|| loopback("lo.a", "10.9.0.0/24")), || loopback("lo.b", "10.9.0.0/24")),
-    (VRF, "loopbacks[].subnet", Kernel, "m2m", "/loopbacks", Some(|| loopback("lo.a", "10.9.0.0/24")), || loopback("lo.a", "10.8.0.0/24")),
+    (VRF, "loopbacks[].subnet", KernelAndFrr, "m2m", "/loopbacks", Some(|| loopback("lo.a", "10.9.0.0/24")), || loopback("lo.a", "10.8.0.0/24")),
     (VRF, "nodeSelector", Frr, "m2m-rack-r1", "/nodeSelector", None, || json!({"matchLabels": {"netrollout.io/rack": "r9"}})),
     (L2, "id", Kernel, "vlan501", "/id", None, || json!(601)),
     (L2, "mtu", Kernel, "vlan501", "/mtu", None, || json!(1400)),
@@ -85,7 +87,7 @@ const CONSUMERS: &[Entry] = &[
     (L2, "advertiseNeighbors", Rejected, "vlan501", "/advertiseNeighbors", None, || json!(true)),
     (L2, "createMacVLANInterface", Kernel, "vlan501", "/createMacVLANInterface", None, || json!(true)),
     (L2, "neighSuppression", Kernel, "vlan501", "/neighSuppression", None, || json!(false)),
-    (L2, "disableSegmentation", NoEffect("netrollout never creates VLAN sub-interfaces (the VLAN id only names the bridge and VXLAN device), which is what disableSegmentation: true asks for"), "vlan501", "/disableSegmentation", None, || json!(true)),
+    (L2, "disableSegmentation", Rejected, "vlan501", "/disableSegmentation", None, || json!(true)),
     (L2, "vrf", Kernel, "vlan501", "/vrf", None, || Value::Null),
     (L2, "nodeSelector", Kernel, "vlan501", "/nodeSelector", None, || json!({"matchLabels": {"netrollout.io/rack": "r9"}})),
     (TABLE, "tableId", Frr, "taas-100", "/tableId", None, || json!(101)),
@@ -222,6 +224,15 @@ fn convert_source() -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The FRR renderer's sources, for the fields it reads.
+fn frr_source() -> String {
+    let frr_dir = common::repo().join("crates/frr/src");
+    std::fs::read_dir(&frr_dir)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect()
+}
+
 #[test]
 fn every_input_field_has_a_consumer_that_reacts_to_it() {
     let mut in_schema: BTreeSet<(String, String)> = BTreeSet::new();
@@ -276,6 +287,28 @@ fn every_input_field_has_a_consumer_that_reacts_to_it() {
                     "{what}: changing it does not change the FRR text"
                 );
             }
+            KernelAndFrr => {
+                let (config, text) = result.unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_ne!(
+                    text, base_text,
+                    "{what}: changing it does not change the FRR text"
+                );
+                let frr = frr_source();
+                let mut keys = BTreeSet::new();
+                changed(
+                    &serde_json::to_value(&base_config).unwrap(),
+                    &serde_json::to_value(&config).unwrap(),
+                    "",
+                    &mut keys,
+                );
+                for key in keys.iter().filter(|k| *k != "source") {
+                    let read = format!(".{}", snake(key));
+                    assert!(
+                        convert.contains(&read) || frr.contains(&read),
+                        "{what}: changes NodeConfig field {key}, which neither convert.rs nor the FRR renderer reads ({read})"
+                    );
+                }
+            }
             Kernel => {
                 let (config, _) = result.unwrap_or_else(|e| panic!("{what}: {e}"));
                 let mut keys = BTreeSet::new();
@@ -297,25 +330,6 @@ fn every_input_field_has_a_consumer_that_reacts_to_it() {
                     );
                 }
             }
-            NoEffect(reason) => {
-                let (config, text) = result.unwrap_or_else(|e| panic!("{what}: {e}"));
-                assert!(!reason.is_empty());
-                let mut keys = BTreeSet::new();
-                changed(
-                    &serde_json::to_value(&base_config).unwrap(),
-                    &serde_json::to_value(&config).unwrap(),
-                    "",
-                    &mut keys,
-                );
-                // The NodeConfig carries the value itself and nothing reads it.
-                let stray: Vec<_> = keys.iter().filter(|k| *k != field).collect();
-                assert!(
-                    text == base_text
-                        && stray.is_empty()
-                        && !convert.contains(&format!(".{}", snake(field))),
-                    "{what} is listed as having no effect, but it has one ({stray:?}): move it to its consumer"
-                );
-            }
         }
     }
 }
@@ -330,16 +344,12 @@ fn every_node_config_field_is_read_by_the_kernel_conversion_or_the_frr_renderer(
         }
     }
     let convert = convert_source();
-    let frr_dir = common::repo().join("crates/frr/src");
-    let frr: String = std::fs::read_dir(&frr_dir)
-        .unwrap()
-        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
-        .collect();
+    let frr = frr_source();
     // `source` names the input object for messages; the agent reports it, nothing configures it.
-    // Fields whose input is rejected or has no effect by design (see CONSUMERS) are not read.
+    // Fields whose input is rejected (see CONSUMERS) are not read.
     let exempt: Vec<&str> = CONSUMERS
         .iter()
-        .filter(|e| matches!(e.2, Rejected | NoEffect(_)))
+        .filter(|e| matches!(e.2, Rejected))
         .map(|e| e.1)
         .collect();
     let unread: Vec<_> = keys

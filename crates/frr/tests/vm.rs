@@ -7,7 +7,10 @@
 //! the other node) plus the text this crate renders. The test checks that a prefix of node 1
 //! reaches node 2 as an EVPN type-5 route, lands in node 2's VRF table and, through the veth
 //! route leak, in its default VRF; that an export filter change on node 1 is visible on node 2;
-//! and that an import filter on node 2 stops one prefix from entering its default VRF.
+//! that an import filter on node 2 stops one prefix from entering its default VRF; and, with
+//! node 1's config rendered from an input through render, that a VRF loopback's host route
+//! reaches node 2 unless its policy's export items deny it, and that a large community set on
+//! export arrives with the routes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
@@ -15,7 +18,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use netrollout_api::{NodeConfig, PrefixAction, PrefixItem, VrfConfig, VrfPolicy};
+use netrollout_api::{
+    NodeConfig, PrefixAction, PrefixItem, VRFRouteConfiguration, VRFRouteConfigurationSpec,
+    VrfConfig, VrfLoopback, VrfPolicy,
+};
 use netrollout_frr::{Settings, render, with_base};
 use netrollout_testkit::frr::{Daemons, Log, Start};
 
@@ -204,6 +210,58 @@ fn permit_all() -> Vec<PrefixItem> {
     vec![item("10.50.0.0/16", 1, Some(32), PrefixAction::Permit)]
 }
 
+/// Node 1's managed text rendered from a `VRFRouteConfiguration` (VRF `t1`, as the kernel
+/// objects above) through render, with the addresses render gave its loopbacks `lo.a` (exported)
+/// and `lo.b` (denied by the policy's first export item).
+fn rendered_with_loopbacks(node: &Node) -> (String, String, String) {
+    let deny = PrefixItem {
+        cidr: "10.61.0.0/24".into(),
+        seq: Some(1),
+        le: Some(32),
+        action: PrefixAction::Deny,
+        ..Default::default()
+    };
+    let spec = VRFRouteConfigurationSpec {
+        vrf: "t1".into(),
+        seq: 10,
+        vni: Some(5000),
+        route_target: Some("65000:5000".into()),
+        import: permit_all(),
+        export: vec![
+            deny,
+            item("10.50.0.0/16", 2, Some(32), PrefixAction::Permit),
+        ],
+        communities: vec!["65000:1:2".into()],
+        loopbacks: vec![
+            VrfLoopback {
+                name: "lo.a".into(),
+                subnet: "10.60.0.0/24".into(),
+            },
+            VrfLoopback {
+                name: "lo.b".into(),
+                subnet: "10.61.0.0/24".into(),
+            },
+        ],
+        ..Default::default()
+    };
+    let snapshot =
+        netrollout_render::from_objects(&[VRFRouteConfiguration::new("t1", spec)], &[], &[]);
+    let me = netrollout_render::Node {
+        name: node.ns.clone(),
+        labels: Default::default(),
+    };
+    let config = netrollout_render::render(&snapshot, &[me])
+        .unwrap()
+        .config(&node.ns)
+        .unwrap();
+    let addr = |name: &str| {
+        let lo = config.vrfs[0].loopbacks.iter().find(|l| l.name == name);
+        lo.unwrap().address.clone()
+    };
+    let (a, b) = (addr("lo.a"), addr("lo.b"));
+    (render(&config, &node.settings()), a, b)
+}
+
 /// Whether `vtysh` output or a route listing mentions the prefix.
 fn has(text: &str, prefix: &str) -> bool {
     text.contains(prefix)
@@ -304,6 +362,63 @@ fn evpn_type5_routes_follow_export_and_import_filters_between_two_nodes() {
             },
         );
         assert!(has(&n2.ip("route show vrf vr.t1"), "10.50.3.0/24"));
+
+        // 4. Node 1's config from inputs through render: a large community on export, and two
+        //    VRF loopbacks. lo.a's host route reaches node 2; lo.b's is denied by an export
+        //    item of the same policy, so it stays on node 1.
+        let (managed1, lo_a, lo_b) = rendered_with_loopbacks(&n1);
+        for (dev, addr) in [("lo.a", &lo_a), ("lo.b", &lo_b)] {
+            n1.ip(&format!("link add {dev} type dummy"));
+            n1.ip(&format!("link set {dev} master vr.t1"));
+            n1.ip(&format!("addr add {addr} dev {dev}"));
+            n1.ip(&format!("link set {dev} up"));
+        }
+        n1.load(&with_base(&n1.base(&n2), &managed1));
+        let host = |addr: &str| addr.trim_end_matches("/32").to_string();
+        wait(
+            "node 2 learns node 1's loopback lo.a as an EVPN type-5 route",
+            90,
+            || {
+                has(
+                    &n2.vtysh("show bgp l2vpn evpn route type prefix"),
+                    &format!("[{}]", host(&lo_a)),
+                )
+                .then_some(())
+            },
+        );
+        wait(
+            "node 2's VRF table routes lo.a's address to node 1",
+            60,
+            || {
+                let routes = n2.ip("route show vrf vr.t1");
+                routes
+                    .lines()
+                    .any(|l| l.starts_with(&format!("{} ", host(&lo_a))) && l.contains("via"))
+                    .then_some(())
+            },
+        );
+        wait(
+            "node 2's VRF sees the large community on node 1's routes",
+            60,
+            || {
+                has(
+                    &n2.vtysh("show bgp vrf vr.t1 ipv4 unicast 10.50.1.0/24"),
+                    "Large Community: 65000:1:2",
+                )
+                .then_some(())
+            },
+        );
+        // Announced together with lo.a: had the filter let it through, it would be there now.
+        let evpn = n2.vtysh("show bgp l2vpn evpn route type prefix");
+        assert!(
+            !has(&evpn, &format!("[{}]", host(&lo_b))),
+            "lo.b leaked:\n{evpn}"
+        );
+        assert!(
+            !has(&n2.ip("route show vrf vr.t1"), &host(&lo_b)),
+            "lo.b is in node 2's VRF table"
+        );
+        eprintln!("vm-frr: ok: node 2 has no route to lo.b ({lo_b})");
     });
     if result.is_err() {
         let extra = [

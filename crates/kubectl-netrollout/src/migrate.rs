@@ -3,10 +3,14 @@
 //!
 //! The three input kinds keep their field names, types and ranges, so the conversion changes
 //! `apiVersion`, drops what the API server sets (`status`, `uid`, `resourceVersion`, managed
-//! fields, the last-applied annotation) and drops `namespace` (netrollout's kinds are
-//! cluster-scoped). Each spec is checked against netrollout's types: a field netrollout does not
-//! know is an error, never silently lost. Kinds without an equivalent (the operator's
-//! node configs and revisions, which netrollout generates) are skipped with a note.
+//! fields, the last-applied annotation) and keeps `metadata.name`, `labels` and `annotations`.
+//! Every other metadata field (`namespace`: netrollout's kinds are cluster-scoped;
+//! `finalizers`, `ownerReferences`, `generateName`, ...) is dropped with a note per object and
+//! field saying why. Each spec is checked against netrollout's types: a field netrollout does
+//! not know is an error, never silently lost; a value netrollout's CRD refuses is an error
+//! naming the object, the field and why (e.g. `advertiseNeighbors: true`). Every object is
+//! checked before the run fails, so one run lists them all. Kinds without an equivalent (the
+//! operator's node configs and revisions, which netrollout generates) are skipped with a note.
 
 use serde_json::{Map, Value};
 
@@ -24,8 +28,39 @@ pub const INPUT_KINDS: [&str; 3] = [
 /// The `apiVersion` they migrate to.
 pub const TARGET_API_VERSION: &str = "netrollout.io/v1alpha1";
 
-/// Metadata fields kept; the rest is set by the API server.
+/// Metadata fields kept.
 const KEPT_METADATA: [&str; 3] = ["name", "labels", "annotations"];
+/// Metadata fields the API server sets, dropped without a note. Every other field a person (or
+/// a controller) set is dropped with a note saying why.
+const SERVER_METADATA: [&str; 8] = [
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+];
+
+/// Why a metadata field that is not the API server's is not carried over.
+fn dropped_because(field: &str) -> &'static str {
+    match field {
+        "namespace" => "netrollout's kinds are cluster-scoped",
+        "finalizers" => {
+            "they name the Go operator's (or another controller's) finalizers, which nothing \
+             removes from netrollout's objects, so the object could never be deleted; add \
+             finalizers of a controller that handles netrollout's kinds yourself"
+        }
+        "ownerReferences" => {
+            "they point at owners by uid in the old cluster (or namespace), which the new \
+             objects cannot have: the garbage collector would delete an object whose owner it \
+             does not find; set owners again after applying, if wanted"
+        }
+        "generateName" => "the object keeps its metadata.name, so no name is generated",
+        _ => "netrollout carries over only metadata.name, labels and annotations",
+    }
+}
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// The converted objects and what was skipped or dropped.
@@ -57,6 +92,8 @@ pub fn convert(source_name: &str, text: &str) -> Result<Migration> {
         message: format!("not valid YAML: {e}"),
     })?;
     let mut m = Migration::default();
+    // Every object is checked, so that one run names every object that cannot migrate.
+    let mut failed = Vec::new();
     for (i, doc) in docs.into_iter().enumerate() {
         let at = format!("{source_name} document {}", i + 1);
         match doc {
@@ -68,13 +105,27 @@ pub fn convert(source_name: &str, text: &str) -> Result<Migration> {
                     .into_iter()
                     .flatten()
                 {
-                    convert_one(&at, item, &mut m)?;
+                    failed.extend(convert_one(&at, item, &mut m).err());
                 }
             }
-            other => convert_one(&at, &other, &mut m)?,
+            other => failed.extend(convert_one(&at, &other, &mut m).err()),
         }
     }
-    Ok(m)
+    match failed.len() {
+        0 => Ok(m),
+        1 => Err(failed.remove(0)),
+        n => Err(Error::Manifest {
+            source_name: source_name.to_string(),
+            message: format!(
+                "{n} objects cannot migrate:\n{}",
+                failed
+                    .iter()
+                    .map(|e| format!("  {e}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ),
+        }),
+    }
 }
 
 fn convert_one(at: &str, doc: &Value, m: &mut Migration) -> Result<()> {
@@ -123,18 +174,19 @@ fn convert_one(at: &str, doc: &Value, m: &mut Migration) -> Result<()> {
     })?;
     // Fields the CRD does not define. (A round trip through the type would also flag fields set
     // to their default, such as `advertiseNeighbors: false`, which the type does not write back.)
-    let lost: Vec<String> = match spec_schema(kind) {
-        Some(schema) => {
-            let mut out = Vec::new();
-            unknown_fields(&schema, &spec, "spec", &mut out);
-            out
-        }
-        None => changes(&spec, &typed)
-            .into_iter()
-            .filter(|c| c.old.is_some())
-            .map(|c| format!("spec.{}", c.path))
-            .collect(),
-    };
+    let lost: Vec<String> =
+        match spec_schema(kind).and_then(|s| s.pointer("/properties/spec").cloned()) {
+            Some(schema) => {
+                let mut out = Vec::new();
+                unknown_fields(&schema, &spec, "spec", &mut out);
+                out
+            }
+            None => changes(&spec, &typed)
+                .into_iter()
+                .filter(|c| c.old.is_some())
+                .map(|c| format!("spec.{}", c.path))
+                .collect(),
+        };
     if !lost.is_empty() {
         return Err(bad(format!(
             "{kind} {name}: netrollout does not know the field(s) {}; remove them or keep the Go operator for this object",
@@ -153,8 +205,11 @@ fn convert_one(at: &str, doc: &Value, m: &mut Migration) -> Result<()> {
         for (k, v) in meta {
             if KEPT_METADATA.contains(&k.as_str()) {
                 metadata.insert(k.clone(), v.clone());
-            } else if k == "namespace" {
-                m.notes.push(format!("{at}: {kind} {name}: dropped namespace {v} (netrollout's kinds are cluster-scoped)"));
+            } else if !SERVER_METADATA.contains(&k.as_str()) {
+                m.notes.push(format!(
+                    "{at}: {kind} {name}: dropped metadata.{k} {v}: {}",
+                    dropped_because(k)
+                ));
             }
         }
     }
@@ -173,16 +228,20 @@ fn convert_one(at: &str, doc: &Value, m: &mut Migration) -> Result<()> {
     Ok(())
 }
 
-/// The limits the CRD of `kind` enforces (schema and CEL rules, as the API server checks them):
-/// one `field: message` per failure.
-fn check_limits(kind: &str, name: &str, spec: &Value) -> Vec<String> {
-    let Some(schema) = netrollout_api::crds::all()
+/// The CRD schema (`openAPIV3Schema`) of `kind` as JSON.
+fn spec_schema(kind: &str) -> Option<Value> {
+    netrollout_api::crds::all()
         .into_iter()
         .find(|c| c.spec.names.kind == kind)
         .and_then(|c| c.spec.versions.into_iter().next())
         .and_then(|v| v.schema?.open_api_v3_schema)
         .and_then(|s| serde_json::to_value(s).ok())
-    else {
+}
+
+/// The limits the CRD of `kind` enforces (schema and CEL rules, as the API server checks them):
+/// one `field: message` per failure.
+fn check_limits(kind: &str, name: &str, spec: &Value) -> Vec<String> {
+    let Some(schema) = spec_schema(kind) else {
         return vec![];
     };
     let object = serde_json::json!({
@@ -192,24 +251,6 @@ fn check_limits(kind: &str, name: &str, spec: &Value) -> Vec<String> {
         .into_iter()
         .map(|(field, message)| format!("{field}: {message}"))
         .collect()
-}
-
-/// The OpenAPI schema of `kind`'s `spec`, as its CRD defines it.
-fn spec_schema(kind: &str) -> Option<Value> {
-    let crd = netrollout_api::crds::all()
-        .into_iter()
-        .find(|c| c.spec.names.kind == kind)?;
-    let schema = crd
-        .spec
-        .versions
-        .into_iter()
-        .next()?
-        .schema?
-        .open_api_v3_schema?;
-    serde_json::to_value(schema)
-        .ok()?
-        .pointer("/properties/spec")
-        .cloned()
 }
 
 /// The paths of the fields in `value` that `schema` does not define (`spec.x`,
@@ -270,7 +311,13 @@ mod tests {
                 "metadata": {"name": "t1", "labels": {"team": "net"}}, "spec": {"tableId": 7}})
             ]
         );
-        assert!(m.notes[0].contains("dropped namespace"), "{:?}", m.notes);
+        assert_eq!(m.notes.len(), 1, "{:?}", m.notes);
+        assert!(
+            m.notes[0].contains("RoutingTable t1: dropped metadata.namespace \"default\"")
+                && m.notes[0].contains("cluster-scoped"),
+            "{:?}",
+            m.notes
+        );
     }
 
     #[test]
@@ -288,6 +335,73 @@ mod tests {
         );
         let ok = text.replace("10.0.0.0/33", "10.0.0.0/24");
         convert("in.yaml", &ok).unwrap();
+    }
+
+    #[test]
+    fn user_metadata_other_than_name_labels_and_annotations_is_dropped_with_a_note_per_field() {
+        let text = "apiVersion: network.t-caas.telekom.com/v1alpha1\nkind: RoutingTable\nmetadata:\n  name: t1\n  \
+                    generateName: t-\n  finalizers: [network.t-caas.telekom.com/cleanup]\n  ownerReferences:\n  \
+                    - {apiVersion: v1, kind: ConfigMap, name: owner, uid: 1234}\n  uid: abc\n  generation: 3\n  \
+                    creationTimestamp: '2024-01-01T00:00:00Z'\n  labels: {team: net}\nspec: {tableId: 7}\n";
+        let m = convert("t.yaml", text).unwrap();
+        assert_eq!(
+            m.objects[0]["metadata"],
+            serde_json::json!({"name": "t1", "labels": {"team": "net"}})
+        );
+        let note = |field: &str| {
+            m.notes
+                .iter()
+                .find(|n| n.contains(&format!("RoutingTable t1: dropped metadata.{field} ")))
+                .unwrap_or_else(|| panic!("no note on metadata.{field}: {:?}", m.notes))
+                .clone()
+        };
+        assert!(note("finalizers").contains("could never be deleted"));
+        assert!(note("finalizers").contains("network.t-caas.telekom.com/cleanup"));
+        assert!(note("ownerReferences").contains("garbage collector"));
+        assert!(note("generateName").contains("keeps its metadata.name"));
+        // What the API server set is dropped silently: one note per user field, no more.
+        assert_eq!(m.notes.len(), 3, "{:?}", m.notes);
+        assert!(m.notes.iter().all(|n| n.starts_with("t.yaml document 1: ")));
+    }
+
+    #[test]
+    fn every_object_the_crd_refuses_is_named_with_its_field_and_why_in_one_run() {
+        let l2 = |name: &str, field: &str| {
+            format!(
+                "apiVersion: network.schiff.telekom.de/v1alpha1\nkind: Layer2NetworkConfiguration\nmetadata: {{name: {name}}}\n\
+                 spec: {{id: 5, mtu: 1500, vni: 5, {field}: true}}\n"
+            )
+        };
+        let text = format!(
+            "{}---\n{}---\n{}",
+            l2("l2a", "advertiseNeighbors"),
+            l2("l2b", "disableSegmentation"),
+            l2("l2c", "createMacVLANInterface"),
+        );
+        let err = convert("in.yaml", &text).unwrap_err().to_string();
+        assert!(err.contains("2 objects cannot migrate"), "{err}");
+        let line = |name: &str| {
+            err.lines()
+                .find(|l| l.contains(&format!("Layer2NetworkConfiguration {name}:")))
+                .unwrap_or_else(|| panic!("{name} is not named: {err}"))
+                .to_string()
+        };
+        assert!(line("l2a").contains("in.yaml document 1"), "{err}");
+        assert!(line("l2a").contains("spec.advertiseNeighbors: "), "{err}");
+        assert!(
+            line("l2a").contains(netrollout_api::ADVERTISE_NEIGHBORS_REFUSED),
+            "{err}"
+        );
+        assert!(line("l2b").contains("in.yaml document 2"), "{err}");
+        assert!(line("l2b").contains("spec.disableSegmentation: "), "{err}");
+        assert!(
+            line("l2b").contains(netrollout_api::DISABLE_SEGMENTATION_REFUSED),
+            "{err}"
+        );
+        assert!(!err.contains("l2c"), "{err}");
+        // `false` is what netrollout does, and migrates.
+        let ok = text.replace(": true}", ": false}");
+        assert_eq!(convert("in.yaml", &ok).unwrap().objects.len(), 3);
     }
 
     #[test]

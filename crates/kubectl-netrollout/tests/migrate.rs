@@ -139,6 +139,71 @@ async fn migrate_reads_stdin_and_refuses_fields_netrollout_does_not_know() {
     );
 }
 
+/// `advertiseNeighbors: true` and `disableSegmentation: true` (which netrollout does not
+/// implement) are refused where the user first meets them: `kubectl apply` of a netrollout
+/// object (the CRD's CEL rules, naming the field and why) and `migrate` of the Go operator's
+/// manifest (per object and field); `false` applies.
+#[tokio::test]
+async fn unsupported_layer2_settings_are_refused_by_kubectl_apply_and_by_migrate_naming_the_field()
+{
+    let lab = common::Lab::start().await;
+    let doc = |group: &str, name: &str, field: &str, value: bool| {
+        format!(
+            "apiVersion: {group}/v1alpha1\nkind: Layer2NetworkConfiguration\nmetadata:\n  name: {name}\n\
+             spec:\n  id: 5\n  mtu: 1500\n  vni: 5005\n  {field}: {value}\n"
+        )
+    };
+    for (field, why) in [
+        (
+            "advertiseNeighbors",
+            netrollout_api::ADVERTISE_NEIGHBORS_REFUSED,
+        ),
+        (
+            "disableSegmentation",
+            netrollout_api::DISABLE_SEGMENTATION_REFUSED,
+        ),
+    ] {
+        let refused = lab
+            .kubectl(
+                &["apply", "-f", "-"],
+                Some(&doc("netrollout.io", "l2", field, true)),
+            )
+            .await;
+        assert_ne!(refused.code, 0, "kubectl apply accepted {field}: true");
+        assert!(
+            refused.stderr.contains(&format!("spec.{field}")) && refused.stderr.contains(why),
+            "kubectl's refusal does not name spec.{field} and why: {}",
+            refused.stderr
+        );
+
+        let legacy = doc("network.t-caas.telekom.com", "legacy-l2", field, true);
+        let file = lab.dir.path().join("old.yaml");
+        std::fs::write(&file, &legacy).unwrap();
+        let run = lab.plugin(&["migrate", "-f", file.to_str().unwrap()]).await;
+        run.expect_code(1);
+        assert!(
+            run.stderr.contains("Layer2NetworkConfiguration legacy-l2")
+                && run.stderr.contains(&format!("spec.{field}: "))
+                && run.stderr.contains(why),
+            "migrate does not name the object, the field and why: {}",
+            run.stderr
+        );
+        assert!(run.stdout.is_empty(), "{}", run.stdout);
+    }
+    let accepted = lab
+        .kubectl(
+            &["apply", "-f", "-"],
+            Some(&doc("netrollout.io", "l2", "advertiseNeighbors", false)),
+        )
+        .await;
+    accepted.expect_code(0);
+    assert!(
+        accepted.stdout.contains("l2 created"),
+        "{}",
+        accepted.stdout
+    );
+}
+
 async fn feed(mut child: tokio::process::Child, input: &str) -> common::Run {
     use tokio::io::AsyncWriteExt;
     let mut stdin = child.stdin.take().unwrap();

@@ -100,7 +100,8 @@ fn join(base: &str, rest: &str) -> String {
     match (base.is_empty(), rest.is_empty()) {
         (true, _) => rest.to_string(),
         (false, true) => base.to_string(),
-        (false, false) if rest.starts_with('[') => format!("{base}{rest}"),
+        // A rule's `fieldPath` starts with `.` (`.ge`): `spec.import[0].ge`, as Kubernetes says.
+        (false, false) if rest.starts_with('[') || rest.starts_with('.') => format!("{base}{rest}"),
         (false, false) => format!("{base}.{rest}"),
     }
 }
@@ -138,6 +139,16 @@ mod tests {
     fn sorted(mut e: Vec<ValidationError>) -> Vec<(String, String)> {
         e.sort_by(|a, b| (&a.field_path, &a.message).cmp(&(&b.field_path, &b.message)));
         e.into_iter().map(|e| (e.field_path, e.message)).collect()
+    }
+
+    #[test]
+    fn a_rule_field_path_is_joined_to_the_path_walked_without_a_double_dot() {
+        assert_eq!(
+            join("spec", ".advertiseNeighbors"),
+            "spec.advertiseNeighbors"
+        );
+        assert_eq!(join("spec.import", "[0]"), "spec.import[0]");
+        assert_eq!(join("spec", "ge"), "spec.ge");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use netrollout_api::{LoopbackConfig, NodeConfig, Snapshot};
 
-use crate::compile::{Compiled, LAYER2_KIND, VRF_KIND, compile};
+use crate::compile::{Compiled, LAYER2_KIND, VRF_KIND, compile, loopback};
 use crate::{Invalid, MAX_NODE_CONFIG_BYTES, Result};
 
 /// A node as rendering sees it.
@@ -134,11 +134,13 @@ impl Compiled {
     /// JSON sizes of every item, to bound a node's config size without building it.
     fn item_sizes(&self) -> [Vec<usize>; 4] {
         let len = |v: &dyn erased::Json| v.json_len();
+        // A loopback adds, per node, its `LoopbackConfig` and the export item of its host route
+        // (each under 96 bytes of JSON).
         [
             self.vrfs.iter().map(|v| len(v)).collect(),
             self.policies
                 .iter()
-                .map(|p| len(&p.policy) + len(&p.sbr_prefixes) + 64 * p.loopbacks.len())
+                .map(|p| len(&p.policy) + len(&p.sbr_prefixes) + 192 * p.loopbacks.len())
                 .collect(),
             self.layer2s.iter().map(|l| len(&l.config)).collect(),
             self.tables.iter().map(|t| len(&t.config)).collect(),
@@ -244,12 +246,17 @@ impl Rendered {
                     vrf.sbr_prefixes.push(prefix.clone());
                 }
             }
-            for (l, (name, subnet)) in policy.loopbacks.iter().enumerate() {
+            for (l, (name, _)) in policy.loopbacks.iter().enumerate() {
                 if let Some(addr) = self.loopbacks.get(&(p, l)).and_then(|a| a[n]) {
                     vrf.loopbacks.push(LoopbackConfig {
                         name: name.clone(),
-                        address: format!("{addr}/{}", subnet.prefix_len()),
+                        address: loopback::host_route(addr),
                     });
+                    if let (Some(Some(seq)), Some(last)) =
+                        (policy.loopback_seqs.get(l), vrf.policies.last_mut())
+                    {
+                        last.export.push(loopback::export_item(addr, *seq));
+                    }
                 }
             }
         }

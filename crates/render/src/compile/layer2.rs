@@ -64,7 +64,20 @@ impl Compiler {
                 }
             }
             if spec.advertise_neighbors {
-                self.invalid.push(LAYER2_KIND, name, "spec.advertiseNeighbors", "advertiseNeighbors is not supported: netrollout installs no host routes for local neighbours (the Go operator's anycast tracker); remove the field. EVPN type-2 MAC/IP routes already carry each neighbour to the other nodes of the network".to_string());
+                self.invalid.push(
+                    LAYER2_KIND,
+                    name,
+                    "spec.advertiseNeighbors",
+                    netrollout_api::ADVERTISE_NEIGHBORS_REFUSED.to_string(),
+                );
+            }
+            if spec.disable_segmentation {
+                self.invalid.push(
+                    LAYER2_KIND,
+                    name,
+                    "spec.disableSegmentation",
+                    netrollout_api::DISABLE_SEGMENTATION_REFUSED.to_string(),
+                );
             }
             let vrf_name = spec.vrf.clone().filter(|v| !v.is_empty());
             let vrf = vrf_name.as_ref().and_then(|v| {

@@ -7,6 +7,7 @@
 //! ownership, range and CIDR checks.
 
 mod layer2;
+pub(crate) mod loopback;
 mod table;
 mod vrf;
 
@@ -47,6 +48,8 @@ pub(crate) struct Policy {
     pub(crate) policy: VrfPolicy,
     pub(crate) sbr_prefixes: Vec<String>,
     pub(crate) loopbacks: Vec<(String, IpNet)>,
+    /// The export prefix-list sequence of each loopback's host route (see [`loopback`]).
+    pub(crate) loopback_seqs: Vec<Option<u32>>,
 }
 
 #[derive(Clone, Debug)]

@@ -164,22 +164,29 @@ impl Compiler {
                 );
             }
         }
-        let communities: Vec<String> = spec
+        // Each community is reported under the field it was written in.
+        let written: Vec<(String, &String)> = spec
             .community
             .iter()
-            .chain(&spec.communities)
-            .cloned()
+            .map(|c| ("spec.community".to_string(), c))
+            .chain(
+                spec.communities
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (format!("spec.communities[{i}]"), c)),
+            )
             .collect();
-        for (i, community) in communities.iter().enumerate() {
+        for (field, community) in &written {
             if !is_community(community) {
                 self.invalid.push(
                     VRF_KIND,
                     name,
-                    format!("spec.communities[{i}]"),
-                    format!("{community:?} is not a BGP community; write AS:number (each 0 to 65535, e.g. 65000:100) or a well-known name such as no-export"),
+                    field.clone(),
+                    format!("{community:?} is not a BGP community; write AS:number (each 0 to 65535, e.g. 65000:100), a large community a:b:c (each 0 to 4294967295, e.g. 4200000000:1:2) or a well-known name such as no-export"),
                 );
             }
         }
+        let communities: Vec<String> = written.into_iter().map(|(_, c)| c.clone()).collect();
         if !communities.is_empty() && spec.export.is_empty() {
             let field = if spec.community.is_some() {
                 "spec.community"
@@ -212,6 +219,7 @@ impl Compiler {
                 ),
             }
         }
+        let loopback_seqs = self.loopback_seqs(name, &spec.export, &loopbacks);
         let selector = self.selector(VRF_KIND, name, spec.node_selector.as_ref());
         self.out.policies.push(Policy {
             vrf,
@@ -226,6 +234,7 @@ impl Compiler {
             },
             sbr_prefixes: spec.sbr_prefixes.clone(),
             loopbacks,
+            loopback_seqs,
         });
     }
 
@@ -317,14 +326,19 @@ const WELL_KNOWN_COMMUNITIES: &[&str] = &[
     "no-peer",
 ];
 
-/// A standard BGP community as FRR's `set community` takes it: `AS:number` (both 0 to 65535),
-/// a 32-bit number, or a well-known name.
+/// A community FRR's route maps take: a standard one for `set community` (`AS:number`, both 0
+/// to 65535, a 32-bit number, or a well-known name) or a large one for `set large-community`
+/// (`a:b:c`, each 0 to 4294967295; RFC 8092).
 fn is_community(c: &str) -> bool {
     if WELL_KNOWN_COMMUNITIES.contains(&c) || c.parse::<u32>().is_ok() {
         return true;
     }
-    c.split_once(':')
-        .is_some_and(|(a, n)| a.parse::<u16>().is_ok() && n.parse::<u16>().is_ok())
+    let parts: Vec<&str> = c.split(':').collect();
+    match parts.as_slice() {
+        [a, n] => a.parse::<u16>().is_ok() && n.parse::<u16>().is_ok(),
+        [a, b, n] => [a, b, n].iter().all(|p| p.parse::<u32>().is_ok()),
+        _ => false,
+    }
 }
 
 /// FNV-1a, for stable derived table ids.
