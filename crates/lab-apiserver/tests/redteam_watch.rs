@@ -35,8 +35,13 @@ async fn a_dropped_slow_watcher_recovers_by_watching_and_listing_again() {
         .boxed();
     let first = seen.try_next().await.unwrap().unwrap();
     assert_eq!(first.data.unwrap()["version"], "0");
+    // One change read through the watch itself: the watch stream is open.
+    rewrite(&cms, "big", 1, 1024).await;
+    let second = seen.try_next().await.unwrap().unwrap();
+    assert_eq!(second.data.unwrap()["version"], "1");
+    assert_eq!(lab.server.watcher_count(), 1);
     // The watcher's stream is not read while 50 MiB of changes go by: the server drops it.
-    for v in 1..=100 {
+    for v in 2..=100 {
         rewrite(&cms, "big", v, MIB / 2).await;
     }
     eventually(Duration::from_secs(10), || async {
@@ -47,15 +52,23 @@ async fn a_dropped_slow_watcher_recovers_by_watching_and_listing_again() {
     assert!(lab.server.watch_bytes_held() <= 3 * MIB);
     // Read again: the stream ended, the client watched from its resourceVersion, got 410 (the
     // window has moved on) and listed again; it ends on the last version.
-    let last = tokio::time::timeout(Duration::from_secs(60), async {
+    // kube-runtime's watcher hands the 410 on as an error item, then lists.
+    let (last, expired) = tokio::time::timeout(Duration::from_secs(60), async {
+        let mut expired = false;
         loop {
-            let cm = seen.try_next().await.unwrap().unwrap();
-            if cm.data.as_ref().unwrap()["version"] == "100" {
-                return cm;
+            match seen.next().await.unwrap() {
+                Ok(cm) if cm.data.as_ref().unwrap()["version"] == "100" => return (cm, expired),
+                Ok(_) => {}
+                Err(watcher::Error::WatchError(e)) if e.code == 410 => expired = true,
+                Err(e) => panic!("unexpected watch error: {e}"),
             }
         }
     })
     .await
     .expect("the watcher caught up with the last version");
     assert_eq!(last.data.unwrap()["version"], "100");
+    assert!(
+        expired,
+        "the resumed watch was answered 410 and the client listed again"
+    );
 }

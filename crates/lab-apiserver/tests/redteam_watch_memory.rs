@@ -72,12 +72,13 @@ async fn slow_watchers_hold_bounded_memory_and_let_it_go_when_they_close() {
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let held = lab.server.watch_bytes_held();
+    let grown = rss().saturating_sub(before);
+    eprintln!("CALIB held={} MiB grown={} MiB", held / MIB, grown / MIB);
     assert!(
         held <= 30 * (bound + 2 * MIB),
         "30 stalled watchers hold {} MiB by the server's count, over 30 x their bound",
         held / MIB
     );
-    let grown = rss().saturating_sub(before);
     assert!(
         grown < 64 * MIB,
         "resident memory grew by {} MiB for 30 stalled watchers of a 1 MiB object rewritten 100 \
