@@ -116,7 +116,7 @@ async fn an_object_over_1_5_mib_is_refused_as_etcd_refuses_it_and_nothing_is_sto
     );
     let now = cms.get("big").await.unwrap();
     assert_eq!(now.metadata.resource_version, ok.metadata.resource_version);
-    assert!(now.data.unwrap().get("more").is_none());
+    assert!(!now.data.unwrap().contains_key("more"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
