@@ -2,14 +2,13 @@
 //! node; the configurator; an operator; a user with no role; ServiceAccounts named like the
 //! configurator's and the agent's in another namespace; a forged token) against every verb and
 //! kind that matters, with the RBAC roles and admission policies of `deploy/netrollout.yaml`.
-//! Each case lists who may do it; everyone else must be refused (401 or 403). Then the garbage
-//! collector back door end to end: an owner reference to an object that does not exist would
-//! have the collector delete a Node or a revision, a delete RBAC never granted.
+//! Each case lists who may do it; everyone else must be refused (401 or 403). The garbage
+//! collector back door is tried end to end in `redteam_gc.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 mod common;
 
-use common::cluster::{Cluster, HASH, NS, identity, nnc};
+use common::cluster::{Cluster, HASH, NS, identity, nnc, owner};
 use common::raw;
 use serde_json::{Value, json};
 
@@ -86,11 +85,6 @@ async fn attempt(cluster: &Cluster, who: &str, c: &Case) -> u16 {
         Err(kube::Error::Api(e)) => e.code,
         Err(e) => panic!("{}: {who}: {e}", c.what),
     }
-}
-
-fn owner(kind: &str, api_version: &str, name: &str, uid: &str) -> Value {
-    json!({"metadata": {"ownerReferences": [
-        {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid}]}})
 }
 
 fn uid_of(v: &str) -> String {
@@ -484,102 +478,4 @@ async fn every_identity_may_do_exactly_what_its_role_and_the_policies_allow() {
         wrong.len(),
         wrong.join("\n")
     );
-}
-
-/// The Node survives the agent's attempt; without the policy the same patch has the garbage
-/// collector delete it (so this test would notice the policy going).
-#[tokio::test]
-async fn an_agent_cannot_have_the_garbage_collector_delete_its_node() {
-    let c = Cluster::start().await;
-    let dangling = owner(
-        "Namespace",
-        "v1",
-        "default",
-        "00000000-0000-0000-0000-000000000000",
-    );
-    let patch = ["patch", "node", "node-a", "--type=merge", "-p"];
-    let status = [
-        "patch",
-        "node",
-        "node-a",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-    ];
-    let finalizer = json!({"metadata": {"finalizers": ["example.com/hold"]}}).to_string();
-    let dangling_text = dangling.to_string();
-    for args in [&patch[..], &status[..]] {
-        for p in [&dangling_text, &finalizer] {
-            let mut a = args.to_vec();
-            a.push(p);
-            c.kubectl("agent-a", &a, None).await.refused(&[
-                "netrollout-agent-own-node",
-                "may not change the metadata of node-a",
-            ]);
-        }
-    }
-    c.admin(&["get", "node", "node-a"], None).await.ok();
-    // Without the policy, the agent's role lets the patch through and the collector deletes.
-    c.admin(
-        &[
-            "delete",
-            "validatingadmissionpolicybinding",
-            "netrollout-agent-own-node",
-        ],
-        None,
-    )
-    .await
-    .ok();
-    let mut a = status.to_vec();
-    a.push(&dangling_text);
-    c.kubectl("agent-a", &a, None).await.ok();
-    c.admin(&["get", "node", "node-a"], None)
-        .await
-        .refused(&[r#"nodes "node-a" not found"#]);
-}
-
-#[tokio::test]
-async fn an_operator_cannot_have_the_garbage_collector_delete_a_revision_or_a_node_config() {
-    let c = Cluster::start().await;
-    let dangling = owner(
-        "Node",
-        "v1",
-        "node-a",
-        "00000000-0000-0000-0000-000000000000",
-    )
-    .to_string();
-    for (kind, name) in [("ncr", "ncr-1"), ("nnc", "node-a")] {
-        c.kubectl(
-            "olga",
-            &["patch", kind, name, "--type=merge", "-p", &dangling],
-            None,
-        )
-        .await
-        .refused(&[
-            "only the netrollout configurator sets the ownerReferences and finalizers of",
-            name,
-        ]);
-        c.admin(&["get", kind, name], None).await.ok();
-    }
-    // Without the policy the operator's patch right is enough for the collector to delete.
-    c.admin(
-        &[
-            "delete",
-            "validatingadmissionpolicybinding",
-            "netrollout-revision-immutable",
-        ],
-        None,
-    )
-    .await
-    .ok();
-    c.kubectl(
-        "olga",
-        &["patch", "ncr", "ncr-1", "--type=merge", "-p", &dangling],
-        None,
-    )
-    .await
-    .ok();
-    c.admin(&["get", "ncr", "ncr-1"], None)
-        .await
-        .refused(&["not found"]);
 }

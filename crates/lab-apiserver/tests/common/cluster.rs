@@ -242,3 +242,9 @@ pub fn identity(who: &str) -> Identity {
             .unwrap_or_else(|| panic!("no identity {other}")),
     }
 }
+
+/// A patch that sets one owner reference.
+pub fn owner(kind: &str, api_version: &str, name: &str, uid: &str) -> Value {
+    json!({"metadata": {"ownerReferences": [
+        {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid}]}})
+}
