@@ -1,7 +1,8 @@
 //! Red team, requests: oversized and malformed requests get the answers kube-apiserver gives
 //! (413 over 3 MiB of body, etcd's 500 for an object over 1.5 MiB, 400 for bodies that are not
-//! JSON or nest too deep, 415 for an unknown content type, 431/414 for oversized headers and
-//! paths), and the server keeps answering afterwards. The `Bearer` scheme is read in any case.
+//! JSON or nest too deep, 415 for an unknown content type, 431 for oversized headers and
+//! paths, as Go's HTTP server answers), and the server keeps answering afterwards. The
+//! `Bearer` scheme is read in any case.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 mod common;
@@ -206,11 +207,7 @@ async fn huge_headers_and_paths_are_refused_and_the_server_keeps_answering() {
         b"",
     )
     .await;
-    assert!(
-        a.code == 431 || a.code == 400 || a.code == 0,
-        "2 MiB header: {}",
-        a.code
-    );
+    assert_eq!(a.code, 431, "2 MiB header");
     still_answers(&lab).await;
     let many: Vec<(String, String)> = (0..20_000)
         .map(|i| (format!("X-H{i}"), "v".into()))
@@ -219,11 +216,7 @@ async fn huge_headers_and_paths_are_refused_and_the_server_keeps_answering() {
         many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     headers.push(("Authorization", &auth));
     let a = raw::request(lab.server.addr(), "GET", CMS, &headers, b"").await;
-    assert!(
-        a.code == 431 || a.code == 400 || a.code == 0,
-        "20,000 headers: {}",
-        a.code
-    );
+    assert_eq!(a.code, 431, "20,000 headers");
     still_answers(&lab).await;
     let path = format!("{CMS}/{}", "n".repeat(1 << 20));
     let a = raw::request(
@@ -234,11 +227,7 @@ async fn huge_headers_and_paths_are_refused_and_the_server_keeps_answering() {
         b"",
     )
     .await;
-    assert!(
-        [414, 431, 400, 404, 0].contains(&a.code),
-        "1 MiB path: {}",
-        a.code
-    );
+    assert_eq!(a.code, 431, "1 MiB path");
     still_answers(&lab).await;
     // A long name that fits the request is refused as a name.
     let long = serde_json::to_vec(&config_map(&"n".repeat(300), 1)).unwrap();
