@@ -90,7 +90,8 @@ pub fn admit(st: &State, a: &Attempt<'_>) -> Result<(), ApiError> {
 }
 
 /// The object the policies see: for a status write, the stored object with the new status
-/// (the server ignores the rest; of a Node, only the spec); built-in kinds show empty `spec`/`status` like typed objects.
+/// (the server ignores the rest; of a Node, only the spec); built-in kinds show empty
+/// `spec`/`status` like typed objects.
 /// Borrowed when that is the object as written (a status write that changed only the status).
 fn as_seen<'a>(
     rt: &ResourceType,
