@@ -90,7 +90,8 @@ pub fn admit(st: &State, a: &Attempt<'_>) -> Result<(), ApiError> {
 }
 
 /// The object the policies see: for a status write, the stored object with the new status
-/// (the server ignores the rest); built-in kinds show empty `spec`/`status` like typed objects.
+/// (the server ignores the rest; of a Node, only the spec); built-in kinds show empty
+/// `spec`/`status` like typed objects.
 /// Borrowed when that is the object as written (a status write that changed only the status).
 fn as_seen<'a>(
     rt: &ResourceType,
@@ -99,6 +100,12 @@ fn as_seen<'a>(
     old: Option<&Value>,
 ) -> Cow<'a, Value> {
     let mut seen = match (sub, old) {
+        // A Node's status write may change its metadata too; only the spec stays.
+        (Some("status"), Some(old)) if rt.builtin == Some(Builtin::Node) => {
+            let mut o = obj.clone();
+            o["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
+            Cow::Owned(o)
+        }
         (Some("status"), Some(old)) if !same_but_status(obj, old) => {
             let mut o = old.clone();
             o["status"] = obj.get("status").cloned().unwrap_or(json!({}));

@@ -139,9 +139,16 @@ impl Tokens {
     /// The identity of an `Authorization` header value, or 401.
     pub fn authenticate(&self, authorization: Option<&str>) -> Result<Arc<Identity>, ApiError> {
         let unauthorized = || ApiError::new(401, "Unauthorized", "Unauthorized");
+        // As kube-apiserver's bearer-token authenticator reads the header: the scheme in any
+        // case, one space, the token up to the next space.
         let token = authorization
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
+            .and_then(|h| {
+                let mut parts = h.splitn(3, ' ');
+                let scheme = parts.next()?;
+                scheme
+                    .eq_ignore_ascii_case("bearer")
+                    .then(|| parts.next())?
+            })
             .filter(|t| !t.is_empty())
             .ok_or_else(unauthorized)?;
         let t = self
@@ -165,8 +172,27 @@ mod tests {
         assert_eq!(*got, sa);
         assert_eq!(got.extra[NODE_NAME_CLAIM], ["n1"]);
         assert_eq!(got.service_account_of(), Some(("ns1", "agent")));
-        for bad in [None, Some("Bearer "), Some("Bearer nope"), Some(t.as_str())] {
+        for bad in [
+            None,
+            Some("Bearer "),
+            Some("Bearer nope"),
+            Some(t.as_str()),
+            Some(&format!("Basic {t}")),
+            Some(&format!("Bearer  {t}")),
+            Some(&format!("Bearer{t}")),
+        ] {
             assert_eq!(tokens.authenticate(bad).unwrap_err().code, 401, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_matched_in_any_case_as_kube_apiserver_does() {
+        let tokens = Tokens::new(None).unwrap();
+        let t = tokens.issue(Identity::user("u", &[])).unwrap();
+        for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+            let header = format!("{scheme} {t}");
+            let got = tokens.authenticate(Some(&header));
+            assert_eq!(got.unwrap().username, "u", "{header}");
         }
     }
 }

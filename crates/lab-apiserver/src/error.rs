@@ -62,6 +62,14 @@ pub enum Error {
 /// Result with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Largest request body kube-apiserver reads for a write (`MaxRequestBodyBytes`, 3 MiB); a
+/// bigger one gets 413 `RequestEntityTooLarge`.
+pub const MAX_REQUEST_BYTES: usize = 3 * 1024 * 1024;
+
+/// Largest object etcd stores with its default `--max-request-bytes` (1.5 MiB). Custom objects
+/// are stored as JSON, so the lab compares an object's JSON with it.
+pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
+
 /// A failed API request, rendered as a `meta/v1` `Status` object.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{code} {reason}: {message}")]
@@ -213,6 +221,22 @@ impl ApiError {
         Self::new(code, reason, message)
     }
 
+    /// 413 for a request body over [`MAX_REQUEST_BYTES`], in kube-apiserver's words
+    /// (`Request entity too large: limit is 3145728`).
+    pub fn request_too_large() -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {MAX_REQUEST_BYTES}"),
+        )
+    }
+
+    /// 500 for an object over [`MAX_OBJECT_BYTES`]: etcd refuses to store it and kube-apiserver
+    /// passes its error on as it is (a `Status` with code 500 and no reason).
+    pub fn object_too_large() -> Self {
+        Self::new(500, "", "etcdserver: request is too large")
+    }
+
     /// 405 for a verb the resource does not support.
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
         Self::new(405, "MethodNotAllowed", message)
@@ -229,6 +253,10 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        if self.reason.is_empty() {
+            // kube-apiserver leaves `reason` out when it has none (StatusReasonUnknown).
+            s.as_object_mut().map(|o| o.remove("reason"));
+        }
         if let Some(d) = &self.details {
             s["details"] = d.clone();
         }

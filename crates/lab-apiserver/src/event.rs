@@ -75,10 +75,30 @@ impl Event {
     pub fn line(&self) -> Bytes {
         self.line.clone()
     }
+
+    /// Bytes of the watch line (what a watcher holding this event keeps alive).
+    pub fn size(&self) -> usize {
+        self.line.len()
+    }
 }
 
 fn prefix(kind: &str) -> String {
     format!("{{\"type\":\"{kind}\",\"object\":")
+}
+
+/// The watch line of `raw` seen as `kind`, in three parts that copy nothing: a static head,
+/// the object's own (shared) bytes and a static tail.
+pub fn raw_parts(kind: EventType, raw: &Bytes) -> [Bytes; 3] {
+    let head: &'static [u8] = match kind {
+        EventType::Added => b"{\"type\":\"ADDED\",\"object\":",
+        EventType::Modified => b"{\"type\":\"MODIFIED\",\"object\":",
+        EventType::Deleted => b"{\"type\":\"DELETED\",\"object\":",
+    };
+    [
+        Bytes::from_static(head),
+        raw.clone(),
+        Bytes::from_static(b"}\n"),
+    ]
 }
 
 /// Encodes one `{"type":..,"object":..}` line around an object's JSON bytes.
@@ -113,5 +133,14 @@ mod tests {
         assert!(ev.line().ends_with(b"\n"));
         let other: Value = serde_json::from_slice(&encode_raw("DELETED", ev.object.raw())).unwrap();
         assert_eq!(other["type"], "DELETED");
+        for kind in [EventType::Added, EventType::Modified, EventType::Deleted] {
+            let parts = raw_parts(kind, ev.object.raw());
+            assert_eq!(
+                parts[1].as_ptr(),
+                ev.object.raw().as_ptr(),
+                "shared, not copied"
+            );
+            assert_eq!(parts.concat(), encode_raw(kind.as_str(), ev.object.raw()));
+        }
     }
 }

@@ -11,7 +11,7 @@ use http::{HeaderValue, Method, header};
 
 use crate::app::{App, Req, Target, bytes_response, json_response};
 use crate::discovery;
-use crate::error::ApiError;
+use crate::error::{ApiError, MAX_REQUEST_BYTES};
 use crate::faults::{FaultConfig, Outage};
 use crate::rbac::{self, Attributes};
 use crate::verbs;
@@ -19,11 +19,9 @@ use crate::verbs;
 /// The router's only handler.
 pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let body = match axum::body::to_bytes(body, 64 << 20).await {
+    let body = match read_body(body).await {
         Ok(b) => b,
-        Err(e) => {
-            return ApiError::bad_request(format!("cannot read request body: {e}")).into_response();
-        }
+        Err(e) => return e.into_response(),
     };
     let mut headers = parts.headers;
     let ct = headers
@@ -77,6 +75,44 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
         Err(e) => e.into_response(),
     }
 }
+
+/// The request body, read up to [`MAX_REQUEST_BYTES`] as kube-apiserver reads a write's
+/// body: one byte more is 413 `RequestEntityTooLarge`, and nothing past the limit is buffered.
+async fn read_body(body: axum::body::Body) -> Result<bytes::Bytes, ApiError> {
+    use futures::StreamExt as _;
+    let mut stream = body.into_data_stream();
+    // A body in one chunk is kept as it is; more chunks are joined.
+    let (mut first, mut joined, mut len) = (None::<bytes::Bytes>, bytes::BytesMut::new(), 0);
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| ApiError::bad_request(format!("cannot read request body: {e}")))?;
+        len += chunk.len();
+        if len > MAX_REQUEST_BYTES {
+            // Discard the rest (up to a bound) before answering, so that the client, still
+            // sending, is not reset and reads the 413.
+            if len > DRAIN_BYTES {
+                break;
+            }
+            (first, joined) = (None, bytes::BytesMut::new());
+            continue;
+        }
+        match first.take() {
+            None if joined.is_empty() => first = Some(chunk),
+            Some(f) => {
+                joined.extend_from_slice(&f);
+                joined.extend_from_slice(&chunk);
+            }
+            None => joined.extend_from_slice(&chunk),
+        }
+    }
+    if len > MAX_REQUEST_BYTES {
+        return Err(ApiError::request_too_large());
+    }
+    Ok(first.unwrap_or_else(|| joined.freeze()))
+}
+
+/// How much of an oversized body is read (and dropped) before the 413 is sent.
+const DRAIN_BYTES: usize = 64 << 20;
 
 fn parse_query(q: &str) -> HashMap<String, String> {
     q.split('&')

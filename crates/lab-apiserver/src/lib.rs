@@ -21,10 +21,12 @@
 //!   `/lab/faults` endpoints; `app`: what handlers share (state, request, responses).
 //! - [`auth`]: bearer tokens per [`Identity`]; `rbac`: the RBAC authorizer over stored roles.
 //! - `verbs`: get, list, watch, create, update, patch, delete, deletecollection; admission.
-//! - `store`: objects, the global resourceVersion, event window, finalizers, garbage collection;
+//! - `store`: objects, the global resourceVersion, event window, the object size limit,
+//!   finalizers, garbage collection (of dependents and of objects whose owners are gone);
 //!   `stored`: one object version held as its JSON bytes; `event`: one change as retained and
 //!   sent.
-//! - `watchers`: the watcher registry; `watch`: the streaming watch response with bookmarks.
+//! - `watchers`: the watcher registry and what each watcher may hold before it is dropped;
+//!   `watch`: the streaming watch response with bookmarks.
 //! - [`resources`]: built-in kinds and kinds defined by CRDs.
 //! - `admission`: CEL admission (CRD `x-kubernetes-validations`, ValidatingAdmissionPolicies);
 //!   `cel_rules`: a CRD's rules compiled without the rule-free subtrees, walked to where they are.

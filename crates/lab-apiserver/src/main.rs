@@ -29,6 +29,9 @@ struct Args {
     /// Bytes of encoded events retained for resuming watches at most.
     #[arg(long, default_value_t = netrollout_lab_apiserver::server::DEFAULT_WINDOW_BYTES)]
     event_window_bytes: usize,
+    /// Bytes one watcher may hold before a watcher that does not keep up is dropped.
+    #[arg(long, default_value_t = netrollout_lab_apiserver::server::DEFAULT_WATCH_BYTES)]
+    watch_bytes: usize,
 }
 
 /// mimalloc: glibc malloc was a sixth of the lab API server's CPU under load (every write
@@ -50,6 +53,7 @@ fn main() -> anyhow::Result<()> {
         data: args.data,
         event_window: args.event_window,
         event_window_bytes: args.event_window_bytes,
+        watch_bytes: args.watch_bytes,
         ..Config::default()
     })
 }

@@ -19,6 +19,7 @@ use crate::persist;
 use crate::store::State;
 
 pub use crate::store::DEFAULT_WINDOW_BYTES;
+pub use crate::watchers::DEFAULT_WATCH_BYTES;
 
 /// How to start a [`LabServer`].
 #[derive(Debug, Clone)]
@@ -36,6 +37,9 @@ pub struct Config {
     pub event_window_bytes: usize,
     /// Events buffered per watcher before a slow watcher's stream is ended.
     pub watch_buffer: usize,
+    /// Bytes one watcher may hold (events queued for it, response chunks its connection has
+    /// not taken) before its stream is ended.
+    pub watch_bytes: usize,
     /// How often watches that allow bookmarks get one.
     pub bookmark_interval: Duration,
     /// How soon after a change the data file is rewritten.
@@ -51,6 +55,7 @@ impl Default for Config {
             event_window: 10_000,
             event_window_bytes: crate::store::DEFAULT_WINDOW_BYTES,
             watch_buffer: 4096,
+            watch_bytes: crate::watchers::DEFAULT_WATCH_BYTES,
             bookmark_interval: Duration::from_secs(1),
             persist_interval: Duration::from_millis(200),
         }
@@ -77,6 +82,7 @@ impl LabServer {
     /// Binds, loads persisted data, writes the kubeconfig and starts serving.
     pub async fn start(cfg: Config) -> Result<Self> {
         let mut state = State::new(cfg.event_window, cfg.event_window_bytes);
+        state.watchers.set_max_bytes(cfg.watch_bytes);
         if let Some(path) = &cfg.data {
             persist::load(path, &mut state)?;
         }
@@ -246,6 +252,15 @@ impl LabServer {
         self.state
             .lock()
             .map(|s| s.watchers.count())
+            .unwrap_or_default()
+    }
+
+    /// Bytes held by all watchers: events queued for them and response chunks their
+    /// connections have not taken yet (mostly shared with the store and the event window).
+    pub fn watch_bytes_held(&self) -> usize {
+        self.state
+            .lock()
+            .map(|s| s.watchers.held_bytes())
             .unwrap_or_default()
     }
 

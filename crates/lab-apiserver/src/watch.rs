@@ -12,13 +12,13 @@ use tokio::sync::mpsc;
 
 use crate::convert;
 use crate::error::ApiError;
-use crate::event::{Event, EventType, encode_event, encode_raw};
+use crate::event::{Event, EventType, encode_event, raw_parts};
 use crate::resources::{Builtin, ResourceType};
 use crate::store::State;
 use crate::stored::Stored;
 use crate::table;
 pub use crate::watchers::Filter;
-use crate::watchers::Item;
+use crate::watchers::{Budget, Item};
 
 /// Parameters of one watch request.
 #[derive(Debug, Clone)]
@@ -48,7 +48,7 @@ pub struct WatchParams {
 pub fn start(state: Arc<Mutex<State>>, p: WatchParams) -> Result<Response, ApiError> {
     let (tx, rx) = mpsc::channel(p.buffer.max(16));
     let filter = Arc::new(p.filter.clone());
-    let (initial, start_rv) = {
+    let (initial, start_rv, budget) = {
         let mut st = state
             .lock()
             .map_err(|_| ApiError::new(500, "InternalError", "state lock poisoned"))?;
@@ -80,17 +80,89 @@ pub fn start(state: Arc<Mutex<State>>, p: WatchParams) -> Result<Response, ApiEr
                 }
             }
         }
-        st.watchers.add(p.rt.key(), filter, tx);
-        (initial, st.rv)
+        let budget = st.watchers.add(p.rt.key(), filter, tx);
+        (initial, st.rv, budget)
     };
-    let (out_tx, out_rx) = mpsc::channel::<Bytes>(64);
-    tokio::spawn(pump(state, p, initial, start_rv, rx, out_tx));
-    let body = Body::from_stream(futures::stream::unfold(out_rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
+    let (out_tx, out_rx) = mpsc::channel::<Bytes>(OUT_CHUNKS);
+    let outlet = Outlet {
+        rx: out_rx,
+        budget: budget.clone(),
+    };
+    tokio::spawn(async move {
+        let mut rx = rx;
+        let out = Out {
+            tx: out_tx,
+            budget: budget.clone(),
+        };
+        pump(state, p, initial, start_rv, &mut rx, out).await;
+        // What was queued for the watcher is let go with the pump.
+        rx.close();
+        while let Ok(item) = rx.try_recv() {
+            budget.sub(item.event.size());
+        }
+    });
+    let body = Body::from_stream(futures::stream::unfold(outlet, |mut o| async move {
+        // A dropped watcher's stream ends at once: the chunks still queued are let go, and
+        // the client resumes from the last event it read.
+        if o.budget.is_dropped() {
+            return None;
+        }
+        let chunk = o.rx.recv().await?;
+        o.budget.sub(chunk.len());
+        Some((Ok::<_, std::convert::Infallible>(chunk), o))
     }));
     Ok(stream_response(body))
+}
+
+/// Chunks queued between a watcher's pump and its connection.
+const OUT_CHUNKS: usize = 16;
+
+/// The response side of a watch: the chunks the pump queued, accounted to its budget until
+/// the connection takes them (or the stream is dropped).
+struct Outlet {
+    rx: mpsc::Receiver<Bytes>,
+    budget: Arc<Budget>,
+}
+
+impl Drop for Outlet {
+    fn drop(&mut self) {
+        self.rx.close();
+        while let Ok(chunk) = self.rx.try_recv() {
+            self.budget.sub(chunk.len());
+        }
+    }
+}
+
+/// The pump's side of the response: a send counts the chunk to the budget and gives up when
+/// the watch is dropped or the connection is gone.
+struct Out {
+    tx: mpsc::Sender<Bytes>,
+    budget: Arc<Budget>,
+}
+
+impl Out {
+    async fn send(&self, chunk: Bytes) -> bool {
+        let n = chunk.len();
+        self.budget.add(n);
+        let sent = tokio::select! {
+            biased;
+            () = self.budget.dropped() => false,
+            r = self.tx.send(chunk) => r.is_ok(),
+        };
+        if !sent {
+            self.budget.sub(n);
+        }
+        sent
+    }
+
+    async fn send_all(&self, chunks: Vec<Bytes>) -> bool {
+        for c in chunks {
+            if !self.send(c).await {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 fn stream_response(body: Body) -> Response {
@@ -102,6 +174,35 @@ fn stream_response(body: Body) -> Response {
     r
 }
 
+/// One watch line: whole, or as the three parts of [`raw_parts`] that share the object's bytes.
+enum Line {
+    Whole(Bytes),
+    Parts([Bytes; 3]),
+}
+
+impl Line {
+    fn len(&self) -> usize {
+        match self {
+            Self::Whole(b) => b.len(),
+            Self::Parts(p) => p.iter().map(Bytes::len).sum(),
+        }
+    }
+
+    fn chunks(self) -> Vec<Bytes> {
+        match self {
+            Self::Whole(b) => vec![b],
+            Self::Parts(p) => p.into(),
+        }
+    }
+
+    fn append_to(&self, batch: &mut BytesMut) {
+        match self {
+            Self::Whole(b) => batch.extend_from_slice(b),
+            Self::Parts(p) => p.iter().for_each(|b| batch.extend_from_slice(b)),
+        }
+    }
+}
+
 struct Encoder {
     rt: Arc<ResourceType>,
     table: bool,
@@ -111,7 +212,7 @@ struct Encoder {
 impl Encoder {
     /// The watch line for `obj` seen as `kind`: the event's own line when the client sees the
     /// object as stored, else re-encoded (another event type, apiVersion, or a Table).
-    fn line(&mut self, kind: EventType, ev: Option<&Event>, obj: &Stored) -> Bytes {
+    fn line(&mut self, kind: EventType, ev: Option<&Event>, obj: &Stored) -> Line {
         if self.table {
             let tree = obj.value();
             let t = table::table(
@@ -121,15 +222,15 @@ impl Encoder {
                 false,
             );
             self.first = false;
-            return encode_event(kind.as_str(), &t);
+            return Line::Whole(encode_event(kind.as_str(), &t));
         }
         if self.rt.builtin == Some(Builtin::Event) || !obj.has_api_version(&self.rt.api_version()) {
             let tree = obj.value();
-            return encode_event(kind.as_str(), &convert::view(&self.rt, &tree));
+            return Line::Whole(encode_event(kind.as_str(), &convert::view(&self.rt, &tree)));
         }
         match ev {
-            Some(ev) if ev.kind == kind => ev.line(),
-            _ => encode_raw(kind.as_str(), obj.raw()),
+            Some(ev) if ev.kind == kind => Line::Whole(ev.line()),
+            _ => Line::Parts(raw_parts(kind, obj.raw())),
         }
     }
 
@@ -148,27 +249,43 @@ impl Encoder {
 /// Most bytes of queued events [`coalesce`] puts in one chunk.
 const BATCH_BYTES: usize = 64 * 1024;
 
-/// `first` and the events already queued behind it (up to [`BATCH_BYTES`]), in order, as one
-/// chunk of the response: a burst of changes (a wave's dispatches, its agents' reports) then
-/// costs the server one write and the watcher one read instead of one of each per event. An
-/// event never waits for more to come.
-fn coalesce(first: Bytes, rx: &mut mpsc::Receiver<Item>, enc: &mut Encoder) -> Bytes {
-    let Ok(mut item) = rx.try_recv() else {
-        return first;
-    };
-    let mut batch = BytesMut::with_capacity(first.len() * 4);
-    batch.extend_from_slice(&first);
-    loop {
-        batch.extend_from_slice(&enc.line(item.kind, Some(&item.event), &item.event.object));
-        if batch.len() >= BATCH_BYTES {
-            break;
+/// The line of `first` and the events already queued behind it (up to [`BATCH_BYTES`]), in
+/// order, as few chunks: a burst of small changes (a wave's dispatches, its agents' reports)
+/// costs the server one write and the watcher one read instead of one of each per event.
+/// Small lines are copied into one batch; a big line is sent as it is (shared with the store,
+/// never copied). An event never waits for others to come.
+fn coalesce(
+    first: Item,
+    rx: &mut mpsc::Receiver<Item>,
+    enc: &mut Encoder,
+    budget: &Budget,
+) -> Vec<Bytes> {
+    let mut chunks = vec![];
+    let mut batch = BytesMut::new();
+    let mut total = 0;
+    let mut next = Some(first);
+    while let Some(item) = next.take() {
+        let line = enc.line(item.kind, Some(&item.event), &item.event.object);
+        total += line.len();
+        if line.len() >= BATCH_BYTES {
+            if !batch.is_empty() {
+                chunks.push(std::mem::take(&mut batch).freeze());
+            }
+            chunks.extend(line.chunks());
+        } else {
+            line.append_to(&mut batch);
         }
-        match rx.try_recv() {
-            Ok(next) => item = next,
-            Err(_) => break,
+        if total < BATCH_BYTES
+            && let Ok(item) = rx.try_recv()
+        {
+            budget.sub(item.event.size());
+            next = Some(item);
         }
     }
-    batch.freeze()
+    if !batch.is_empty() {
+        chunks.push(batch.freeze());
+    }
+    chunks
 }
 
 async fn pump(
@@ -176,8 +293,8 @@ async fn pump(
     p: WatchParams,
     initial: Vec<(EventType, Stored)>,
     start_rv: u64,
-    mut rx: mpsc::Receiver<Item>,
-    out: mpsc::Sender<Bytes>,
+    rx: &mut mpsc::Receiver<Item>,
+    out: Out,
 ) {
     let mut enc = Encoder {
         rt: p.rt.clone(),
@@ -185,11 +302,12 @@ async fn pump(
         first: true,
     };
     for (kind, obj) in &initial {
-        if out.send(enc.line(*kind, None, obj)).await.is_err() {
+        if !out.send_all(enc.line(*kind, None, obj).chunks()).await {
             return;
         }
     }
-    if p.send_initial && p.bookmarks && out.send(enc.bookmark(start_rv, true)).await.is_err() {
+    drop(initial);
+    if p.send_initial && p.bookmarks && !out.send(enc.bookmark(start_rv, true)).await {
         return;
     }
     let deadline = tokio::time::sleep(p.timeout);
@@ -197,14 +315,15 @@ async fn pump(
     let mut tick = tokio::time::interval(p.bookmark_every);
     tick.tick().await;
     loop {
-        let line = tokio::select! {
+        let chunks = tokio::select! {
             biased;
             _ = &mut deadline => return,
-            _ = out.closed() => return,
+            () = out.budget.dropped() => return,
+            _ = out.tx.closed() => return,
             item = rx.recv() => match item {
                 Some(item) => {
-                    let line = enc.line(item.kind, Some(&item.event), &item.event.object);
-                    coalesce(line, &mut rx, &mut enc)
+                    out.budget.sub(item.event.size());
+                    coalesce(item, rx, &mut enc, &out.budget)
                 }
                 None => return,
             },
@@ -213,10 +332,10 @@ async fn pump(
                     Ok(st) if rx.is_empty() => st.rv,
                     _ => continue,
                 };
-                enc.bookmark(rv, false)
+                vec![enc.bookmark(rv, false)]
             }
         };
-        if out.send(line).await.is_err() {
+        if !out.send_all(chunks).await {
             return;
         }
     }

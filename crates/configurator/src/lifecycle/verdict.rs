@@ -3,10 +3,13 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use netrollout_api::ACCEPTED_CONDITION;
-use netrollout_render::Invalid;
+use netrollout_render::{Invalid, MAX_SNAPSHOT_BYTES};
 
 use super::action::AcceptedUpdate;
 use super::model::{InputObject, InputRef};
+
+/// The kind the renderer names when the merged inputs are too large to store.
+const REVISION_KIND: &str = "NetworkConfigRevision";
 
 /// What an input's `Accepted` condition should say.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,9 +45,25 @@ impl Verdict {
         }
     }
 
-    /// The verdict on `input` when the merged inputs are `invalid`: its own problems, or that
-    /// other inputs are invalid.
+    /// The verdict on `input` when the merged inputs are `invalid`: that they are too large
+    /// to store as one revision, its own problems, or that other inputs are invalid.
     pub fn of_invalid(input: &InputRef, invalid: &Invalid) -> Self {
+        let too_large = invalid
+            .problems
+            .iter()
+            .find(|p| p.kind == REVISION_KIND && p.field == "spec.snapshot");
+        if let Some(p) = too_large {
+            return Self::rejected(
+                "TooLarge",
+                format!(
+                    "not rolled out: the merged inputs do not fit in one NetworkConfigRevision \
+                     ({}: {}). A revision holds every input, and a Kubernetes API server \
+                     stores objects of at most {MAX_SNAPSHOT_BYTES} bytes (1.5 MiB, etcd's \
+                     default --max-request-bytes); make the inputs smaller or fewer",
+                    p.object, p.message
+                ),
+            );
+        }
         let own: Vec<String> = invalid
             .for_object(input.kind.kind(), &input.name)
             .map(|p| format!("{}: {}", p.field, p.message))
@@ -106,5 +125,50 @@ impl Verdict {
             generation: input.generation,
             conditions,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use netrollout_render::{Invalid, Problem};
+
+    use super::*;
+    use crate::lifecycle::model::InputKind;
+
+    #[test]
+    fn inputs_too_large_for_one_revision_are_told_so_and_the_limit_is_named() {
+        let invalid = Invalid {
+            problems: vec![Problem {
+                kind: REVISION_KIND,
+                object: "ncr-0123".into(),
+                field: "spec.snapshot".into(),
+                message: "the merged inputs are 1700000 bytes, over the API server's limit of \
+                          1572864; remove or merge inputs"
+                    .into(),
+            }],
+        };
+        let input = InputRef {
+            kind: InputKind::Vrf,
+            name: "vrf-a".into(),
+        };
+        let v = Verdict::of_invalid(&input, &invalid);
+        assert!(!v.accepted);
+        assert_eq!(v.reason, "TooLarge");
+        for needle in [
+            "do not fit in one NetworkConfigRevision",
+            "1700000 bytes",
+            "at most 1572864 bytes (1.5 MiB, etcd's default --max-request-bytes)",
+        ] {
+            assert!(
+                v.message.contains(needle),
+                "{needle:?} not in {:?}",
+                v.message
+            );
+        }
+        assert!(
+            !v.message.contains("other inputs are invalid"),
+            "{}",
+            v.message
+        );
     }
 }

@@ -32,18 +32,24 @@ impl State {
         {
             return Err(ApiError::conflict(&rt.group, &rt.plural, name));
         }
-        Ok(self.delete_key(key, ns, name, orphan))
+        self.delete_key(key, ns, name, orphan)
     }
 
-    fn delete_key(&mut self, key: TypeKey, ns: &str, name: &str, orphan: bool) -> Arc<Value> {
+    fn delete_key(
+        &mut self,
+        key: TypeKey,
+        ns: &str,
+        name: &str,
+        orphan: bool,
+    ) -> Result<Arc<Value>, ApiError> {
         let Some(cur) = self.get_key(&key, ns, name) else {
-            return Arc::new(Value::Null);
+            return Ok(Arc::new(Value::Null));
         };
         if finalizers(&cur).is_empty() {
-            return self.remove(key, ns, name, orphan);
+            return Ok(self.remove(key, ns, name, orphan));
         }
         if cur["metadata"].get("deletionTimestamp").is_some() {
-            return cur;
+            return Ok(cur);
         }
         let mut new = (*cur).clone();
         let m = meta_mut(&mut new);
@@ -68,17 +74,17 @@ impl State {
         name: &str,
         mut obj: Value,
         old: Arc<Value>,
-    ) -> Arc<Value> {
+    ) -> Result<Arc<Value>, ApiError> {
         self.rv += 1;
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(self.rv.to_string()));
         let obj = Arc::new(obj);
         let prev = self.stored_key(&key, ns, name).cloned().map(|s| (s, old));
-        let stored = self.commit(key.clone(), EventType::Modified, &obj, prev);
+        let stored = self.commit(key.clone(), EventType::Modified, &obj, prev)?;
         self.objects
             .entry(key)
             .or_default()
             .insert(ns, name, stored);
-        obj
+        Ok(obj)
     }
 
     /// Removes an object now, then everything that depended on it.
@@ -96,7 +102,8 @@ impl State {
         let mut gone = (*old.value()).clone();
         meta_mut(&mut gone).insert("resourceVersion".into(), json!(self.rv.to_string()));
         let gone = Arc::new(gone);
-        self.commit(key.clone(), EventType::Deleted, &gone, None);
+        // A deletion stores nothing: etcd's size limit does not apply to it.
+        let _ = self.commit(key.clone(), EventType::Deleted, &gone, None);
         match &*key {
             "apiextensions.k8s.io/customresourcedefinitions" => {
                 let (g, p) = (
@@ -128,7 +135,8 @@ impl State {
             .map(|((ns, name), _)| (ns.to_string(), name.to_string()))
             .collect();
         for (ns, name) in names {
-            self.delete_key(key.clone(), &ns, &name, false);
+            // Only marking an object over the size limit can fail; it stays, as on etcd.
+            let _ = self.delete_key(key.clone(), &ns, &name, false);
         }
     }
 
@@ -165,11 +173,75 @@ impl State {
             if left == Some(0) {
                 meta_mut(&mut new).remove("ownerReferences");
             }
+            // Removing references only shrinks an object, and a deletion stores nothing: neither
+            // meets the size limit.
             if left == Some(0) && !orphan {
-                self.delete_key(key, &ns, &name, false);
+                let _ = self.delete_key(key, &ns, &name, false);
             } else {
-                self.store_modified(key, &ns, &name, new, o);
+                let _ = self.store_modified(key, &ns, &name, new, o);
             }
+        }
+    }
+
+    /// Background garbage collection of a dependent whose `ownerReferences` were just set or
+    /// changed, as kube-controller-manager's garbage collector verifies the owners it has not
+    /// seen: an owner is absent when no object of its kind and name exists (in the dependent's
+    /// namespace for a namespaced kind) or the one that exists has another uid. A dependent all
+    /// of whose owners are absent is deleted; one with some owners present loses the
+    /// references to the absent ones. An owner of a kind the server does not serve (or a
+    /// namespaced owner of a cluster-scoped dependent) cannot be verified and keeps the
+    /// dependent, as in Kubernetes.
+    pub(super) fn collect_if_dangling(&mut self, key: &TypeKey, ns: &str, name: &str) {
+        let Some(obj) = self.get_key(key, ns, name) else {
+            return;
+        };
+        let Some(refs) = obj["metadata"]["ownerReferences"].as_array() else {
+            return;
+        };
+        let absent: Vec<&Value> = refs.iter().filter(|r| self.owner_absent(r, ns)).collect();
+        if absent.is_empty() {
+            return;
+        }
+        if absent.len() == refs.len() {
+            tracing::debug!(key = %key, ns, name, "garbage collecting: every owner is absent");
+            let _ = self.delete_key(key.clone(), ns, name, false);
+            return;
+        }
+        let kept: Vec<Value> = refs
+            .iter()
+            .filter(|r| !absent.contains(r))
+            .cloned()
+            .collect();
+        let mut new = (*obj).clone();
+        meta_mut(&mut new).insert("ownerReferences".into(), Value::Array(kept));
+        let _ = self.store_modified(key.clone(), ns, name, new, obj);
+    }
+
+    /// Whether the owner `r` of a dependent in namespace `ns` is verifiably absent.
+    fn owner_absent(&self, r: &Value, ns: &str) -> bool {
+        let (av, kind, name, uid) = (
+            r["apiVersion"].as_str().unwrap_or_default(),
+            r["kind"].as_str().unwrap_or_default(),
+            r["name"].as_str().unwrap_or_default(),
+            r["uid"].as_str().unwrap_or_default(),
+        );
+        let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
+        let Some(rt) = self
+            .registry
+            .all()
+            .find(|t| t.group == group && t.version == version && t.kind == kind)
+        else {
+            return false;
+        };
+        let owner_ns = match (rt.namespaced, ns.is_empty()) {
+            (true, true) => return false,
+            (true, false) => ns,
+            (false, _) => "",
+        };
+        match self.stored_key(&rt.key(), owner_ns, name) {
+            // The uid is looked for in the owner's bytes before anything is decoded.
+            Some(owner) if owner.contains(uid) => owner.value()["metadata"]["uid"] != uid,
+            _ => true,
         }
     }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, MAX_OBJECT_BYTES};
 use crate::event::{Event, EventType};
 use crate::object::{
     finalizers, meta_mut, meta_str, new_uid, now_timestamp, same_but_status, same_spec,
@@ -206,11 +206,25 @@ impl State {
             _ => {}
         }
         let obj = Arc::new(obj);
-        let stored = self.commit(key.clone(), EventType::Added, &obj, None);
+        let stored = match self.commit(key.clone(), EventType::Added, &obj, None) {
+            Ok(s) => s,
+            Err(e) => {
+                if rt.builtin == Some(Builtin::Crd) {
+                    self.registry.remove_all(
+                        obj["spec"]["group"].as_str().unwrap_or_default(),
+                        obj["spec"]["names"]["plural"].as_str().unwrap_or_default(),
+                    );
+                }
+                return Err(e);
+            }
+        };
         self.objects
-            .entry(key)
+            .entry(key.clone())
             .or_default()
             .insert(ns, &name, stored);
+        if obj["metadata"].get("ownerReferences").is_some() {
+            self.collect_if_dangling(&key, ns, &name);
+        }
         Ok(obj)
     }
 
@@ -232,7 +246,12 @@ impl State {
         if !want_rv.is_empty() && want_rv != meta_str(&old, "resourceVersion") {
             return Err(ApiError::conflict(&rt.group, &rt.plural, name));
         }
-        if status_only {
+        if status_only && rt.builtin == Some(Builtin::Node) {
+            // kube-apiserver's Node status strategy keeps only the spec: labels, annotations,
+            // owner references and finalizers may change through nodes/status (kubelets and
+            // CNI agents annotate Nodes that way), so admission policies must guard both.
+            keep_field(&mut obj, &old, "spec");
+        } else if status_only {
             if same_but_status(&obj, &old) {
                 // The write changed only the status: it is the new version as it is.
                 if let Some(o) = obj.as_object_mut() {
@@ -244,12 +263,7 @@ impl State {
                 obj["status"] = status;
             }
         } else if rt.status_subresource {
-            match old.get("status") {
-                Some(s) => obj["status"] = s.clone(),
-                None => {
-                    obj.as_object_mut().map(|o| o.remove("status"));
-                }
-            }
+            keep_field(&mut obj, &old, "status");
         }
         let deleting = old["metadata"].get("deletionTimestamp").cloned();
         let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
@@ -288,21 +302,32 @@ impl State {
         if obj["metadata"].get("deletionTimestamp").is_some() && finalizers(&obj).is_empty() {
             return Ok(self.remove(key, ns, name, false));
         }
-        Ok(self.store_modified(key, ns, name, obj, old))
+        let refs_changed =
+            obj["metadata"].get("ownerReferences") != old["metadata"].get("ownerReferences");
+        let new = self.store_modified(key.clone(), ns, name, obj, old)?;
+        if refs_changed {
+            self.collect_if_dangling(&key, ns, name);
+        }
+        Ok(new)
     }
 
     /// Records a change: encodes it once, then the event window, watchers, and the dirty flag.
     /// `prev` is the version replaced by a modification, stored and decoded. Returns the new
-    /// version as stored.
+    /// version as stored, or, for an object over [`MAX_OBJECT_BYTES`], the error etcd gives
+    /// (nothing is recorded and the resourceVersion the caller took is given back).
     pub(super) fn commit(
         &mut self,
         key: TypeKey,
         kind: EventType,
         object: &Arc<Value>,
         prev: Option<(Stored, Arc<Value>)>,
-    ) -> Stored {
+    ) -> Result<Stored, ApiError> {
         let (prev, prev_tree) = prev.unzip();
         let ev = Arc::new(Event::new(self.rv, key, kind, object, prev));
+        if kind != EventType::Deleted && ev.object.size() > MAX_OBJECT_BYTES {
+            self.rv -= 1;
+            return Err(ApiError::object_too_large());
+        }
         self.window_bytes += ev.object.size();
         self.window.push_back(ev.clone());
         while self.window.len() > self.window_cap
@@ -316,7 +341,7 @@ impl State {
         }
         self.watchers.dispatch(&ev, object, prev_tree.as_deref());
         self.dirty = true;
-        ev.object.clone()
+        Ok(ev.object.clone())
     }
 
     /// The resourceVersion and every object, CRDs first, for persistence.
@@ -366,6 +391,16 @@ impl State {
         self.window.clear();
         self.window_bytes = 0;
         Ok(())
+    }
+}
+
+/// Sets `field` of `obj` to its value in `old` (removing it when `old` has none).
+fn keep_field(obj: &mut Value, old: &Value, field: &str) {
+    match old.get(field) {
+        Some(v) => obj[field] = v.clone(),
+        None => {
+            obj.as_object_mut().map(|o| o.remove(field));
+        }
     }
 }
 

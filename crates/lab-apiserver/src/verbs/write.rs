@@ -18,7 +18,21 @@ use crate::resources::{Builtin, ResourceType};
 use crate::schema;
 
 fn body_object(r: &Req) -> Result<Value, ApiError> {
-    let v = parse_body(&r.body, r.header(header::CONTENT_TYPE)).map_err(ApiError::bad_request)?;
+    let ct = r.header(header::CONTENT_TYPE);
+    // As kube-apiserver negotiates a body's serializer: no Content-Type means JSON.
+    let media = ct.split(';').next().unwrap_or_default().trim();
+    if !matches!(media, "" | "application/json" | "application/yaml") {
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types \
+                 include: application/json, application/yaml, application/vnd.kubernetes.protobuf \
+                 (got {ct:?})"
+            ),
+        ));
+    }
+    let v = parse_body(&r.body, ct).map_err(ApiError::bad_request)?;
     if !v.is_object() {
         return Err(ApiError::bad_request(
             "the request body must be a single object",

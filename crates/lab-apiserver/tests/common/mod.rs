@@ -9,7 +9,9 @@ pub use netrollout_testkit::apiserver::LabApi as Lab;
 #[allow(unused_imports)]
 pub use netrollout_testkit::kubectl::KUBECTL;
 
+pub mod cluster;
 pub mod objects;
+pub mod raw;
 
 /// A file under `tests/fixtures`.
 pub fn fixture(name: &str) -> PathBuf {

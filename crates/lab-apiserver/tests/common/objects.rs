@@ -5,7 +5,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use serde_json::json;
 
 pub fn widgets_resource() -> ApiResource {
@@ -57,4 +59,21 @@ pub async fn install_widget_crd(client: &kube::Client) {
     let crds: Vec<CustomResourceDefinition> = serde_saphyr::from_multiple(&text).unwrap();
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     api.create(&PostParams::default(), &crds[0]).await.unwrap();
+}
+
+/// A ConfigMap `name` whose `blob` is `bytes` long, at `version` "0".
+pub fn sized_config_map(name: &str, bytes: usize) -> ConfigMap {
+    serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name}, "data": {"blob": "x".repeat(bytes), "version": "0"}}))
+    .unwrap()
+}
+
+/// Writes `version` of a [`sized_config_map`]: a new blob of `bytes` (each version's bytes
+/// differ from its first byte on).
+pub async fn rewrite(cms: &Api<ConfigMap>, name: &str, version: usize, bytes: usize) {
+    let blob = format!("{version}{}", "x".repeat(bytes));
+    let p = json!({"data": {"version": version.to_string(), "blob": blob}});
+    cms.patch(name, &PatchParams::default(), &Patch::Merge(&p))
+        .await
+        .unwrap();
 }
