@@ -112,7 +112,11 @@ fn the_schema_enforces_ranges_lengths_patterns_and_cel_rules() {
 }
 
 /// Every schema node of an input kind's spec, with its path.
-fn walk<'a>(path: String, schema: &'a serde_json::Value, out: &mut Vec<(String, &'a serde_json::Value)>) {
+fn walk<'a>(
+    path: String,
+    schema: &'a serde_json::Value,
+    out: &mut Vec<(String, &'a serde_json::Value)>,
+) {
     out.push((path.clone(), schema));
     if let Some(props) = schema["properties"].as_object() {
         for (k, v) in props {
@@ -130,9 +134,21 @@ fn walk<'a>(path: String, schema: &'a serde_json::Value, out: &mut Vec<(String, 
 fn input_specs() -> Vec<(String, serde_json::Value)> {
     netrollout_api::crds::all()
         .into_iter()
-        .filter(|c| ["VRFRouteConfiguration", "Layer2NetworkConfiguration", "RoutingTable"].contains(&c.spec.names.kind.as_str()))
+        .filter(|c| {
+            [
+                "VRFRouteConfiguration",
+                "Layer2NetworkConfiguration",
+                "RoutingTable",
+            ]
+            .contains(&c.spec.names.kind.as_str())
+        })
         .map(|c| {
-            let schema = c.spec.versions[0].schema.clone().unwrap().open_api_v3_schema.unwrap();
+            let schema = c.spec.versions[0]
+                .schema
+                .clone()
+                .unwrap()
+                .open_api_v3_schema
+                .unwrap();
             let schema = serde_json::to_value(schema).unwrap();
             (c.spec.names.kind, schema["properties"]["spec"].clone())
         })
@@ -146,13 +162,22 @@ fn every_list_and_map_of_an_input_is_bounded() {
         walk("spec".into(), &spec, &mut nodes);
         for (path, s) in nodes {
             if s["type"] == "array" {
-                assert!(s["maxItems"].is_u64(), "{kind} {path}: a list without maxItems");
+                assert!(
+                    s["maxItems"].is_u64(),
+                    "{kind} {path}: a list without maxItems"
+                );
             }
             if s["type"] == "object" && s["additionalProperties"].is_object() {
-                assert!(s["maxProperties"].is_u64(), "{kind} {path}: a map without maxProperties");
+                assert!(
+                    s["maxProperties"].is_u64(),
+                    "{kind} {path}: a map without maxProperties"
+                );
             }
             if s["type"] == "string" && s["enum"].is_null() {
-                assert!(s["maxLength"].is_u64() || s["pattern"].is_string(), "{kind} {path}: a string without maxLength");
+                assert!(
+                    s["maxLength"].is_u64() || s["pattern"].is_string(),
+                    "{kind} {path}: a string without maxLength"
+                );
             }
         }
     }
@@ -169,7 +194,11 @@ fn every_rule_on_an_object_names_the_field_it_is_about() {
             if s["type"] != "object" {
                 continue;
             }
-            for rule in s["x-kubernetes-validations"].as_array().into_iter().flatten() {
+            for rule in s["x-kubernetes-validations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
                 assert!(
                     rule["fieldPath"].is_string(),
                     "{kind} {path}: rule {} has no fieldPath",

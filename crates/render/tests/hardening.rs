@@ -237,8 +237,8 @@ fn a_clash_is_blamed_on_the_input_that_is_new_since_the_last_revision() {
     let mut new = vrf("a-new", "blue", 1);
     new.spec.vni = Some(100);
     let got = blamed(
-        (&[], &[old.clone()], &[]),
-        (&[new.clone()], &[old.clone()], &[]),
+        (&[], std::slice::from_ref(&old), &[]),
+        (std::slice::from_ref(&new), std::slice::from_ref(&old), &[]),
     );
     assert_eq!(fields(&got), ["VRFRouteConfiguration a-new: spec.vni"]);
     assert!(got[0].message.contains("\"z-old\""), "{}", got[0]);
@@ -250,13 +250,17 @@ fn a_clash_is_blamed_on_the_input_that_is_new_since_the_last_revision() {
         RoutingTable::new("z-old", RoutingTableSpec { table_id: 300 }),
         RoutingTable::new("a-new", RoutingTableSpec { table_id: 300 }),
     );
-    let got = blamed((&[], &[], &[t_old.clone()]), (&[], &[], &[t_new, t_old]));
+    let got = blamed(
+        (&[], &[], std::slice::from_ref(&t_old)),
+        (&[], &[], &[t_new, t_old.clone()]),
+    );
     assert_eq!(fields(&got), ["RoutingTable a-new: spec.tableId"]);
     // A routing table accepted before a VRF that now takes its id as VNI.
     let t = RoutingTable::new("z-t", RoutingTableSpec { table_id: 301 });
     let mut v = vrf("a-v", "blue", 1);
     v.spec.vni = Some(301);
-    let got = blamed((&[], &[], &[t.clone()]), (&[v], &[], &[t]));
+    let accepted = [t.clone()];
+    let got = blamed((&[], &[], &accepted), (&[v], &[], &[t]));
     assert_eq!(fields(&got), ["VRFRouteConfiguration a-v: spec.vni"]);
     // Loopbacks of two VRFs, gateway subnets and VLAN ids likewise.
     let lo = |name: &str, vrf_name: &str| {
@@ -279,7 +283,10 @@ fn a_clash_is_blamed_on_the_input_that_is_new_since_the_last_revision() {
         l2("z-n", 10, 100, &["10.0.0.1/24"]),
         l2("a-n", 10, 101, &["10.0.0.2/24"]),
     );
-    let got = blamed((&[], &[n_old.clone()], &[]), (&[], &[n_new, n_old], &[]));
+    let got = blamed(
+        (&[], std::slice::from_ref(&n_old), &[]),
+        (&[], &[n_new, n_old.clone()], &[]),
+    );
     assert_eq!(
         fields(&got),
         [

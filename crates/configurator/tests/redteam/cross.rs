@@ -159,8 +159,11 @@ fn cases() -> Vec<Cross> {
         Cross {
             what: "one gateway address twice with different prefix lengths",
             established: vec![],
-            newcomer: l2("a-l2", json!({"id": 100, "mtu": 1500, "vni": 5000,
-                "anycastGateways": ["10.250.0.1/24", "10.250.0.1/25"]})),
+            newcomer: l2(
+                "a-l2",
+                json!({"id": 100, "mtu": 1500, "vni": 5000,
+                "anycastGateways": ["10.250.0.1/24", "10.250.0.1/25"]}),
+            ),
             field: "spec.anycastGateways[1]",
             mentions: &["spec.anycastGateways[0]"],
         },
