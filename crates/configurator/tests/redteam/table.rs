@@ -472,6 +472,18 @@ pub fn cases() -> Vec<Case> {
         c(Layer2, "vrf", json!("thirteen-char"), "spec.vrf"),
         c(
             Layer2,
+            "advertiseNeighbors",
+            json!("yes"),
+            "spec.advertiseNeighbors",
+        ),
+        c(
+            Layer2,
+            "disableSegmentation",
+            json!("no"),
+            "spec.disableSegmentation",
+        ),
+        c(
+            Layer2,
             "neighSuppression",
             json!("yes"),
             "spec.neighSuppression",
