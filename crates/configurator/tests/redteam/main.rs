@@ -16,6 +16,7 @@ mod cross;
 #[path = "../e2e/lab.rs"]
 mod lab;
 mod table;
+mod vrf_cases;
 
 use std::path::Path;
 use std::time::Duration;

@@ -92,7 +92,7 @@ pub fn object(case: &Case, name: &str) -> Value {
     obj
 }
 
-fn c(kind: Kind, path: &'static str, value: Value, field: &'static str) -> Case {
+pub fn c(kind: Kind, path: &'static str, value: Value, field: &'static str) -> Case {
     Case {
         kind,
         path,
@@ -101,268 +101,15 @@ fn c(kind: Kind, path: &'static str, value: Value, field: &'static str) -> Case 
     }
 }
 
-fn many(n: usize, item: impl Fn(usize) -> Value) -> Value {
+pub fn many(n: usize, item: impl Fn(usize) -> Value) -> Value {
     Value::Array((0..n).map(item).collect())
 }
 
 /// Every case.
 pub fn cases() -> Vec<Case> {
     use Kind::*;
-    let prefix = |cidr: &str| json!([{"cidr": cidr, "action": "permit"}]);
-    let mut out = vec![
-        // VRFRouteConfiguration
-        c(Vrf, "vrf", json!(""), "spec.vrf"),
-        c(Vrf, "vrf", json!("thirteen-char"), "spec.vrf"),
-        c(Vrf, "vrf", json!("bad name"), "spec.vrf"),
-        c(Vrf, "vrf", json!("-red"), "spec.vrf"),
-        c(Vrf, "vrf", json!("red.1"), "spec.vrf"),
-        c(Vrf, "vrf", json!("red:1"), "spec.vrf"),
-        c(Vrf, "vrf", json!(5), "spec.vrf"),
-        c(Vrf, "seq", json!(0), "spec.seq"),
-        c(Vrf, "seq", json!(65535), "spec.seq"),
-        c(Vrf, "seq", json!("ten"), "spec.seq"),
-        c(Vrf, "vni", json!(0), "spec.vni"),
-        c(Vrf, "vni", json!(16_777_216), "spec.vni"),
-        c(Vrf, "vni", json!(252), "spec.vni"),
-        c(Vrf, "vni", json!(253), "spec.vni"),
-        c(Vrf, "vni", json!(254), "spec.vni"),
-        c(Vrf, "vni", json!(255), "spec.vni"),
-        c(Vrf, "routeTarget", json!("target"), "spec.routeTarget"),
-        c(Vrf, "routeTarget", json!("65000"), "spec.routeTarget"),
-        c(Vrf, "routeTarget", json!("1.2.3.4.5:1"), "spec.routeTarget"),
-        c(
-            Vrf,
-            "routeTarget",
-            json!("65000:1 no-export"),
-            "spec.routeTarget",
-        ),
-        c(Vrf, "import", prefix("10.0.0.0"), "spec.import[0].cidr"),
-        c(
-            Vrf,
-            "import",
-            prefix("010.050.000.000/16"),
-            "spec.import[0].cidr",
-        ),
-        c(Vrf, "import", prefix("10.0.0.0/016"), "spec.import[0].cidr"),
-        c(Vrf, "import", prefix("10.0.0.0/33"), "spec.import[0].cidr"),
-        c(Vrf, "import", prefix("10.0.0.1/24"), "spec.import[0].cidr"),
-        c(
-            Vrf,
-            "import",
-            prefix("fe80::%eth0/64"),
-            "spec.import[0].cidr",
-        ),
-        c(
-            Vrf,
-            "import",
-            prefix("::ffff:10.0.0.0/104"),
-            "spec.import[0].cidr",
-        ),
-        c(Vrf, "import", prefix(""), "spec.import[0].cidr"),
-        c(
-            Vrf,
-            "import[0].action",
-            json!("allow"),
-            "spec.import[0].action",
-        ),
-        c(Vrf, "import[0].ge", json!(8), "spec.import[0].ge"),
-        c(Vrf, "import[0].ge", json!(33), "spec.import[0].ge"),
-        c(Vrf, "import[0].le", json!(8), "spec.import[0].le"),
-        c(Vrf, "import[0].le", json!(129), "spec.import[0].le"),
-        c(Vrf, "import[0].seq", json!(0), "spec.import[0].seq"),
-        c(
-            Vrf,
-            "import[0].seq",
-            json!(4_294_967_296u64),
-            "spec.import[0].seq",
-        ),
-        c(
-            Vrf,
-            "export[0].cidr",
-            json!("garbage"),
-            "spec.export[0].cidr",
-        ),
-        c(Vrf, "export[1].le", json!(129), "spec.export[1].le"),
-        c(Vrf, "export[1].ge", json!(32), "spec.export[1].ge"),
-        c(
-            Vrf,
-            "export[1].cidr",
-            json!("fd00::1/64"),
-            "spec.export[1].cidr",
-        ),
-        c(
-            Vrf,
-            "import",
-            many(
-                1001,
-                |i| json!({"cidr": format!("10.{}.{}.0/24", i / 256, i % 256), "action": "permit"}),
-            ),
-            "spec.import",
-        ),
-        c(
-            Vrf,
-            "export",
-            many(
-                1001,
-                |i| json!({"cidr": format!("10.{}.{}.0/24", i / 256, i % 256), "action": "permit"}),
-            ),
-            "spec.export",
-        ),
-        c(Vrf, "aggregate", json!(["10.0.0.0"]), "spec.aggregate"),
-        c(Vrf, "aggregate", json!(["10.0.0.1/8"]), "spec.aggregate"),
-        c(Vrf, "aggregate", json!(["01.0.0.0/8"]), "spec.aggregate"),
-        c(Vrf, "aggregate", json!([""]), "spec.aggregate[0]"),
-        c(
-            Vrf,
-            "aggregate",
-            many(257, |i| json!(format!("10.{i}.0.0/16"))),
-            "spec.aggregate",
-        ),
-        c(Vrf, "sbrPrefixes", json!(["x"]), "spec.sbrPrefixes"),
-        c(
-            Vrf,
-            "sbrPrefixes",
-            json!(["10.3.0.1/24"]),
-            "spec.sbrPrefixes",
-        ),
-        c(
-            Vrf,
-            "sbrPrefixes",
-            json!(["10.3.0.0/24%x"]),
-            "spec.sbrPrefixes",
-        ),
-        c(
-            Vrf,
-            "sbrPrefixes",
-            many(257, |i| json!(format!("10.{i}.0.0/16"))),
-            "spec.sbrPrefixes",
-        ),
-        c(Vrf, "community", json!("bogus"), "spec.community"),
-        c(Vrf, "community", json!("65000:1:2:3"), "spec.community"),
-        c(Vrf, "community", json!("65000:1\nset"), "spec.community"),
-        c(Vrf, "communities", json!(["x"]), "spec.communities[0]"),
-        c(
-            Vrf,
-            "communities",
-            many(33, |i| json!(format!("65000:{i}"))),
-            "spec.communities",
-        ),
-        c(Vrf, "mtu", json!(999), "spec.mtu"),
-        c(Vrf, "mtu", json!(9001), "spec.mtu"),
-        c(
-            Vrf,
-            "loopbacks[0].name",
-            json!("eth0"),
-            "spec.loopbacks[0].name",
-        ),
-        c(
-            Vrf,
-            "loopbacks[0].name",
-            json!("lo.a:b"),
-            "spec.loopbacks[0].name",
-        ),
-        c(
-            Vrf,
-            "loopbacks[0].name",
-            json!("lo.a b"),
-            "spec.loopbacks[0].name",
-        ),
-        c(
-            Vrf,
-            "loopbacks[0].name",
-            json!("lo.a/b"),
-            "spec.loopbacks[0].name",
-        ),
-        c(
-            Vrf,
-            "loopbacks[0].name",
-            json!("lo.a\tb"),
-            "spec.loopbacks[0].name",
-        ),
-        c(
-            Vrf,
-            "loopbacks[0].name",
-            json!("lo.%d"),
-            "spec.loopbacks[0].name",
-        ),
-        c(
-            Vrf,
-            "loopbacks[0].name",
-            json!("lo."),
-            "spec.loopbacks[0].name",
-        ),
-        c(
-            Vrf,
-            "loopbacks[0].name",
-            json!("lo.abcdefghijklm"),
-            "spec.loopbacks[0].name",
-        ),
-        c(
-            Vrf,
-            "loopbacks[0].subnet",
-            json!("10.9.0.1/24"),
-            "spec.loopbacks[0].subnet",
-        ),
-        c(
-            Vrf,
-            "loopbacks[0].subnet",
-            json!("10.9.0.0"),
-            "spec.loopbacks[0].subnet",
-        ),
-        c(
-            Vrf,
-            "loopbacks[0].subnet",
-            json!("010.9.0.0/24"),
-            "spec.loopbacks[0].subnet",
-        ),
-        c(
-            Vrf,
-            "loopbacks",
-            many(
-                65,
-                |i| json!({"name": format!("lo.{i}"), "subnet": format!("10.{i}.0.0/24")}),
-            ),
-            "spec.loopbacks",
-        ),
-        c(
-            Vrf,
-            "nodeSelector.matchExpressions",
-            many(
-                33,
-                |i| json!({"key": format!("k{i}"), "operator": "Exists"}),
-            ),
-            "spec.nodeSelector.matchExpressions",
-        ),
-        c(
-            Vrf,
-            "nodeSelector.matchExpressions[0].values",
-            many(257, |i| json!(format!("v{i}"))),
-            "spec.nodeSelector.matchExpressions[0].values",
-        ),
-        c(
-            Vrf,
-            "nodeSelector.matchExpressions[0].operator",
-            json!("Equals"),
-            "spec.nodeSelector.matchExpressions[0].operator",
-        ),
-        c(
-            Vrf,
-            "nodeSelector.matchExpressions[0].values[0]",
-            json!("v".repeat(64)),
-            "spec.nodeSelector.matchExpressions[0].values[0]",
-        ),
-        c(
-            Vrf,
-            "nodeSelector.matchLabels",
-            Value::Object((0..65).map(|i| (format!("k{i}"), json!("v"))).collect()),
-            "spec.nodeSelector.matchLabels",
-        ),
-        c(
-            Vrf,
-            "nodeSelector.matchLabels.rack",
-            json!("v".repeat(64)),
-            "spec.nodeSelector.matchLabels.rack",
-        ),
+    let mut out = crate::vrf_cases::cases();
+    out.extend([
         // Layer2NetworkConfiguration
         c(Layer2, "id", json!(0), "spec.id"),
         c(Layer2, "id", json!(4095), "spec.id"),
@@ -518,7 +265,7 @@ pub fn cases() -> Vec<Case> {
         c(Table, "tableId", json!(-1), "spec.tableId"),
         c(Table, "tableId", json!(4_294_967_296u64), "spec.tableId"),
         c(Table, "tableId", json!("300"), "spec.tableId"),
-    ];
+    ]);
     for (kind, path, field) in [
         (Vrf, "vrf", "spec.vrf"),
         (Vrf, "seq", "spec.seq"),
