@@ -61,9 +61,11 @@ pub struct VRFRouteConfigurationSpec {
     #[schemars(length(max = 26), regex(pattern = ROUTE_TARGET_PATTERN))]
     pub route_target: Option<String>,
 
-    /// VXLAN VNI of the VRF (layer-3 VNI).
+    /// VXLAN VNI of the VRF (layer-3 VNI). It is also the VRF's routing table id on every node,
+    /// so the kernel's own tables (252 compat, 253 default, 254 main, 255 local) are refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 16777215))]
+    #[x_kube(validation = Rule::new("!(self in [252, 253, 254, 255])").message("vni is also the VRF's routing table id, and 252 (compat), 253 (default), 254 (main) and 255 (local) are the kernel's own tables; choose another VNI"))]
     pub vni: Option<i64>,
 
     /// Routes imported from this VRF into the cluster VRF.
@@ -80,12 +82,14 @@ pub struct VRFRouteConfigurationSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 256), inner(length(min = 1, max = 64)))]
     #[x_kube(validation = Rule::new("self.all(c, isCIDR(c))").message("every aggregate entry must be a network with prefix length, e.g. 10.250.0.0/16"))]
+    #[x_kube(validation = Rule::new("self.all(c, !isCIDR(c) || cidr(c).ip() == cidr(c).masked().ip())").message("an aggregate entry has host bits set; write the network address, e.g. 10.250.0.0/16"))]
     pub aggregate: Vec<String>,
 
     /// Traffic from these prefixes is sent directly to this VRF (source-based routing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 256), inner(length(min = 1, max = 64)))]
     #[x_kube(validation = Rule::new("self.all(c, isCIDR(c))").message("every sbrPrefixes entry must be a network with prefix length, e.g. 10.250.0.0/24"))]
+    #[x_kube(validation = Rule::new("self.all(c, !isCIDR(c) || cidr(c).ip() == cidr(c).masked().ip())").message("an sbrPrefixes entry has host bits set; write the network address, e.g. 10.250.0.0/24"))]
     pub sbr_prefixes: Vec<String>,
 
     /// Sequence of the generated route-map entry; at most 65534 because an explicit
@@ -125,14 +129,15 @@ pub struct VRFRouteConfigurationSpec {
 
 /// One entry of an import or export prefix list.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
-#[x_kube(validation = Rule::new("!has(self.ge) || !has(self.le) || self.ge <= self.le").message("ge must not be greater than le"))]
-#[x_kube(validation = Rule::new("!has(self.ge) || !isCIDR(self.cidr) || (self.ge >= cidr(self.cidr).prefixLength() && self.ge <= (cidr(self.cidr).ip().family() == 4 ? 32 : 128))").message("ge must lie between the prefix length of cidr and 32 (IPv4) or 128 (IPv6)"))]
-#[x_kube(validation = Rule::new("!has(self.le) || !isCIDR(self.cidr) || (self.le >= cidr(self.cidr).prefixLength() && self.le <= (cidr(self.cidr).ip().family() == 4 ? 32 : 128))").message("le must lie between the prefix length of cidr and 32 (IPv4) or 128 (IPv6)"))]
+#[x_kube(validation = Rule::new("!has(self.ge) || !has(self.le) || self.ge <= self.le").message("ge must not be greater than le").field_path(".ge"))]
+#[x_kube(validation = Rule::new("!has(self.ge) || !isCIDR(self.cidr) || (self.ge >= cidr(self.cidr).prefixLength() && self.ge <= (cidr(self.cidr).ip().family() == 4 ? 32 : 128))").message("ge must lie between the prefix length of cidr and 32 (IPv4) or 128 (IPv6)").field_path(".ge"))]
+#[x_kube(validation = Rule::new("!has(self.le) || !isCIDR(self.cidr) || (self.le >= cidr(self.cidr).prefixLength() && self.le <= (cidr(self.cidr).ip().family() == 4 ? 32 : 128))").message("le must lie between the prefix length of cidr and 32 (IPv4) or 128 (IPv6)").field_path(".le"))]
 #[serde(rename_all = "camelCase")]
 pub struct PrefixItem {
     /// The network, e.g. `10.250.0.0/24`.
     #[schemars(length(min = 1, max = 64))]
     #[x_kube(validation = Rule::new("isCIDR(self)").message("cidr must be a network with prefix length, e.g. 10.250.0.0/24"))]
+    #[x_kube(validation = Rule::new("!isCIDR(self) || cidr(self).ip() == cidr(self).masked().ip()").message("cidr has host bits set; write the network address, e.g. 10.250.0.0/24"))]
     pub cidr: String,
 
     /// Sequence in the generated prefix list; the list index when omitted.
@@ -170,12 +175,14 @@ pub enum PrefixAction {
 /// A loopback interface inside a VRF whose address is allocated per node.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct VrfLoopback {
-    /// Interface name, e.g. `lo.mir`.
-    #[schemars(length(min = 1, max = 15))]
+    /// Interface name: `lo.` and then letters, digits, `.`, `_` or `-`, at most 15 bytes in
+    /// all (the kernel's limit), e.g. `lo.mir`.
+    #[schemars(length(min = 4, max = 15), regex(pattern = crate::naming::USER_IFNAME_PATTERN))]
     pub name: String,
-    /// The CIDR from which each node gets one address.
+    /// The network from which each node gets one address (no host bits).
     #[schemars(length(min = 1, max = 64))]
     #[x_kube(validation = Rule::new("isCIDR(self)").message("subnet must be a network with prefix length, e.g. 10.100.0.0/24"))]
+    #[x_kube(validation = Rule::new("!isCIDR(self) || cidr(self).ip() == cidr(self).masked().ip()").message("subnet has host bits set; write the network address, e.g. 10.100.0.0/24"))]
     pub subnet: String,
 }
 
@@ -230,15 +237,20 @@ pub struct Layer2NetworkConfigurationSpec {
     #[schemars(range(min = 1, max = 16777215))]
     pub vni: i64,
 
-    /// Anycast gateway MAC address, when anycast is wanted.
+    /// Anycast gateway MAC address, when anycast is wanted: a unicast address (the lowest bit
+    /// of the first byte clear), not all zeros.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$"))]
+    #[x_kube(validation = Rule::new("!self.matches('^[0-9A-Fa-f][13579BbDdFf]')").message("anycastMac is a multicast address (the lowest bit of its first byte is set); use a unicast address, e.g. 1a:ee:cf:2f:a7:a8"))]
+    #[x_kube(validation = Rule::new("!self.matches('^(00:){5}00$')").message("anycastMac must not be all zeros; use a unicast address, e.g. 1a:ee:cf:2f:a7:a8"))]
     pub anycast_mac: Option<String>,
 
     /// Anycast gateway addresses (with prefix length) configured on the bridge.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64), inner(length(min = 1, max = 64)))]
     #[x_kube(validation = Rule::new("self.all(g, isCIDR(g))").message("every anycastGateways entry must be an address with prefix length, e.g. 10.0.0.1/24"))]
+    #[x_kube(validation = Rule::new("self.all(g, !isCIDR(g) || cidr(g).prefixLength() >= (cidr(g).ip().family() == 4 ? 31 : 127) || cidr(g).ip() != cidr(g).masked().ip())").message("an anycastGateways entry is its subnet's network address; use a host address, e.g. 10.0.0.1/24"))]
+    #[x_kube(validation = Rule::new("self.all(g, self.exists_one(h, h == g))").message("an anycastGateways entry appears twice; list each gateway once"))]
     pub anycast_gateways: Vec<String>,
 
     /// Advertise host routes for local neighbours. Not supported, only `false` is accepted:
@@ -297,11 +309,12 @@ pub struct Layer2NetworkConfigurationSpec {
         json_path = ".metadata.creationTimestamp"
     )
 )]
-#[x_kube(validation = Rule::new("!(self.tableId in [253, 254, 255])").message("tables 253 (default), 254 (main) and 255 (local) belong to the kernel"))]
 #[serde(rename_all = "camelCase")]
 pub struct RoutingTableSpec {
-    /// The host routing table id.
+    /// The host routing table id; not one of the kernel's own tables (0 unspec, 252 compat,
+    /// 253 default, 254 main, 255 local).
     #[schemars(range(min = 1, max = 4294967295u32))]
+    #[x_kube(validation = Rule::new("!(self in [252, 253, 254, 255])").message("tables 252 (compat), 253 (default), 254 (main) and 255 (local) belong to the kernel; choose another tableId"))]
     pub table_id: i64,
 }
 

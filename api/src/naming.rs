@@ -56,6 +56,44 @@ pub fn fits(name: &str) -> bool {
     name.len() <= MAX_IFNAME
 }
 
+/// Characters a user-named interface (a VRF loopback) may hold after its prefix: letters, digits,
+/// `.`, `_` and `-`. Linux refuses `/`, `:`, whitespace, and `.` or `..` as a whole name
+/// (`dev_valid_name`) and treats `%` as a template; FRR's configuration is whitespace-separated.
+/// The safe set avoids all of these.
+pub const USER_IFNAME_PATTERN: &str = r"^lo\.[A-Za-z0-9._-]+$";
+
+/// Whether `name` is a valid user-named interface: [`LOOPBACK_PREFIX`], at least one more byte,
+/// only the characters of [`USER_IFNAME_PATTERN`], and within [`MAX_IFNAME`].
+pub fn is_user_ifname(name: &str) -> bool {
+    name.strip_prefix(LOOPBACK_PREFIX).is_some_and(|rest| {
+        !rest.is_empty()
+            && rest
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    }) && fits(name)
+}
+
+/// Routing table ids the kernel gives a meaning of its own, refused for every input that becomes
+/// a table (a `RoutingTable`'s `tableId`, a VRF's `vni`): 0 (unspecified: the kernel reads it as
+/// "no table"), 252 (`compat`: stands for "the id is in `RTA_TABLE`" in the 8-bit header
+/// field), 253 (`default`), 254 (`main`) and 255 (`local`). Binding a VRF to one of them would
+/// hijack or shadow the host's own routes.
+pub const RESERVED_TABLES: [(u32, &str); 5] = [
+    (0, "unspec"),
+    (252, "compat"),
+    (253, "default"),
+    (254, "main"),
+    (255, "local"),
+];
+
+/// The kernel's name of table `id` when it is one of [`RESERVED_TABLES`].
+pub fn reserved_table(id: u32) -> Option<&'static str> {
+    RESERVED_TABLES
+        .iter()
+        .find(|(t, _)| *t == id)
+        .map(|(_, n)| *n)
+}
+
 /// Whether `name` carries one of [`MANAGED_PREFIXES`].
 pub fn is_managed(name: &str) -> bool {
     MANAGED_PREFIXES.iter().any(|p| name.starts_with(p))
@@ -73,6 +111,36 @@ mod tests {
         let longest = interface(VRF_PREFIX, "a".repeat(MAX_VRF_NAME));
         assert!(fits(&longest), "{longest}");
         assert!(!fits(&interface(VRF_PREFIX, "a".repeat(MAX_VRF_NAME + 1))));
+    }
+
+    #[test]
+    fn user_interface_names_refuse_what_linux_or_frr_would_not_take() {
+        for ok in ["lo.a", "lo.mirror-1_x", "lo..", "lo.abcdefghijkl"] {
+            assert!(is_user_ifname(ok), "{ok}");
+        }
+        for bad in [
+            "lo.",
+            "lo",
+            "eth0",
+            "lo.a:b",
+            "lo.a/b",
+            "lo.a b",
+            "lo.a\tb",
+            "lo.a%d",
+            "lo.\u{e0}",
+            "lo.abcdefghijklm",
+        ] {
+            assert!(!is_user_ifname(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_kernels_own_tables_are_reserved() {
+        for id in [0, 252, 253, 254, 255] {
+            assert!(reserved_table(id).is_some(), "{id}");
+        }
+        assert_eq!(reserved_table(254), Some("main"));
+        assert!(reserved_table(1).is_none() && reserved_table(256).is_none());
     }
 
     #[test]

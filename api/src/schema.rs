@@ -4,7 +4,9 @@
 //! to every one of its hundreds of types: 40 % of that crate's build (docs/building.md). The
 //! three schemas are written out here instead, as that feature generated them for Kubernetes
 //! 1.33 (`schema/*.json`); the CRD drift test (`tests/crds.rs`) keeps the generated CRDs equal
-//! to `config/crd/`.
+//! to `config/crd/`. The `LabelSelector` carries bounds Kubernetes' own does not (at most 32
+//! `matchExpressions` with 256 `values` each, 64 `matchLabels`, label lengths, the four
+//! operators), so that no list of an input is unbounded (docs/contract.md).
 
 use schemars::{Schema, SchemaGenerator};
 use serde_json::Value;

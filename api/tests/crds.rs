@@ -108,5 +108,103 @@ fn the_schema_enforces_ranges_lengths_patterns_and_cel_rules() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/crd/routingtables.yaml"),
     )
     .unwrap();
-    assert!(tables.contains("self.tableId in [253, 254, 255]"));
+    assert!(tables.contains("self in [252, 253, 254, 255]"));
+}
+
+/// Every schema node of an input kind's spec, with its path.
+fn walk<'a>(
+    path: String,
+    schema: &'a serde_json::Value,
+    out: &mut Vec<(String, &'a serde_json::Value)>,
+) {
+    out.push((path.clone(), schema));
+    if let Some(props) = schema["properties"].as_object() {
+        for (k, v) in props {
+            walk(format!("{path}.{k}"), v, out);
+        }
+    }
+    if schema["items"].is_object() {
+        walk(format!("{path}[]"), &schema["items"], out);
+    }
+    if schema["additionalProperties"].is_object() {
+        walk(format!("{path}.*"), &schema["additionalProperties"], out);
+    }
+}
+
+fn input_specs() -> Vec<(String, serde_json::Value)> {
+    netrollout_api::crds::all()
+        .into_iter()
+        .filter(|c| {
+            [
+                "VRFRouteConfiguration",
+                "Layer2NetworkConfiguration",
+                "RoutingTable",
+            ]
+            .contains(&c.spec.names.kind.as_str())
+        })
+        .map(|c| {
+            let schema = c.spec.versions[0]
+                .schema
+                .clone()
+                .unwrap()
+                .open_api_v3_schema
+                .unwrap();
+            let schema = serde_json::to_value(schema).unwrap();
+            (c.spec.names.kind, schema["properties"]["spec"].clone())
+        })
+        .collect()
+}
+
+#[test]
+fn every_list_and_map_of_an_input_is_bounded() {
+    for (kind, spec) in input_specs() {
+        let mut nodes = vec![];
+        walk("spec".into(), &spec, &mut nodes);
+        for (path, s) in nodes {
+            if s["type"] == "array" {
+                assert!(
+                    s["maxItems"].is_u64(),
+                    "{kind} {path}: a list without maxItems"
+                );
+            }
+            if s["type"] == "object" && s["additionalProperties"].is_object() {
+                assert!(
+                    s["maxProperties"].is_u64(),
+                    "{kind} {path}: a map without maxProperties"
+                );
+            }
+            if s["type"] == "string" && s["enum"].is_null() {
+                assert!(
+                    s["maxLength"].is_u64() || s["pattern"].is_string(),
+                    "{kind} {path}: a string without maxLength"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_rule_on_an_object_names_the_field_it_is_about() {
+    // A rule on an object without fieldPath reports the object (`spec`, `spec.import[0]`), not
+    // the field the user must change.
+    for (kind, spec) in input_specs() {
+        let mut nodes = vec![];
+        walk("spec".into(), &spec, &mut nodes);
+        for (path, s) in nodes {
+            if s["type"] != "object" {
+                continue;
+            }
+            for rule in s["x-kubernetes-validations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                assert!(
+                    rule["fieldPath"].is_string(),
+                    "{kind} {path}: rule {} has no fieldPath",
+                    rule["rule"]
+                );
+            }
+        }
+    }
 }

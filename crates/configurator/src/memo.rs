@@ -95,6 +95,8 @@ pub struct CandidateKey {
     pub nodes: u64,
     /// Every input (sorted).
     pub inputs: Vec<(InputKind, String, Option<String>, bool)>,
+    /// The newest revision, whose snapshot decides whom a clash is blamed on.
+    pub base: Option<String>,
 }
 
 /// The candidate last checked (merged, validated, hashed, rendered for every node), so that a
@@ -171,6 +173,7 @@ mod tests {
         let key = |nodes, rv: &str| CandidateKey {
             nodes,
             inputs: vec![(InputKind::Table, "t".into(), Some(rv.into()), false)],
+            base: None,
         };
         let invalid = || {
             Ok(Candidate::Invalid(netrollout_render::Invalid {

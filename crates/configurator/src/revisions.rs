@@ -68,8 +68,10 @@ impl Live {
         out
     }
 
-    /// The live inputs merged, validated, hashed and rendered for `nodes`.
-    fn check(&self, nodes: &[RenderNode]) -> Result<Candidate> {
+    /// The live inputs merged, validated, hashed and rendered for `nodes`. When they are
+    /// invalid, clashes are blamed on the inputs that changed since `accepted`, the snapshot of
+    /// the newest revision (see `netrollout_render::compile_against`).
+    fn check(&self, nodes: &[RenderNode], accepted: Option<&Snapshot>) -> Result<Candidate> {
         let snapshot = netrollout_render::from_objects(
             &Self::live(&self.vrfs),
             &Self::live(&self.layer2s),
@@ -81,7 +83,13 @@ impl Live {
         });
         match checked {
             Ok(revision) => Ok(Candidate::Valid { revision, snapshot }),
-            Err(netrollout_render::Error::Invalid(invalid)) => Ok(Candidate::Invalid(invalid)),
+            Err(netrollout_render::Error::Invalid(invalid)) => {
+                let blamed = accepted.map(|a| netrollout_render::compile_against(&snapshot, a));
+                Ok(Candidate::Invalid(match blamed {
+                    Some(Err(netrollout_render::Error::Invalid(blamed))) => blamed,
+                    _ => invalid,
+                }))
+            }
             Err(source) => Err(Error::Render {
                 revision: "(new)".into(),
                 source,
@@ -90,7 +98,7 @@ impl Live {
     }
 
     /// What the candidate is made of: every input's identity and version, and the nodes'.
-    fn key(&self, nodes: u64) -> CandidateKey {
+    fn key(&self, nodes: u64, base: Option<String>) -> CandidateKey {
         fn of<K: Resource>(kind: InputKind, objs: &[Arc<K>]) -> impl Iterator<Item = KeyPart> {
             objs.iter().map(move |o| {
                 let m = o.meta();
@@ -107,7 +115,11 @@ impl Live {
             .chain(of(InputKind::Table, &self.tables))
             .collect();
         inputs.sort();
-        CandidateKey { nodes, inputs }
+        CandidateKey {
+            nodes,
+            inputs,
+            base,
+        }
     }
 
     /// A reference to `input` for an Event.
@@ -150,9 +162,15 @@ pub async fn sync(ctx: &Context, generation: u64, nodes: &[RenderNode]) -> Resul
     let views: Vec<RevisionView> = current.iter().map(|r| RevisionView::of(r)).collect();
     // Checking renders the snapshot for every node: done again only when an input or the
     // nodes' names and labels changed.
+    let accepted = current
+        .iter()
+        .filter(|r| r.metadata.deletion_timestamp.is_none())
+        .max_by_key(|r| r.spec.sequence);
+    let base = accepted.and_then(|r| r.metadata.name.clone());
+    let accepted = accepted.map(|r| &r.spec.snapshot);
     let candidate = ctx
         .candidate_memo()
-        .get_or(live.key(generation), || live.check(nodes))?;
+        .get_or(live.key(generation, base), || live.check(nodes, accepted))?;
     let candidate = candidate.as_ref();
     if let Candidate::Invalid(invalid) = candidate
         && !inputs.is_empty()

@@ -193,7 +193,10 @@ fn convert_one(at: &str, doc: &Value, m: &mut Migration) -> Result<()> {
             lost.join(", ")
         )));
     }
-    let refused = check_limits(kind, name, &spec);
+    let mut refused = check_limits(kind, name, &spec);
+    if refused.is_empty() {
+        refused = check_alone(kind, name, &spec);
+    }
     if !refused.is_empty() {
         return Err(bad(format!(
             "{kind} {name}: {}; netrollout's CRD refuses these values, fix them before migrating",
@@ -277,6 +280,48 @@ fn unknown_fields(schema: &Value, value: &Value, path: &str, out: &mut Vec<Strin
             }
         }
         _ => {}
+    }
+}
+
+/// The configurator's checks of one object on its own (`netrollout_render::compile`): what the
+/// CRD cannot express, such as a broadcast address as anycast gateway or a community FRR
+/// refuses. A layer-2 network's VRF counts as defined (it may be migrated from another file).
+fn check_alone(kind: &str, name: &str, spec: &Value) -> Vec<String> {
+    use netrollout_api::{
+        Layer2NetworkConfigurationSpec, NamedInput, Snapshot, VRFRouteConfigurationSpec,
+    };
+    fn named<S: serde::de::DeserializeOwned>(name: &str, spec: &Value) -> Option<NamedInput<S>> {
+        let spec = serde_json::from_value(spec.clone()).ok()?;
+        Some(NamedInput {
+            name: name.to_string(),
+            spec,
+        })
+    }
+    let mut snapshot = Snapshot::default();
+    match kind {
+        "VRFRouteConfiguration" => snapshot.vrf_route_configurations.extend(named(name, spec)),
+        "Layer2NetworkConfiguration" => {
+            let input: Option<NamedInput<Layer2NetworkConfigurationSpec>> = named(name, spec);
+            if let Some(vrf) = input.as_ref().and_then(|i| i.spec.vrf.clone()) {
+                snapshot.vrf_route_configurations.push(NamedInput {
+                    name: format!("{name}-vrf"),
+                    spec: VRFRouteConfigurationSpec {
+                        vrf,
+                        seq: 1,
+                        ..Default::default()
+                    },
+                });
+            }
+            snapshot.layer2_network_configurations.extend(input);
+        }
+        _ => snapshot.routing_tables.extend(named(name, spec)),
+    }
+    match netrollout_render::compile(&snapshot) {
+        Err(netrollout_render::Error::Invalid(invalid)) => invalid
+            .for_object(kind, name)
+            .map(|p| format!("{}: {}", p.field, p.message))
+            .collect(),
+        _ => vec![],
     }
 }
 
@@ -402,6 +447,26 @@ mod tests {
         // `false` is what netrollout does, and migrates.
         let ok = text.replace(": true}", ": false}");
         assert_eq!(convert("in.yaml", &ok).unwrap().objects.len(), 3);
+    }
+
+    #[test]
+    fn what_kubernetes_or_the_configurator_would_refuse_is_an_error_naming_the_field() {
+        let vrf = "apiVersion: network.t-caas.telekom.com/v1alpha1\nkind: VRFRouteConfiguration\nmetadata: {name: v}\n\
+                   spec:\n  vrf: mir\n  seq: 10\n  import:\n  - {cidr: 010.050.000.000/16, action: permit}\n";
+        let err = convert("in.yaml", vrf).unwrap_err().to_string();
+        assert!(err.contains("spec.import[0].cidr"), "{err}");
+        let l2 = "apiVersion: network.t-caas.telekom.com/v1alpha1\nkind: Layer2NetworkConfiguration\nmetadata: {name: net1}\n\
+                  spec: {id: 10, mtu: 1500, vni: 100, vrf: elsewhere, anycastGateways: [10.0.0.255/24]}\n";
+        let err = convert("in.yaml", l2).unwrap_err().to_string();
+        assert!(
+            err.contains("spec.anycastGateways[0]") && err.contains("broadcast"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("spec.vrf"),
+            "a VRF from another file is not an error: {err}"
+        );
+        convert("in.yaml", &l2.replace("10.0.0.255/24", "10.0.0.1/24")).unwrap();
     }
 
     #[test]

@@ -13,13 +13,21 @@
 //!   the validator the first node that has rules, an array, a map or a combinator, then puts
 //!   the path walked in front of each error's field path. Where a missing child has a schema
 //!   default (the validator would default it into existence first) it hands over at that node.
+//!
+//! `kube-cel`'s `isCIDR`, `cidr()`, `isIP` and `ip()` parse with the `ipnet` crate, which takes
+//! IPv4 parts and prefix lengths with leading zeros (`010.0.0.0/08`); Kubernetes (Go's
+//! `net/netip`) refuses them. [`compile`] rewrites each call so that such a text is refused
+//! (`isCIDR`/`isIP` false, `cidr()`/`ip()` an evaluation error), as a real API server does:
+//! [`strict_ip_calls`].
 
 use kube_cel::{CompiledSchema, ValidationError, Validator};
 use serde_json::Value;
 
 /// Compiles the rules of `schema` and drops the subtrees that hold none.
 pub fn compile(schema: &Value) -> CompiledSchema {
-    let mut compiled = kube_cel::compile_schema(schema);
+    let mut schema = schema.clone();
+    strict_rules(&mut schema);
+    let mut compiled = kube_cel::compile_schema(&schema);
     prune(&mut compiled);
     compiled
 }
@@ -96,6 +104,124 @@ fn walk(
     }
 }
 
+/// A decimal part with a leading zero: an IPv4 part before a `.` (after anything but a hex
+/// digit, so IPv6 groups such as `0001` are left alone) or after one.
+const LEADING_ZERO_IP: &str = r"(^|[^0-9A-Fa-f])0[0-9]+\.|\.0[0-9]+$";
+/// [`LEADING_ZERO_IP`], and a prefix length with a leading zero.
+const LEADING_ZERO_CIDR: &str = r"(^|[^0-9A-Fa-f])0[0-9]+\.|\.0[0-9]+(/|$)|/0[0-9]";
+
+/// Rewrites the `rule` of every `x-kubernetes-validations` entry in `schema` with
+/// [`strict_ip_calls`].
+fn strict_rules(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Array(rules)) = map.get_mut("x-kubernetes-validations") {
+                for rule in rules {
+                    if let Some(Value::String(text)) = rule.get_mut("rule") {
+                        *text = strict_ip_calls(text);
+                    }
+                }
+            }
+            for (key, child) in map.iter_mut() {
+                if key != "x-kubernetes-validations" {
+                    strict_rules(child);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strict_rules),
+        _ => {}
+    }
+}
+
+/// `rule` with every call of `isCIDR`, `cidr`, `isIP` and `ip` (not methods such as
+/// `.ip()`, not inside string literals) guarded against leading zeros:
+/// `isCIDR(x)` becomes `(isCIDR(x) && !(x).matches(RE))` and `cidr(x)` becomes
+/// `cidr((x).matches(RE) ? '' : (x))`, which fails to evaluate like Kubernetes' `cidr()` does.
+pub fn strict_ip_calls(rule: &str) -> String {
+    const CALLS: [(&str, bool, &str); 4] = [
+        ("isCIDR", true, LEADING_ZERO_CIDR),
+        ("cidr", false, LEADING_ZERO_CIDR),
+        ("isIP", true, LEADING_ZERO_IP),
+        ("ip", false, LEADING_ZERO_IP),
+    ];
+    let b = rule.as_bytes();
+    let mut out = String::with_capacity(rule.len());
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\'' || c == b'"' {
+            let end = string_end(b, i);
+            out.push_str(&rule[i..end]);
+            i = end;
+            continue;
+        }
+        let boundary =
+            i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.');
+        let call = CALLS.iter().find(|(name, ..)| {
+            boundary && rule[i..].starts_with(name) && b.get(i + name.len()) == Some(&b'(')
+        });
+        let Some((name, test, re)) = call else {
+            let ch = rule[i..].chars().next().unwrap_or_default();
+            out.push(ch);
+            i += ch.len_utf8().max(1);
+            continue;
+        };
+        let open = i + name.len();
+        let Some(close) = matching_paren(b, open) else {
+            // Unbalanced: leave the rest for the CEL compiler to report.
+            out.push_str(&rule[i..]);
+            break;
+        };
+        let arg = strict_ip_calls(&rule[open + 1..close]);
+        let re = re.replace('\\', "\\\\");
+        if *test {
+            out.push_str(&format!("({name}({arg}) && !({arg}).matches('{re}'))"));
+        } else {
+            out.push_str(&format!("{name}(({arg}).matches('{re}') ? '' : ({arg}))"));
+        }
+        i = close + 1;
+    }
+    out
+}
+
+/// The index just past the string literal that starts at `start` (its quote).
+fn string_end(b: &[u8], start: usize) -> usize {
+    let quote = b[start];
+    let mut i = start + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            c if c == quote => return i + 1,
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+/// The index of the `)` that closes the `(` at `open`.
+fn matching_paren(b: &[u8], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = open;
+    while i < b.len() {
+        match b[i] {
+            b'\'' | b'"' => {
+                i = string_end(b, i);
+                continue;
+            }
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 fn join(base: &str, rest: &str) -> String {
     match (base.is_empty(), rest.is_empty()) {
         (true, _) => rest.to_string(),
@@ -134,6 +260,72 @@ mod tests {
                 }}
             }
         })
+    }
+
+    fn accepts(rule: &str, value: &str) -> bool {
+        let schema = json!({"type": "object", "properties": {"v": {"type": "string",
+            "x-kubernetes-validations": [{"rule": rule, "message": "refused"}]}}});
+        let compiled = compile(&schema);
+        validate(&Validator::new(), &compiled, &json!({ "v": value }), None).is_empty()
+    }
+
+    #[test]
+    fn cidrs_and_ips_follow_kubernetes_and_refuse_leading_zeros() {
+        for ok in [
+            "10.0.0.0/8",
+            "0.0.0.0/0",
+            "10.100.0.0/16",
+            "fd00:0001::/64",
+            "::/0",
+            "::1.2.3.4/128",
+        ] {
+            assert!(accepts("isCIDR(self)", ok), "{ok}");
+            assert!(accepts("cidr(self).prefixLength() >= 0", ok), "{ok}");
+        }
+        for bad in [
+            "010.050.000.000/16",
+            "10.0.0.00/24",
+            "10.0.0.0/016",
+            "::ffff:01.2.3.4/128",
+            "fe80::1%eth0/64",
+            "::ffff:1.2.3.4/128",
+        ] {
+            assert!(!accepts("isCIDR(self)", bad), "{bad}");
+            assert!(!accepts("cidr(self).prefixLength() >= 0", bad), "{bad}");
+        }
+        for ok in ["10.0.0.1", "fd00::0001", "0.0.0.0"] {
+            assert!(accepts("isIP(self) && ip(self).family() > 0", ok), "{ok}");
+        }
+        for bad in [
+            "10.0.0.01",
+            "01.0.0.1",
+            "10.00.0.1",
+            "fe80::1%lo",
+            "::ffff:1.2.3.4",
+        ] {
+            assert!(!accepts("isIP(self)", bad), "{bad}");
+            assert!(!accepts("ip(self).family() > 0", bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn only_calls_outside_strings_are_rewritten() {
+        assert_eq!(
+            strict_ip_calls("cidr(self).ip() == x.isCIDR('cidr(a)')"),
+            format!(
+                "cidr((self).matches('{0}') ? '' : (self)).ip() == x.isCIDR('cidr(a)')",
+                LEADING_ZERO_CIDR.replace('\\', "\\\\")
+            )
+        );
+        let nested = strict_ip_calls("isCIDR(f(g('x)'), h))");
+        assert!(
+            nested.starts_with("(isCIDR(f(g('x)'), h)) && !(f(g('x)'), h)).matches("),
+            "{nested}"
+        );
+        assert_eq!(
+            strict_ip_calls("self.all(ip, ip.size() > 0)"),
+            "self.all(ip, ip.size() > 0)"
+        );
     }
 
     fn sorted(mut e: Vec<ValidationError>) -> Vec<(String, String)> {

@@ -11,6 +11,7 @@
 //! - [`render`](mod@render): choosing, per node, the inputs whose `nodeSelector` matches, allocating
 //!   per-node loopback addresses, and building each node's `NodeConfig` on demand.
 //! - [`selector`]: Kubernetes label-selector semantics.
+//! - [`net`]: IP addresses and CIDRs parsed by Kubernetes' rules (`isCIDR`, `cidr()`, `ip()`).
 //! - [`revision`](mod@revision): [`Revision`], the identity of a snapshot, and the size limits.
 //! - [`error`]: [`Error`], and [`Invalid`]: every problem of the inputs at once, each a
 //!   [`Problem`] naming the object, the field and the fix.
@@ -19,12 +20,13 @@
 
 pub mod compile;
 pub mod error;
+pub mod net;
 pub mod render;
 pub mod revision;
 pub mod selector;
 pub mod snapshot;
 
-pub use compile::{Compiled, compile};
+pub use compile::{Compiled, compile, compile_against};
 pub use error::{Error, Invalid, Problem, Result};
 pub use render::{Node, Rendered, render};
 pub use revision::{MAX_NODE_CONFIG_BYTES, MAX_SNAPSHOT_BYTES, Revision};

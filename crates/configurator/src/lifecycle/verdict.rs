@@ -69,9 +69,22 @@ impl Verdict {
             .map(|p| format!("{}: {}", p.field, p.message))
             .collect();
         if own.is_empty() {
+            // Name the guilty objects first: the full list can be long.
+            let mut guilty: Vec<String> = Vec::new();
+            for p in &invalid.problems {
+                let name = format!("{} {:?}", p.kind, p.object);
+                if !guilty.contains(&name) {
+                    guilty.push(name);
+                }
+            }
             Self::rejected(
                 "OtherInputInvalid",
-                format!("not rolled out: other inputs are invalid ({invalid})"),
+                format!(
+                    "not rolled out because {} {} invalid; fix or delete {}. {invalid}",
+                    guilty.join(", "),
+                    if guilty.len() == 1 { "is" } else { "are" },
+                    if guilty.len() == 1 { "it" } else { "them" },
+                ),
             )
         } else {
             Self::rejected("Invalid", own.join("; "))

@@ -6,18 +6,21 @@
 //! result, the pass over a snapshot and what the kinds share: selectors, VNI and table-id
 //! ownership, range and CIDR checks.
 
+mod blame;
 mod layer2;
 pub(crate) mod loopback;
 mod table;
 mod vrf;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ipnet::IpNet;
 use netrollout_api::{Layer2Config, RoutingTableConfig, Snapshot, VrfConfig, VrfPolicy};
 
 use crate::selector::Selector;
 use crate::{Invalid, Result};
+use blame::Owner;
+pub use blame::compile_against;
 
 /// Kind name of VRF inputs, as used in problems.
 pub const VRF_KIND: &str = "VRFRouteConfiguration";
@@ -84,11 +87,15 @@ pub(super) struct Compiler {
     pub(super) invalid: Invalid,
     selector_ids: HashMap<Selector, usize>,
     /// Table id → who owns it, for clash messages.
-    table_owners: BTreeMap<u32, String>,
+    table_owners: BTreeMap<u32, Owner>,
     /// VNI → who owns it.
-    vni_owners: BTreeMap<u32, String>,
+    vni_owners: BTreeMap<u32, Owner>,
+    /// The inputs unchanged since the last revision (kind, name): see [`compile_against`].
+    established: BTreeSet<(&'static str, String)>,
     /// Loopback name → owning input.
-    pub(super) loopback_owners: BTreeMap<String, String>,
+    pub(super) loopback_owners: BTreeMap<String, Owner>,
+    /// VRF name (empty: the default VRF) → anycast gateway subnets with their input and field.
+    pub(super) gateway_subnets: BTreeMap<String, Vec<(IpNet, String, String)>>,
 }
 
 impl Compiler {
@@ -125,14 +132,34 @@ impl Compiler {
         vni: i64,
     ) -> Option<u32> {
         let vni = in_range(&mut self.invalid, kind, object, field, vni, 1, 16_777_215)?;
-        if let Some(owner) = self.vni_owners.get(&vni) {
-            self.invalid.push(kind, object, field, format!("VNI {vni} is also used by {owner}; give each VRF and layer-2 network its own VNI"));
-            return None;
+        let me = Owner {
+            kind,
+            object: object.to_string(),
+            field: field.to_string(),
+            what: format!("{kind} {object:?}"),
+        };
+        if let Some(owner) = self.vni_owners.get(&vni).cloned() {
+            let (guilty, innocent) = self.blame(owner, me);
+            let message = format!(
+                "VNI {vni} is also used by {} ({}){}; give each VRF and layer-2 network its own VNI",
+                innocent.what,
+                innocent.field,
+                self.standing(&innocent)
+            );
+            self.invalid
+                .push(guilty.kind, &guilty.object, &guilty.field, message);
+            let mine = innocent.kind == kind && innocent.object == object;
+            if mine {
+                self.vni_owners.insert(vni, innocent);
+            }
+            return mine.then_some(vni);
         }
-        self.vni_owners.insert(vni, format!("{kind} {object:?}"));
+        self.vni_owners.insert(vni, me);
         Some(vni)
     }
 
+    /// Claims routing table `table` for `what`; refuses the kernel's own tables
+    /// ([`RESERVED_TABLES`](netrollout_api::naming::RESERVED_TABLES)) and tables already taken.
     pub(super) fn claim_table(
         &mut self,
         table: u32,
@@ -140,18 +167,43 @@ impl Compiler {
         kind: &'static str,
         object: &str,
         field: &str,
-    ) {
-        if let Some(owner) = self.table_owners.get(&table) {
+    ) -> bool {
+        if let Some(name) = netrollout_api::naming::reserved_table(table) {
             self.invalid.push(
                 kind,
                 object,
                 field,
-                format!(
-                    "routing table {table} ({what}) is also {owner}; choose another table id or VNI"
-                ),
+                format!("routing table {table} ({what}) is the kernel's own table {name:?}; ids 0, 252 (compat), 253 (default), 254 (main) and 255 (local) are reserved, choose another table id or VNI"),
             );
+            return false;
+        }
+        let me = Owner {
+            kind,
+            object: object.to_string(),
+            field: field.to_string(),
+            what,
+        };
+        if let Some(owner) = self.table_owners.get(&table).cloned() {
+            let (guilty, innocent) = self.blame(owner, me);
+            let message = format!(
+                "routing table {table} ({}) is also {}, set by {} {:?} in {}{}; choose another table id or VNI",
+                guilty.what,
+                innocent.what,
+                innocent.kind,
+                innocent.object,
+                innocent.field,
+                self.standing(&innocent)
+            );
+            self.invalid
+                .push(guilty.kind, &guilty.object, &guilty.field, message);
+            let mine = innocent.kind == kind && innocent.object == object;
+            if mine {
+                self.table_owners.insert(table, innocent);
+            }
+            mine
         } else {
-            self.table_owners.insert(table, what);
+            self.table_owners.insert(table, me);
+            true
         }
     }
 }
@@ -179,7 +231,7 @@ pub(super) fn in_range<T: TryFrom<i64>>(
     }
 }
 
-/// Parses a network in CIDR notation without host bits.
+/// Parses a network in CIDR notation (by Kubernetes' rules, [`crate::net`]) without host bits.
 pub(super) fn network(
     invalid: &mut Invalid,
     kind: &'static str,
@@ -187,7 +239,7 @@ pub(super) fn network(
     field: &str,
     cidr: &str,
 ) -> Option<IpNet> {
-    match cidr.parse::<IpNet>() {
+    match crate::net::parse_cidr(cidr) {
         Ok(net) if net.trunc() == net => Some(net),
         Ok(net) => {
             invalid.push(
@@ -201,13 +253,8 @@ pub(super) fn network(
             );
             None
         }
-        Err(_) => {
-            invalid.push(
-                kind,
-                object,
-                field,
-                format!("{cidr:?} is not a CIDR; write e.g. 10.250.0.0/24 or fd94::/64"),
-            );
+        Err(e) => {
+            invalid.push(kind, object, field, e.to_string());
             None
         }
     }

@@ -21,17 +21,15 @@ impl Compiler {
             ) else {
                 continue;
             };
-            if (253..=255).contains(&table) {
-                self.invalid.push(TABLE_KIND, name, "spec.tableId", format!("table {table} belongs to the kernel (253 default, 254 main, 255 local); choose another id"));
-                continue;
-            }
-            self.claim_table(
+            if !self.claim_table(
                 table,
                 format!("{TABLE_KIND} {name:?}"),
                 TABLE_KIND,
                 name,
                 "spec.tableId",
-            );
+            ) {
+                continue;
+            }
             let selector = self.selector(TABLE_KIND, name, None);
             self.out.tables.push(Table {
                 config: RoutingTableConfig {

@@ -3,16 +3,14 @@
 //! and table id.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 
-use ipnet::IpNet;
 use netrollout_api::naming::{
     LOOPBACK_PREFIX, MAX_IFNAME, MAX_VRF_NAME, VETH_DEFAULT_PREFIX, VETH_VRF_PREFIX,
     VRF_BRIDGE_PREFIX, VRF_PREFIX, VRF_VXLAN_PREFIX, interface,
 };
 use netrollout_api::{NamedInput, PrefixItem, VRFRouteConfigurationSpec, VrfConfig, VrfPolicy};
 
-use super::{Compiler, Policy, VRF_KIND, in_range, network};
+use super::{Compiler, Owner, Policy, VRF_KIND, in_range, network};
 
 /// VRFs without a VNI get a table id in `[base, base + span)` derived from their name.
 const DERIVED_TABLE_BASE: u32 = 100_000_000;
@@ -39,40 +37,50 @@ impl Compiler {
             });
             let mtu = self.shared(members.as_slice(), "spec.mtu", |s| s.mtu);
             let first = members[0].name.as_str();
-            let vni = vni.and_then(|v| self.vni(VRF_KIND, first, "spec.vni", v));
-            let mtu = mtu.and_then(|m| {
+            // Problems of a shared value name the input that set it.
+            let vni_owner = vni.as_ref().map_or(first, |(_, o)| *o);
+            let vni = vni.and_then(|(v, o)| self.vni(VRF_KIND, o, "spec.vni", v));
+            let mtu = mtu.and_then(|(m, o)| {
                 in_range(
                     &mut self.invalid,
                     VRF_KIND,
-                    first,
+                    o,
                     "spec.mtu",
                     m.into(),
                     1000,
                     9000,
                 )
             });
-            if let Some(rt) = &route_target
+            if let Some((rt, owner)) = &route_target
                 && !is_route_target(rt)
             {
                 let message = format!(
                     "{rt:?} is not a route target; write ASN:number or IPv4:number, e.g. 65188:2026"
                 );
                 self.invalid
-                    .push(VRF_KIND, first, "spec.routeTarget", message);
+                    .push(VRF_KIND, owner, "spec.routeTarget", message);
             }
-            if route_target.is_some() && vni.is_none() {
+            if let Some((_, owner)) = &route_target
+                && vni.is_none()
+            {
                 let message = "a route target needs the VRF's layer-3 VNI (it is an EVPN attribute); set spec.vni or remove spec.routeTarget".to_string();
                 self.invalid
-                    .push(VRF_KIND, first, "spec.routeTarget", message);
+                    .push(VRF_KIND, owner, "spec.routeTarget", message);
             }
+            let route_target = route_target.map(|(rt, _)| rt);
             let table_id =
                 vni.unwrap_or_else(|| DERIVED_TABLE_BASE + fnv1a(vrf) % DERIVED_TABLE_SPAN);
+            let table_field = if vni.is_some() {
+                "spec.vni"
+            } else {
+                "spec.vrf"
+            };
             self.claim_table(
                 table_id,
                 format!("the table of VRF {vrf:?}"),
                 VRF_KIND,
-                first,
-                "spec.vrf",
+                vni_owner,
+                table_field,
             );
             let has_vni = vni.is_some();
             self.out.vrfs.push(VrfConfig {
@@ -111,14 +119,14 @@ impl Compiler {
         ok
     }
 
-    /// A value every input of one VRF must agree on; the first one set wins, others that differ
-    /// are problems.
-    fn shared<T: PartialEq + std::fmt::Debug>(
+    /// A value every input of one VRF must agree on, with the input that set it; the first one
+    /// set wins, others that differ are problems.
+    fn shared<'m, T: PartialEq + std::fmt::Debug>(
         &mut self,
-        members: &[&NamedInput<VRFRouteConfigurationSpec>],
+        members: &[&'m NamedInput<VRFRouteConfigurationSpec>],
         field: &str,
         get: impl Fn(&VRFRouteConfigurationSpec) -> Option<T>,
-    ) -> Option<T> {
+    ) -> Option<(T, &'m str)> {
         let mut chosen: Option<(T, &str)> = None;
         for input in members {
             let Some(value) = get(&input.spec) else {
@@ -130,7 +138,7 @@ impl Compiler {
                 None => chosen = Some((value, &input.name)),
             }
         }
-        chosen.map(|(v, _)| v)
+        chosen
     }
 
     fn policy(&mut self, vrf: usize, input: &NamedInput<VRFRouteConfigurationSpec>) {
@@ -198,25 +206,40 @@ impl Compiler {
         let mut loopbacks = Vec::new();
         for (i, lo) in spec.loopbacks.iter().enumerate() {
             let field = format!("spec.loopbacks[{i}]");
-            if !lo.name.starts_with(LOOPBACK_PREFIX)
-                || !netrollout_api::naming::fits(&lo.name)
-                || lo.name.len() <= LOOPBACK_PREFIX.len()
-            {
-                self.invalid.push(VRF_KIND, name, format!("{field}.name"), format!("loopback name {:?} must start with {LOOPBACK_PREFIX:?} and be at most {MAX_IFNAME} bytes, e.g. {:?}", lo.name, interface(LOOPBACK_PREFIX, "mirror")));
-            } else if let Some(owner) = self
-                .loopback_owners
-                .insert(lo.name.clone(), name.to_string())
-            {
-                self.invalid.push(VRF_KIND, name, format!("{field}.name"), format!("loopback {:?} is also defined by {VRF_KIND} {owner:?}; interface names must be unique on a node", lo.name));
+            if !netrollout_api::naming::is_user_ifname(&lo.name) {
+                self.invalid.push(VRF_KIND, name, format!("{field}.name"), format!("loopback name {:?} must start with {LOOPBACK_PREFIX:?}, go on with letters, digits, '.', '_' or '-' (Linux refuses '/', ':' and whitespace in interface names) and be at most {MAX_IFNAME} bytes, e.g. {:?}", lo.name, interface(LOOPBACK_PREFIX, "mirror")));
+            } else {
+                let me = Owner {
+                    kind: VRF_KIND,
+                    object: name.to_string(),
+                    field: format!("{field}.name"),
+                    what: format!("{VRF_KIND} {name:?}"),
+                };
+                if let Some(owner) = self.loopback_owners.get(&lo.name).cloned() {
+                    let (guilty, innocent) = self.blame(owner, me);
+                    let message = format!(
+                        "loopback {:?} is also defined by {} in {}{}; interface names must be unique on a node",
+                        lo.name,
+                        innocent.what,
+                        innocent.field,
+                        self.standing(&innocent)
+                    );
+                    self.invalid
+                        .push(VRF_KIND, &guilty.object, &guilty.field, message);
+                    self.loopback_owners.insert(lo.name.clone(), innocent);
+                } else {
+                    self.loopback_owners.insert(lo.name.clone(), me);
+                }
             }
-            match lo.subnet.parse::<IpNet>() {
-                Ok(net) => loopbacks.push((lo.name.clone(), net.trunc())),
-                Err(_) => self.invalid.push(
-                    VRF_KIND,
-                    name,
-                    format!("{field}.subnet"),
-                    format!("{:?} is not a CIDR; write e.g. 10.9.0.0/24", lo.subnet),
-                ),
+            // One rule for every network field: host bits are refused, never dropped.
+            if let Some(net) = network(
+                &mut self.invalid,
+                VRF_KIND,
+                name,
+                &format!("{field}.subnet"),
+                &lo.subnet,
+            ) {
+                loopbacks.push((lo.name.clone(), net));
             }
         }
         let loopback_seqs = self.loopback_seqs(name, &spec.export, &loopbacks);
@@ -304,7 +327,7 @@ fn is_route_target(rt: &str) -> bool {
     let Some((admin, number)) = rt.split_once(':') else {
         return false;
     };
-    match (admin.parse::<u32>(), admin.parse::<IpAddr>()) {
+    match (admin.parse::<u32>(), crate::net::parse_ip(admin)) {
         (Ok(asn), _) if asn <= u32::from(u16::MAX) => number.parse::<u32>().is_ok(),
         (Ok(_), _) => number.parse::<u16>().is_ok(),
         (_, Ok(ip)) => ip.is_ipv4() && number.parse::<u16>().is_ok(),
