@@ -240,13 +240,18 @@ async fn set_phase(
         status["observedGeneration"] = fields["observedGeneration"].clone();
     }
     if phase == RevisionPhase::Failed {
+        // At most MAX_LISTED, messages bounded: the revision must stay one storable object
+        // (`status.failed` counts every failure; late_failures keeps it in step).
         let nodes: Vec<FailedNode> = failed
             .iter()
-            .map(|f| FailedNode {
-                node: f.node.clone(),
-                reason: f.reason.clone(),
-                message: f.message.clone(),
-                time: Some(convert::to_time(f.at)),
+            .take(crate::late_failures::MAX_LISTED)
+            .map(|f| {
+                crate::late_failures::bounded(FailedNode {
+                    node: f.node.clone(),
+                    reason: f.reason.clone(),
+                    message: f.message.clone(),
+                    time: Some(convert::to_time(f.at)),
+                })
             })
             .collect();
         status["failedNodes"] = serde_json::to_value(nodes).map_err(|source| Error::Serialize {

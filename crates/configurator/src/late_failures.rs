@@ -78,7 +78,7 @@ pub fn updates(
             .iter()
             .map(|f| f.node.as_str())
             .collect();
-        let late: Vec<FailedNode> = index
+        let mut late: Vec<FailedNode> = index
             .failed(name)
             .filter(|node| !listed.contains(node))
             .filter_map(|node| {
@@ -86,7 +86,11 @@ pub fn updates(
                 Some(failed_node(node, c.status.as_ref()?))
             })
             .collect();
+        // Every failure is counted; at most MAX_LISTED are listed (the revision must stay one
+        // storable object however many nodes fail it).
         let count = i(status.failed_nodes.len() + late.len());
+        late.sort_by(|a, b| a.node.cmp(&b.node));
+        late.truncate(MAX_LISTED.saturating_sub(status.failed_nodes.len()));
         let in_flight = i(index.unfinished(name));
         if late.is_empty() && status.failed == count && status.in_flight == in_flight {
             continue;
@@ -106,11 +110,31 @@ pub fn updates(
     Ok(patches)
 }
 
+/// Most failed nodes a revision's `status.failedNodes` lists (the first ones; `status.failed`
+/// counts them all): a revision is one object, which etcd stores only up to 1.5 MiB, and its
+/// snapshot may take all but the headroom kept for metadata and status.
+pub const MAX_LISTED: usize = 100;
+/// Longest message of a listed failure, in bytes (the agent's text, e.g. FRR's error lines).
+pub const MAX_MESSAGE: usize = 1024;
+
+/// `failure` with its message cut to [`MAX_MESSAGE`] bytes (at a character boundary).
+pub fn bounded(mut failure: FailedNode) -> FailedNode {
+    if failure.message.len() > MAX_MESSAGE {
+        let mut end = MAX_MESSAGE - 3;
+        while !failure.message.is_char_boundary(end) {
+            end -= 1;
+        }
+        failure.message.truncate(end);
+        failure.message.push_str("...");
+    }
+    failure
+}
+
 /// A failure as the planner lists it: the agent's reason word (`Failed` without one), the
 /// agent's `reason: message`, when it finished.
 fn failed_node(node: &str, s: &NodeNetworkConfigStatus) -> FailedNode {
     let reason = netrollout_rollout::reason::agent_failure(s.reason.as_deref()).to_string();
-    FailedNode {
+    bounded(FailedNode {
         node: node.to_string(),
         message: match (&s.reason, &s.message) {
             (Some(r), Some(m)) => format!("{r}: {m}"),
@@ -123,7 +147,7 @@ fn failed_node(node: &str, s: &NodeNetworkConfigStatus) -> FailedNode {
                 .clone()
                 .unwrap_or_else(|| convert::to_time(convert::now())),
         ),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -233,6 +257,36 @@ mod tests {
             nodes[2].message,
             "the agent reported Failed without a reason"
         );
+    }
+
+    #[test]
+    fn a_revision_lists_at_most_max_listed_failures_counts_them_all_and_then_stays_put() {
+        let ncrs = [ncr("bad", failed_status("n-000", 1))];
+        let long = "x".repeat(5 * MAX_MESSAGE);
+        let nncs: Vec<_> = (1..=150)
+            .map(|n| {
+                nnc(
+                    &format!("n-{n:03}"),
+                    "bad",
+                    node_status("bad", NodePhase::Failed, Some(&long)),
+                )
+            })
+            .collect();
+        let patches = updates_of(&ncrs, &nncs);
+        let p = &patches[0].1;
+        assert_eq!(p["failed"], 151);
+        let nodes: Vec<FailedNode> = serde_json::from_value(p["failedNodes"].clone()).unwrap();
+        assert_eq!(nodes.len(), MAX_LISTED);
+        assert!(
+            nodes.iter().all(|f| f.message.len() <= MAX_MESSAGE),
+            "messages are cut"
+        );
+        // The next pass, with the list and count as written: nothing to write.
+        let mut status = ncrs[0].status.clone().unwrap();
+        status.failed_nodes = nodes;
+        status.failed = 151;
+        status.in_flight = 0;
+        assert_eq!(updates_of(&[ncr("bad", status)], &nncs), Vec::new());
     }
 
     #[test]

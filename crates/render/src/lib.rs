@@ -29,5 +29,7 @@ pub mod snapshot;
 pub use compile::{Compiled, compile, compile_against};
 pub use error::{Error, Invalid, Problem, Result};
 pub use render::{Node, Rendered, render};
-pub use revision::{MAX_NODE_CONFIG_BYTES, MAX_SNAPSHOT_BYTES, Revision};
+pub use revision::{
+    MAX_NODE_CONFIG_BYTES, MAX_OBJECT_BYTES, MAX_SNAPSHOT_BYTES, REVISION_HEADROOM_BYTES, Revision,
+};
 pub use snapshot::{canonical_json, from_objects, hash_canonical, revision_name};

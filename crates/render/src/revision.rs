@@ -8,8 +8,14 @@ use crate::snapshot::{canonical_json, hash_canonical, revision_name};
 
 /// Largest rendered config of one node: the API server refuses bigger objects.
 pub const MAX_NODE_CONFIG_BYTES: usize = 1024 * 1024;
-/// Largest snapshot: the API server's request limit is 1.5 MiB for the whole revision.
-pub const MAX_SNAPSHOT_BYTES: usize = 1536 * 1024;
+/// Largest object etcd stores by default (`--max-request-bytes`): a revision must fit in it whole.
+pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
+/// What a revision keeps besides its snapshot: metadata and status (at most 100 listed failures
+/// with bounded messages, the conditions, the counts).
+pub const REVISION_HEADROOM_BYTES: usize = 256 * 1024;
+/// Largest snapshot: the revision with its metadata and status must still fit in
+/// [`MAX_OBJECT_BYTES`].
+pub const MAX_SNAPSHOT_BYTES: usize = MAX_OBJECT_BYTES - REVISION_HEADROOM_BYTES;
 
 /// The identity of a snapshot: its canonical JSON, hash and revision name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,7 +45,9 @@ impl Revision {
                 &name,
                 "spec.snapshot",
                 format!(
-                    "the merged inputs are {} bytes, over the API server's limit of {MAX_SNAPSHOT_BYTES}; \
+                    "the merged inputs are {} bytes, over the limit of {MAX_SNAPSHOT_BYTES} \
+                     (etcd stores objects of at most {MAX_OBJECT_BYTES} bytes; \
+                     {REVISION_HEADROOM_BYTES} are kept for the revision's metadata and status); \
                      remove or merge inputs",
                     canonical.len()
                 ),
@@ -50,5 +58,46 @@ impl Revision {
             hash,
             size: canonical.len(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use netrollout_api::{NamedInput, RoutingTableSpec};
+
+    use super::*;
+
+    /// A snapshot of `n` routing tables (about 60 bytes each in canonical JSON).
+    fn tables(n: usize) -> Snapshot {
+        let mut s = Snapshot::default();
+        s.routing_tables = (0..n)
+            .map(|i| NamedInput {
+                name: format!("table-{i:08}"),
+                spec: RoutingTableSpec {
+                    table_id: 1000 + i as i64,
+                },
+            })
+            .collect();
+        s
+    }
+
+    #[test]
+    fn a_snapshot_that_leaves_no_room_for_the_revisions_status_is_refused() {
+        // Grow the snapshot until it is just over the limit, but still under etcd's 1.5 MiB.
+        let mut n = 16_000;
+        while Revision::of(&tables(n)).is_ok() {
+            n += 500;
+        }
+        let size = canonical_json(&tables(n)).unwrap().len();
+        assert!(
+            size > MAX_SNAPSHOT_BYTES && size < MAX_OBJECT_BYTES,
+            "{size} bytes: between the snapshot limit and etcd's"
+        );
+        let err = Revision::of(&tables(n)).unwrap_err().to_string();
+        assert!(
+            err.contains("spec.snapshot") && err.contains("metadata and status"),
+            "{err}"
+        );
+        assert_eq!(MAX_SNAPSHOT_BYTES + REVISION_HEADROOM_BYTES, 1536 * 1024);
     }
 }

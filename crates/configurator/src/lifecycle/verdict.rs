@@ -3,7 +3,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use netrollout_api::ACCEPTED_CONDITION;
-use netrollout_render::{Invalid, MAX_SNAPSHOT_BYTES};
+use netrollout_render::{Invalid, MAX_OBJECT_BYTES, MAX_SNAPSHOT_BYTES};
 
 use super::action::AcceptedUpdate;
 use super::model::{InputObject, InputRef};
@@ -58,8 +58,9 @@ impl Verdict {
                 format!(
                     "not rolled out: the merged inputs do not fit in one NetworkConfigRevision \
                      ({}: {}). A revision holds every input, and a Kubernetes API server \
-                     stores objects of at most {MAX_SNAPSHOT_BYTES} bytes (1.5 MiB, etcd's \
-                     default --max-request-bytes); make the inputs smaller or fewer",
+                     stores objects of at most {MAX_OBJECT_BYTES} bytes (1.5 MiB, etcd's \
+                     default --max-request-bytes), of which {MAX_SNAPSHOT_BYTES} may be the \
+                     inputs; make the inputs smaller or fewer",
                     p.object, p.message
                 ),
             );
@@ -171,6 +172,7 @@ mod tests {
             "do not fit in one NetworkConfigRevision",
             "1700000 bytes",
             "at most 1572864 bytes (1.5 MiB, etcd's default --max-request-bytes)",
+            "of which 1310720 may be the inputs",
         ] {
             assert!(
                 v.message.contains(needle),
