@@ -69,16 +69,17 @@ mod tests {
 
     /// A snapshot of `n` routing tables (about 60 bytes each in canonical JSON).
     fn tables(n: usize) -> Snapshot {
-        let mut s = Snapshot::default();
-        s.routing_tables = (0..n)
-            .map(|i| NamedInput {
-                name: format!("table-{i:08}"),
-                spec: RoutingTableSpec {
-                    table_id: 1000 + i as i64,
-                },
-            })
-            .collect();
-        s
+        Snapshot {
+            routing_tables: (0..n)
+                .map(|i| NamedInput {
+                    name: format!("table-{i:08}"),
+                    spec: RoutingTableSpec {
+                        table_id: 1000 + i as i64,
+                    },
+                })
+                .collect(),
+            ..Default::default()
+        }
     }
 
     #[test]
