@@ -1,6 +1,7 @@
 //! A flood of agent reports: every node of a 300-node fleet writes its status at the same
 //! moment. Leadership renewal must not stall behind the burst, and no report may be lost: the
-//! revision counts every node, first as Provisioned, then (a second revision) as Failed.
+//! revision counts every node, first as Provisioned, then (a second revision) as Failed (and
+//! lists the first 100 of them).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -185,7 +186,13 @@ async fn a_flood_of_reports_from_every_node_at_once_loses_none_and_never_stalls_
     let mut failed: Vec<&str> = s.failed_nodes.iter().map(|f| f.node.as_str()).collect();
     failed.sort_unstable();
     failed.dedup();
-    assert_eq!(failed.len(), NODES, "every failed node listed: {failed:?}");
+    // A revision lists at most 100 failed nodes (it must stay one storable object); the count
+    // above covers every one.
+    assert_eq!(
+        (failed.len(), s.failed_nodes.len()),
+        (NODES.min(100), NODES.min(100)),
+        "the first 100 failed nodes listed, each once: {failed:?}"
+    );
 
     // Leadership was renewed throughout, by the one configurator, never near expiry.
     let watched = watch_from.elapsed();
