@@ -32,7 +32,7 @@
 //! - [`reason`]: the reason words written into a revision's status (`ApplyTimeout`, …).
 //! - [`time`]: caller-supplied instants.
 //!
-//! The contract and the decisions taken where the contract leaves room are in `docs/rollout.md`.
+//! The contract and the decisions taken where the contract leaves room are in `docs/planner.md`.
 #![forbid(unsafe_code)]
 
 pub mod action;
