@@ -175,17 +175,6 @@ fn cases() -> Vec<Cross> {
             mentions: &["nope"],
         },
         Cross {
-            what: "a community FRR refuses (a part over 65535)",
-            established: vec![],
-            newcomer: vrf(
-                "a-red",
-                json!({"vrf": "red", "seq": 10, "community": "65536:1",
-                "export": [{"cidr": "10.0.0.0/8", "action": "permit"}]}),
-            ),
-            field: "spec.community",
-            mentions: &["65536:1"],
-        },
-        Cross {
             what: "a route target without the VRF's VNI",
             established: vec![],
             newcomer: vrf(

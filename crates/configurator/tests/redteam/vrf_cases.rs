@@ -139,6 +139,20 @@ pub fn cases() -> Vec<Case> {
         c(Vrf, "community", json!("65000:1:2:3"), "spec.community"),
         c(Vrf, "community", json!("65000:1\nset"), "spec.community"),
         c(Vrf, "communities", json!(["x"]), "spec.communities[0]"),
+        // A part over 65535 in AS:NN (FRR refuses it); a large community part over 2^32-1.
+        c(Vrf, "community", json!("65536:1"), "spec.community"),
+        c(
+            Vrf,
+            "communities",
+            json!(["no-export", "1:70000"]),
+            "spec.communities[1]",
+        ),
+        c(
+            Vrf,
+            "communities",
+            json!(["4294967296:1:1"]),
+            "spec.communities[0]",
+        ),
         c(
             Vrf,
             "communities",
