@@ -218,7 +218,7 @@ fn a_layer2_network_on_nodes_without_its_vrf_is_rejected_at_render_time() {
 #[test]
 fn a_node_config_over_one_mebibyte_is_rejected() {
     let mut v = vrf("v", "blue", 1);
-    v.spec.export = (0..27_000)
+    v.spec.export = (0..25_000)
         .map(|i| PrefixItem {
             cidr: format!("10.{}.{}.0/24", i / 256, i % 256),
             le: Some(32),
