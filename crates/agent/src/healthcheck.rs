@@ -26,7 +26,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::icmp;
-use crate::probe::Outcome;
+use crate::outcome::Outcome;
 
 /// Why a health-check file was rejected; each names the file and the field.
 #[derive(Debug, thiserror::Error)]

@@ -14,12 +14,15 @@
 //! - [`run`]: the main loop: recover, watch, reconcile, report.
 //! - [`agent`]: one apply cycle; crash recovery from the journal.
 //! - [`convert`]: rendered `NodeConfig` → the dataplane's desired kernel objects.
-//! - [`frr`]: the FRR step: base + managed text, written atomically, `frr-reload.py`.
+//! - [`frr`]: the FRR step, one file per verb: render and write the base + managed text
+//!   atomically, reload (`frr-reload.py`), query (`vtysh`), parse FRR's output.
 //! - [`routing`]: routing probes asked of FRR (sessions, EVPN VNIs).
 //! - [`reason`]: why a revision failed ([`reason::FailureReason`]).
 //! - [`store`]: the checksummed state files (last-known-good, journal, failures).
-//! - [`probe`] (with `icmp`): connectivity and link checks.
+//! - [`probe`] (with `icmp`): connectivity and link checks; runs the health-check file's too.
 //! - [`healthcheck`]: the health-check file (interfaces, TCP/ICMP reachability in a VRF).
+//! - `outcome`: [`probe::Outcome`], the result of one check (probe → healthcheck → outcome,
+//!   never back).
 //! - [`taints`]: removing the startup taints once the network works.
 //! - [`status`]: the `NodeNetworkConfig` status and the Node's `NetworkConfigReady` condition.
 //! - [`metrics`]: Prometheus metrics, `/healthz`, `/readyz`.
@@ -35,6 +38,7 @@ pub mod frr;
 pub mod healthcheck;
 mod icmp;
 pub mod metrics;
+mod outcome;
 pub mod probe;
 pub mod reason;
 pub mod routing;

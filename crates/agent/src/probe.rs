@@ -19,6 +19,7 @@ use std::time::Duration;
 use futures::future::join_all;
 
 use crate::icmp;
+pub use crate::outcome::Outcome;
 
 /// Which probes to run.
 #[derive(Clone, Debug, Default)]
@@ -35,22 +36,6 @@ pub struct ProbeConfig {
     pub each_timeout: Duration,
     /// The checks of the health-check file (`--healthcheck-config`).
     pub healthcheck: Option<std::sync::Arc<crate::healthcheck::HealthCheck>>,
-}
-
-/// The result of one check.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Outcome {
-    /// What was checked, e.g. `tcp 10.0.0.1:443`.
-    pub name: String,
-    /// Why it failed; `None` when it passed.
-    pub error: Option<String>,
-}
-
-impl Outcome {
-    /// Whether the check passed.
-    pub fn passed(&self) -> bool {
-        self.error.is_none()
-    }
 }
 
 /// Runs checks against the network and the API server.

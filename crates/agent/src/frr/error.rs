@@ -1,0 +1,69 @@
+//! What went wrong with FRR.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+/// What went wrong with FRR.
+#[derive(Debug, thiserror::Error)]
+pub enum FrrError {
+    /// The base file cannot be read.
+    #[error(
+        "FRR base config {path}: {source}; create it (see docs/operations.md) or drop --frr-base-config"
+    )]
+    Base {
+        /// The file.
+        path: PathBuf,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// The ASN or router id is neither a flag nor in the base file, or they disagree.
+    #[error("FRR base config {path}: {problem}")]
+    Routing {
+        /// The base file.
+        path: PathBuf,
+        /// What is missing or inconsistent and what to do.
+        problem: String,
+    },
+    /// A config with VRFs cannot be routed: the managed router id equals the default VRF's, and
+    /// FRR refuses the iBGP session between a VRF and the default VRF over equal ids.
+    #[error(
+        "FRR: {vrfs} VRF(s) would peer with the default VRF over iBGP, but the managed router id \
+         {router_id} equals `bgp router-id` of the default `router bgp` in {path} ({why}); pass \
+         --router-id (NETROLLOUT_ROUTER_ID) or an IPv4 --vtep-ip (VTEP_IP) that differs from it"
+    )]
+    RouterIdClash {
+        /// The base file.
+        path: PathBuf,
+        /// The clashing id.
+        router_id: Ipv4Addr,
+        /// How many VRFs the config has.
+        vrfs: usize,
+        /// Why no other id was chosen.
+        why: String,
+    },
+    /// `frr.conf` (or its temporary file) cannot be written.
+    #[error("FRR config {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// A program (vtysh, frr-reload.py) cannot be started.
+    #[error("running {program}: {source}")]
+    Spawn {
+        /// The program.
+        program: PathBuf,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// FRR refused the config; `line` is FRR's own error output.
+    #[error("FRR rejected the config: {line}")]
+    Rejected {
+        /// FRR's error line(s).
+        line: String,
+        /// Whether FRR was written to (a daemon refused a line while loading) or not (the
+        /// parser refused the file first).
+        wrote: bool,
+    },
+}

@@ -1,0 +1,119 @@
+//! FRR: the node's routing daemon, configured as one step of the agent's transaction.
+//!
+//! The node operator owns a base file (`--frr-base-config`: underlay sessions, ASN, router id);
+//! the agent owns the managed sections rendered from the `NodeConfig` by `netrollout-frr`. The
+//! full text (base + managed) is written to the `frr.conf` FRR reads (`--frr-config`) atomically
+//! (temporary file, fsync, rename) and applied with FRR's own `frr-reload.py --reload`, which
+//! computes the difference against the running config; FRR is never restarted.
+//!
+//! Before a write the new text is checked with `vtysh -m -f` (a parse, no change): a line FRR
+//! does not know fails the attempt with FRR's own error line and leaves `frr.conf` and FRR as
+//! they were. A line a daemon rejects while loading fails the same way (the restore then loads
+//! the last-known-good text again).
+//!
+//! FRR 8.4's `frr-reload.py` puts a new VRF's ` vni N` on the default VRF (see
+//! `Frr::add_new_vrf_vnis`); the agent writes VRF blocks first and configures new VRF VNIs
+//! itself before the reload.
+//!
+//! Unchanged text makes no FRR write at all: the process remembers the text FRR last loaded
+//! successfully; after a (re)start the first apply always reloads (`frr-reload.py` then writes
+//! only a difference, if any).
+//!
+//! Layout, one file per verb (as rtnetlink splits its handles):
+//! - `write`: render the managed text, join it to the base, write `frr.conf` atomically;
+//! - `reload`: have FRR load it (`vtysh -m -f`, new VRF VNIs, `frr-reload.py --reload`);
+//! - `query`: ask FRR (`vtysh -c ...`);
+//! - `parse`: read FRR's texts (error lines, VRF VNIs, the base's `router bgp`);
+//! - `identity`: settle the managed ASN and router id from flags and the base file;
+//! - `error`: [`FrrError`].
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
+
+use tokio::sync::Mutex;
+
+mod error;
+mod identity;
+mod parse;
+mod query;
+mod reload;
+mod write;
+
+pub use error::FrrError;
+pub use parse::error_lines;
+
+/// Where FRR lives and how the agent reaches it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrrSettings {
+    /// The operator's base config (underlay, ASN, router id).
+    pub base_config: PathBuf,
+    /// The `frr.conf` FRR reads; written by the agent.
+    pub config: PathBuf,
+    /// FRR pathspace (`-N NAME`) when FRR runs with one (the lab, tests).
+    pub pathspace: Option<String>,
+    /// vtysh's socket directory, when not FRR's default.
+    pub vty_socket: Option<PathBuf>,
+    /// The ASN of the managed `router bgp` sections; read from the base file when `None`.
+    pub asn: Option<u32>,
+    /// The router id of the managed `router bgp` instances (`--router-id`). It must differ from
+    /// the base file's default-VRF router id; see `identity::routing_settings` for the default.
+    pub router_id: Option<Ipv4Addr>,
+    /// The node's VTEP address (`--vtep-ip`): the managed router id when `--router-id` is not
+    /// given and it is IPv4 and differs from the base file's router id (the Go operator's choice).
+    pub vtep_ip: Option<IpAddr>,
+    /// FRR's `frr-reload.py`.
+    pub reload_script: PathBuf,
+    /// Directory holding `vtysh`.
+    pub bindir: PathBuf,
+    /// Where `frr-reload.py` writes its temporary files (the agent's state directory: FRR's
+    /// `/var/run/frr` is not the agent's to write).
+    pub rundir: PathBuf,
+}
+
+/// The node's FRR.
+#[derive(Debug)]
+pub struct Frr {
+    settings: FrrSettings,
+    routing: netrollout_frr::Settings,
+    /// Why `routing.router_id` equals the base file's default-VRF router id, when it does: a
+    /// config with VRFs is then refused (instances without a session to the default VRF, the
+    /// routing tables', are fine with it).
+    clash: Option<String>,
+    /// The full text FRR last loaded successfully from this process.
+    loaded: Mutex<Option<String>>,
+}
+
+impl Frr {
+    /// Reads the base file once to settle the ASN and the managed router id; an explicit
+    /// `--router-id` equal to the base file's is refused here.
+    pub fn new(settings: FrrSettings) -> Result<Self, FrrError> {
+        let base = write::read_base(&settings.base_config)?;
+        let (routing, clash) = identity::routing_settings(&settings, &base)?;
+        Ok(Self {
+            settings,
+            routing,
+            clash,
+            loaded: Mutex::new(None),
+        })
+    }
+
+    /// The ASN and router id of the managed sections.
+    pub fn routing(&self) -> netrollout_frr::Settings {
+        self.routing
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &FrrSettings {
+        &self.settings
+    }
+
+    /// The directory of `frr.conf`: FRR's config directory (`--confdir`, `--config_dir`).
+    fn confdir(&self) -> PathBuf {
+        self.settings
+            .config
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf()
+    }
+}

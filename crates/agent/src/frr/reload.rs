@@ -1,0 +1,109 @@
+//! Reload: FRR's parser checks the written text, new VRFs get their VNIs, and
+//! `frr-reload.py --reload` applies the difference.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use tokio::process::Command;
+
+use super::parse::{error_lines, vrf_vnis};
+use super::{Frr, FrrError};
+
+impl Frr {
+    /// `vtysh -m -f FILE`: FRR's parser reads the file; an unknown line fails with its number.
+    pub(super) async fn check(&self, file: &Path) -> Result<(), FrrError> {
+        let program = self.settings.bindir.join("vtysh");
+        let out = self
+            .vtysh_cmd()
+            .arg("-m")
+            .arg("-f")
+            .arg(file)
+            .output()
+            .await
+            .map_err(|source| FrrError::Spawn { program, source })?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let mut line = error_lines(&String::from_utf8_lossy(&out.stderr));
+        if line.is_empty() {
+            line = format!("vtysh -m -f exited with {}", out.status);
+        }
+        Err(FrrError::Rejected { line, wrote: false })
+    }
+
+    /// Configures the VNI of each VRF block of `full` whose VRF FRR has no config for yet,
+    /// with one `vtysh -c` per VRF, before `frr-reload.py` runs. frr-reload.py (FRR 8.4) sends
+    /// the lines it adds to existing contexts first and new contexts after them, so a new
+    /// `vrf NAME` follows a bgpd-only `router bgp` chunk; vtysh then loses zebra's context and
+    /// zebra takes ` vni N` as the global command (the VNI lands on the default VRF). A VRF FRR
+    /// has config for already is an existing context, which [`netrollout_frr::with_base`] puts first.
+    pub(super) async fn add_new_vrf_vnis(&self, full: &str) -> Result<(), FrrError> {
+        let blocks = vrf_vnis(full);
+        if blocks.is_empty() {
+            return Ok(());
+        }
+        let running = self
+            .vtysh(&["-c", "show running-config"])
+            .await
+            .map_err(|line| FrrError::Rejected { line, wrote: false })?;
+        for (vrf, vni) in blocks {
+            if running.lines().any(|l| l == format!("vrf {vrf}")) {
+                continue;
+            }
+            let (vrf_line, vni_line) = (format!("vrf {vrf}"), format!("vni {vni}"));
+            let out = self
+                .vtysh(&["-c", "configure terminal", "-c", &vrf_line, "-c", &vni_line])
+                .await
+                .map_err(|line| FrrError::Rejected { line, wrote: true })?;
+            let line = error_lines(&out);
+            if !line.is_empty() {
+                return Err(FrrError::Rejected { line, wrote: true });
+            }
+        }
+        Ok(())
+    }
+
+    /// `frr-reload.py --reload`: FRR applies the difference to the written `frr.conf`.
+    pub(super) async fn reload(&self) -> Result<(), FrrError> {
+        let s = &self.settings;
+        let mut cmd = Command::new(&s.reload_script);
+        cmd.arg("--reload")
+            .arg("--stdout")
+            .arg("--log-level")
+            .arg("error")
+            .arg("--bindir")
+            .arg(&s.bindir)
+            .arg("--confdir")
+            .arg(self.confdir())
+            .arg("--rundir")
+            .arg(&s.rundir);
+        if let Some(ps) = &s.pathspace {
+            cmd.args(["--pathspace", ps]);
+        }
+        if let Some(sock) = &s.vty_socket {
+            cmd.arg("--vty_socket").arg(sock);
+        }
+        cmd.arg(&s.config).stdin(Stdio::null()).kill_on_drop(true);
+        let out = cmd.output().await.map_err(|source| FrrError::Spawn {
+            program: s.reload_script.clone(),
+            source,
+        })?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let text = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut line = error_lines(&text);
+        if line.is_empty() {
+            line = format!("frr-reload.py exited with {}", out.status);
+            // No FRR error line (e.g. a Python exception): its last line says why.
+            if let Some(last) = text.lines().map(str::trim).rfind(|l| !l.is_empty()) {
+                line = format!("{line}: {last}");
+            }
+        }
+        Err(FrrError::Rejected { line, wrote: true })
+    }
+}
