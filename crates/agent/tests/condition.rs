@@ -71,6 +71,8 @@ async fn kubectl_wait_returns_once_the_agent_provisions_the_current_generation()
     );
 
     // A restarted agent reports rev-b again (Ready stays True): the transition time stays.
+    // (Times are whole seconds: past the next second, a rewritten time would show.)
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     lab.kill_agent();
     lab.start_agent();
     lab.wait_log("state recovered", 2, 30).await;
