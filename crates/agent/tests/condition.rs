@@ -91,4 +91,13 @@ async fn kubectl_wait_returns_once_the_agent_provisions_the_current_generation()
         after.last_transition_time, second.last_transition_time,
         "the same status after a restart keeps its transition time"
     );
+
+    // A dispatch withdrawn at once (rev-c, then rev-b again) is a new generation of the
+    // revision the node runs: the agent reports it, and kubectl wait does not hang.
+    lab.set_spec("rev-c", layer2s(102, 1)).await;
+    lab.set_spec("rev-b", layer2s(101, 1)).await;
+    kubectl_wait_ready(&lab).await;
+    let nnc = lab.nnc_api().get(&lab.node).await.unwrap();
+    assert_eq!(nnc.metadata.generation, Some(4));
+    assert_eq!(ready_condition(&nnc).observed_generation, Some(4));
 }
