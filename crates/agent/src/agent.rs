@@ -10,7 +10,9 @@ mod report;
 
 use std::time::{Duration, Instant};
 
-use netrollout_api::{NODE_RETRY_ANNOTATION, NodeConfig, NodeNetworkConfig, NodePhase};
+use netrollout_api::{
+    NODE_CONDITION, NODE_RETRY_ANNOTATION, NodeConfig, NodeNetworkConfig, NodePhase,
+};
 use netrollout_dataplane::{Dataplane, Desired};
 use tokio::sync::watch;
 use tracing::Instrument;
@@ -92,22 +94,35 @@ impl Agent {
             .as_ref()
             .and_then(|a| a.get(NODE_RETRY_ANNOTATION))
             .cloned();
+        let generation = nnc.metadata.generation;
         let status = nnc.status.clone().unwrap_or_default();
-        // Already said (by this process, or found in the API on a normal pass): say nothing.
+        // The generation the object's NetworkConfigReady condition was written for.
+        let observed_generation = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == NODE_CONDITION)
+            .and_then(|c| c.observed_generation);
+        // Already said for this generation (by this process, or found in the API on a normal
+        // pass): say nothing. A new generation of the same revision (a withdrawn dispatch puts
+        // the old revision back) is reported again, so the condition is never left stale.
         let reported = |phase| {
             let published = self.reports.borrow().as_ref().is_some_and(|r| {
-                r.revision.as_deref() == Some(rev.as_str()) && r.phase == Some(phase)
+                r.revision.as_deref() == Some(rev.as_str())
+                    && r.phase == Some(phase)
+                    && r.generation == generation
             });
             published
                 || (!force_report
                     && status.observed_revision.as_deref() == Some(rev.as_str())
-                    && status.phase == Some(phase))
+                    && status.phase == Some(phase)
+                    && observed_generation == generation)
         };
         let lkg = self.store.last_known_good()?;
         if lkg.revision.as_deref() == Some(rev.as_str()) {
             if !reported(NodePhase::Provisioned) {
                 self.publish(provisioned(
                     &rev,
+                    generation,
                     "Applied",
                     "already applied: it is this node's last-known-good".into(),
                     None,
@@ -119,7 +134,7 @@ impl Agent {
         if let Some(f) = failures.revisions.get(&rev) {
             if retry.is_none() || retry == f.retry {
                 if !reported(NodePhase::Failed) {
-                    self.publish(failed(&rev, f, &lkg));
+                    self.publish(failed(&rev, generation, f, &lkg));
                 }
                 return Ok(());
             }
@@ -129,7 +144,7 @@ impl Agent {
             self.store.set_failures(&failures)?;
         }
         let span = tracing::info_span!("attempt", revision = %rev);
-        self.attempt(&rev, &nnc.spec.config, retry, lkg)
+        self.attempt(&rev, generation, &nnc.spec.config, retry, lkg)
             .instrument(span)
             .await
     }
@@ -137,6 +152,7 @@ impl Agent {
     async fn attempt(
         &self,
         rev: &str,
+        generation: Option<i64>,
         config: &NodeConfig,
         retry: Option<String>,
         lkg: LastKnownGood,
@@ -153,7 +169,14 @@ impl Agent {
             Ok(d) => d,
             Err(e) => {
                 let msg = format!("the config cannot be applied on this node: {e}");
-                return self.fail(&journal, &lkg, FailureReason::InvalidConfig, msg, started);
+                return self.fail(
+                    &journal,
+                    &lkg,
+                    FailureReason::InvalidConfig,
+                    msg,
+                    started,
+                    generation,
+                );
             }
         };
         convert::to_desired(&lkg.config, &self.settings.vtep).map_err(Error::LastKnownGood)?;
@@ -173,6 +196,7 @@ impl Agent {
                             FailureReason::InvalidConfig,
                             msg,
                             started,
+                            generation,
                         );
                     }
                 };
@@ -194,6 +218,7 @@ impl Agent {
             finished_at: None,
             last_known_good: lkg.revision.clone(),
             ready: false,
+            generation,
         });
         tracing::info!(step = "journal", revision = %rev, attempt, duration_ms = ms(t0), "journal written");
 
@@ -249,7 +274,13 @@ impl Agent {
                     ));
                 }
                 tracing::info!(step = "commit", revision = %rev, duration_ms = ms(t0), "committed");
-                self.publish(provisioned(rev, "Applied", message, Some(started)));
+                self.publish(provisioned(
+                    rev,
+                    generation,
+                    "Applied",
+                    message,
+                    Some(started),
+                ));
                 Ok(())
             }
             Err((reason, message)) => {
@@ -271,7 +302,7 @@ impl Agent {
                         probe::describe(&still)
                     ));
                 }
-                self.fail(&journal, &lkg, reason, message, started)
+                self.fail(&journal, &lkg, reason, message, started, generation)
             }
         }
     }
@@ -405,7 +436,8 @@ impl Agent {
         Ok(())
     }
 
-    /// Records that `journal.revision` failed here, clears the journal and reports it.
+    /// Records that `journal.revision` failed here, clears the journal and reports it (for the
+    /// object's `generation`; `None` in crash recovery, before the object is seen).
     fn fail(
         &self,
         journal: &Journal,
@@ -413,6 +445,7 @@ impl Agent {
         reason: FailureReason,
         message: String,
         started: jiff::Timestamp,
+        generation: Option<i64>,
     ) -> Result<()> {
         let failure = Failure {
             reason,
@@ -427,7 +460,7 @@ impl Agent {
         self.metrics.failed(reason.as_str());
         tracing::warn!(step = "failed", revision = %journal.revision, %reason, message = %failure.message,
             "revision failed on this node; it is not retried until a person asks");
-        let mut report = failed(&journal.revision, &failure, lkg);
+        let mut report = failed(&journal.revision, generation, &failure, lkg);
         report.started_at = Some(started);
         self.publish(report);
         Ok(())

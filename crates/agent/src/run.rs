@@ -54,7 +54,13 @@ pub async fn run(
         .map_err(Error::Netlink)?;
     let (reports_tx, reports_rx) = watch::channel::<Option<Report>>(None);
     let nnc_api: Api<NodeNetworkConfig> = Api::all(client.clone());
-    let reporter = tokio::spawn(reporter(client.clone(), node.clone(), reports_rx));
+    let (latest_tx, mut latest) = watch::channel::<Option<NodeNetworkConfig>>(None);
+    let reporter = tokio::spawn(reporter(
+        client.clone(),
+        node.clone(),
+        reports_rx,
+        latest.clone(),
+    ));
     let prober = Prober::new(cfg.probes, client.clone());
     let frr = match cfg.frr {
         Some(settings) => Some(crate::frr::Frr::new(settings).map_err(Error::Frr)?),
@@ -78,7 +84,6 @@ pub async fn run(
         reports_tx,
     );
 
-    let (latest_tx, mut latest) = watch::channel::<Option<NodeNetworkConfig>>(None);
     let selector = format!("metadata.name={node}");
     let watch = tokio::spawn(async move {
         let stream = watcher(nnc_api, watcher::Config::default().fields(&selector))
@@ -146,6 +151,7 @@ pub async fn run(
 fn report_error(agent: &Agent, e: &Error) {
     tracing::error!(error = %e, reason = e.reason(), "the agent cannot proceed");
     agent.publish(Report {
+        generation: None,
         revision: None,
         phase: None,
         reason: e.reason().into(),

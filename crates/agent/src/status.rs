@@ -4,12 +4,18 @@
 //! The agent publishes a [`Report`] into a channel and never waits for the API server: the
 //! [`reporter`] task writes the newest report, retrying with backoff until it lands (so a status
 //! decided during an API outage is written once the server returns).
+//!
+//! The `NodeNetworkConfig`'s `NetworkConfigReady` condition is kstatus-shaped: its
+//! `observedGeneration` is the `metadata.generation` whose spec the report is about, and its
+//! `lastTransitionTime` changes only when its status flips. Conditions of other types in the
+//! list are kept as the agent last saw them in its watch (a JSON merge patch replaces the whole
+//! list, so the agent writes the list it saw with its own entry replaced).
 
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -39,17 +45,22 @@ pub struct Report {
     pub finished_at: Option<jiff::Timestamp>,
     /// The node's last-known-good revision.
     pub last_known_good: Option<String>,
-    /// `NetworkConfigReady` on the Node.
+    /// `NetworkConfigReady` on the Node and on the `NodeNetworkConfig`.
     pub ready: bool,
+    /// The `metadata.generation` of the `NodeNetworkConfig` whose spec the report is about (the
+    /// condition's `observedGeneration`); `None` keeps the one last written (agent-level
+    /// problems, and crash recovery before the object is seen).
+    pub generation: Option<i64>,
 }
 
 impl Report {
-    /// The merge patch of the `NodeNetworkConfig` status.
-    pub fn status_patch(&self, now: jiff::Timestamp) -> Value {
+    /// The merge patch of the `NodeNetworkConfig` status; `conditions` is the whole list
+    /// (see [`conditions`]).
+    pub fn status_patch(&self, conditions: &[Condition]) -> Value {
         let mut status = json!({
             "reason": self.reason,
             "message": self.message,
-            "conditions": [self.condition(now)],
+            "conditions": conditions,
         });
         let time = |t: Option<jiff::Timestamp>| t.map(|t| json!(Time(t))).unwrap_or(Value::Null);
         if let Some(rev) = &self.revision {
@@ -66,8 +77,30 @@ impl Report {
         json!({ "status": status })
     }
 
-    /// The `NetworkConfigReady` condition (its `lastTransitionTime` is fixed up by the writer).
-    pub fn condition(&self, now: jiff::Timestamp) -> Value {
+    /// The `NodeNetworkConfig`'s `NetworkConfigReady` condition. `previous` is the one the
+    /// agent last wrote (or, before its first write since start, found on the object): its
+    /// `lastTransitionTime` is kept while the status stays the same, and its
+    /// `observedGeneration` when the report names no generation.
+    pub fn ready_condition(&self, previous: Option<&Condition>, now: jiff::Timestamp) -> Condition {
+        let status = if self.ready { "True" } else { "False" };
+        let last_transition_time = previous
+            .filter(|p| p.status == status)
+            .map_or(Time(now), |p| p.last_transition_time.clone());
+        Condition {
+            type_: NODE_CONDITION.into(),
+            status: status.into(),
+            reason: self.reason.clone(),
+            message: self.message.clone(),
+            last_transition_time,
+            observed_generation: self
+                .generation
+                .or_else(|| previous.and_then(|p| p.observed_generation)),
+        }
+    }
+
+    /// The Node's `NetworkConfigReady` condition (its `lastTransitionTime` is fixed up by the
+    /// writer from the Node's current one).
+    pub fn node_condition(&self, now: jiff::Timestamp) -> Value {
         json!({
             "type": NODE_CONDITION,
             "status": if self.ready { "True" } else { "False" },
@@ -79,12 +112,31 @@ impl Report {
     }
 }
 
+/// The whole `status.conditions` list to write: `seen` (the list as last seen) with the agent's
+/// own `NetworkConfigReady` replaced by `ours` (or added at the end); other types are kept.
+pub fn conditions(seen: &[Condition], ours: Condition) -> Vec<Condition> {
+    let mut list: Vec<Condition> = seen
+        .iter()
+        .filter(|c| c.type_ != NODE_CONDITION)
+        .cloned()
+        .collect();
+    match seen.iter().position(|c| c.type_ == NODE_CONDITION) {
+        Some(i) => list.insert(i.min(list.len()), ours),
+        None => list.push(ours),
+    }
+    list
+}
+
 /// Writes every new report to the API, newest first, retrying until it lands; then records an
 /// Event for outcomes (Provisioned, Failed, agent problems) on the `NodeNetworkConfig`.
+/// `seen` is the node's `NodeNetworkConfig` as the agent's watch last delivered it: a report
+/// waits until it has been seen (its status cannot be written before it exists), and its
+/// conditions are the list the report's condition is written into.
 pub async fn reporter(
     client: kube::Client,
     node: String,
     mut reports: watch::Receiver<Option<Report>>,
+    mut seen: watch::Receiver<Option<NodeNetworkConfig>>,
 ) {
     let nnc: Api<NodeNetworkConfig> = Api::all(client.clone());
     let nodes: Api<Node> = Api::all(client.clone());
@@ -96,6 +148,9 @@ pub async fn reporter(
         },
     );
     let mut written: Option<Report> = None;
+    // The NetworkConfigReady condition this process last wrote; before its first write, the
+    // one on the object (written before a restart).
+    let mut last: Option<Condition> = None;
     let mut backoff = Duration::from_millis(200);
     loop {
         let latest = reports.borrow_and_update().clone();
@@ -105,8 +160,24 @@ pub async fn reporter(
             }
             continue;
         };
+        let Some(object) = seen.borrow_and_update().clone() else {
+            tokio::select! {
+                changed = seen.changed() => if changed.is_err() { return },
+                changed = reports.changed() => if changed.is_err() { return },
+            }
+            continue;
+        };
+        let on_object = object.status.map(|s| s.conditions).unwrap_or_default();
+        let previous = last.clone().or_else(|| {
+            on_object
+                .iter()
+                .find(|c| c.type_ == NODE_CONDITION)
+                .cloned()
+        });
+        let now = jiff::Timestamp::now();
+        let list = conditions(&on_object, report.ready_condition(previous.as_ref(), now));
         let t = Instant::now();
-        match write(&nnc, &nodes, &node, &report).await {
+        match write(&nnc, &nodes, &node, &report, &list, now, &mut last).await {
             Ok(()) => {
                 tracing::info!(
                     step = "status",
@@ -162,22 +233,30 @@ async fn event(recorder: &Recorder, node: &str, report: &Report) {
     }
 }
 
+/// One report's writes: the `NodeNetworkConfig` status (with `conditions`, the whole list;
+/// once it lands, `last` is the agent's condition in it), then the Node's condition.
 async fn write(
     nnc: &Api<NodeNetworkConfig>,
     nodes: &Api<Node>,
     node: &str,
     report: &Report,
+    conditions: &[Condition],
+    now: jiff::Timestamp,
+    last: &mut Option<Condition>,
 ) -> Result<(), String> {
-    let now = jiff::Timestamp::now();
     let pp = PatchParams::apply(FIELD_MANAGER);
-    let patch = Patch::Merge(report.status_patch(now));
+    let patch = Patch::Merge(report.status_patch(conditions));
     timed(nnc.patch_status(node, &pp, &patch))
         .await
         .map_err(|e| format!("NodeNetworkConfig {node} status: {e}"))?;
+    *last = conditions
+        .iter()
+        .find(|c| c.type_ == NODE_CONDITION)
+        .cloned();
     let current = timed(nodes.get_status(node))
         .await
         .map_err(|e| format!("Node {node}: {e}"))?;
-    let mut condition = report.condition(now);
+    let mut condition = report.node_condition(now);
     let previous = current
         .status
         .and_then(|s| s.conditions)

@@ -18,6 +18,10 @@ pub struct NodeRow {
     pub node_ready: Option<String>,
     /// The agent's `NetworkConfigReady` condition on the Node.
     pub network_config_ready: Option<String>,
+    /// The `NodeNetworkConfig`'s `NetworkConfigReady` condition (what
+    /// `kubectl wait --for=condition=NetworkConfigReady nnc/NODE` reads): its status, with
+    /// `stale: generation G observed O` when it was written for an older spec.
+    pub config_condition: Option<String>,
     /// The revision the configurator wants the node to run (`spec.revision`).
     pub revision: Option<String>,
     /// The revision the agent's status is about.
@@ -49,7 +53,18 @@ impl NodeRow {
         let revision = config.map(|c| c.spec.revision.clone());
         let observed = status.and_then(|s| s.observed_revision.clone());
         let phase = status.and_then(|s| s.phase);
+        let generation = config.and_then(|c| c.metadata.generation);
+        let config_condition = status
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == NODE_CONDITION))
+            .map(|c| match (generation, c.observed_generation) {
+                (Some(g), Some(o)) if o < g => {
+                    format!("{} (stale: generation {g} observed {o})", c.status)
+                }
+                (Some(g), None) => format!("{} (stale: generation {g} observed none)", c.status),
+                _ => c.status.clone(),
+            });
         Self {
+            config_condition,
             node: name.to_string(),
             node_ready: node.map(|_| condition("Ready").unwrap_or_else(|| "Unknown".into())),
             network_config_ready: condition(NODE_CONDITION),
@@ -100,6 +115,7 @@ pub fn table(rows: &[NodeRow], now: jiff::Timestamp) -> String {
     let mut t = Table::new(&[
         "node",
         "ready",
+        "config-ready",
         "state",
         "revision",
         "observed",
@@ -112,6 +128,7 @@ pub fn table(rows: &[NodeRow], now: jiff::Timestamp) -> String {
         t.row(vec![
             r.node.clone(),
             or_dash(r.node_ready.as_ref()),
+            or_dash(r.config_condition.as_ref()),
             r.state(),
             or_dash(r.revision.as_ref()),
             or_dash(r.observed_revision.as_ref()),

@@ -87,7 +87,14 @@ impl Agent {
             Recovery::Committed => self.store.clear_journal()?,
             Recovery::RetryOnce => {}
             Recovery::Fail { reason, message } => {
-                self.fail(&journal, &lkg, reason, message, jiff::Timestamp::now())?;
+                self.fail(
+                    &journal,
+                    &lkg,
+                    reason,
+                    message,
+                    jiff::Timestamp::now(),
+                    None,
+                )?;
             }
         }
         Ok(())

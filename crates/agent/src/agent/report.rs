@@ -8,6 +8,7 @@ use crate::store::{Failure, LastKnownGood};
 /// The report of a committed (or already committed) revision.
 pub(super) fn provisioned(
     rev: &str,
+    generation: Option<i64>,
     reason: &str,
     message: String,
     started: Option<jiff::Timestamp>,
@@ -22,11 +23,17 @@ pub(super) fn provisioned(
         finished_at: Some(now),
         last_known_good: Some(rev.to_string()),
         ready: true,
+        generation,
     }
 }
 
 /// The report of a revision that failed on this node.
-pub(super) fn failed(rev: &str, f: &Failure, lkg: &LastKnownGood) -> Report {
+pub(super) fn failed(
+    rev: &str,
+    generation: Option<i64>,
+    f: &Failure,
+    lkg: &LastKnownGood,
+) -> Report {
     let at = f.at.parse().ok();
     Report {
         revision: Some(rev.to_string()),
@@ -37,5 +44,6 @@ pub(super) fn failed(rev: &str, f: &Failure, lkg: &LastKnownGood) -> Report {
         finished_at: at,
         last_known_good: lkg.revision.clone(),
         ready: false,
+        generation,
     }
 }
