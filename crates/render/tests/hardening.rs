@@ -5,50 +5,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
+mod common;
+
+use common::{fields, l2_with, problems, vrf};
 use netrollout_api::{
-    Layer2NetworkConfiguration as L2, Layer2NetworkConfigurationSpec as L2Spec, PrefixItem,
-    RoutingTable, RoutingTableSpec, VRFRouteConfiguration as Vrf,
-    VRFRouteConfigurationSpec as VrfSpec, VrfLoopback,
+    Layer2NetworkConfiguration as L2, PrefixItem, RoutingTable, RoutingTableSpec,
+    VRFRouteConfiguration as Vrf, VrfLoopback,
 };
 use netrollout_render::{Error, Problem, compile, compile_against, from_objects};
-
-fn vrf(name: &str, vrf: &str, seq: i32) -> Vrf {
-    Vrf::new(
-        name,
-        VrfSpec {
-            vrf: vrf.into(),
-            seq,
-            ..Default::default()
-        },
-    )
-}
-
-fn l2(name: &str, id: i32, vni: i64, gateways: &[&str]) -> L2 {
-    L2::new(
-        name,
-        L2Spec {
-            id,
-            vni,
-            mtu: 1500,
-            anycast_gateways: gateways.iter().map(|g| g.to_string()).collect(),
-            ..Default::default()
-        },
-    )
-}
-
-fn problems(vrfs: &[Vrf], l2s: &[L2], tables: &[RoutingTable]) -> Vec<Problem> {
-    match compile(&from_objects(vrfs, l2s, tables)) {
-        Err(Error::Invalid(invalid)) => invalid.problems,
-        other => panic!("expected invalid inputs, got {other:?}"),
-    }
-}
-
-fn fields(problems: &[Problem]) -> Vec<String> {
-    problems
-        .iter()
-        .map(|p| format!("{} {}: {}", p.kind, p.object, p.field))
-        .collect()
-}
 
 #[test]
 fn no_vrf_vni_or_table_id_may_be_one_of_the_kernels_own_tables() {
@@ -86,7 +50,7 @@ fn cidrs_are_parsed_as_kubernetes_parses_them() {
         });
     }
     v.spec.aggregate.push("10.01.0.0/16".into());
-    let got = problems(&[v], &[l2("n", 10, 100, &["10.0.0.01/24"])], &[]);
+    let got = problems(&[v], &[l2_with("n", 10, 100, &["10.0.0.01/24"])], &[]);
     assert_eq!(
         fields(&got),
         [
@@ -129,12 +93,12 @@ fn loopback_names_linux_refuses_and_subnets_with_host_bits_are_rejected() {
 fn anycast_gateways_must_be_distinct_host_addresses_in_subnets_that_do_not_overlap_in_a_vrf() {
     let mut blue = vrf("v", "blue", 1);
     blue.spec.vni = Some(7);
-    let mut in_blue = l2("b", 11, 101, &["10.1.0.1/24"]);
+    let mut in_blue = l2_with("b", 11, 101, &["10.1.0.1/24"]);
     in_blue.spec.vrf = Some("blue".into());
-    let mut also_blue = l2("c", 12, 102, &["10.1.0.200/25"]);
+    let mut also_blue = l2_with("c", 12, 102, &["10.1.0.200/25"]);
     also_blue.spec.vrf = Some("blue".into());
     let nets = [
-        l2(
+        l2_with(
             "a",
             10,
             100,
@@ -149,7 +113,7 @@ fn anycast_gateways_must_be_distinct_host_addresses_in_subnets_that_do_not_overl
         in_blue,
         also_blue,
         // The same subnet in the default VRF is another VRF: no clash with "b".
-        l2("d", 13, 103, &["10.1.0.1/24", "10.0.1.1/31"]),
+        l2_with("d", 13, 103, &["10.1.0.1/24", "10.0.1.1/31"]),
     ];
     let got = problems(&[blue], &nets, &[]);
     assert_eq!(
@@ -184,7 +148,7 @@ fn multicast_and_all_zero_anycast_macs_are_rejected() {
         "00:00:00:00:00:00",
         "1A:EE:CF:2F:A7",
     ] {
-        let mut n = l2("n", 10, 100, &[]);
+        let mut n = l2_with("n", 10, 100, &[]);
         n.spec.anycast_mac = Some(mac.into());
         let got = problems(&[], &[n], &[]);
         assert_eq!(
@@ -193,7 +157,7 @@ fn multicast_and_all_zero_anycast_macs_are_rejected() {
             "{mac}"
         );
     }
-    let mut n = l2("n", 10, 100, &[]);
+    let mut n = l2_with("n", 10, 100, &[]);
     n.spec.anycast_mac = Some("1A:EE:CF:2F:A7:A8".into());
     assert!(compile(&from_objects(&[], &[n], &[])).is_ok());
 }
@@ -233,7 +197,7 @@ fn blamed(
 fn a_clash_is_blamed_on_the_input_that_is_new_since_the_last_revision() {
     // A new VRF reusing an accepted layer-2 network's VNI: VRFs are checked first, yet the
     // layer-2 network keeps its VNI and the VRF is the one rejected.
-    let old = l2("z-old", 10, 100, &[]);
+    let old = l2_with("z-old", 10, 100, &[]);
     let mut new = vrf("a-new", "blue", 1);
     new.spec.vni = Some(100);
     let got = blamed(
@@ -280,8 +244,8 @@ fn a_clash_is_blamed_on_the_input_that_is_new_since_the_last_revision() {
         ["VRFRouteConfiguration a-v: spec.loopbacks[0].name"]
     );
     let (n_old, n_new) = (
-        l2("z-n", 10, 100, &["10.0.0.1/24"]),
-        l2("a-n", 10, 101, &["10.0.0.2/24"]),
+        l2_with("z-n", 10, 100, &["10.0.0.1/24"]),
+        l2_with("a-n", 10, 101, &["10.0.0.2/24"]),
     );
     let got = blamed(
         (&[], std::slice::from_ref(&n_old), &[]),

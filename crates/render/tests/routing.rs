@@ -4,23 +4,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
+mod common;
+
+use common::{fields, node, vrf};
 use netrollout_api::{
     Layer2NetworkConfiguration as L2, Layer2NetworkConfigurationSpec as L2Spec, NodeConfig,
-    PrefixAction, PrefixItem, VRFRouteConfiguration as Vrf, VRFRouteConfigurationSpec as VrfSpec,
-    VrfLoopback,
+    PrefixAction, PrefixItem, VRFRouteConfiguration as Vrf, VrfLoopback,
 };
-use netrollout_render::{Error, Node, Problem, from_objects, render};
-
-fn vrf(name: &str, vrf: &str, seq: i32) -> Vrf {
-    Vrf::new(
-        name,
-        VrfSpec {
-            vrf: vrf.into(),
-            seq,
-            ..Default::default()
-        },
-    )
-}
+use netrollout_render::{Error, Problem, from_objects, render};
 
 fn item(cidr: &str, seq: Option<i64>, le: Option<i32>, action: PrefixAction) -> PrefixItem {
     PrefixItem {
@@ -39,13 +30,6 @@ fn loopback(name: &str, subnet: &str) -> VrfLoopback {
     }
 }
 
-fn node(name: &str) -> Node {
-    Node {
-        name: name.into(),
-        labels: Default::default(),
-    }
-}
-
 fn config_of(vrfs: &[Vrf], l2s: &[L2], name: &str) -> NodeConfig {
     let nodes = [node("n1"), node("n2")];
     render(&from_objects(vrfs, l2s, &[]), &nodes)
@@ -60,13 +44,6 @@ fn problems(vrfs: &[Vrf], l2s: &[L2]) -> Vec<Problem> {
         Err(other) => panic!("expected invalid inputs, got {other}"),
         Ok(_) => panic!("expected invalid inputs, got a rendering"),
     }
-}
-
-fn fields(problems: &[Problem]) -> Vec<String> {
-    problems
-        .iter()
-        .map(|p| format!("{} {}: {}", p.kind, p.object, p.field))
-        .collect()
 }
 
 #[test]

@@ -2,49 +2,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-use netrollout_api::{
-    Layer2NetworkConfiguration as L2, Layer2NetworkConfigurationSpec as L2Spec, PrefixItem,
-    RoutingTable, RoutingTableSpec, VRFRouteConfiguration as Vrf,
-    VRFRouteConfigurationSpec as VrfSpec, VrfLoopback,
-};
-use netrollout_render::{Error, Node, Problem, Revision, compile, from_objects, render};
+mod common;
 
-fn vrf(name: &str, vrf: &str, seq: i32) -> Vrf {
-    Vrf::new(
-        name,
-        VrfSpec {
-            vrf: vrf.into(),
-            seq,
-            ..Default::default()
-        },
-    )
-}
-
-fn l2(name: &str, id: i32, vni: i64) -> L2 {
-    L2::new(
-        name,
-        L2Spec {
-            id,
-            vni,
-            mtu: 1500,
-            ..Default::default()
-        },
-    )
-}
-
-fn problems(vrfs: &[Vrf], l2s: &[L2], tables: &[RoutingTable]) -> Vec<Problem> {
-    match compile(&from_objects(vrfs, l2s, tables)) {
-        Err(Error::Invalid(invalid)) => invalid.problems,
-        other => panic!("expected invalid inputs, got {other:?}"),
-    }
-}
-
-fn fields(problems: &[Problem]) -> Vec<String> {
-    problems
-        .iter()
-        .map(|p| format!("{} {}: {}", p.kind, p.object, p.field))
-        .collect()
-}
+use common::{fields, l2, problems, vrf};
+use netrollout_api::{PrefixItem, RoutingTable, RoutingTableSpec, VrfLoopback};
+use netrollout_render::{Error, Node, Revision, from_objects, render};
 
 #[test]
 fn duplicate_vlan_ids_and_vnis_are_rejected_naming_both_objects() {
