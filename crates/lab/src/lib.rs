@@ -16,7 +16,7 @@
 //! - [`settings`]: typed settings (update limit, durations).
 //! - [`vm`]: VM mode's host side: boots the Debian-kernel VM, talks to its guest side.
 //! - [`guest`]: VM mode's guest side: the nodes, FRR, agents and traffic inside the VM.
-//! - [`scenario`]: the scripted stories and their checks.
+//! - [`scenario`]: the scripted stories (one file each behind one trait) and their checks.
 
 #![forbid(unsafe_code)]
 

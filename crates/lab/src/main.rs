@@ -35,23 +35,7 @@ enum Cmd {
     /// Remove what a crashed lab left behind: processes, namespaces, links.
     Down,
     /// Run a scripted story and check the rollout's promises; exit non-zero when one broke.
-    #[command(after_help = "Scenarios:
-  happy               the samples and the lab's tenant network roll out with at most
-                      --update-limit nodes in flight; tenant traffic then flows between every node's
-                      workloads, and a change to one network costs no probe on the others
-  bad-config          a config that cuts the nodes off the API server: the first wave restores
-                      its last-known-good config locally, the rollout halts, and those nodes
-                      return to the known-good revision
-  node-join           a node joins mid-rollout and gets the revision too
-  configurator-crash  two configurators; the leader is killed with SIGKILL mid-rollout and the
-                      standby finishes it without exceeding the limit
-  api-outage          the lab API server answers every request with 500 for 5 s while nodes
-                      apply; the rollout finishes with no node failed
-  tenant-break        a wrong VNI on the tenant network: the first wave's tenant probes fail,
-                      those nodes restore on their own, the revision fails, the rollout halts,
-                      and the loss stays with the first wave's nodes
-  Every scenario checks tenant traffic (loss per node and network, full reachability at the end).
-  all                 each of the above, one lab each")]
+    #[command(after_help = scenario::help())]
     Scenario {
         /// A scenario's name, or `all`.
         name: scenario::Choice,
@@ -241,7 +225,7 @@ async fn run() -> Result<()> {
             for s in name.scenarios() {
                 let opts = s.options(settings.options(cli.state_dir.clone())?);
                 if !run_scenario(s, opts, &mut stop).await? {
-                    failed.push(s.to_string());
+                    failed.push(s.name().to_string());
                 }
             }
             if failed.is_empty() {
@@ -267,7 +251,8 @@ async fn start(opts: Options, stop: &mut Stop) -> Result<Lab> {
     started
 }
 
-async fn run_scenario(name: Scenario, opts: Options, stop: &mut Stop) -> Result<bool> {
+async fn run_scenario(scenario: &dyn Scenario, opts: Options, stop: &mut Stop) -> Result<bool> {
+    let name = scenario.name();
     out!(
         "== scenario {name}: {} nodes, update limit {}",
         opts.nodes,
@@ -275,7 +260,7 @@ async fn run_scenario(name: Scenario, opts: Options, stop: &mut Stop) -> Result<
     );
     let mut lab = start(opts, stop).await?;
     let result = tokio::select! {
-        r = scenario::run(name, &mut lab) => r,
+        r = scenario::run(scenario, &mut lab) => r,
         () = stop.wait() => Err(anyhow::anyhow!("interrupted")),
     };
     let logs = lab.options().state_dir.join("logs");

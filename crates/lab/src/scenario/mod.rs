@@ -1,0 +1,270 @@
+//! Scripted stories that run against a real lab and end with a summary. Each records a timeline
+//! of what the API showed and checks the promises of the contract (docs/contract.md); a broken promise fails the run.
+//!
+//! Layout:
+//! - [`Scenario`]: what every story provides (its name, its help text, its lab settings, the
+//!   story itself); [`ALL`] lists them by name for the command line and `--help`; [`run`] plays
+//!   one on a started lab and adds the checks every story shares.
+//! - one file per story: [`happy`], [`bad_config`], [`node_join`], [`configurator_crash`],
+//!   [`api_outage`], [`tenant_break`].
+//! - [`monitor`]: the timeline (a watch on node configs, polled revisions).
+//! - [`checks`]: the [`Summary`] and the checks stories share; [`steps`]: apply and wait for a
+//!   revision to succeed or fail; [`traffic_checks`]: tenant traffic and its loss report.
+
+pub mod api_outage;
+pub mod bad_config;
+pub mod checks;
+pub mod configurator_crash;
+pub mod happy;
+pub mod monitor;
+pub mod node_join;
+pub mod steps;
+pub mod tenant_break;
+pub mod traffic_checks;
+
+use anyhow::Result;
+use futures::future::BoxFuture;
+use kube::api::DynamicObject;
+
+pub use checks::Summary;
+pub use monitor::Monitor;
+pub(crate) use steps::{new_revision, rollout};
+
+use crate::cluster::{Lab, Options};
+use crate::inputs;
+
+/// A scripted story.
+pub trait Scenario: std::fmt::Debug + Send + Sync {
+    /// Its name on the command line (`netrollout-lab scenario NAME`).
+    fn name(&self) -> &'static str;
+
+    /// The story and what it checks, as `scenario --help` prints it (one line per help line).
+    fn about(&self) -> &'static str;
+
+    /// Lab settings for the story; most keep the user's.
+    fn options(&self, base: Options) -> Options {
+        base
+    }
+
+    /// Plays the story on a started lab, recording its checks in `story.summary`.
+    fn play<'a>(&'a self, story: &'a mut Story<'_>) -> BoxFuture<'a, Result<()>>;
+}
+
+/// What a story plays with.
+#[derive(Debug)]
+pub struct Story<'l> {
+    /// The timeline.
+    pub m: Monitor,
+    /// The started lab.
+    pub lab: &'l mut Lab,
+    /// The checks so far.
+    pub summary: Summary,
+    /// The inputs the lab starts from (the samples this kernel can carry).
+    pub samples: Vec<DynamicObject>,
+}
+
+/// Every scenario, in the order `all` runs them and `--help` lists them.
+pub const ALL: [&dyn Scenario; 6] = [
+    &happy::Happy,
+    &bad_config::BadConfig,
+    &node_join::NodeJoin,
+    &configurator_crash::ConfiguratorCrash,
+    &api_outage::ApiOutage,
+    &tenant_break::TenantBreak,
+];
+
+/// The scenario called `name`.
+pub fn find(name: &str) -> Option<&'static dyn Scenario> {
+    ALL.into_iter().find(|s| s.name() == name)
+}
+
+/// The scenario list `scenario --help` prints after the options.
+pub fn help() -> String {
+    let mut text = String::from("Scenarios:\n");
+    for s in ALL {
+        for (i, line) in s.about().lines().enumerate() {
+            let name = if i == 0 { s.name() } else { "" };
+            text.push_str(&format!("  {name:<20}{line}\n"));
+        }
+    }
+    text.push_str(
+        "  Every scenario checks tenant traffic (loss per node and network, full reachability at the end).\n",
+    );
+    text.push_str(&format!("  {:<20}each of the above, one lab each", "all"));
+    text
+}
+
+/// What `netrollout-lab scenario NAME` runs: one scenario or `all`.
+#[derive(Clone, Copy, Debug)]
+pub enum Choice {
+    /// Every scenario, one lab each.
+    All,
+    /// One scenario.
+    One(&'static dyn Scenario),
+}
+
+impl Choice {
+    /// The scenarios to run.
+    pub fn scenarios(self) -> Vec<&'static dyn Scenario> {
+        match self {
+            Choice::All => ALL.to_vec(),
+            Choice::One(s) => vec![s],
+        }
+    }
+}
+
+impl std::str::FromStr for Choice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "all" {
+            return Ok(Choice::All);
+        }
+        find(s).map(Choice::One).ok_or_else(|| {
+            let names: Vec<&str> = ALL.iter().map(|s| s.name()).collect();
+            format!(
+                "unknown scenario {s:?}: choose one of {} or all",
+                names.join(", ")
+            )
+        })
+    }
+}
+
+/// Runs `scenario` on a started lab, then checks what every story promises: the nodes in flight
+/// never exceeded the update limit.
+pub async fn run(scenario: &dyn Scenario, lab: &mut Lab) -> Result<Summary> {
+    let m = Monitor::new(lab);
+    let (samples, skipped) = inputs::initial(lab.vrf)?;
+    if !skipped.is_empty() {
+        m.say(&format!(
+            "no VRFs (no vrf module, or --without-vrfs): leaving out {}",
+            skipped.join(", ")
+        ));
+    }
+    let mut story = Story {
+        m,
+        lab,
+        summary: Summary::default(),
+        samples,
+    };
+    scenario.play(&mut story).await?;
+    let Story {
+        m,
+        lab,
+        mut summary,
+        ..
+    } = story;
+    let (peak, at) = m.peak_in_flight();
+    let limit = checks::limit(lab);
+    summary.check(
+        "nodes in flight never exceeded --update-limit (every stored state watched)",
+        peak <= limit,
+        format!("peak {peak} (limit {limit}): {}", at.join(", ")),
+    );
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::settings::UpdateLimit;
+
+    fn base() -> Options {
+        Options {
+            nodes: 2,
+            state_dir: PathBuf::from("state"),
+            configurators: 1,
+            update_limit: UpdateLimit::Count(2),
+            apply_timeout: Duration::from_secs(30),
+            pickup_timeout: Duration::from_secs(30),
+            max_failures: 0,
+            probe_hold: Duration::from_secs(2),
+            bin_dir: PathBuf::from("bin"),
+            vm: false,
+            without_vrfs: false,
+        }
+    }
+
+    fn names(scenarios: &[&dyn Scenario]) -> Vec<&'static str> {
+        scenarios.iter().map(|s| s.name()).collect()
+    }
+
+    #[test]
+    fn all_runs_every_scenario_once_in_the_documented_order() {
+        let Ok(all) = "all".parse::<Choice>() else {
+            panic!("`all` is refused");
+        };
+        assert_eq!(
+            names(&all.scenarios()),
+            [
+                "happy",
+                "bad-config",
+                "node-join",
+                "configurator-crash",
+                "api-outage",
+                "tenant-break"
+            ]
+        );
+    }
+
+    #[test]
+    fn each_scenario_is_chosen_by_its_own_name() {
+        for s in ALL {
+            let Ok(choice) = s.name().parse::<Choice>() else {
+                panic!("{} is refused", s.name());
+            };
+            assert_eq!(names(&choice.scenarios()), [s.name()]);
+        }
+    }
+
+    #[test]
+    fn an_unknown_scenario_is_refused_naming_every_choice() {
+        let Err(e) = "happy-path".parse::<Choice>() else {
+            panic!("an unknown name was accepted");
+        };
+        assert!(e.contains("\"happy-path\""), "{e}");
+        for s in ALL {
+            assert!(e.contains(s.name()), "{e} does not name {}", s.name());
+        }
+        assert!(e.ends_with("or all"), "{e}");
+    }
+
+    #[test]
+    fn help_lists_every_scenario_with_its_whole_story_aligned() {
+        let help = help();
+        let mut lines = help.lines();
+        assert_eq!(lines.next(), Some("Scenarios:"));
+        for s in ALL {
+            for (i, story) in s.about().lines().enumerate() {
+                let name = if i == 0 { s.name() } else { "" };
+                assert_eq!(lines.next(), Some(format!("  {name:<20}{story}").as_str()));
+            }
+        }
+        assert!(lines.next().is_some_and(|l| l.contains("tenant traffic")));
+        assert_eq!(
+            lines.next(),
+            Some("  all                 each of the above, one lab each")
+        );
+        assert_eq!(lines.next(), None);
+    }
+
+    #[test]
+    fn the_crash_and_join_stories_choose_their_lab_and_the_others_keep_it() {
+        for s in ALL {
+            let o = s.options(base());
+            let expected = match s.name() {
+                "configurator-crash" => (2, 2, UpdateLimit::Count(1)),
+                "node-join" => (3, 1, UpdateLimit::Count(1)),
+                _ => (2, 1, UpdateLimit::Count(2)),
+            };
+            assert_eq!(
+                (o.nodes, o.configurators, o.update_limit),
+                expected,
+                "{}",
+                s.name()
+            );
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! The steps scenarios share: apply inputs and wait for the revision they make to succeed or fail.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use netrollout_api::RevisionPhase;
+
+use super::Monitor;
+use super::checks::{Summary, all_provisioned, halted_and_restored, limit};
+use crate::cluster::Lab;
+use crate::traffic;
+
+/// How long a rollout may take to settle: 2 min, 5 min with the nodes in the VM (TCG).
+pub(super) fn settle(lab: &Lab) -> Duration {
+    Duration::from_secs(if lab.in_vm() { 300 } else { 120 })
+}
+
+/// A change that must fail: applies `objects` on top of revision `good`, waits until the new
+/// revision (`what`) Fails and every node is back on `good`, and checks what a halted rollout
+/// promises. Returns the nodes the failed revision was dispatched to and the traffic window
+/// (from the apply to the last node's restore).
+pub(super) async fn fail_and_restore(
+    summary: &mut Summary,
+    m: &mut Monitor,
+    lab: &Lab,
+    good: &str,
+    objects: &[kube::api::DynamicObject],
+    what: &str,
+) -> Result<(Vec<String>, (u64, u64))> {
+    let t0 = traffic::now_ms();
+    lab.apply(objects).await?;
+    let bad = new_revision(m, lab, good).await?;
+    m.until(lab, &format!("the {what} to fail"), settle(lab), |o| {
+        o.phase_of(&bad) == Some(RevisionPhase::Failed)
+    })
+    .await?;
+    summary.check(&format!("{what} Failed"), true, bad.clone());
+    m.until(
+        lab,
+        "every node back on the known-good revision",
+        settle(lab),
+        |o| o.provisioned_on(good).len() == o.configs.len(),
+    )
+    .await?;
+    let t1 = traffic::now_ms();
+    all_provisioned(summary, m, lab, good);
+    let given: Vec<String> = m.dispatched(&bad).into_iter().collect();
+    halted_and_restored(summary, m, lab, &given, good, limit(lab));
+    Ok((given, (t0, t1)))
+}
+
+/// Applies inputs and waits for the resulting revision to succeed; returns its name.
+pub(crate) async fn rollout(
+    m: &mut Monitor,
+    lab: &Lab,
+    objects: &[kube::api::DynamicObject],
+    what: &str,
+) -> Result<String> {
+    m.say(&format!("applying {what}"));
+    lab.apply(objects).await?;
+    let target = settle_newest(m, lab).await?;
+    m.say(&format!("revision {target} succeeded"));
+    Ok(target)
+}
+
+/// Waits until a revision other than `previous` is the newest; returns its name.
+pub(crate) async fn new_revision(m: &mut Monitor, lab: &Lab, previous: &str) -> Result<String> {
+    m.until(lab, "a new revision", settle(lab), |o| {
+        o.newest()
+            .is_some_and(|r| r.metadata.name.as_deref() != Some(previous))
+    })
+    .await?;
+    Ok(m.now
+        .newest()
+        .and_then(|r| r.metadata.name.clone())
+        .unwrap_or_default())
+}
+
+/// Waits until the newest revision succeeds; returns its name.
+pub(super) async fn settle_newest(m: &mut Monitor, lab: &Lab) -> Result<String> {
+    m.until(lab, "the newest revision to succeed", settle(lab), |o| {
+        o.newest().and_then(|r| r.status.as_ref()?.phase) == Some(RevisionPhase::Succeeded)
+    })
+    .await?;
+    Ok(m.now
+        .newest()
+        .and_then(|r| r.metadata.name.clone())
+        .unwrap_or_default())
+}

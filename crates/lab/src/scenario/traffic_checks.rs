@@ -1,0 +1,166 @@
+//! The tenant-traffic checks scenarios share: start the workloads and their ping streams, and
+//! report loss per network and node around a rollout.
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::Monitor;
+use super::checks::Summary;
+use crate::cluster::Lab;
+use crate::progress;
+use crate::traffic::{self, Loss};
+
+/// How long tenant traffic may take to flow after workloads attach or a node restores (EVPN
+/// routes travel through the route reflector).
+fn converge(lab: &Lab) -> Duration {
+    Duration::from_secs(if lab.in_vm() { 60 } else { 30 })
+}
+
+/// How long the traffic report watches after a rollout ends.
+const AFTER: Duration = Duration::from_secs(3);
+
+/// Attaches workloads, starts the ping streams and checks full reachability.
+pub(super) async fn start_traffic(
+    summary: &mut Summary,
+    m: &Monitor,
+    lab: &mut Lab,
+    objects: &[kube::api::DynamicObject],
+) -> Result<()> {
+    lab.start_traffic(objects).await?;
+    let nets: Vec<String> = lab
+        .traffic
+        .networks
+        .iter()
+        .map(|n| n.name.clone())
+        .collect();
+    m.say(&format!(
+        "tenant traffic: workloads on {}, {} pair(s), {} probes/s each",
+        nets.join(", "),
+        lab.traffic.pairs().len(),
+        traffic::RATE
+    ));
+    let missing = lab.traffic.wait_reachable(converge(lab)).await;
+    m.say(&format!(
+        "tenant traffic: {}",
+        if missing.is_empty() {
+            "every pair answers".to_string()
+        } else {
+            format!("{} pair(s) without replies", missing.len())
+        }
+    ));
+    summary.check(
+        "full tenant reachability",
+        missing.is_empty() && lab.traffic.running() > 0,
+        reachability_detail(lab, &missing),
+    );
+    Ok(())
+}
+
+fn reachability_detail(lab: &Lab, missing: &[traffic::Pair]) -> String {
+    if missing.is_empty() {
+        format!(
+            "{} pair(s) on {} network(s), every probe answered for 2 s",
+            lab.traffic.pairs().len(),
+            lab.traffic.networks.len()
+        )
+    } else {
+        missing
+            .iter()
+            .map(|p| format!("{} {}→{}", p.network, p.from, p.to))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Prints loss per network and node — before the change, while each node applied, during the
+/// rollout `window` and after it — and checks: networks not in `changed` lost nothing during the
+/// rollout; with `first_wave` given, pairs not touching those nodes lost nothing either; every
+/// pair answers again at the end.
+pub(super) async fn traffic_report(
+    summary: &mut Summary,
+    m: &Monitor,
+    lab: &Lab,
+    window: (u64, u64),
+    changed: &[&str],
+    first_wave: &[&str],
+) {
+    let (t0, t1) = window;
+    // Some probes after the rollout, then until every pair answers again.
+    tokio::time::sleep(AFTER).await;
+    let missing = lab.traffic.wait_reachable(converge(lab)).await;
+    let end = traffic::now_ms().saturating_sub(traffic::PROBE_TIMEOUT.as_millis() as u64);
+    let t = &lab.traffic;
+    let mut rows = vec![vec![
+        "NETWORK".to_string(),
+        "NODE".into(),
+        "BEFORE".into(),
+        "WHILE IT APPLIED".into(),
+        "ROLLOUT".into(),
+        "AFTER".into(),
+    ]];
+    let mut nodes: Vec<String> = t.pairs().into_iter().map(|p| p.from).collect();
+    nodes.sort();
+    nodes.dedup();
+    for net in &t.networks {
+        for node in &nodes {
+            let applied =
+                m.windows(node, t0, t1)
+                    .into_iter()
+                    .fold(Loss::default(), |acc, (a, b)| {
+                        let l = t.node_loss(&net.name, node, a, b);
+                        Loss {
+                            sent: acc.sent + l.sent,
+                            lost: acc.lost + l.lost,
+                        }
+                    });
+            rows.push(vec![
+                net.name.clone(),
+                node.clone(),
+                t.node_loss(&net.name, node, 0, t0).to_string(),
+                applied.to_string(),
+                t.node_loss(&net.name, node, t0, t1).to_string(),
+                t.node_loss(&net.name, node, t1, end).to_string(),
+            ]);
+        }
+    }
+    m.say("tenant probes lost/sent per network and node (a node counts the pairs it sends or answers):");
+    for line in progress::table(&rows).lines() {
+        crate::out!("           {line}");
+    }
+    for net in t
+        .networks
+        .iter()
+        .filter(|n| !changed.contains(&n.name.as_str()))
+    {
+        let l = t.loss(t0, t1, |p| p.network == net.name);
+        if !changed.is_empty() {
+            summary.check(
+                &format!(
+                    "untouched network {} lost no probe during the rollout",
+                    net.name
+                ),
+                l.lost == 0 && l.sent > 0,
+                format!("{l} lost/sent"),
+            );
+        }
+    }
+    if !first_wave.is_empty() {
+        let l = t.loss(t0, t1, |p| {
+            !first_wave.contains(&p.from.as_str()) && !first_wave.contains(&p.to.as_str())
+        });
+        summary.check(
+            "tenant loss confined to the first wave's nodes",
+            l.lost == 0 && l.sent > 0,
+            format!(
+                "pairs between other nodes: {l} lost/sent; first wave {}",
+                first_wave.join(", ")
+            ),
+        );
+    }
+    summary.check(
+        "full tenant reachability at the end",
+        missing.is_empty() && lab.traffic.running() > 0,
+        reachability_detail(lab, &missing),
+    );
+}
