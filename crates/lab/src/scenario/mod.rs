@@ -5,22 +5,22 @@
 //! - [`Scenario`]: what every story provides (its name, its help text, its lab settings, the
 //!   story itself); [`ALL`] lists them by name for the command line and `--help`; [`run`] plays
 //!   one on a started lab and adds the checks every story shares.
-//! - one file per story: [`happy`], [`bad_config`], [`node_join`], [`configurator_crash`],
-//!   [`api_outage`], [`tenant_break`].
-//! - [`monitor`]: the timeline (a watch on node configs, polled revisions).
-//! - [`checks`]: the [`Summary`] and the checks stories share; [`steps`]: apply and wait for a
-//!   revision to succeed or fail; [`traffic_checks`]: tenant traffic and its loss report.
+//! - one file per story: `happy`, `bad_config`, `node_join`, `configurator_crash`, `api_outage`,
+//!   `tenant_break`.
+//! - `monitor`: the timeline ([`Monitor`]: a watch on node configs, polled revisions).
+//! - `checks`: the [`Summary`] and the checks stories share; `steps`: apply and wait for a
+//!   revision to succeed or fail; `traffic_checks`: tenant traffic and its loss report.
 
-pub mod api_outage;
-pub mod bad_config;
-pub mod checks;
-pub mod configurator_crash;
-pub mod happy;
-pub mod monitor;
-pub mod node_join;
-pub mod steps;
-pub mod tenant_break;
-pub mod traffic_checks;
+mod api_outage;
+mod bad_config;
+mod checks;
+mod configurator_crash;
+mod happy;
+mod monitor;
+mod node_join;
+mod steps;
+mod tenant_break;
+mod traffic_checks;
 
 use anyhow::Result;
 use futures::future::BoxFuture;
