@@ -1,0 +1,3 @@
+// A build script, so that Cargo builds the `[build-dependencies]` section of this package:
+// build scripts and proc macros of the workspace then reuse one build of `syn`, `serde`, ...
+fn main() {}
