@@ -4,7 +4,8 @@
 set -euo pipefail
 
 # frr + frr-pythontools: the routing daemon the agent configures (frr-reload.py applies changes).
-packages=(iproute2 iputils-ping qemu-system-x86 busybox-static cpio kmod frr frr-pythontools)
+# prometheus: promtool checks and unit-tests deploy/monitoring/ (hack/test.d/25-monitoring.sh).
+packages=(iproute2 iputils-ping qemu-system-x86 busybox-static cpio kmod frr frr-pythontools prometheus)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -17,6 +18,12 @@ if ((${#missing[@]})); then
 fi
 # FRR is started per network namespace by the tests and the lab, never as the host's service.
 if systemctl is-enabled frr >/dev/null 2>&1; then systemctl disable --now frr >/dev/null 2>&1 || true; fi
+# Prometheus likewise: the lab starts its own when asked; the package's service stays off.
+for unit in prometheus prometheus-node-exporter; do
+  if systemctl is-enabled "$unit" >/dev/null 2>&1; then systemctl disable --now "$unit" >/dev/null 2>&1 || true; fi
+done
+# PyYAML for the monitoring check (25-monitoring.sh reads the rules and the PrometheusRule).
+python3 -c 'import yaml' 2>/dev/null || { echo "install-deps: pip install pyyaml" >&2; python3 -m pip install -q --root-user-action=ignore pyyaml; }
 # Manifest checkers for the bundle tests.
 for tool in checkov kubernetes-validate; do
   command -v "$tool" >/dev/null || { echo "install-deps: pip install $tool" >&2; python3 -m pip install -q --root-user-action=ignore "$tool"; }
