@@ -10,9 +10,9 @@
 //! - [`controller`]: [`run`] — watches, leader election (kube-lease-manager), HTTP endpoints
 //!   and the debounced reconcile loop.
 //! - [`reconcile`]: one pass — retries, inputs → revision, plan, execute, progress, gauges.
-//! - [`lifecycle`]: the revision lifecycle of the contract (docs/contract.md) as a pure
-//!   function: retry, create, reuse, wait, clash, block, `Accepted` verdicts.
-//! - [`revisions`]: carries the lifecycle's actions out as API writes.
+//! - [`revisions`]: converts the inputs and revisions into the types of the revision lifecycle
+//!   (`netrollout_rollout::lifecycle`, the pure decision: retry, create, reuse, wait, clash,
+//!   block, `Accepted` verdicts) and carries its actions out as API writes.
 //! - [`accepted`]: writes the `Accepted` condition on inputs.
 //! - [`conditions`]: a revision's kstatus conditions (`Ready`, `Reconciling`, `Stalled`) and
 //!   `InputsRefused`, from its phase (pure), written with each phase and when out of date.
@@ -48,7 +48,6 @@ pub mod error;
 pub mod execute;
 pub mod fleet;
 pub mod late_failures;
-pub mod lifecycle;
 pub mod memo;
 pub mod metrics;
 pub mod overlay;
