@@ -12,7 +12,7 @@ use std::sync::Arc;
 use kube::Client;
 use tokio::sync::watch;
 
-pub use reader::{Inputs, Reader, Stores};
+pub use reader::{Reader, Stores};
 pub use writer::Writer;
 
 use crate::args::Args;

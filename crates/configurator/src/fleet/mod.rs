@@ -401,6 +401,7 @@ impl View {
 
     /// Whether two views hold the same planner nodes, render nodes and failure index (the
     /// incremental view against a rebuild, in tests).
+    #[cfg(test)]
     pub fn same_as(&self, other: &View) -> bool {
         self.state.nodes == other.state.nodes
             && self.render == other.render
