@@ -14,25 +14,24 @@ use netrollout_rollout::lifecycle::{AcceptedUpdate, InputKind, InputRef, Since};
 use crate::context::Context;
 use crate::convert;
 use crate::error::Result;
+use crate::memo::AcceptedMemo;
 
-/// Writes `update` on `input` unless this replica wrote the same verdict before (the cache may
-/// not show it yet). `existing` are the input's `status.conditions` now; `reference` names the
+/// Writes `update` on `input` unless this replica wrote the same verdict before (`memo`: the
+/// cache may not show it yet). `existing` are the input's `status.conditions` now; `reference` names the
 /// input in the Event of a rejection.
 ///
 /// # Errors
 /// The API error of the status patch.
 pub async fn write(
     ctx: &Context,
+    memo: &AcceptedMemo,
     input: &InputRef,
     update: &AcceptedUpdate,
     existing: &[Condition],
     reference: Option<&ObjectReference>,
 ) -> Result<()> {
     let verdict = &update.verdict;
-    if ctx
-        .accepted_memo()
-        .already_written(input, update.generation, verdict)
-    {
+    if memo.already_written(input, update.generation, verdict) {
         return Ok(());
     }
     let conditions = conditions(existing, update);
@@ -41,8 +40,7 @@ pub async fn write(
         patch["status"]["revision"] = r.clone().into();
     }
     patch_status(ctx, input, &patch).await?;
-    ctx.accepted_memo()
-        .record(input, update.generation, verdict);
+    memo.record(input, update.generation, verdict);
     let kind = input.kind.kind();
     let name = &input.name;
     if verdict.accepted {

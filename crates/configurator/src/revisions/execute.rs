@@ -11,6 +11,7 @@ use netrollout_api::{
 };
 use netrollout_rollout::lifecycle::{NameClash, RaiseReason, Retried, RevisionAction};
 
+use super::Memos;
 use super::live::{Checked, Live};
 use crate::accepted;
 use crate::conditions;
@@ -21,6 +22,7 @@ use crate::error::{Error, Result};
 /// Carries out lifecycle actions; keeps the revisions as the last write left them.
 pub(super) struct Executor<'a> {
     ctx: &'a Context,
+    memos: &'a Memos,
     live: &'a Live,
     checked: &'a Checked,
     revisions: HashMap<String, Arc<NetworkConfigRevision>>,
@@ -31,12 +33,14 @@ impl<'a> Executor<'a> {
     /// revisions.
     pub(super) fn new(
         ctx: &'a Context,
+        memos: &'a Memos,
         live: &'a Live,
         checked: &'a Checked,
         current: Vec<Arc<NetworkConfigRevision>>,
     ) -> Self {
         Self {
             ctx,
+            memos,
             live,
             checked,
             revisions: current
@@ -101,7 +105,7 @@ impl<'a> Executor<'a> {
                 Ok(())
             }
             RevisionAction::NoteIdentical { revision, message } => {
-                if self.ctx.noted_memo().first_time(&revision, &message) {
+                if self.memos.noted.first_time(&revision, &message) {
                     tracing::warn!(revision = %revision, "inputs {message}");
                     let failed = self.revision(&revision)?;
                     self.ctx
@@ -120,7 +124,15 @@ impl<'a> Executor<'a> {
             RevisionAction::SetAccepted { input, update } => {
                 let reference = self.live.reference(&input);
                 let conditions = self.live.conditions(&input);
-                accepted::write(self.ctx, &input, &update, &conditions, reference.as_ref()).await
+                accepted::write(
+                    self.ctx,
+                    &self.memos.accepted,
+                    &input,
+                    &update,
+                    &conditions,
+                    reference.as_ref(),
+                )
+                .await
             }
         }
     }

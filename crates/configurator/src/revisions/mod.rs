@@ -20,10 +20,21 @@ use crate::conditions::Refusal;
 use crate::context::Context;
 use crate::convert;
 use crate::error::Result;
+use crate::memo::{AcceptedMemo, CandidateMemo, NotedMemo};
 use crate::spans;
 
 use execute::Executor;
 use live::{Checked, Live};
+
+/// What this replica remembers between passes about the inputs and revisions: the last checked
+/// candidate, the `Accepted` verdicts it wrote and the "identical to a Failed revision" notes
+/// it gave (so a pass does not repeat what the caches do not show yet).
+#[derive(Debug, Default)]
+pub struct Memos {
+    candidate: CandidateMemo,
+    accepted: AcceptedMemo,
+    noted: NotedMemo,
+}
 
 /// Carries out retries asked for with [`RETRY_ANNOTATION`], makes sure a revision exists for
 /// the current inputs and is the newest by sequence (unless it is Failed), and sets every
@@ -35,7 +46,12 @@ use live::{Checked, Live};
 ///
 /// # Errors
 /// API errors; a snapshot that cannot be serialised.
-pub async fn sync(ctx: &Context, generation: u64, nodes: &[RenderNode]) -> Result<Option<Refusal>> {
+pub async fn sync(
+    ctx: &Context,
+    memos: &Memos,
+    generation: u64,
+    nodes: &[RenderNode],
+) -> Result<Option<Refusal>> {
     let cached = ctx.read().inputs();
     let live = Live {
         vrfs: cached.vrfs,
@@ -53,8 +69,8 @@ pub async fn sync(ctx: &Context, generation: u64, nodes: &[RenderNode]) -> Resul
         .max_by_key(|r| r.spec.sequence);
     let base = accepted.and_then(|r| r.metadata.name.clone());
     let accepted = accepted.map(|r| &r.spec.snapshot);
-    let candidate = ctx
-        .candidate_memo()
+    let candidate = memos
+        .candidate
         .get_or(live.key(generation, base), || live.check(nodes, accepted))?;
     if let Checked::Invalid(invalid) = candidate.as_ref()
         && !inputs.is_empty()
@@ -69,7 +85,7 @@ pub async fn sync(ctx: &Context, generation: u64, nodes: &[RenderNode]) -> Resul
         RevisionAction::NoteIdentical { revision, .. } => Some(refusal(revision, &inputs)),
         _ => None,
     });
-    let mut exec = Executor::new(ctx, &live, &candidate, current);
+    let mut exec = Executor::new(ctx, memos, &live, &candidate, current);
     for action in actions {
         let span = spans::lifecycle(&action);
         exec.one(action).instrument(span).await?;
