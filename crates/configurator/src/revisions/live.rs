@@ -237,3 +237,64 @@ pub fn revision_view(ncr: &NetworkConfigRevision) -> RevisionView {
             .cloned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(name: &str, conditions: serde_json::Value, deleting: bool) -> Arc<RoutingTable> {
+        let mut obj = serde_json::json!({
+            "apiVersion": "netrollout.io/v1alpha1",
+            "kind": "RoutingTable",
+            "metadata": { "name": name, "generation": 3 },
+            "spec": { "tableId": 100 },
+            "status": { "conditions": conditions, "revision": "ncr-1" },
+        });
+        if deleting {
+            obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z".into();
+        }
+        Arc::new(serde_json::from_value(obj).unwrap())
+    }
+
+    fn condition(type_: &str, status: &str) -> serde_json::Value {
+        serde_json::json!({
+            "type": type_, "status": status, "reason": "R", "message": "m",
+            "observedGeneration": 2, "lastTransitionTime": "2026-01-01T00:00:00Z",
+        })
+    }
+
+    #[test]
+    fn inputs_are_seen_with_their_accepted_condition_and_inputs_being_deleted_are_not() {
+        let live = Live {
+            vrfs: vec![],
+            layer2s: vec![],
+            tables: vec![
+                table(
+                    "t1",
+                    serde_json::json!([condition("Other", "True"), condition("Accepted", "False")]),
+                    false,
+                ),
+                table("gone", serde_json::json!([]), true),
+            ],
+        };
+        let views = live.views();
+        assert_eq!(views.len(), 1, "{views:?}");
+        let v = &views[0];
+        assert_eq!(v.input.to_string(), "RoutingTable t1");
+        assert_eq!(v.generation, Some(3));
+        assert_eq!(v.revision.as_deref(), Some("ncr-1"));
+        assert_eq!(
+            v.accepted,
+            Some(AcceptedShown {
+                status: "False".into(),
+                reason: "R".into(),
+                message: "m".into(),
+                observed_generation: Some(2),
+            })
+        );
+        // The write keeps the other conditions: they are read from the same object.
+        let conditions = live.conditions(&v.input);
+        let types: Vec<&str> = conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, ["Other", "Accepted"]);
+    }
+}
