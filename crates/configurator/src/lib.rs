@@ -10,7 +10,9 @@
 //! - `args`: command-line flags and the planner settings they give.
 //! - [`controller`]: [`run`] — watches, leader election (kube-lease-manager), HTTP endpoints
 //!   and the debounced reconcile loop.
-//! - `reconcile`: one pass — retries, inputs → revision, plan, execute, progress, gauges.
+//! - `reconcile`: `Passes`, what passes keep between them (the planner settings, the fleet,
+//!   the render cache, progress and halt memos), and one pass — retries, inputs → revision,
+//!   plan, execute, progress, gauges.
 //! - `revisions`: converts the inputs and revisions into the types of the revision lifecycle
 //!   (`netrollout_rollout::lifecycle`, the pure decision: retry, create, reuse, wait, clash,
 //!   block, `Accepted` verdicts) and carries its actions out as API writes.
@@ -27,8 +29,9 @@
 //!   failed-node list and counts.
 //! - `render_cache`: revisions rendered once per node set.
 //! - `overlay`: own writes laid over the watch caches until the caches catch up.
-//! - `context`: what passes share, with private fields: a read view of the watch caches with
-//!   the overlays, the guarded writer (leader, timeout, counter, Events, overlays), the memos.
+//! - `context`: what everything a pass calls shares, with private fields and no flags: a read
+//!   view of the watch caches with the overlays, the guarded writer (leader, timeout, counter,
+//!   Events, overlays), the metrics.
 //! - `spans`: the tracing span of each action (create revision, dispatch, halt, revert, ...).
 //! - `metrics`: Prometheus metrics, `/metrics`, `/healthz`, `/readyz`.
 //! - `error`: the error type, [`Error`].
