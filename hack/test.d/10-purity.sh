@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The pure core stays pure in Cargo too: the normal dependency tree of the renderer, the rollout
-# planner and (once the workspace has it) the FRR renderer holds no async runtime, no HTTP stack,
-# no Kubernetes client and no netlink. A shared workspace dependency entry that switches on a
-# client feature, or a new dependency that drags one in, fails here with the path to it.
+# crate (the planner and the revision lifecycle) and (once the workspace has it) the FRR renderer
+# holds no async runtime, no HTTP stack, no Kubernetes client and no netlink. A shared workspace
+# dependency entry that switches on a client feature, or a new dependency that drags one in,
+# fails here with the path to it. The decision modules of the rollout crate are also checked in
+# their source: they read no clock and touch no file, socket or thread (the caller passes `now`).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -38,6 +40,25 @@ for pkg in $candidates; do
     echo "purity: $pkg: $count crates in its normal tree, including:$found" >&2
   fi
   checked=$((checked + 1))
+done
+
+# The pure decisions, by module: each must exist (a move out of the crate is noticed) and read no
+# clock nor do I/O through std.
+decisions='crates/rollout/src/plan crates/rollout/src/plan.rs crates/rollout/src/lifecycle'
+io_in_std='SystemTime|Instant::now|std::fs|std::net|std::process|std::thread|std::env'
+for module in $decisions; do
+  if [ ! -e "$module" ]; then
+    echo "FAIL: $module is gone; the pure decisions live in netrollout-rollout" >&2
+    failed=1
+    continue
+  fi
+  if hits=$(grep -rnE "$io_in_std" "$module" --include='*.rs'); then
+    echo "FAIL: $module reads a clock or does I/O (pass it in as data):" >&2
+    echo "$hits" >&2
+    failed=1
+  else
+    echo "purity: $module: no clock, no I/O"
+  fi
 done
 
 [ "$checked" -ge 2 ] || { echo "FAIL: checked $checked packages; expected at least render and rollout" >&2; exit 1; }

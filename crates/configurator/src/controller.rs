@@ -24,7 +24,7 @@ use crate::context::{Context, Stores};
 use crate::error::{Error, Result};
 use crate::fleet::Changes;
 use crate::metrics::{self, Metrics};
-use crate::reconcile;
+use crate::reconcile::Passes;
 
 /// Longest wait between retries of a failed pass.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
@@ -97,16 +97,29 @@ pub async fn run(
         })?;
     let (leader_rx, lease_task) = manager.watch().await;
 
+    let timing = Timing {
+        resync: args.resync,
+        debounce: args.debounce,
+        window: args.rollout_strategy == RolloutStrategy::Window,
+    };
+    let passes = Passes::new(
+        args.settings(false),
+        args.node_name.clone(),
+        changes.clone(),
+    );
     let ctx = Arc::new(Context::new(
         client,
-        args,
         stores,
         changes,
         metrics.clone(),
         leader_rx.clone(),
         identity,
+        args.api_timeout,
     ));
-    let result = drive(&ctx, leader_rx, &notify, &mut tasks, shutdown).await;
+    let result = drive(
+        &ctx, &passes, timing, leader_rx, &notify, &mut tasks, shutdown,
+    )
+    .await;
     // Dropping every receiver makes the lease task release the lease and end.
     drop(ctx);
     tasks.shutdown().await;
@@ -120,8 +133,21 @@ pub async fn run(
     result
 }
 
+/// When the loop runs a pass (from the flags).
+#[derive(Debug, Clone, Copy)]
+struct Timing {
+    /// `--resync`: a pass at least this often.
+    resync: Duration,
+    /// `--debounce`: changes within it are planned together.
+    debounce: Duration,
+    /// `--rollout-strategy window`: a freed slot starts a pass at once.
+    window: bool,
+}
+
 async fn drive(
     ctx: &Context,
+    passes: &Passes,
+    timing: Timing,
     mut leader_rx: tokio::sync::watch::Receiver<bool>,
     notify: &Notify,
     tasks: &mut JoinSet<String>,
@@ -152,26 +178,27 @@ async fn drive(
                 tracing::info!(leading, "leadership changed");
             }
             () = notify.notified() => {}
-            () = tokio::time::sleep(ctx.args().resync) => {}
+            () = tokio::time::sleep(timing.resync) => {}
         }
         // Debounce: changes arriving within the window are planned together. When the last
         // node the previous pass left in flight has reported, nothing more is coming for this
         // wave: plan at once. With the window strategy, the first of them to report frees a
         // slot: plan at once too (a pass takes milliseconds, and the reports that arrive
         // meanwhile are planned by the next one).
-        let debounce = ctx.args().debounce;
-        let settling = || ctx.fleet().since_input().is_some_and(|d| d < debounce);
-        let window = ctx.args().rollout_strategy == RolloutStrategy::Window;
+        let debounce = timing.debounce;
+        let fleet = passes.fleet();
+        let settling = || fleet.since_input().is_some_and(|d| d < debounce);
+        let window = timing.window;
         tokio::select! {
             biased;
             () = &mut shutdown => return Ok(()),
-            () = ctx.fleet().all_reported() => {}
-            () = ctx.fleet().slot_freed(), if window && !settling() => {}
+            () = fleet.all_reported() => {}
+            () = fleet.slot_freed(), if window && !settling() => {}
             () = tokio::time::sleep(debounce) => {}
         }
         // An input that changed within the debounce gets the rest of it: inputs applied
         // together are planned together, whatever woke this pass.
-        if let Some(since) = ctx.fleet().since_input().filter(|d| *d < debounce) {
+        if let Some(since) = fleet.since_input().filter(|d| *d < debounce) {
             tokio::select! {
                 biased;
                 () = &mut shutdown => return Ok(()),
@@ -186,7 +213,7 @@ async fn drive(
         let outcome = tokio::select! {
             biased;
             _ = lost.wait_for(|leading| !*leading) => Err(Error::NotLeader),
-            r = reconcile::pass(ctx) => r,
+            r = passes.pass(ctx) => r,
         };
         ctx.metrics().passes.inc();
         ctx.metrics()

@@ -2,7 +2,6 @@
 //! `NodeNetworkConfig` (annotation [`DISPATCH_ANNOTATION`]) so that a new leader resumes from
 //! what is in the API.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node as KubeNode;
@@ -13,7 +12,7 @@ use netrollout_api::{
     RevisionPhase as ApiRevisionPhase, ZONE_LABEL,
 };
 use netrollout_rollout::{
-    DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, State, Timestamp,
+    DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, Timestamp,
 };
 
 /// The dispatch record in its annotation form ([`netrollout_api::Dispatch`]).
@@ -61,7 +60,8 @@ pub fn format_ts(t: Timestamp) -> String {
     }
 }
 
-/// Parses [`format_ts`] output.
+/// Parses [`format_ts`] output (the tests' check of the round trip).
+#[cfg(test)]
 pub fn parse_ts(s: &str) -> Option<Timestamp> {
     from_jiff(annotations::parse_time(s)?)
 }
@@ -175,18 +175,20 @@ pub fn revisions(ncrs: &[Arc<NetworkConfigRevision>]) -> Vec<Revision> {
 }
 
 /// The whole observed state. Revisions being deleted are left out (they are going away and
-/// are never targets); a config whose Node is gone is no node at all.
+/// are never targets); a config whose Node is gone is no node at all. The fleet keeps this
+/// state up to date incrementally; its tests compare against this whole conversion.
+#[cfg(test)]
 pub fn state(
     nodes: &[Arc<KubeNode>],
     nncs: &[Arc<NodeNetworkConfig>],
     ncrs: &[Arc<NetworkConfigRevision>],
     own_node: Option<&str>,
-) -> State {
-    let by_name: HashMap<&str, &NodeNetworkConfig> = nncs
+) -> netrollout_rollout::State {
+    let by_name: std::collections::HashMap<&str, &NodeNetworkConfig> = nncs
         .iter()
         .filter_map(|c| Some((c.metadata.name.as_deref()?, c.as_ref())))
         .collect();
-    State {
+    netrollout_rollout::State {
         revisions: revisions(ncrs),
         nodes: nodes
             .iter()

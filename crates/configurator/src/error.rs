@@ -23,18 +23,8 @@ pub enum Error {
         timeout: Duration,
     },
     /// A revision with the snapshot's name exists with different content (contract rule 4, docs/contract.md).
-    #[error(
-        "NetworkConfigRevision {name} exists with hash {existing}, but the inputs hash to {wanted}; \
-         it is never overwritten: delete that revision if it was edited by hand"
-    )]
-    NameClash {
-        /// Revision name.
-        name: String,
-        /// Hash in the existing object.
-        existing: String,
-        /// Hash of the current inputs.
-        wanted: String,
-    },
+    #[error(transparent)]
+    NameClash(#[from] netrollout_rollout::lifecycle::NameClash),
     /// A revision's snapshot cannot be rendered for the current nodes.
     #[error("cannot render NetworkConfigRevision {revision} for the current nodes: {source}")]
     Render {

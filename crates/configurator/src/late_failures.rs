@@ -17,19 +17,20 @@ use netrollout_api::{
 use crate::context::Context;
 use crate::convert;
 use crate::error::{Error, Result};
-use crate::fleet::FailureIndex;
+use crate::fleet::{FailureIndex, Fleet};
 
-/// Brings every Failed revision's failure list and counts up to date with the node reports.
+/// Brings every Failed revision's failure list and counts up to date with the node reports, as
+/// the `fleet` saw them at the start of the pass.
 ///
 /// # Errors
 /// The first failed write (the caller retries the pass with backoff).
-pub async fn record(ctx: &Context) -> Result<()> {
+pub async fn record(ctx: &Context, fleet: &Fleet) -> Result<()> {
     let ncrs = ctx.read().revisions();
     if !ncrs.iter().any(|r| is_failed(r)) {
         return Ok(());
     }
     let patches = {
-        let view = ctx.fleet().refresh(ctx.read());
+        let view = fleet.view();
         updates(&ncrs, &view.failures, |name| {
             view.objects(name).and_then(|o| o.config.clone())
         })?

@@ -5,32 +5,36 @@
 //! converts what it sees into the planner's types, and carries the planner's actions out with
 //! timeouts, retries with backoff, log lines, Events and metrics.
 //!
-//! Layout:
-//! - [`args`]: command-line flags and the planner settings they give.
+//! Layout (private modules but `controller`; the crate exports [`run`], [`Args`],
+//! [`Metrics`], [`Error`] and what `main` and the end-to-end tests use):
+//! - `args`: command-line flags and the planner settings they give.
 //! - [`controller`]: [`run`] — watches, leader election (kube-lease-manager), HTTP endpoints
 //!   and the debounced reconcile loop.
-//! - [`reconcile`]: one pass — retries, inputs → revision, plan, execute, progress, gauges.
-//! - [`lifecycle`]: the revision lifecycle of the contract (docs/contract.md) as a pure
-//!   function: retry, create, reuse, wait, clash, block, `Accepted` verdicts.
-//! - [`revisions`]: carries the lifecycle's actions out as API writes.
-//! - [`accepted`]: writes the `Accepted` condition on inputs.
-//! - [`conditions`]: a revision's kstatus conditions (`Ready`, `Reconciling`, `Stalled`) and
+//! - `reconcile`: `Passes`, what passes keep between them (the planner settings, the fleet,
+//!   the render cache, progress and halt memos), and one pass — retries, inputs → revision,
+//!   plan, execute, progress, gauges.
+//! - `revisions`: converts the inputs and revisions into the types of the revision lifecycle
+//!   (`netrollout_rollout::lifecycle`, the pure decision: retry, create, reuse, wait, clash,
+//!   block, `Accepted` verdicts) and carries its actions out as API writes.
+//! - `accepted`: writes the `Accepted` condition on inputs.
+//! - `conditions`: a revision's kstatus conditions (`Ready`, `Reconciling`, `Stalled`) and
 //!   `InputsRefused`, from its phase (pure), written with each phase and when out of date.
-//! - [`memo`]: what this replica already wrote or told (typed memos).
-//! - [`convert`]: API objects → planner types; the dispatch record and times to and from the
+//! - `memo`: what this replica already wrote or told (typed memos).
+//! - `convert`: API objects → planner types; the dispatch record and times to and from the
 //!   API's typed annotations (`netrollout_api::annotations`).
-//! - [`execute`]: the planner's actions as API writes.
-//! - [`fleet`]: the planner's node state, kept up to date from watch events (a pass costs what
+//! - `execute`: the planner's actions as API writes.
+//! - `fleet`: the planner's node state, kept up to date from watch events (a pass costs what
 //!   changed, not the fleet size), with the render nodes and the failure index.
-//! - [`late_failures`]: failure reports that arrive after a revision was halted, added to its
+//! - `late_failures`: failure reports that arrive after a revision was halted, added to its
 //!   failed-node list and counts.
-//! - [`render_cache`]: revisions rendered once per node set.
-//! - [`overlay`]: own writes laid over the watch caches until the caches catch up.
-//! - [`context`]: what passes share, with private fields: a read view of the watch caches with
-//!   the overlays, the guarded writer (leader, timeout, counter, Events, overlays), the memos.
-//! - [`spans`]: the tracing span of each action (create revision, dispatch, halt, revert, ...).
-//! - [`metrics`]: Prometheus metrics, `/metrics`, `/healthz`, `/readyz`.
-//! - [`error`]: the error type, [`Error`].
+//! - `render_cache`: revisions rendered once per node set.
+//! - `overlay`: own writes laid over the watch caches until the caches catch up.
+//! - `context`: what everything a pass calls shares, with private fields and no flags: a read
+//!   view of the watch caches with the overlays, the guarded writer (leader, timeout, counter,
+//!   Events, overlays), the metrics.
+//! - `spans`: the tracing span of each action (create revision, dispatch, halt, revert, ...).
+//! - `metrics`: Prometheus metrics, `/metrics`, `/healthz`, `/readyz`.
+//! - `error`: the error type, [`Error`].
 //!
 //! Pause, resume and retry work through the API (see `docs/configurator.md`): `spec.paused` on
 //! a revision, `data.paused: "true"` in the `netrollout-control` ConfigMap, and the
@@ -38,24 +42,23 @@
 
 #![forbid(unsafe_code)]
 
-pub mod accepted;
-pub mod args;
-pub mod conditions;
-pub mod context;
+mod accepted;
+mod args;
+mod conditions;
+mod context;
 pub mod controller;
-pub mod convert;
-pub mod error;
-pub mod execute;
-pub mod fleet;
-pub mod late_failures;
-pub mod lifecycle;
-pub mod memo;
-pub mod metrics;
-pub mod overlay;
-pub mod reconcile;
-pub mod render_cache;
-pub mod revisions;
-pub mod spans;
+mod convert;
+mod error;
+mod execute;
+mod fleet;
+mod late_failures;
+mod memo;
+mod metrics;
+mod overlay;
+mod reconcile;
+mod render_cache;
+mod revisions;
+mod spans;
 
 pub use args::{Args, LogFormat};
 pub use controller::run;

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::Result;
-use crate::lifecycle::{Candidate, InputKind, InputRef, Verdict};
+use netrollout_rollout::lifecycle::{InputKind, InputRef, Verdict};
+
+use crate::revisions::live::Checked as Candidate;
 
 /// The `Accepted` verdicts this replica last wrote, per input and generation.
 #[derive(Debug, Default)]
@@ -131,7 +133,6 @@ impl CandidateMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lifecycle::InputKind;
 
     fn vrf(name: &str) -> InputRef {
         InputRef {

@@ -10,73 +10,118 @@ use std::sync::Arc;
 
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::NetworkConfigRevision;
-use netrollout_rollout::{Action, Mode, Plan, RevisionPhase, Summary};
+use netrollout_rollout::{Action, Mode, Plan, RevisionPhase, Settings, Summary};
 
 use crate::context::Context;
 use crate::convert;
 use crate::error::Result;
 use crate::execute::{self, World};
+use crate::fleet::{Changes, Fleet};
 use crate::late_failures;
+use crate::memo::{NotedMemo, ProgressMemo};
 use crate::metrics::Metrics;
+use crate::render_cache::RenderCache;
+use crate::revisions;
 
-/// Runs one pass and returns the plan it carried out.
-///
-/// # Errors
-/// The first failed write (the caller retries with backoff).
-#[tracing::instrument(skip(ctx), level = "debug")]
-pub async fn pass(ctx: &Context) -> Result<Plan> {
-    let (generation, render_nodes) = ctx.fleet().refresh(ctx.read()).render_nodes();
-    ctx.renders().set_nodes(generation, render_nodes.clone());
-    let refusal = crate::revisions::sync(ctx, generation, &render_nodes).await?;
+/// What passes keep between them, each part owned by the step that needs it: the planner's
+/// settings (from the flags; the global pause is read each pass), the fleet (the planner's node
+/// state, kept up to date from the changes the watches mark), the revisions rendered for the
+/// current nodes, the lifecycle's memos, when the target's progress was last written, and the
+/// halted rollbacks already told.
+#[derive(Debug)]
+pub struct Passes {
+    settings: Settings,
+    fleet: Fleet,
+    renders: RenderCache,
+    revisions: revisions::Memos,
+    progress: ProgressMemo,
+    halts: NotedMemo,
+}
 
-    let ncrs = ctx.read().revisions();
-    let settings = ctx.args().settings(ctx.read().globally_paused());
-    let (plan, nodes, nncs, unresponsive) = {
-        let mut view = ctx.fleet().refresh(ctx.read());
-        view.state.revisions = convert::revisions(&ncrs);
-        let plan = netrollout_rollout::plan(&view.state, convert::now(), &settings);
-        let mut nodes = HashMap::new();
-        let mut nncs = HashMap::new();
-        for name in execute::nodes_named(&plan.actions) {
-            if let Some(o) = view.objects(name) {
-                if let Some(n) = &o.node {
-                    nodes.insert(name.to_string(), n.clone());
-                }
-                if let Some(c) = &o.config {
-                    nncs.insert(name.to_string(), c.clone());
+impl Passes {
+    /// Passes planned with `settings` (its `paused` is replaced by the global pause each pass)
+    /// over the nodes whose `changes` the watches mark; `own_node` is the node this replica runs
+    /// on (dispatched last).
+    pub fn new(settings: Settings, own_node: Option<String>, changes: Arc<Changes>) -> Self {
+        Self {
+            settings,
+            fleet: Fleet::new(own_node, changes),
+            renders: RenderCache::default(),
+            revisions: revisions::Memos::default(),
+            progress: ProgressMemo::default(),
+            halts: NotedMemo::default(),
+        }
+    }
+
+    /// The fleet, whose changes the reconcile loop waits on.
+    pub fn fleet(&self) -> &Fleet {
+        &self.fleet
+    }
+
+    /// Runs one pass and returns the plan it carried out. The fleet is brought up to date once,
+    /// at the start: changes marked during the pass are planned by the next one.
+    ///
+    /// # Errors
+    /// The first failed write (the caller retries with backoff).
+    #[tracing::instrument(skip_all, level = "debug")]
+    pub async fn pass(&self, ctx: &Context) -> Result<Plan> {
+        let (generation, render_nodes) = self.fleet.refresh(ctx.read()).render_nodes();
+        self.renders.set_nodes(generation, render_nodes.clone());
+        let refusal = revisions::sync(ctx, &self.revisions, generation, &render_nodes).await?;
+
+        let ncrs = ctx.read().revisions();
+        let settings = Settings {
+            paused: ctx.read().globally_paused(),
+            ..self.settings.clone()
+        };
+        let (plan, nodes, nncs, unresponsive) = {
+            let mut view = self.fleet.view();
+            view.state.revisions = convert::revisions(&ncrs);
+            let plan = netrollout_rollout::plan(&view.state, convert::now(), &settings);
+            let mut nodes = HashMap::new();
+            let mut nncs = HashMap::new();
+            for name in execute::nodes_named(&plan.actions) {
+                if let Some(o) = view.objects(name) {
+                    if let Some(n) = &o.node {
+                        nodes.insert(name.to_string(), n.clone());
+                    }
+                    if let Some(c) = &o.config {
+                        nncs.insert(name.to_string(), c.clone());
+                    }
                 }
             }
+            (plan, nodes, nncs, view.unresponsive())
+        };
+        let world = World {
+            nodes,
+            nncs,
+            ncrs: execute::index(&ncrs),
+            renders: &self.renders,
+            globally_paused: settings.paused,
+            refusal: refusal.as_ref(),
+        };
+        // When the plan sets a phase (Succeeded), the counts go first: whoever sees the phase
+        // sees the counts that made it so, not the last pass's (a flood of reports settles a
+        // wave in one pass). Otherwise the dispatches go first: a wave's agents do not wait for
+        // a count.
+        let urgent = plan
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::SetRevisionPhase { .. }));
+        if urgent {
+            progress(ctx, &self.progress, &plan.summary, unresponsive, true).await?;
         }
-        (plan, nodes, nncs, view.unresponsive())
-    };
-    let world = World {
-        nodes,
-        nncs,
-        ncrs: execute::index(&ncrs),
-        renders: ctx.renders(),
-        globally_paused: settings.paused,
-        refusal: refusal.as_ref(),
-    };
-    // When the plan sets a phase (Succeeded), the counts go first: whoever sees the phase sees
-    // the counts that made it so, not the last pass's (a flood of reports settles a wave in
-    // one pass). Otherwise the dispatches go first: a wave's agents do not wait for a count.
-    let urgent = plan
-        .actions
-        .iter()
-        .any(|a| matches!(a, Action::SetRevisionPhase { .. }));
-    if urgent {
-        progress(ctx, &plan.summary, unresponsive, true).await?;
+        self.fleet.await_reports(&plan.summary.awaited);
+        execute::run(ctx, &world, &plan.actions).await?;
+        if !urgent {
+            progress(ctx, &self.progress, &plan.summary, unresponsive, false).await?;
+        }
+        late_failures::record(ctx, &self.fleet).await?;
+        halted_rollback(ctx, &self.halts, &plan.summary, settings.max_failures).await;
+        crate::conditions::sync(ctx, refusal.as_ref()).await?;
+        gauges(ctx.metrics(), &plan.summary, &ncrs);
+        Ok(plan)
     }
-    ctx.fleet().await_reports(&plan.summary.awaited);
-    execute::run(ctx, &world, &plan.actions).await?;
-    if !urgent {
-        progress(ctx, &plan.summary, unresponsive, false).await?;
-    }
-    late_failures::record(ctx).await?;
-    halted_rollback(ctx, &plan.summary, settings.max_failures).await;
-    crate::conditions::sync(ctx, refusal.as_ref()).await?;
-    gauges(ctx.metrics(), &plan.summary, &ncrs);
-    Ok(plan)
 }
 
 /// A rollback that halts is a decision without an action (nothing more moves), so it is told
@@ -84,14 +129,14 @@ pub async fn pass(ctx: &Context) -> Result<Plan> {
 /// the rollback to it halted; once it moves again (failures back within the budget) a later halt
 /// is told again. (A halt without any known-good revision is told by the Failed revision's own
 /// Event.)
-async fn halted_rollback(ctx: &Context, summary: &Summary, max_failures: usize) {
+async fn halted_rollback(ctx: &Context, told: &NotedMemo, summary: &Summary, max_failures: usize) {
     let Some(target) = summary.target.as_deref() else {
         return;
     };
     let key = format!("rollback/{target}");
     match summary.mode {
         Mode::Halted => {
-            if !ctx.noted_memo().first_time(&key, "halted") {
+            if !told.first_time(&key, "halted") {
                 return;
             }
             let note = format!(
@@ -114,7 +159,7 @@ async fn halted_rollback(ctx: &Context, summary: &Summary, max_failures: usize) 
             }
         }
         _ => {
-            ctx.noted_memo().first_time(&key, "moving");
+            told.first_time(&key, "moving");
         }
     }
 }
@@ -125,6 +170,7 @@ async fn halted_rollback(ctx: &Context, summary: &Summary, max_failures: usize) 
 /// the resync guarantees one).
 async fn progress(
     ctx: &Context,
+    memo: &ProgressMemo,
     summary: &Summary,
     unresponsive: usize,
     urgent: bool,
@@ -168,7 +214,7 @@ async fn progress(
         "skipped": current.skipped,
         "progress": current.progress.unwrap_or_default(),
     });
-    if want == have || !ctx.progress_memo().due(target, urgent) {
+    if want == have || !memo.due(target, urgent) {
         return Ok(());
     }
     let api: Api<NetworkConfigRevision> = ctx.writer().api();
@@ -182,7 +228,7 @@ async fn progress(
             ),
         )
         .await?;
-    ctx.progress_memo().written(target);
+    memo.written(target);
     Ok(())
 }
 

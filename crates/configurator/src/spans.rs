@@ -6,7 +6,7 @@
 use netrollout_rollout::{Action, DispatchKind, RevisionPhase};
 use tracing::Span;
 
-use crate::lifecycle::RevisionAction;
+use netrollout_rollout::lifecycle::RevisionAction;
 
 /// The span of one planner action: `halt` (a revision fails), `set_revision_phase`,
 /// `withdraw` (an unresponsive node), `record_dispatch`, `dispatch`, `join`, `revert` (a
@@ -112,15 +112,14 @@ pub fn lifecycle(action: &RevisionAction) -> Span {
 mod tests {
     use std::sync::{Arc, Mutex};
 
-    use netrollout_api::Snapshot;
     use netrollout_rollout::{DispatchRecord, NodeDispatch, NodeFailure, Timestamp};
     use tracing::field::{Field, Visit};
     use tracing::span::{Attributes, Id};
     use tracing_subscriber::layer::{Context as LayerContext, Layer, SubscriberExt};
 
     use super::*;
-    use crate::lifecycle::{
-        AcceptedUpdate, InputKind, InputRef, RaiseReason, RevisionAction, Verdict,
+    use netrollout_rollout::lifecycle::{
+        AcceptedUpdate, InputKind, InputRef, RaiseReason, RevisionAction, Since, Verdict,
     };
 
     /// Every span opened, as `name{field=value,...}`.
@@ -259,7 +258,6 @@ mod tests {
                 hash: "sha256:c".into(),
                 size: 1,
                 sequence: 4,
-                snapshot: Snapshot::default(),
             },
             RevisionAction::WaitForDeletion {
                 revision: "ncr-d".into(),
@@ -281,7 +279,7 @@ mod tests {
                 update: AcceptedUpdate {
                     verdict,
                     generation: Some(1),
-                    conditions: vec![],
+                    since: Since::Unchanged,
                 },
             },
         ];

@@ -31,12 +31,15 @@
 //! - `prune`: history limits.
 //! - [`reason`]: the reason words written into a revision's status (`ApplyTimeout`, …).
 //! - [`time`]: caller-supplied instants.
+//! - [`lifecycle`]: the revision lifecycle (create, reuse, raise, refuse, retry, `Accepted`
+//!   verdicts), the other pure decision of the configurator, on its own small types.
 //!
 //! The contract and the decisions taken where the contract leaves room are in `docs/planner.md`.
 #![forbid(unsafe_code)]
 
 pub mod action;
 mod assess;
+pub mod lifecycle;
 pub mod order;
 mod plan;
 mod prune;

@@ -1,58 +1,50 @@
-//! [`Context`]: what every pass shares, in three parts with private fields —
+//! [`Context`]: what the reconcile loop shares with everything a pass calls, as in
+//! controller-rs: the read view, the write path and the metrics, with private fields —
 //! - [`Reader`] (`reader.rs`): the watch caches with this replica's own writes laid over them;
-//! - [`Writer`] (`writer.rs`): the only way to write — leadership check, `--api-timeout`, the
+//! - [`Writer`] (`writer.rs`): the only way to write — leadership check, the API timeout, the
 //!   write counter, Events, and own writes recorded in the overlays;
-//! - typed memos ([`AcceptedMemo`], [`NotedMemo`]) and the [`RenderCache`].
+//! - [`Metrics`].
+//!
+//! No flags and no memory of earlier passes: settings are passed as typed values where they are
+//! used, and what passes remember (the fleet, rendered revisions, memos of own writes) is owned
+//! by the component that needs it (`reconcile::Passes`, `revisions::Memos`).
 
 mod reader;
 mod writer;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use kube::Client;
 use tokio::sync::watch;
 
-pub use reader::{Inputs, Reader, Stores};
+pub use reader::{Reader, Stores};
 pub use writer::Writer;
 
-use crate::args::Args;
-use crate::fleet::{Changes, Fleet};
-use crate::memo::{AcceptedMemo, CandidateMemo, NotedMemo, ProgressMemo};
+use crate::fleet::Changes;
 use crate::metrics::Metrics;
 use crate::overlay::Overlays;
-use crate::render_cache::RenderCache;
 
 /// Shared by every pass.
+#[derive(Debug)]
 pub struct Context {
-    args: Args,
     reader: Reader,
     writer: Writer,
     metrics: Arc<Metrics>,
-    accepted: AcceptedMemo,
-    noted: NotedMemo,
-    renders: RenderCache,
-    fleet: Fleet,
-    candidate: CandidateMemo,
-    progress: ProgressMemo,
-}
-
-impl std::fmt::Debug for Context {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Context").field("args", &self.args).finish()
-    }
 }
 
 impl Context {
-    /// A context; `identity` names this replica in Events; `changes` are marked by the watches
-    /// of Nodes and node configs.
+    /// A context; `identity` names this replica in Events; every write times out after
+    /// `api_timeout`; `changes` are marked by the watches of Nodes and node configs (and by own
+    /// writes).
     pub fn new(
         client: Client,
-        args: Args,
         stores: Stores,
         changes: Arc<Changes>,
         metrics: Arc<Metrics>,
         leader: watch::Receiver<bool>,
         identity: String,
+        api_timeout: Duration,
     ) -> Self {
         let overlays = Arc::new(Overlays::default());
         Self {
@@ -60,26 +52,14 @@ impl Context {
             writer: Writer::new(
                 client,
                 leader,
-                args.api_timeout,
+                api_timeout,
                 metrics.clone(),
                 overlays,
-                changes.clone(),
+                changes,
                 identity,
             ),
-            fleet: Fleet::new(args.node_name.clone(), changes),
-            candidate: CandidateMemo::default(),
-            progress: ProgressMemo::default(),
-            args,
             metrics,
-            accepted: AcceptedMemo::default(),
-            noted: NotedMemo::default(),
-            renders: RenderCache::default(),
         }
-    }
-
-    /// The flags.
-    pub fn args(&self) -> &Args {
-        &self.args
     }
 
     /// What the configurator reads.
@@ -95,35 +75,5 @@ impl Context {
     /// Metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
-    }
-
-    /// `Accepted` conditions this replica wrote.
-    pub fn accepted_memo(&self) -> &AcceptedMemo {
-        &self.accepted
-    }
-
-    /// "Identical to a failed revision" notes this replica gave.
-    pub fn noted_memo(&self) -> &NotedMemo {
-        &self.noted
-    }
-
-    /// Revisions rendered for the current nodes.
-    pub fn renders(&self) -> &RenderCache {
-        &self.renders
-    }
-
-    /// The planner's nodes, kept up to date from the changes.
-    pub fn fleet(&self) -> &Fleet {
-        &self.fleet
-    }
-
-    /// The last checked candidate revision, by what it was made from.
-    pub fn candidate_memo(&self) -> &CandidateMemo {
-        &self.candidate
-    }
-
-    /// When the target's progress was last written.
-    pub fn progress_memo(&self) -> &ProgressMemo {
-        &self.progress
     }
 }

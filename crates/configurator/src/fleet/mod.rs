@@ -241,8 +241,13 @@ impl Fleet {
         self.changes.since_input()
     }
 
+    /// The view as the last [`Fleet::refresh`] left it, locked (no `.await` with the guard).
+    pub fn view(&self) -> MutexGuard<'_, View> {
+        self.view.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Brings the view up to date with the marked changes and returns it locked (hold it only
-    /// while planning: no `.await` with the guard).
+    /// while planning: no `.await` with the guard). Once per pass.
     pub fn refresh(&self, source: &impl Source) -> MutexGuard<'_, View> {
         for name in source.expired() {
             self.changes.mark(&name);
@@ -401,6 +406,7 @@ impl View {
 
     /// Whether two views hold the same planner nodes, render nodes and failure index (the
     /// incremental view against a rebuild, in tests).
+    #[cfg(test)]
     pub fn same_as(&self, other: &View) -> bool {
         self.state.nodes == other.state.nodes
             && self.render == other.render

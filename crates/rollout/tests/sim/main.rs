@@ -5,12 +5,15 @@
 //!
 //! Layout: `rng` (SplitMix64), `agent` (simulated agents), `world` (API state, faults,
 //! configurator), `check` (the invariants), `scenario` (chaos and wave scenarios),
-//! `regressions` (one named scenario per rule of the contract (docs/contract.md)).
+//! `regressions` (one named scenario per rule of the contract (docs/contract.md)), `lifecycle`
+//! (the revision lifecycle decides the revisions when the simulated inputs change, and its
+//! invariants are checked at every decision).
 
 // A test harness: panicking on a bad SIM_SEED or a crashed worker thread is the right failure.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod check;
+mod lifecycle;
 mod regressions;
 mod regressions_failure;
 mod regressions_known_good;

@@ -10,6 +10,7 @@ use netrollout_rollout::{
 };
 
 use crate::agent::{Agent, Behavior};
+use crate::lifecycle::Inputs;
 use crate::world::World;
 
 pub fn t(secs: u64) -> Timestamp {
@@ -319,9 +320,9 @@ fn a_healthy_fleet_of_twenty_nodes_with_limit_five_takes_four_waves() {
     for i in 0..20 {
         w.add_node(i % 3, false, Agent::new(Behavior::Healthy, 1));
     }
-    let base = w.add_revision(0);
+    let base = w.change_inputs(0);
     w.converge_on(&base);
-    let target = w.add_revision(1);
+    let target = w.change_inputs(1);
     let mut waves = 0;
     for _ in 0..40 {
         w.step_agents();

@@ -7,6 +7,7 @@ use netrollout_rollout::{
 };
 
 use crate::agent::{Agent, Behavior};
+use crate::lifecycle::Inputs;
 use crate::regressions::{dispatched, limit, on, phase_changes, rev, t};
 use crate::world::World;
 
@@ -265,9 +266,9 @@ fn the_same_config_as_a_failed_revision_is_not_rolled_out_again() {
     // The configurator reuses the Failed object for the same content: nothing is rolled out.
     let mut w = World::new(3, limit(2));
     w.add_node(0, false, Agent::new(Behavior::Healthy, 1));
-    let name = w.add_revision(4);
+    let name = w.change_inputs(4);
     w.state.revisions[0].phase = RevisionPhase::Failed;
-    w.add_revision(4);
+    w.change_inputs(4);
     assert_eq!(w.state.revisions.len(), 1);
     assert!(
         dispatched(&w.configurator_pass().0).is_empty(),
@@ -281,7 +282,7 @@ fn api_write_failures_and_leader_changes_are_retried_and_never_count_as_config_f
     for i in 0..6 {
         w.add_node(i % 2, false, Agent::new(Behavior::Healthy, 1));
     }
-    let target = w.add_revision(1);
+    let target = w.change_inputs(1);
     w.write_fail_pct = 30;
     w.crash_pct = 30;
     for _ in 0..200 {

@@ -9,6 +9,7 @@ use netrollout_rollout::{
 
 use crate::agent::{Agent, Behavior};
 use crate::check::Checker;
+use crate::lifecycle::Inputs;
 use crate::regressions::{dispatched, limit, on, phase_changes, rev, t};
 use crate::world::World;
 
@@ -218,9 +219,9 @@ fn an_undo_to_a_revision_that_fails_now_stops_at_the_first_wave_and_goes_back() 
     for _ in 0..5 {
         w.add_node(0, false, Agent::new(Behavior::Healthy, 1));
     }
-    let old = w.add_revision(1);
+    let old = w.change_inputs(1);
     w.converge_on(&old);
-    let cur = w.add_revision(2);
+    let cur = w.change_inputs(2);
     let mut checker = Checker::default();
     for _ in 0..20 {
         step(&mut w, &mut checker);
@@ -241,7 +242,7 @@ fn an_undo_to_a_revision_that_fails_now_stops_at_the_first_wave_and_goes_back() 
 
     // Undo: the inputs equal `old` again; its content now fails every probe.
     w.bad.insert(old.clone());
-    w.add_revision(1);
+    w.change_inputs(1);
     let mut got_old = Vec::new();
     let mut last = None;
     for _ in 0..30 {

@@ -10,6 +10,7 @@ use netrollout_rollout::{
 
 use crate::agent::{Agent, Behavior};
 use crate::check::{Checker, check_awaited, check_window};
+use crate::lifecycle::Inputs;
 use crate::world::{STEP_MS, World, rev_name, write_count};
 
 fn steps(n: u64) -> Duration {
@@ -187,7 +188,7 @@ fn run_chaos(w: &mut World, timeouts: u64, size: Size) -> Result<(), String> {
         }
     }
     if size == Size::Large || w.rng.chance(60) {
-        let s = w.add_revision(0);
+        let s = w.change_inputs(0);
         w.converge_on(&s);
     }
     w.write_fail_pct = w.rng.range(0, 5);
@@ -195,7 +196,7 @@ fn run_chaos(w: &mut World, timeouts: u64, size: Size) -> Result<(), String> {
     if size == Size::Large {
         // A new revision from the start; per-write failures would cut every large dispatch
         // short, so large fleets see crashes mid-plan instead.
-        w.add_revision(1);
+        w.change_inputs(1);
         w.write_fail_pct = 0;
     }
     for _ in 0..w.rng.range(15, 40) {
@@ -247,7 +248,7 @@ fn run_chaos(w: &mut World, timeouts: u64, size: Size) -> Result<(), String> {
 fn events(w: &mut World, zones: u64, size: Size, node_events: usize, max_nodes: usize) {
     if w.rng.chance(8) {
         let c = w.rng.below(6);
-        w.add_revision(c);
+        w.change_inputs(c);
     }
     if w.rng.chance(2) {
         w.settings.paused = !w.settings.paused;
@@ -354,10 +355,10 @@ fn rollout(seed: u64, strategy: RolloutStrategy) -> (Result<Outcome, String>, Ve
         w.add_node(z, canary, Agent::new(Behavior::Healthy, apply_steps));
     }
     if rng.chance(50) {
-        let s = w.add_revision(0);
+        let s = w.change_inputs(0);
         w.converge_on(&s);
     }
-    let target = w.add_revision(1);
+    let target = w.change_inputs(1);
     let ideal = (n0 as usize).div_ceil(limit.resolve(n0 as usize));
     let (mut joins, mut leaves) = (0, 0);
     let mut checker = Checker::default();

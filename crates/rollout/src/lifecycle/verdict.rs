@@ -1,15 +1,15 @@
-//! [`Verdict`]: what an input's `Accepted` condition should say, and whether its status says
-//! it already.
+//! [`Verdict`]: what an input's `Accepted` condition should say, whether its status says it
+//! already, and the [`AcceptedUpdate`] that writes it.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use netrollout_api::ACCEPTED_CONDITION;
-use netrollout_render::{Invalid, MAX_OBJECT_BYTES, MAX_SNAPSHOT_BYTES};
-
-use super::action::AcceptedUpdate;
-use super::model::{InputObject, InputRef};
+use super::model::{InputObject, InputRef, Invalid};
+use crate::time::Timestamp;
 
 /// The kind the renderer names when the merged inputs are too large to store.
 const REVISION_KIND: &str = "NetworkConfigRevision";
+
+/// The API's name of the `Accepted` condition's status values.
+const TRUE: &str = "True";
+const FALSE: &str = "False";
 
 /// What an input's `Accepted` condition should say.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,6 +22,26 @@ pub struct Verdict {
     pub message: String,
     /// The revision that holds the input (`status.revision`), when accepted.
     pub revision: Option<String>,
+}
+
+/// When the written condition's `lastTransitionTime` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Since {
+    /// The status stays what it was: keep the time the input's condition shows.
+    Unchanged,
+    /// The status changes (or there was no condition): now.
+    Now(Timestamp),
+}
+
+/// The `Accepted` condition and `status.revision` to write on one input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AcceptedUpdate {
+    /// What the condition says.
+    pub verdict: Verdict,
+    /// The input's `metadata.generation` the condition observes.
+    pub generation: Option<i64>,
+    /// Its transition time.
+    pub since: Since,
 }
 
 impl Verdict {
@@ -53,15 +73,16 @@ impl Verdict {
             .iter()
             .find(|p| p.kind == REVISION_KIND && p.field == "spec.snapshot");
         if let Some(p) = too_large {
+            let limits = invalid.limits;
             return Self::rejected(
                 "TooLarge",
                 format!(
                     "not rolled out: the merged inputs do not fit in one NetworkConfigRevision \
                      ({}: {}). A revision holds every input, and a Kubernetes API server \
-                     stores objects of at most {MAX_OBJECT_BYTES} bytes (1.5 MiB, etcd's \
-                     default --max-request-bytes), of which {MAX_SNAPSHOT_BYTES} may be the \
+                     stores objects of at most {} bytes (1.5 MiB, etcd's \
+                     default --max-request-bytes), of which {} may be the \
                      inputs; make the inputs smaller or fewer",
-                    p.object, p.message
+                    p.object, p.message, limits.object_bytes, limits.snapshot_bytes
                 ),
             );
         }
@@ -94,96 +115,33 @@ impl Verdict {
 
     /// `True` or `False`.
     pub fn status(&self) -> &'static str {
-        if self.accepted { "True" } else { "False" }
+        if self.accepted { TRUE } else { FALSE }
     }
 
     /// The update `input` needs to carry this verdict, or `None` when its status says it
     /// already (same status, reason, message and generation, and the revision if any). The
     /// transition time is kept when the status does not change, otherwise it is `now`.
-    pub fn update_for(&self, input: &InputObject, now: Time) -> Option<AcceptedUpdate> {
+    pub fn update_for(&self, input: &InputObject, now: Timestamp) -> Option<AcceptedUpdate> {
         let status = self.status();
-        let existing = input
-            .conditions
-            .iter()
-            .find(|c| c.type_ == ACCEPTED_CONDITION);
-        let same = |c: &Condition| {
+        let existing = input.accepted.as_ref();
+        let same = existing.is_some_and(|c| {
             c.status == status
                 && c.reason == self.reason
                 && c.message == self.message
                 && c.observed_generation == input.generation
-        };
+        });
         let revision_same = self.revision.is_none() || input.revision == self.revision;
-        if existing.is_some_and(same) && revision_same {
+        if same && revision_same {
             return None;
         }
-        let transition = match existing {
-            Some(c) if c.status == status => c.last_transition_time.clone(),
-            _ => now,
+        let since = match existing {
+            Some(c) if c.status == status => Since::Unchanged,
+            _ => Since::Now(now),
         };
-        let mut conditions: Vec<Condition> = input
-            .conditions
-            .iter()
-            .filter(|c| c.type_ != ACCEPTED_CONDITION)
-            .cloned()
-            .collect();
-        conditions.push(Condition {
-            type_: ACCEPTED_CONDITION.into(),
-            status: status.into(),
-            reason: self.reason.clone(),
-            message: self.message.clone(),
-            observed_generation: input.generation,
-            last_transition_time: transition,
-        });
         Some(AcceptedUpdate {
             verdict: self.clone(),
             generation: input.generation,
-            conditions,
+            since,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use netrollout_render::{Invalid, Problem};
-
-    use super::*;
-    use crate::lifecycle::model::InputKind;
-
-    #[test]
-    fn inputs_too_large_for_one_revision_are_told_so_and_the_limit_is_named() {
-        let invalid = Invalid {
-            problems: vec![Problem {
-                kind: REVISION_KIND,
-                object: "ncr-0123".into(),
-                field: "spec.snapshot".into(),
-                message: "the merged inputs are 1700000 bytes, over the API server's limit of \
-                          1572864; remove or merge inputs"
-                    .into(),
-            }],
-        };
-        let input = InputRef {
-            kind: InputKind::Vrf,
-            name: "vrf-a".into(),
-        };
-        let v = Verdict::of_invalid(&input, &invalid);
-        assert!(!v.accepted);
-        assert_eq!(v.reason, "TooLarge");
-        for needle in [
-            "do not fit in one NetworkConfigRevision",
-            "1700000 bytes",
-            "at most 1572864 bytes (1.5 MiB, etcd's default --max-request-bytes)",
-            "of which 1310720 may be the inputs",
-        ] {
-            assert!(
-                v.message.contains(needle),
-                "{needle:?} not in {:?}",
-                v.message
-            );
-        }
-        assert!(
-            !v.message.contains("other inputs are invalid"),
-            "{}",
-            v.message
-        );
     }
 }

@@ -2,11 +2,9 @@
 //! and stop at the first failed write; the next pass decides again from fresh state (every
 //! action is idempotent or guarded by a resourceVersion precondition).
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use netrollout_api::Snapshot;
-
 use super::model::InputRef;
-use super::verdict::Verdict;
+use super::verdict::AcceptedUpdate;
+use crate::time::Timestamp;
 
 /// Why a revision's sequence is raised (the text starts the log line and the Event).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,19 +25,19 @@ impl RaiseReason {
     }
 }
 
-/// The `Accepted` condition and `status.revision` to write on one input.
-#[derive(Clone, Debug, PartialEq)]
-pub struct AcceptedUpdate {
-    /// What the condition says.
-    pub verdict: Verdict,
-    /// The input's `metadata.generation` the condition observes.
-    pub generation: Option<i64>,
-    /// The input's whole `status.conditions` with `Accepted` replaced.
-    pub conditions: Vec<Condition>,
+/// The `netrollout.io/retried` value a raise leaves, so later dispatches ask the agents for one
+/// more try.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Retried {
+    /// The retry annotation's own value.
+    Value(String),
+    /// The retry annotation was empty: the time of the retry (written as the API writes
+    /// times), so each retry is a new value.
+    At(Timestamp),
 }
 
 /// One step of the revision lifecycle.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RevisionAction {
     /// A person retried a Failed (or Blocked) revision: set its phase back to Pending and empty
     /// its failed nodes. A [`RevisionAction::RaiseSequence`] of it follows.
@@ -58,16 +56,16 @@ pub enum RevisionAction {
         to: i64,
         /// Why.
         reason: RaiseReason,
-        /// The `netrollout.io/retried` value to leave (for a retry), so later dispatches ask
-        /// the agents for one more try.
-        retried: Option<String>,
+        /// The `netrollout.io/retried` value to leave (for a retry).
+        retried: Option<Retried>,
     },
     /// The retry annotation is on a revision that is not Failed or Blocked: remove it.
     DropRetry {
         /// Revision name.
         revision: String,
     },
-    /// Create the revision for the current inputs.
+    /// Create the revision for the current inputs (the valid [`Candidate`](super::Candidate));
+    /// its snapshot is the one the caller checked.
     Create {
         /// `ncr-<hex>`.
         name: String,
@@ -77,8 +75,6 @@ pub enum RevisionAction {
         size: usize,
         /// `spec.sequence`, above every existing revision's.
         sequence: i64,
-        /// `spec.snapshot`.
-        snapshot: Snapshot,
     },
     /// The revision for these inputs is being deleted: it is never adopted; a new one is
     /// created once it is gone. Nothing is written but the inputs' `Accepted`.
@@ -98,7 +94,7 @@ pub enum RevisionAction {
     },
     /// The inputs equal a Failed revision: tell it (log line and Warning Event on the
     /// revision) once per replica. Its phase and message are left alone; its `InputsRefused`
-    /// condition says so (`crate::conditions`).
+    /// condition says so.
     NoteIdentical {
         /// The Failed revision.
         revision: String,

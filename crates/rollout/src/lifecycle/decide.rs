@@ -12,14 +12,11 @@
 //!
 //! New sequences strictly increase within one call and lie above every sequence seen.
 
-use netrollout_api::RevisionPhase;
-use netrollout_rollout::Timestamp;
-
-use super::action::{RaiseReason, RevisionAction};
-use super::model::{Candidate, InputObject, RevisionView};
+use super::action::{RaiseReason, Retried, RevisionAction};
+use super::model::{Candidate, InputObject, NameClash, RETRY_ANNOTATION, RevisionView};
 use super::verdict::Verdict;
-use crate::convert;
-use crate::error::Error;
+use crate::state::RevisionPhase;
+use crate::time::Timestamp;
 
 /// The lifecycle actions for one pass: `inputs` are the live inputs, `revisions` the current
 /// revisions (the watch cache with own writes laid over it), `candidate` the checked merge of
@@ -44,9 +41,9 @@ pub fn decide(
             }
             return actions;
         }
-        Candidate::Valid { revision, snapshot } => {
+        Candidate::Valid(content) => {
             let max_seq = max_sequence(&revisions);
-            match revisions.iter().find(|r| r.name == revision.name) {
+            match revisions.iter().find(|r| r.name == content.name) {
                 Some(existing) if existing.deleting => {
                     actions.push(RevisionAction::WaitForDeletion {
                         revision: existing.name.clone(),
@@ -59,25 +56,24 @@ pub fn decide(
                         ),
                     )
                 }
-                Some(existing) if existing.hash != revision.hash => {
-                    let clash = Error::NameClash {
+                Some(existing) if existing.hash != content.hash => {
+                    let clash = NameClash {
                         name: existing.name.clone(),
                         existing: existing.hash.clone(),
-                        wanted: revision.hash.clone(),
+                        wanted: content.hash.clone(),
                     };
                     actions.push(RevisionAction::ReportClash {
                         revision: existing.name.clone(),
                         existing: existing.hash.clone(),
-                        wanted: revision.hash.clone(),
+                        wanted: content.hash.clone(),
                     });
                     Verdict::rejected("NameClash", clash.to_string())
                 }
                 Some(existing) if existing.phase == Some(RevisionPhase::Failed) => {
                     let message = format!(
                         "identical to failed revision {}; nothing is rolled out until a person retries it \
-                         (kubectl netrollout retry {0}, i.e. annotate it {})",
+                         (kubectl netrollout retry {0}, i.e. annotate it {RETRY_ANNOTATION})",
                         existing.name,
-                        netrollout_api::RETRY_ANNOTATION
                     );
                     actions.push(RevisionAction::NoteIdentical {
                         revision: existing.name.clone(),
@@ -99,13 +95,12 @@ pub fn decide(
                 }
                 None => {
                     actions.push(RevisionAction::Create {
-                        name: revision.name.clone(),
-                        hash: revision.hash.clone(),
-                        size: revision.size,
+                        name: content.name.clone(),
+                        hash: content.hash.clone(),
+                        size: content.size,
                         sequence: max_seq + 1,
-                        snapshot: snapshot.clone(),
                     });
-                    Verdict::accepted(&revision.name)
+                    Verdict::accepted(&content.name)
                 }
             }
         }
@@ -152,12 +147,12 @@ fn retries(revisions: &mut [RevisionView], now: Timestamp, actions: &mut Vec<Rev
 
 /// The `retried` value a raise leaves: the retry annotation's value, or the time when it is
 /// empty (so each retry is a new value for the agents).
-fn retried_value(r: &RevisionView, now: Timestamp) -> Option<String> {
+fn retried_value(r: &RevisionView, now: Timestamp) -> Option<Retried> {
     r.retry.as_ref().map(|v| {
         if v.is_empty() {
-            convert::format_ts(now)
+            Retried::At(now)
         } else {
-            v.clone()
+            Retried::Value(v.clone())
         }
     })
 }
@@ -172,7 +167,7 @@ fn set_accepted(
     now: Timestamp,
     actions: &mut Vec<RevisionAction>,
 ) {
-    if let Some(update) = verdict.update_for(input, convert::to_time(now)) {
+    if let Some(update) = verdict.update_for(input, now) {
         actions.push(RevisionAction::SetAccepted {
             input: input.input.clone(),
             update,
