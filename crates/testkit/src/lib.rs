@@ -3,10 +3,13 @@
 //!
 //! - [`cmd`]: run a tool and assert it succeeded; [`cmd::Run`], a finished process.
 //! - [`netns`]: a fresh network namespace per test, cleaned up on drop and after crashes.
-//! - [`frr`]: zebra + bgpd of Debian's `frr` in a namespace and pathspace, stopped on drop.
+//! - [`frr`]: zebra + bgpd of Debian's `frr` in a namespace and pathspace, stopped on drop: the
+//!   one FRR start (bgpd only once zebra is up), also the lab's.
+//! - [`poll`]: waiting with a deadline from blocking code (the VM suites).
 //! - [`http`]: scrape a binary's `/metrics` from blocking test code.
 //! - [`manifests`]: the Go operator's `v1alpha1` manifests (the repository's fixtures, and the
 //!   third-party ones of `NETROLLOUT_COMPAT_DIR` when set).
+//! - `prefixes` (feature `api`): prefix-list builders of the VM suites.
 //! - `apiserver` (feature `kube`): the lab API server per test, optionally with the netrollout
 //!   CRDs and namespace installed and servable.
 //! - `kubectl` (`kube`): the real kubectl bound to a lab API server.
@@ -26,6 +29,10 @@ pub mod frr;
 pub mod http;
 pub mod manifests;
 pub mod netns;
+pub mod poll;
+
+#[cfg(feature = "api")]
+pub mod prefixes;
 
 #[cfg(feature = "agent")]
 pub mod agent;
