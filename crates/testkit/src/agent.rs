@@ -2,7 +2,7 @@
 //! the host by a veth pair, and the real `netrollout-agent` binary running in the namespace.
 //! Needs root and iproute2; fails loudly without them. Names start with `agt`/`ag`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,7 @@ use kube::api::PostParams;
 use netrollout_agent::convert::{Vtep, to_desired};
 use netrollout_api::{NodeConfig, NodeNetworkConfig, NodeNetworkConfigSpec};
 use netrollout_dataplane::{Dataplane, diff};
-use netrollout_lab_apiserver::{Config, LabServer};
+use netrollout_lab_apiserver::Config;
 
 use crate::apiserver::{LabApi, install_crds};
 use crate::cmd::run;
@@ -20,10 +20,11 @@ use crate::netns::{Netns, clean_stale, next_id};
 use crate::objects::add_node;
 pub use crate::objects::{layer2, layer2s};
 
-/// One test's world: lab API server, namespace, veth, state directory, agent process.
+/// One test's world: the kit's harness ([`LabApi`]: lab API server, client, directory; its
+/// fields and builders through `Deref`), namespace, veth, state directory, agent process.
 pub struct Lab {
-    pub server: LabServer,
-    pub client: kube::Client,
+    /// The lab API server, listening where the namespace reaches it.
+    pub api: LabApi,
     /// The namespace the agent runs in (deleted on drop, after the agent is killed).
     pub netns: Netns,
     pub ns: String,
@@ -35,7 +36,6 @@ pub struct Lab {
     /// First three octets of the /30 between host and namespace, e.g. `10.211.3`.
     pub net: String,
     pub node: String,
-    pub dir: tempfile::TempDir,
     pub agent: Option<Child>,
     pub extra_args: Vec<String>,
     /// The agent binary [`Lab::start_agent`] runs.
@@ -45,10 +45,17 @@ pub struct Lab {
 impl std::fmt::Debug for Lab {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lab")
-            .field("server", &self.server)
+            .field("server", &self.api.server)
             .field("ns", &self.ns)
             .field("node", &self.node)
             .finish_non_exhaustive()
+    }
+}
+
+impl std::ops::Deref for Lab {
+    type Target = LabApi;
+    fn deref(&self) -> &LabApi {
+        &self.api
     }
 }
 
@@ -83,21 +90,16 @@ impl Lab {
         run("ip", &["link", "set", &host_if, "up"]);
         netns.ip(&format!("addr add {ns_ip}/30 dev {peer}"));
         netns.ip(&format!("link set {peer} up"));
-        let LabApi {
-            server,
-            client,
-            dir,
-        } = LabApi::start_with(Config {
+        let api = LabApi::start_with(Config {
             listen: "0.0.0.0:0".parse().unwrap(),
             ..Config::default()
         })
         .await;
-        install_crds(&client).await;
+        install_crds(&api.client).await;
         let node = format!("node-{n}");
-        add_node(&client, &node, &[], None).await;
+        add_node(&api.client, &node, &[], None).await;
         let lab = Self {
-            server,
-            client,
+            api,
             netns,
             ns,
             host_if,
@@ -105,7 +107,6 @@ impl Lab {
             ns_ip,
             net,
             node,
-            dir,
             agent: None,
             extra_args: Vec::new(),
             agent_bin,
@@ -168,6 +169,14 @@ impl Lab {
             .spawn()
             .expect("start netrollout-agent");
         self.agent = Some(child);
+    }
+
+    /// Waits until `path` exists, checking every 5 ms (so a kill that follows lands right
+    /// after the agent wrote it, whatever the machine's speed); `what` names it in the panic
+    /// (with the agent log) after `timeout`.
+    pub async fn wait_file(&self, path: &Path, what: &str, timeout: Duration) {
+        let every = Duration::from_millis(5);
+        self.poll(timeout, every, what, || path.exists()).await;
     }
 
     /// Waits until the agent has written its journal (an apply is under way), so a kill that

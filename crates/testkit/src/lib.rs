@@ -12,6 +12,8 @@
 //! - `prefixes` (feature `api`): prefix-list builders of the VM suites.
 //! - `apiserver` (feature `kube`): the lab API server per test, optionally with the netrollout
 //!   CRDs and namespace installed and servable.
+//! - `fleet` (`kube`): the harness's builders and waits: Nodes, inputs, revisions and node
+//!   configs on `LabApi`, the lists a test reads, waits for a phase or Event.
 //! - `kubectl` (`kube`): the real kubectl bound to a lab API server.
 //! - `objects` (`kube`): builders for Nodes, layer-2 configs, snapshots and statuses in the shapes
 //!   the configurator and the agent write.
@@ -40,6 +42,8 @@ pub mod agent;
 pub mod apiserver;
 #[cfg(feature = "kube")]
 pub mod fake_agents;
+#[cfg(feature = "kube")]
+pub mod fleet;
 #[cfg(feature = "kube")]
 pub mod kubectl;
 #[cfg(feature = "kube")]

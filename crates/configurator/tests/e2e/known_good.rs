@@ -10,12 +10,12 @@ use netrollout_api::RevisionPhase;
 use netrollout_rollout::reason::is_reason_word;
 
 use crate::agents::{Agents, Outcome, Script};
-use crate::lab::{Lab, R};
+use crate::lab::{ConfiguratorLab as _, LabApi, R};
 use crate::{all_provisioned, has_table, names, nodes};
 
 #[tokio::test]
 async fn an_undo_to_a_succeeded_revision_that_fails_now_fails_it_and_goes_back() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 4).await?;
     // Table 100 succeeds at first; after the undo the same content fails on every node.
     let bad = Arc::new(AtomicBool::new(false));
@@ -30,7 +30,7 @@ async fn an_undo_to_a_succeeded_revision_that_fails_now_fails_it_and_goes_back()
             (Duration::from_millis(100), outcome)
         })
     };
-    let agents = Agents::start(lab.api.client.clone(), script);
+    let agents = Agents::start(lab.client.clone(), script);
     let cfg = lab.configurator(&["--update-limit=2"]);
     lab.set_table("extra", 100).await?;
     let old = lab
@@ -85,7 +85,7 @@ async fn an_undo_to_a_succeeded_revision_that_fails_now_fails_it_and_goes_back()
 /// Event: a Warning `RollbackHalted` on the known-good revision.
 #[tokio::test]
 async fn a_rollback_the_known_good_revision_fails_halts_and_says_so_in_an_event() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 4).await?;
     // Table 200 always fails; table 100 succeeds at first and fails once `known_good_breaks`.
     let known_good_breaks = Arc::new(AtomicBool::new(false));
@@ -102,7 +102,7 @@ async fn a_rollback_the_known_good_revision_fails_halts_and_says_so_in_an_event(
             (Duration::from_millis(100), outcome)
         })
     };
-    let _agents = Agents::start(lab.api.client.clone(), script);
+    let _agents = Agents::start(lab.client.clone(), script);
     let cfg = lab.configurator(&["--update-limit=2"]);
     lab.set_table("extra", 100).await?;
     let good = lab

@@ -33,7 +33,7 @@ use netrollout_testkit::fake_agents as agents;
 use netrollout_api::NodeNetworkConfig;
 
 /// Nodes `n-0` .. `n-{count-1}`, Ready, no labels.
-async fn nodes(lab: &lab::Lab, count: usize) -> lab::R {
+async fn nodes(lab: &lab::LabApi, count: usize) -> lab::R {
     for i in 0..count {
         lab.add_node(&format!("n-{i}"), &[], true).await?;
     }
@@ -72,7 +72,7 @@ fn assert_event(event: &k8s_openapi::api::events::v1::Event, warning: bool, name
 
 /// Waits until every listed node's config names `revision` and reports Provisioned for it.
 async fn all_provisioned(
-    lab: &lab::Lab,
+    lab: &lab::LabApi,
     nodes: &[String],
     revision: &str,
     within: Duration,

@@ -17,7 +17,7 @@ use netrollout_api::{
 use netrollout_testkit::apiserver::LabApi;
 use serde_json::{Value, json};
 
-use crate::lab::{self, R};
+use crate::lab::{ConfiguratorLab as _, R};
 
 fn vrf(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "netrollout.io/v1alpha1", "kind": "VRFRouteConfiguration",
@@ -237,30 +237,27 @@ async fn wait_for(api: &LabApi, obj: &Value, check: impl Fn(&Condition) -> bool)
 
 #[tokio::test]
 async fn inputs_that_clash_with_accepted_ones_are_rejected_and_blamed_with_the_field_named() -> R {
-    let lab = lab::Lab {
-        api: crate::lab_with_bundle().await,
-    };
+    let lab = crate::lab_with_bundle().await;
     let cfg = lab.configurator(&[]);
     let mut failures = vec![];
     for case in cases() {
-        if let Err(e) = one(&lab.api, &case).await {
+        if let Err(e) = one(&lab, &case).await {
             failures.push(format!("{}: {e:#}", case.what));
         }
         // Clean up whatever the case left, and wait until it is gone.
         let all: Vec<&Value> = case.established.iter().chain([&case.newcomer]).collect();
         for obj in &all {
-            lab.api
-                .kubectl_run(
-                    &[
-                        "delete",
-                        kind(obj),
-                        name(obj),
-                        "--ignore-not-found",
-                        "--wait=true",
-                    ],
-                    None,
-                )
-                .await;
+            lab.kubectl_run(
+                &[
+                    "delete",
+                    kind(obj),
+                    name(obj),
+                    "--ignore-not-found",
+                    "--wait=true",
+                ],
+                None,
+            )
+            .await;
         }
     }
     cfg.stop().await?;
