@@ -1,6 +1,10 @@
 //! The agent's lab: a lab API server on the host, a fresh network namespace per test wired to
 //! the host by a veth pair, and the real `netrollout-agent` binary running in the namespace.
 //! Needs root and iproute2; fails loudly without them. Names start with `agt`/`ag`.
+//!
+//! It drives the agent from outside only (its binary, flags, state directory, the API objects
+//! it reads and writes): what the agent's library makes of a config (the kernel objects it would
+//! hold, its journal's file name) is the agent's own tests' knowledge (its `tests/common`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -9,9 +13,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::PostParams;
-use netrollout_agent::convert::{Vtep, to_desired};
 use netrollout_api::{NodeConfig, NodeNetworkConfig, NodeNetworkConfigSpec};
-use netrollout_dataplane::{Dataplane, diff};
 use netrollout_lab_apiserver::Config;
 
 use crate::apiserver::{LabApi, install_crds};
@@ -137,13 +139,6 @@ impl Lab {
         self.dir.path().join("agent.log")
     }
 
-    pub fn vtep(&self) -> Vtep {
-        Vtep {
-            local: Some(self.ns_ip.parse().unwrap()),
-            underlay: None,
-        }
-    }
-
     /// Starts the agent in the namespace (appending to the log file).
     pub fn start_agent(&mut self) {
         let log = std::fs::OpenOptions::new()
@@ -177,15 +172,6 @@ impl Lab {
     pub async fn wait_file(&self, path: &Path, what: &str, timeout: Duration) {
         let every = Duration::from_millis(5);
         self.poll(timeout, every, what, || path.exists()).await;
-    }
-
-    /// Waits until the agent has written its journal (an apply is under way), so a kill that
-    /// follows lands mid-apply whatever the machine's speed. Panics after `timeout`.
-    pub async fn wait_applying(&self, timeout: Duration) {
-        let path = self.state_dir().join(netrollout_agent::store::JOURNAL_FILE);
-        let every = Duration::from_millis(5);
-        self.poll(timeout, every, "the agent's journal", || path.exists())
-            .await;
     }
 
     /// `kill -9` of the agent.
@@ -280,17 +266,6 @@ impl Lab {
                     c.message.unwrap_or_default(),
                 )
             })
-    }
-
-    /// Whether the namespace's kernel holds exactly `config`'s managed objects (nothing to do).
-    pub async fn holds(&self, config: &NodeConfig) -> bool {
-        let desired = to_desired(config, &self.vtep()).unwrap();
-        let observed = Dataplane::in_netns(&self.ns, netrollout_agent::convert::managed().unwrap())
-            .unwrap()
-            .observe()
-            .await
-            .unwrap();
-        diff(&desired, &observed).is_empty()
     }
 
     /// `ip -n NS ARGS` output.
