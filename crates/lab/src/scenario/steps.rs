@@ -7,11 +7,11 @@ use netrollout_api::RevisionPhase;
 
 use super::Monitor;
 use super::checks::{Summary, all_provisioned, halted_and_restored, limit};
-use crate::cluster::Lab;
+use crate::cluster::Cluster;
 use crate::traffic;
 
 /// How long a rollout may take to settle: 2 min, 5 min with the nodes in the VM (TCG).
-pub(super) fn settle(lab: &Lab) -> Duration {
+pub(super) fn settle(lab: &Cluster) -> Duration {
     Duration::from_secs(if lab.in_vm() { 300 } else { 120 })
 }
 
@@ -22,7 +22,7 @@ pub(super) fn settle(lab: &Lab) -> Duration {
 pub(super) async fn fail_and_restore(
     summary: &mut Summary,
     m: &mut Monitor,
-    lab: &Lab,
+    lab: &Cluster,
     good: &str,
     objects: &[kube::api::DynamicObject],
     what: &str,
@@ -52,7 +52,7 @@ pub(super) async fn fail_and_restore(
 /// Applies inputs and waits for the resulting revision to succeed; returns its name.
 pub(crate) async fn rollout(
     m: &mut Monitor,
-    lab: &Lab,
+    lab: &Cluster,
     objects: &[kube::api::DynamicObject],
     what: &str,
 ) -> Result<String> {
@@ -64,7 +64,7 @@ pub(crate) async fn rollout(
 }
 
 /// Waits until a revision other than `previous` is the newest; returns its name.
-pub(crate) async fn new_revision(m: &mut Monitor, lab: &Lab, previous: &str) -> Result<String> {
+pub(crate) async fn new_revision(m: &mut Monitor, lab: &Cluster, previous: &str) -> Result<String> {
     m.until(lab, "a new revision", settle(lab), |o| {
         o.newest()
             .is_some_and(|r| r.metadata.name.as_deref() != Some(previous))
@@ -77,7 +77,7 @@ pub(crate) async fn new_revision(m: &mut Monitor, lab: &Lab, previous: &str) -> 
 }
 
 /// Waits until the newest revision succeeds; returns its name.
-pub(super) async fn settle_newest(m: &mut Monitor, lab: &Lab) -> Result<String> {
+pub(super) async fn settle_newest(m: &mut Monitor, lab: &Cluster) -> Result<String> {
     m.until(lab, "the newest revision to succeed", settle(lab), |o| {
         o.newest().and_then(|r| r.status.as_ref()?.phase) == Some(RevisionPhase::Succeeded)
     })
