@@ -82,14 +82,7 @@ impl LabApi {
     }
 
     pub async fn set_revision_status(&self, name: &str, status: NetworkConfigRevisionStatus) {
-        self.revision_api()
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "status": status })),
-            )
-            .await
-            .expect("revision status");
+        merge_status(&self.revision_api(), name, status).await;
     }
 
     /// Creates a node's config naming `revision`, with the agent's status if given.
@@ -116,14 +109,7 @@ impl LabApi {
     }
 
     pub async fn set_config_status(&self, node: &str, status: NodeNetworkConfigStatus) {
-        self.config_api()
-            .patch_status(
-                node,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "status": status })),
-            )
-            .await
-            .expect("node config status");
+        merge_status(&self.config_api(), node, status).await;
     }
 
     /// Every revision, oldest (lowest sequence) first.
@@ -215,4 +201,19 @@ impl LabApi {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// Merge-patches the status subresource of `name` (as the configurator and the agents write it).
+async fn merge_status<K, S>(api: &Api<K>, name: &str, status: S)
+where
+    K: kube::Resource + Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
+    S: k8s_openapi::serde::Serialize,
+{
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": status })),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("status of {name}: {e}"));
 }

@@ -21,6 +21,15 @@ fn script(dir: &Path, name: &str, body: &str) {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// A namespace (`prefix-PID-N`), the pathspace of the same name, and a directory for the
+/// wrapper scripts; needs root and FRR.
+fn world(prefix: &str) -> (Netns, String, tempfile::TempDir) {
+    require_installed();
+    let netns = Netns::new(prefix);
+    let ps = pathspace(&netns);
+    (netns, ps, tempfile::tempdir().unwrap())
+}
+
 /// A pathspace for `netns` whose config (empty) and vtysh.conf FRR may read.
 fn pathspace(netns: &Netns) -> String {
     let etc = Path::new("/etc/frr").join(&netns.name);
@@ -36,10 +45,7 @@ fn pathspace(netns: &Netns) -> String {
 
 #[test]
 fn bgpd_starts_only_once_a_slow_zebra_is_up() {
-    require_installed();
-    let netns = Netns::new("nrfst");
-    let ps = pathspace(&netns);
-    let bin = tempfile::tempdir().unwrap();
+    let (netns, ps, bin) = world("nrfst");
     let seen = bin.path().join("bgpd-saw");
     script(
         bin.path(),
@@ -75,10 +81,7 @@ fn bgpd_starts_only_once_a_slow_zebra_is_up() {
 
 #[test]
 fn a_zebra_that_never_comes_up_is_an_error_naming_the_pathspace_and_the_wait() {
-    require_installed();
-    let netns = Netns::new("nrfsu");
-    let ps = pathspace(&netns);
-    let bin = tempfile::tempdir().unwrap();
+    let (netns, ps, bin) = world("nrfsu");
     script(bin.path(), "zebra", "exit 0");
     script(bin.path(), "bgpd", "exit 0");
     let err = Start {

@@ -11,20 +11,9 @@ use netrollout_api::{
 
 use crate::agents::{Agents, Outcome, Script};
 use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
-use crate::{all_provisioned, assert_event, condition, has_table, names, nodes};
+use crate::{all_provisioned, assert_event, condition, failing_tables, has_table, names, nodes};
 
 const KIND: &str = "NetworkConfigRevision";
-
-/// Agents fail every config with table 666 while `bad` is set; everything else succeeds.
-fn fails_table_666(bad: Arc<AtomicBool>) -> Script {
-    Arc::new(move |_, spec| {
-        if has_table(spec, 666) && bad.load(Ordering::SeqCst) {
-            (Duration::from_millis(100), Outcome::Fail)
-        } else {
-            (Duration::from_millis(100), Outcome::Succeed)
-        }
-    })
-}
 
 #[tokio::test]
 async fn a_failing_node_halts_the_rollout_and_its_wave_goes_back_to_the_known_good_revision() -> R {
@@ -32,7 +21,7 @@ async fn a_failing_node_halts_the_rollout_and_its_wave_goes_back_to_the_known_go
     nodes(&lab, 5).await?;
     let agents = Agents::start(
         lab.client.clone(),
-        fails_table_666(Arc::new(AtomicBool::new(true))),
+        failing_tables(vec![(666, Some(Arc::new(AtomicBool::new(true))))]),
     );
     let cfg = lab.configurator(&["--update-limit=2"]);
     lab.set_table("extra", 100).await?;
@@ -109,7 +98,10 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
     let lab = LabApi::netrollout().await;
     nodes(&lab, 3).await?;
     let bad = Arc::new(AtomicBool::new(true));
-    let agents = Agents::start(lab.client.clone(), fails_table_666(bad.clone()));
+    let agents = Agents::start(
+        lab.client.clone(),
+        failing_tables(vec![(666, Some(bad.clone()))]),
+    );
     let cfg = lab.configurator(&["--update-limit=1"]);
     lab.set_table("extra", 100).await?;
     lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))

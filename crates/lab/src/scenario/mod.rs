@@ -63,6 +63,18 @@ pub struct Story<'l> {
     pub samples: Vec<DynamicObject>,
 }
 
+impl Story<'_> {
+    /// The timeline, the lab, the checks and the samples, to use side by side.
+    pub fn parts(&mut self) -> (&mut Monitor, &mut Cluster, &mut Summary, &[DynamicObject]) {
+        (
+            &mut self.m,
+            &mut *self.lab,
+            &mut self.summary,
+            &self.samples,
+        )
+    }
+}
+
 /// Every scenario, in the order `all` runs them and `--help` lists them.
 pub const ALL: [&dyn Scenario; 6] = [
     &happy::Happy,

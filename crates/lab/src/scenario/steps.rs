@@ -1,4 +1,6 @@
-//! The steps scenarios share: apply inputs and wait for the revision they make to succeed or fail.
+//! The steps scenarios share: the opening of a story (the samples rolled out with traffic, or
+//! applied until a moment mid-rollout), apply inputs and wait for the revision they make to
+//! succeed or fail.
 
 use std::time::Duration;
 
@@ -7,12 +9,42 @@ use netrollout_api::RevisionPhase;
 
 use super::Monitor;
 use super::checks::{Summary, all_provisioned, halted_and_restored, limit};
+use super::traffic_checks::start_traffic;
 use crate::cluster::Cluster;
+use crate::progress::Observed;
 use crate::traffic;
 
 /// How long a rollout may take to settle: 2 min, 5 min with the nodes in the VM (TCG).
 pub(super) fn settle(lab: &Cluster) -> Duration {
     Duration::from_secs(if lab.in_vm() { 300 } else { 120 })
+}
+
+/// The opening of a story that breaks something: the samples roll out (the known-good
+/// revision, returned) and tenant traffic flows between every node's workloads.
+pub(super) async fn known_good_with_traffic(
+    summary: &mut Summary,
+    m: &mut Monitor,
+    lab: &mut Cluster,
+    samples: &[kube::api::DynamicObject],
+) -> Result<String> {
+    let good = rollout(m, lab, samples, "the samples (known-good)").await?;
+    start_traffic(summary, m, lab, samples).await?;
+    Ok(good)
+}
+
+/// The opening of a story that acts mid-rollout: says `plan`, applies the samples and waits
+/// until `what` holds.
+pub(super) async fn apply_samples_until(
+    m: &mut Monitor,
+    lab: &Cluster,
+    samples: &[kube::api::DynamicObject],
+    plan: &str,
+    what: &str,
+    done: impl Fn(&Observed) -> bool,
+) -> Result<()> {
+    m.say(plan);
+    lab.apply(samples).await?;
+    m.until(lab, what, settle(lab), done).await
 }
 
 /// A change that must fail: applies `objects` on top of revision `good`, waits until the new
