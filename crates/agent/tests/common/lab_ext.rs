@@ -2,6 +2,8 @@
 //! the agent from outside only): the kernel objects a config becomes (the library's `convert`)
 //! and the journal file of the state directory (`store`).
 
+#![allow(clippy::expect_used)] // test helpers: a failed step is the test failure
+
 use std::time::Duration;
 
 use netrollout_agent::convert::{Vtep, managed, to_desired};

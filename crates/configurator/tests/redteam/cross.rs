@@ -147,7 +147,7 @@ fn cases() -> Vec<Cross> {
             ],
             net("a-l2", 101, 5001, Some("red"), "10.250.0.129/25"),
             "spec.anycastGateways[0]",
-            &["z-l2", "10.250.0.0/24"],
+            ["z-l2", "10.250.0.0/24"],
         ),
         clash(
             "layer-2 subnets overlapping in the default VRF",
