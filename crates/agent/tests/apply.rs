@@ -5,6 +5,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
+use common::AgentLab as _;
 use common::{Lab, layer2s};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;

@@ -7,6 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use common::AgentLab as _;
 use common::{Lab, layer2s};
 use netrollout_agent::convert::{managed, to_desired};
 use netrollout_agent::store::{FAILED_FILE, JOURNAL_FILE, Journal, LKG_FILE, Store};

@@ -15,6 +15,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::AgentLab as _;
 use common::frr::{World, node_base};
 use common::layer2s;
 use netrollout_api::NodePhase;

@@ -14,6 +14,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::AgentLab as _;
 use common::frr::{FrrNs, MANAGED_ROUTER_ID, PEER_IP, World, chmod_755, node_base};
 use common::{lab, layer2, layer2s};
 use netrollout_agent::frr::{Frr, FrrError, FrrSettings};

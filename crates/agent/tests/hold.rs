@@ -6,6 +6,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::AgentLab as _;
 use common::{Lab, layer2s};
 use netrollout_api::{NodeConfig, NodePhase};
 

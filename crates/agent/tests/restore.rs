@@ -6,6 +6,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::AgentLab as _;
 use common::{Lab, layer2, layer2s};
 use kube::api::{Patch, PatchParams, PostParams};
 use netrollout_api::{NODE_RETRY_ANNOTATION, NodeConfig, NodePhase};

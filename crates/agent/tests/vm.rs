@@ -36,6 +36,10 @@ use netrollout_testkit::cmd::run;
 use netrollout_testkit::frr::{Daemons, FRR_LIB, Log, Start};
 use serde_json::Value;
 
+#[path = "common/lab_ext.rs"]
+mod lab_ext;
+use lab_ext::AgentLab as _;
+
 /// Set in the agent's environment by the wrapper script: this process is the agent.
 const AGENT_ROLE: &str = "NETROLLOUT_VM_AGENT";
 const VNI: u32 = 5000;

@@ -16,7 +16,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use netrollout_api::{
     NodeConfig, PrefixAction, PrefixItem, VRFRouteConfiguration, VRFRouteConfigurationSpec,
@@ -24,6 +24,8 @@ use netrollout_api::{
 };
 use netrollout_frr::{Settings, render, with_base};
 use netrollout_testkit::frr::{Daemons, Log, Start};
+use netrollout_testkit::poll;
+use netrollout_testkit::prefixes::{item, permit_all};
 
 fn sh(args: &[&str]) -> String {
     let out = Command::new(args[0])
@@ -155,30 +157,9 @@ impl Node {
     }
 }
 
-/// Polls `check` every half second until it returns `Some`, or fails after `secs`.
-fn wait<T>(what: &str, secs: u64, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = check() {
-            eprintln!("vm-frr: ok: {what}");
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {secs} s: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
-fn item(cidr: &str, seq: i64, le: Option<i32>, action: PrefixAction) -> PrefixItem {
-    PrefixItem {
-        cidr: cidr.into(),
-        seq: Some(seq),
-        le,
-        action,
-        ..Default::default()
-    }
+/// [`poll::until`] for this suite.
+fn wait<T>(what: &str, secs: u64, check: impl FnMut() -> Option<T>) -> T {
+    poll::until("vm-frr", what, secs, check)
 }
 
 fn config(import: Vec<PrefixItem>, export: Vec<PrefixItem>) -> NodeConfig {
@@ -204,10 +185,6 @@ fn config(import: Vec<PrefixItem>, export: Vec<PrefixItem>) -> NodeConfig {
         }],
         ..Default::default()
     }
-}
-
-fn permit_all() -> Vec<PrefixItem> {
-    vec![item("10.50.0.0/16", 1, Some(32), PrefixAction::Permit)]
 }
 
 /// Node 1's managed text rendered from a `VRFRouteConfiguration` (VRF `t1`, as the kernel

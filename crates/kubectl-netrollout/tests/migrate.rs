@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::PluginLab as _;
+
 use kube::Api;
 use kube::api::ListParams;
 use netrollout_api::{Layer2NetworkConfiguration, RoutingTable, VRFRouteConfiguration};
@@ -28,7 +30,7 @@ async fn migrates_and_renders(m: &manifests::Manifest) {
         .into_iter()
         .filter(|v| !v.is_null())
         .collect();
-    let lab = common::Lab::start().await;
+    let lab = common::LabApi::netrollout().await;
     let run = lab
         .plugin(&["migrate", "-f", m.path.to_str().unwrap()])
         .await;
@@ -62,7 +64,7 @@ async fn migrates_and_renders(m: &manifests::Manifest) {
         );
     }
 
-    let applied = lab.kubectl(&["apply", "-f", "-"], Some(&yaml)).await;
+    let applied = lab.kubectl_run(&["apply", "-f", "-"], Some(&yaml)).await;
     let out = applied.expect_code(0);
     assert_eq!(
         out.lines().filter(|l| l.ends_with(" created")).count(),
@@ -146,7 +148,7 @@ async fn migrate_reads_stdin_and_refuses_fields_netrollout_does_not_know() {
 #[tokio::test]
 async fn unsupported_layer2_settings_are_refused_by_kubectl_apply_and_by_migrate_naming_the_field()
 {
-    let lab = common::Lab::start().await;
+    let lab = common::LabApi::netrollout().await;
     let doc = |group: &str, name: &str, field: &str, value: bool| {
         format!(
             "apiVersion: {group}/v1alpha1\nkind: Layer2NetworkConfiguration\nmetadata:\n  name: {name}\n\
@@ -164,7 +166,7 @@ async fn unsupported_layer2_settings_are_refused_by_kubectl_apply_and_by_migrate
         ),
     ] {
         let refused = lab
-            .kubectl(
+            .kubectl_run(
                 &["apply", "-f", "-"],
                 Some(&doc("netrollout.io", "l2", field, true)),
             )
@@ -191,7 +193,7 @@ async fn unsupported_layer2_settings_are_refused_by_kubectl_apply_and_by_migrate
         assert!(run.stdout.is_empty(), "{}", run.stdout);
     }
     let accepted = lab
-        .kubectl(
+        .kubectl_run(
             &["apply", "-f", "-"],
             Some(&doc("netrollout.io", "l2", "advertiseNeighbors", false)),
         )

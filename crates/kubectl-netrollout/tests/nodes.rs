@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Lab, node_status};
+use common::{LabApi, PluginLab as _, node_status};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::PostParams;
 use netrollout_api::{NODE_CONDITION, NodePhase};
@@ -22,14 +22,14 @@ fn ready(observed_generation: i64) -> Condition {
     }
 }
 
-async fn wait_ready(lab: &Lab) -> i32 {
+async fn wait_ready(lab: &LabApi) -> i32 {
     let args = [
         "wait",
         "--for=condition=NetworkConfigReady",
         "nnc/node-a",
         "--timeout=2s",
     ];
-    lab.kubectl(&args, None).await.code
+    lab.kubectl_run(&args, None).await.code
 }
 
 fn config_ready(lab_out: &str) -> String {
@@ -42,7 +42,7 @@ fn config_ready(lab_out: &str) -> String {
 
 #[tokio::test]
 async fn nodes_flag_a_stale_config_condition_where_kubectl_wait_does_not_count_it() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     lab.node("node-a", true).await;
     let mut status = node_status("ncr-one", NodePhase::Provisioned, None);
     status.conditions = vec![ready(1)];
@@ -54,10 +54,10 @@ async fn nodes_flag_a_stale_config_condition_where_kubectl_wait_does_not_count_i
     assert_eq!(wait_ready(&lab).await, 0, "kubectl wait agrees: ready");
 
     // A new spec (generation 2) the agent has not reported on yet.
-    let mut obj = lab.configs().get("node-a").await.unwrap();
+    let mut obj = lab.config_api().get("node-a").await.unwrap();
     obj.spec.revision = "ncr-two".into();
     let obj = lab
-        .configs()
+        .config_api()
         .replace("node-a", &PostParams::default(), &obj)
         .await
         .unwrap();

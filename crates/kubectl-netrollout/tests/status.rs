@@ -6,12 +6,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Lab, failed_status, node_status, rev_status, snapshot};
+use common::{LabApi, PluginLab as _, failed_status, node_status, rev_status, snapshot};
 use netrollout_api::{NodePhase, RevisionPhase};
 
 #[tokio::test]
 async fn status_exits_zero_when_the_newest_revision_succeeded_and_three_when_it_failed() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     lab.node("node-a", true).await;
     lab.revision(
         "ncr-one",
@@ -64,7 +64,7 @@ async fn status_exits_zero_when_the_newest_revision_succeeded_and_three_when_it_
 
 #[tokio::test]
 async fn status_exits_four_while_a_rollout_is_in_progress_or_there_is_no_revision() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     lab.plugin(&["status"]).await.expect_code(4);
     lab.node("node-a", true).await;
     lab.revision(
@@ -90,7 +90,7 @@ async fn status_exits_four_while_a_rollout_is_in_progress_or_there_is_no_revisio
 
 #[tokio::test]
 async fn status_watch_follows_the_rollout_and_exits_zero_when_it_succeeds() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     lab.node("node-a", true).await;
     lab.node("node-b", true).await;
     lab.revision(
@@ -124,7 +124,7 @@ async fn status_watch_follows_the_rollout_and_exits_zero_when_it_succeeds() {
             node_status("ncr-one", NodePhase::Provisioned, None),
         )
         .await;
-        lab.configs()
+        lab.config_api()
             .patch(
                 "node-b",
                 &Default::default(),
@@ -159,7 +159,7 @@ async fn status_watch_follows_the_rollout_and_exits_zero_when_it_succeeds() {
 
 #[tokio::test]
 async fn status_watch_gives_up_with_exit_four_at_the_timeout() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     lab.revision(
         "ncr-one",
         1,
@@ -190,7 +190,7 @@ async fn status_watch_gives_up_with_exit_four_at_the_timeout() {
 async fn an_old_revision_made_the_target_again_is_not_done_until_its_nodes_run_it() {
     // After `undo` the configurator raises an old Succeeded revision's sequence; its status
     // still says Succeeded from before while every node still runs the newer revision.
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     lab.node("node-a", true).await;
     lab.revision(
         "ncr-new",
@@ -213,7 +213,7 @@ async fn an_old_revision_made_the_target_again_is_not_done_until_its_nodes_run_i
     )
     .await;
     lab.plugin(&["status"]).await.expect_code(4);
-    lab.configs()
+    lab.config_api()
         .patch(
             "node-a",
             &Default::default(),
@@ -232,7 +232,7 @@ async fn an_old_revision_made_the_target_again_is_not_done_until_its_nodes_run_i
 
 #[tokio::test]
 async fn history_lists_every_revision_newest_first_as_a_table_and_as_yaml() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     lab.revision(
         "ncr-one",
         1,
@@ -278,7 +278,7 @@ async fn history_lists_every_revision_newest_first_as_a_table_and_as_yaml() {
 
 #[tokio::test]
 async fn nodes_show_each_nodes_state_and_last_error() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     lab.node("node-a", true).await;
     lab.node("node-b", true).await;
     lab.node("node-c", false).await;
@@ -321,7 +321,7 @@ async fn nodes_show_each_nodes_state_and_last_error() {
 
 #[tokio::test]
 async fn the_plugin_runs_as_kubectl_netrollout() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     lab.revision(
         "ncr-one",
         1,
@@ -348,7 +348,7 @@ async fn the_plugin_runs_as_kubectl_netrollout() {
 
 #[tokio::test]
 async fn status_watch_rides_out_api_errors_and_still_reports_the_outcome() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     lab.revision(
         "ncr-one",
         1,

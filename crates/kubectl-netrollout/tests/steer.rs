@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Lab, failed_status, node_status, rev_status, snapshot};
+use common::{LabApi, PluginLab as _, failed_status, node_status, rev_status, snapshot};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{ListParams, PostParams};
@@ -14,7 +14,7 @@ use netrollout_api::{
     VRFRouteConfiguration,
 };
 
-async fn paused(lab: &Lab) -> Option<String> {
+async fn paused(lab: &LabApi) -> Option<String> {
     Api::<ConfigMap>::namespaced(lab.client.clone(), DEFAULT_NAMESPACE)
         .get_opt(CONTROL_CONFIGMAP)
         .await
@@ -25,7 +25,7 @@ async fn paused(lab: &Lab) -> Option<String> {
 
 #[tokio::test]
 async fn pause_and_resume_write_the_control_configmap_or_one_revisions_spec() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     lab.revision(
         "ncr-one",
         1,
@@ -51,11 +51,11 @@ async fn pause_and_resume_write_the_control_configmap_or_one_revisions_spec() {
 
     lab.plugin(&["pause", "1"]).await.expect_code(0);
     assert!(
-        lab.revisions().get("ncr-one").await.unwrap().spec.paused,
+        lab.revision_api().get("ncr-one").await.unwrap().spec.paused,
         "a sequence number names the revision"
     );
     lab.plugin(&["resume", "ncr-one"]).await.expect_code(0);
-    assert!(!lab.revisions().get("ncr-one").await.unwrap().spec.paused);
+    assert!(!lab.revision_api().get("ncr-one").await.unwrap().spec.paused);
     let elsewhere = lab.plugin(&["pause", "-n", "netrollout-elsewhere"]).await;
     elsewhere.expect_code(1);
     assert!(
@@ -78,7 +78,7 @@ async fn pause_and_resume_write_the_control_configmap_or_one_revisions_spec() {
 
 #[tokio::test]
 async fn retry_annotates_a_failed_revision_and_refuses_one_that_did_not_fail() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     lab.revision(
         "ncr-one",
         1,
@@ -101,7 +101,7 @@ async fn retry_annotates_a_failed_revision_and_refuses_one_that_did_not_fail() {
         refused.stderr
     );
     assert!(
-        lab.revisions()
+        lab.revision_api()
             .get("ncr-one")
             .await
             .unwrap()
@@ -112,7 +112,7 @@ async fn retry_annotates_a_failed_revision_and_refuses_one_that_did_not_fail() {
 
     lab.plugin(&["retry", "ncr-two"]).await.expect_code(0);
     let ann = lab
-        .revisions()
+        .revision_api()
         .get("ncr-two")
         .await
         .unwrap()
@@ -127,7 +127,7 @@ async fn retry_annotates_a_failed_revision_and_refuses_one_that_did_not_fail() {
 
 #[tokio::test]
 async fn retry_node_annotates_only_nodes_that_failed_their_current_revision() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     lab.config(
         "node-a",
         "ncr-one",
@@ -148,7 +148,7 @@ async fn retry_node_annotates_only_nodes_that_failed_their_current_revision() {
         .await
         .expect_code(0);
     let first = lab
-        .configs()
+        .config_api()
         .get("node-a")
         .await
         .unwrap()
@@ -160,7 +160,7 @@ async fn retry_node_annotates_only_nodes_that_failed_their_current_revision() {
         .await
         .expect_code(0);
     let second = lab
-        .configs()
+        .config_api()
         .get("node-a")
         .await
         .unwrap()
@@ -180,7 +180,7 @@ async fn retry_node_annotates_only_nodes_that_failed_their_current_revision() {
 
 #[tokio::test]
 async fn diff_shows_input_changes_and_which_nodes_change_how() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     lab.node("node-a", true).await;
     lab.node("node-b", true).await;
     lab.revision(
@@ -227,7 +227,7 @@ async fn diff_shows_input_changes_and_which_nodes_change_how() {
     );
 }
 
-async fn create_inputs_of(lab: &Lab, s: &netrollout_api::Snapshot) {
+async fn create_inputs_of(lab: &LabApi, s: &netrollout_api::Snapshot) {
     let pp = PostParams::default();
     for v in &s.vrf_route_configurations {
         let api = Api::<VRFRouteConfiguration>::all(lab.client.clone());
@@ -252,7 +252,7 @@ async fn create_inputs_of(lab: &Lab, s: &netrollout_api::Snapshot) {
     }
 }
 
-async fn live_snapshot(lab: &Lab) -> netrollout_api::Snapshot {
+async fn live_snapshot(lab: &LabApi) -> netrollout_api::Snapshot {
     let lp = ListParams::default();
     let vrfs = Api::<VRFRouteConfiguration>::all(lab.client.clone())
         .list(&lp)
@@ -274,7 +274,7 @@ async fn live_snapshot(lab: &Lab) -> netrollout_api::Snapshot {
 
 #[tokio::test]
 async fn undo_shows_the_changes_then_rewrites_the_inputs_to_the_older_snapshot() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     let old = snapshot(1500, false);
     let mut new = snapshot(9000, true);
     new.routing_tables.push(netrollout_api::NamedInput {
@@ -342,7 +342,7 @@ async fn undo_shows_the_changes_then_rewrites_the_inputs_to_the_older_snapshot()
     let hash = netrollout_render::Revision::of(&live).unwrap().hash;
     assert_eq!(
         hash,
-        lab.revisions().get("ncr-one").await.unwrap().spec.hash,
+        lab.revision_api().get("ncr-one").await.unwrap().spec.hash,
         "the inputs hash to the older revision"
     );
 
@@ -358,7 +358,7 @@ async fn undo_shows_the_changes_then_rewrites_the_inputs_to_the_older_snapshot()
 
 #[tokio::test]
 async fn undo_recreates_deleted_inputs_and_refuses_to_go_back_to_a_failed_revision() {
-    let lab = Lab::start().await;
+    let lab = LabApi::netrollout().await;
     let old = snapshot(1500, true);
     let new = netrollout_api::Snapshot::default();
     lab.revision(

@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::Lab;
+use common::LabApi;
 use common::objects::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -20,7 +20,7 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread")]
 async fn leader_election_with_kube_lease_manager_moves_to_the_other_client() {
     use kube_lease_manager::LeaseManagerBuilder;
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     let build = |id: &str| {
         LeaseManagerBuilder::new(lab.server.client().unwrap(), "lab-leader")
             .with_namespace("default")
@@ -63,7 +63,7 @@ async fn leader_election_with_kube_lease_manager_moves_to_the_other_client() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn faults_inject_errors_latency_and_outages_in_process_and_over_http() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     let client = lab.server.client().unwrap();
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     lab.server
@@ -136,7 +136,7 @@ async fn objects_survive_a_restart_when_persisted_to_a_file() {
         data: Some(dir.path().join("data.json")),
         ..Config::default()
     };
-    let lab = Lab::start_with(cfg.clone()).await;
+    let lab = LabApi::start_with(cfg.clone()).await;
     let client = lab.server.client().unwrap();
     install_crds(&client).await;
     let widgets: Api<DynamicObject> = Api::all_with(client.clone(), &widgets_resource());
@@ -147,7 +147,7 @@ async fn objects_survive_a_restart_when_persisted_to_a_file() {
     let rv = lab.server.resource_version();
     lab.server.shutdown().await.unwrap();
 
-    let lab = Lab::start_with(cfg).await;
+    let lab = LabApi::start_with(cfg).await;
     assert_eq!(lab.server.resource_version(), rv);
     let widgets: Api<DynamicObject> =
         Api::all_with(lab.server.client().unwrap(), &widgets_resource());
@@ -213,7 +213,7 @@ async fn the_binary_prints_its_address_and_writes_a_kubeconfig_kubectl_accepts()
 #[tokio::test(flavor = "multi_thread")]
 async fn events_a_recorder_publishes_show_up_in_kubectl_get_events_and_describe() {
     use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     let client = lab.server.client().unwrap();
     install_crds(&client).await;
     let widgets: Api<DynamicObject> = Api::all_with(client.clone(), &widgets_resource());
@@ -279,7 +279,7 @@ async fn events_a_recorder_publishes_show_up_in_kubectl_get_events_and_describe(
 async fn deleting_a_namespace_or_a_crd_deletes_what_it_contains() {
     use k8s_openapi::api::core::v1::Namespace;
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     let client = lab.server.client().unwrap();
     install_crds(&client).await;
     let namespaces: Api<Namespace> = Api::all(client.clone());

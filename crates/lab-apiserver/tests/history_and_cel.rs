@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::Lab;
+use common::LabApi;
 use common::objects::*;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -24,7 +24,7 @@ fn big_config_map(name: &str) -> ConfigMap {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_watch_older_than_the_byte_bounded_history_gets_410_and_a_recent_one_resumes() {
-    let lab = Lab::start_with(Config {
+    let lab = LabApi::start_with(Config {
         event_window_bytes: 8 * 1024,
         ..Config::default()
     })
@@ -98,7 +98,7 @@ fn red_widget(name: &str, replicas: i64) -> DynamicObject {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_changed_crd_rule_is_enforced_from_the_next_write() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     let client = lab.server.client().unwrap();
     install_widget_crd(&client).await;
     let widgets: Api<DynamicObject> = Api::all_with(client.clone(), &widgets_resource());
@@ -148,7 +148,7 @@ fn x_config_map(name: &str, x: &str) -> ConfigMap {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_changed_admission_policy_is_enforced_from_the_next_write() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     let client = lab.server.client().unwrap();
     let gvk = |kind: &str| GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
     let policies: Api<DynamicObject> = Api::all_with(

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::Lab;
+use common::LabApi;
 
 const WIDGET_V2: &str = "apiVersion: lab.example.com/v1
 kind: Widget
@@ -20,7 +20,7 @@ spec:
 
 #[tokio::test(flavor = "multi_thread")]
 async fn crds_apply_and_custom_objects_are_created_and_updated_from_yaml() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     common::apply_crds(&lab).await;
     let widgets = common::fixture("widgets.yaml");
     let out = lab.ok(&["apply", "-f", widgets.to_str().unwrap()]).await;
@@ -74,7 +74,7 @@ async fn crds_apply_and_custom_objects_are_created_and_updated_from_yaml() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn get_by_short_name_prints_the_crd_printer_columns() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     common::apply_crds(&lab).await;
     lab.ok(&[
         "apply",
@@ -135,7 +135,7 @@ async fn get_by_short_name_prints_the_crd_printer_columns() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn api_resources_lists_built_in_and_custom_kinds() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     common::apply_crds(&lab).await;
     let out = lab.ok(&["api-resources"]).await;
     let row = |name: &str| {
@@ -168,7 +168,7 @@ async fn api_resources_lists_built_in_and_custom_kinds() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn label_annotate_describe_and_patches_change_the_object() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     common::apply_crds(&lab).await;
     lab.ok(&[
         "apply",
@@ -245,7 +245,7 @@ async fn label_annotate_describe_and_patches_change_the_object() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn delete_waits_for_finalizers_and_wait_for_delete_returns_when_gone() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     common::apply_crds(&lab).await;
     lab.ok(&[
         "apply",
@@ -300,7 +300,7 @@ async fn delete_waits_for_finalizers_and_wait_for_delete_returns_when_gone() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn kubectl_create_namespace_and_configmap_work_although_kubectl_sends_protobuf() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     lab.ok(&["create", "namespace", "team"]).await;
     lab.ok(&[
         "create",

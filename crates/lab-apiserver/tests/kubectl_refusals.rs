@@ -6,11 +6,11 @@
 
 mod common;
 
-use common::Lab;
+use common::LabApi;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_input_gets_the_right_status_and_nothing_is_stored() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     common::apply_crds(&lab).await;
     let raw = |body: &str| {
         std::fs::write(lab.dir.path().join("body"), body)
@@ -119,7 +119,7 @@ async fn bad_input_gets_the_right_status_and_nothing_is_stored() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn server_side_apply_reports_conflicts_until_forced() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     common::apply_crds(&lab).await;
     let w = |n: u32| {
         format!(
@@ -159,7 +159,7 @@ async fn server_side_apply_reports_conflicts_until_forced() {
 
 #[tokio::test]
 async fn a_crd_cel_rule_refuses_an_object_and_names_the_field() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     common::apply_crds(&lab).await;
     let widget = r#"{"apiVersion": "lab.example.com/v1", "kind": "Widget", "metadata": {"name": "big"},
         "spec": {"color": "red", "replicas": 9}}"#;

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::Lab;
+use common::LabApi;
 use common::cluster::{Cluster, owner};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -17,7 +17,7 @@ const NO_UID: &str = "00000000-0000-0000-0000-000000000000";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn objects_whose_owners_are_all_gone_are_collected_and_dangling_references_dropped() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     let client = lab.server.client().unwrap();
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let nodes: Api<Node> = Api::all(client.clone());

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::Lab;
+use common::LabApi;
 use common::raw::{self, Answer};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -27,7 +27,7 @@ fn status(a: &Answer) -> Value {
         .unwrap_or_else(|e| panic!("not a Status ({e}): {}", &a.body[..a.body.len().min(300)]))
 }
 
-async fn admin_post(lab: &Lab, token: &str, content_type: &str, body: &[u8]) -> Answer {
+async fn admin_post(lab: &LabApi, token: &str, content_type: &str, body: &[u8]) -> Answer {
     raw::request(
         lab.server.addr(),
         "POST",
@@ -41,7 +41,7 @@ async fn admin_post(lab: &Lab, token: &str, content_type: &str, body: &[u8]) -> 
     .await
 }
 
-async fn still_answers(lab: &Lab) {
+async fn still_answers(lab: &LabApi) {
     let cms: Api<ConfigMap> = Api::namespaced(lab.server.client().unwrap(), "default");
     cms.list(&Default::default())
         .await
@@ -50,7 +50,7 @@ async fn still_answers(lab: &Lab) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_body_over_3_mib_is_refused_with_413_as_kube_apiserver_refuses_it() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     let cms: Api<ConfigMap> = Api::namespaced(lab.server.client().unwrap(), "default");
     let err = cms
         .create(&PostParams::default(), &config_map("huge", 3 * 1024 * 1024))
@@ -77,7 +77,7 @@ async fn a_body_over_3_mib_is_refused_with_413_as_kube_apiserver_refuses_it() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_object_over_1_5_mib_is_refused_as_etcd_refuses_it_and_nothing_is_stored() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     let cms: Api<ConfigMap> = Api::namespaced(lab.server.client().unwrap(), "default");
     let rv = lab.server.resource_version();
     let err = cms
@@ -122,7 +122,7 @@ async fn an_object_over_1_5_mib_is_refused_as_etcd_refuses_it_and_nothing_is_sto
 
 #[tokio::test(flavor = "multi_thread")]
 async fn malformed_bodies_get_400_or_415_and_the_server_keeps_answering() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     let token = lab.server.issue_token(Identity::admin()).unwrap();
     let cases: Vec<(&str, &str, Vec<u8>, u16, &str)> = vec![
         (
@@ -195,7 +195,7 @@ async fn malformed_bodies_get_400_or_415_and_the_server_keeps_answering() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn huge_headers_and_paths_are_refused_and_the_server_keeps_answering() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     let token = lab.server.issue_token(Identity::admin()).unwrap();
     let auth = format!("Bearer {token}");
     let big = "a".repeat(2 << 20);
@@ -238,7 +238,7 @@ async fn huge_headers_and_paths_are_refused_and_the_server_keeps_answering() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_bearer_scheme_is_read_in_any_case_and_other_schemes_are_refused() {
-    let lab = Lab::start().await;
+    let lab = LabApi::start().await;
     let token = lab.server.issue_token(Identity::admin()).unwrap();
     for (header, code) in [
         (format!("Bearer {token}"), 200),

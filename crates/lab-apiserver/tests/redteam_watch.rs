@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::Lab;
+use common::LabApi;
 use common::objects::{rewrite, sized_config_map};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -20,7 +20,7 @@ const MIB: usize = 1 << 20;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_dropped_slow_watcher_recovers_by_watching_and_listing_again() {
-    let lab = Lab::start_with(Config {
+    let lab = LabApi::start_with(Config {
         event_window_bytes: 2 * MIB,
         watch_bytes: 2 * MIB,
         ..Config::default()

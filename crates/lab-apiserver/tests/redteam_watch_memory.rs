@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::Lab;
+use common::LabApi;
 use common::objects::{rewrite, sized_config_map};
 use common::raw;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -33,7 +33,7 @@ fn rss() -> usize {
 #[tokio::test(flavor = "multi_thread")]
 async fn slow_watchers_hold_bounded_memory_and_let_it_go_when_they_close() {
     let bound = 4 * MIB;
-    let lab = Lab::start_with(Config {
+    let lab = LabApi::start_with(Config {
         event_window_bytes: 4 * MIB,
         watch_bytes: bound,
         ..Config::default()

@@ -8,14 +8,14 @@ use std::time::Instant;
 use anyhow::Result;
 use netrollout_api::RevisionPhase;
 
-use crate::cluster::Lab;
+use crate::cluster::Cluster;
 use crate::inputs;
 use crate::scenario::{self, Monitor};
 use crate::traffic;
 
 /// Runs the benchmark on a started lab; returns `hack/bench.sh` rows (area, benchmark,
 /// measured, baseline, ratio, goal).
-pub async fn run(lab: &mut Lab) -> Result<Vec<[String; 6]>> {
+pub async fn run(lab: &mut Cluster) -> Result<Vec<[String; 6]>> {
     let mut m = Monitor::new(lab);
     let (objects, _) = inputs::initial(lab.vrf)?;
     let good = scenario::rollout(&mut m, lab, &objects, "the samples").await?;

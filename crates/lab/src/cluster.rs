@@ -1,5 +1,5 @@
 //! A running lab: the API server on the fabric, one namespace + agent per node, and the
-//! configurator(s) on the host. Dropping it kills every process; [`Lab::shutdown`] also removes
+//! configurator(s) on the host. Dropping it kills every process; [`Cluster::shutdown`] also removes
 //! the namespaces and links.
 
 use std::collections::BTreeMap;
@@ -48,7 +48,7 @@ pub struct Options {
 }
 
 /// A running lab.
-pub struct Lab {
+pub struct Cluster {
     /// The lab API server.
     pub server: LabServer,
     /// A client of it.
@@ -72,7 +72,7 @@ pub const NAMESPACE: &str = netrollout_api::DEFAULT_NAMESPACE;
 /// Name of the configurator's Lease.
 pub const LEASE: &str = "netrollout-configurator";
 
-impl Lab {
+impl Cluster {
     /// Checks what a lab needs before it changes anything: the binaries, root (or the
     /// capabilities), and FRR. Each failure says what is missing and how to get it.
     pub fn preflight(opts: &Options) -> Result<()> {
@@ -118,7 +118,7 @@ impl Lab {
         } else {
             fabric::create_bridge()?;
             let rr = crate::frr::start_reflector().context("starting the route reflector's FRR")?;
-            record_pids(&opts.state_dir, &rr)?;
+            crate::pids::record_pids(&opts.state_dir, &rr)?;
             fabric::HOST_IP
         };
         let server = LabServer::start(Config {
@@ -216,7 +216,7 @@ impl Lab {
             let ns = fabric::netns(&name);
             let pids = crate::frr::start(&ns, &ns, &frr_config)
                 .with_context(|| format!("starting FRR on {name}"))?;
-            record_pids(&self.opts.state_dir, &pids)?;
+            crate::pids::record_pids(&self.opts.state_dir, &pids)?;
         }
         let nodes: Api<Node> = Api::all(self.client.clone());
         let zone = format!("zone-{}", (index - 1) % 2);
@@ -259,7 +259,7 @@ impl Lab {
                     .command()?
                     .spawn()
                     .with_context(|| format!("starting the agent of {name}"))?;
-                record_pids(&self.opts.state_dir, child.id().as_slice())?;
+                crate::pids::record_pids(&self.opts.state_dir, child.id().as_slice())?;
                 Some(child)
             }
         };
@@ -332,7 +332,7 @@ impl Lab {
             .stderr(log)
             .kill_on_drop(true);
         let child = cmd.spawn().with_context(|| format!("starting {name}"))?;
-        record_pids(&self.opts.state_dir, child.id().as_slice())?;
+        crate::pids::record_pids(&self.opts.state_dir, child.id().as_slice())?;
         Ok(child)
     }
 
@@ -515,9 +515,9 @@ impl Lab {
     }
 }
 
-impl std::fmt::Debug for Lab {
+impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lab")
+        f.debug_struct("Cluster")
             .field("server", &self.server.url())
             .field("nodes", &self.nodes.keys().collect::<Vec<_>>())
             .field(
@@ -547,7 +547,7 @@ fn api_resource(obj: &DynamicObject) -> Result<ApiResource> {
 /// and FRR directories; returns what it did. It writes nothing to stdout or stderr, so it
 /// works when those are gone (a `| tee` ended by the same Ctrl-C).
 pub fn cleanup(state_dir: &Path) -> Vec<String> {
-    let killed = kill_recorded(state_dir);
+    let killed = crate::pids::kill_recorded(state_dir);
     let mut done = vec![format!("stopped {killed} process(es)")];
     done.extend(crate::frr::teardown());
     done.extend(fabric::teardown());
@@ -564,7 +564,7 @@ pub const STARTUP_TAINT: &str = "node.netrollout.io/network-unavailable";
 /// to the workloads of nodes `1..=nodes` but itself; the startup taint to remove.
 pub fn healthcheck(index: usize, nodes: usize) -> Result<String> {
     let tenant =
-        crate::traffic::networks(&[crate::inputs::tenant(crate::inputs::TENANT_VNI)?], false);
+        crate::workload::networks(&[crate::inputs::tenant(crate::inputs::TENANT_VNI)?], false);
     let mut text = String::from("interfaces: [eth0, \"l2.*\"]\nreachability:\n");
     for net in &tenant {
         for j in (1..=nodes).filter(|j| *j != index) {
@@ -573,32 +573,4 @@ pub fn healthcheck(index: usize, nodes: usize) -> Result<String> {
     }
     text.push_str(&format!("taints: [{STARTUP_TAINT}]\n"));
     Ok(text)
-}
-
-/// Appends pids to the lab's pid file, so `netrollout-lab down` can end them after a crash.
-pub fn record_pids(state_dir: &Path, pids: &[u32]) -> Result<()> {
-    let file = state_dir.join("pids");
-    let mut text = std::fs::read_to_string(&file).unwrap_or_default();
-    for pid in pids {
-        text.push_str(&format!("{pid}\n"));
-    }
-    std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))
-}
-
-/// Kills the processes listed in a lab's pid file; returns how many it signalled.
-pub fn kill_recorded(state_dir: &Path) -> usize {
-    let Ok(text) = std::fs::read_to_string(state_dir.join("pids")) else {
-        return 0;
-    };
-    let mut killed = 0;
-    for pid in text.lines().filter(|l| !l.trim().is_empty()) {
-        let ok = std::process::Command::new("kill")
-            .args(["-9", pid.trim()])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        killed += usize::from(ok);
-    }
-    let _ = std::fs::remove_file(state_dir.join("pids"));
-    killed
 }

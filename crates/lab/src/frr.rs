@@ -12,9 +12,10 @@
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
+use netrollout_testkit::frr::{self as testkit_frr, Log, Start};
 
 use crate::fabric;
 
@@ -26,24 +27,16 @@ pub const RR_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
 pub const RR_NETNS: &str = "nrlab-rr";
 /// Where FRR's daemons are (Debian's `frr`); the environment variable
 /// `NETROLLOUT_LAB_FRR_DIR` names another directory.
-fn daemon(name: &str) -> PathBuf {
-    let dir = std::env::var_os("NETROLLOUT_LAB_FRR_DIR").unwrap_or_else(|| "/usr/lib/frr".into());
-    Path::new(&dir).join(name)
+fn daemon_dir() -> PathBuf {
+    std::env::var_os("NETROLLOUT_LAB_FRR_DIR")
+        .map_or_else(|| PathBuf::from(testkit_frr::FRR_LIB), PathBuf::from)
 }
 const ETC: &str = "/etc/frr";
 const RUN: &str = "/var/run/frr";
 
 /// Checks that Debian's `frr` package is installed (daemons and the `frr` user).
 pub fn check_installed() -> Result<()> {
-    for bin in [daemon("zebra"), daemon("bgpd"), "/usr/bin/vtysh".into()] {
-        if !bin.exists() {
-            bail!(
-                "the lab runs FRR on every node but {} is missing: install Debian's frr \
-                 package (apt-get install frr frr-pythontools; hack/install-deps.sh does it)",
-                bin.display()
-            );
-        }
-    }
+    testkit_frr::check_installed(&daemon_dir()).context("the lab runs FRR on every node")?;
     let user = Command::new("id").arg("frr").output();
     if !user.is_ok_and(|o| o.status.success()) {
         bail!("the lab runs FRR as user frr, which does not exist: reinstall the frr package");
@@ -87,7 +80,8 @@ pub fn reflector_config() -> String {
 }
 
 /// Writes `config` as the pathspace's base config and starts zebra and then bgpd from it
-/// inside namespace `netns`; returns the daemons' pids.
+/// inside namespace `netns` (bgpd once zebra is up: the test kit's one FRR start); returns the
+/// daemons' pids. They keep running until [`teardown`].
 pub fn start(netns: &str, pathspace: &str, config: &str) -> Result<Vec<u32>> {
     let etc = config_dir(pathspace);
     let run = Path::new(RUN).join(pathspace);
@@ -104,56 +98,17 @@ pub fn start(netns: &str, pathspace: &str, config: &str) -> Result<Vec<u32>> {
             .arg(&etc)
             .arg(&run),
     )?;
-    let base = base.to_string_lossy().into_owned();
-    let mut pids = Vec::new();
-    for name in ["zebra", "bgpd"] {
-        let bin = daemon(name);
-        run_ok(
-            Command::new("ip")
-                .args(["netns", "exec", netns])
-                .arg(&bin)
-                .args(["-d", "-N", pathspace, "-f", &base]),
-        )
-        .with_context(|| format!("starting {} in {netns}", bin.display()))?;
-        let pidfile = format!("{name}.pid");
-        pids.push(wait_pid(&run.join(pidfile))?);
-        if name == "zebra" {
-            wait_zebra(netns, pathspace)?;
-        }
+    let bin_dir = daemon_dir();
+    let daemons = Start {
+        config: Some(&base),
+        log: Log::Config,
+        timeout: Duration::from_secs(30),
+        bin_dir: &bin_dir,
+        ..Start::new(netns, pathspace)
     }
-    Ok(pids)
-}
-
-/// Waits until zebra answers (it has read the namespace's interfaces by then). bgpd starts
-/// only after, as FRR's own init does: a bgpd that opens its sessions before zebra has told it
-/// the interfaces can hold the routes of those sessions as not valid for a long time.
-fn wait_zebra(netns: &str, pathspace: &str) -> Result<()> {
-    poll(Duration::from_secs(30), || {
-        vtysh_to(netns, pathspace, Some("zebra"), "show interface brief")
-            .map(drop)
-            .with_context(|| format!("zebra in {netns} does not answer vtysh within 30 s"))
-    })
-}
-
-fn wait_pid(file: &Path) -> Result<u32> {
-    poll(Duration::from_secs(10), || {
-        std::fs::read_to_string(file)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .with_context(|| format!("{} did not appear within 10 s", file.display()))
-    })
-}
-
-/// Calls `attempt` every 50 ms until it succeeds; after `timeout`, its last error.
-fn poll<T>(timeout: Duration, mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match attempt() {
-            Ok(v) => return Ok(v),
-            Err(e) if Instant::now() > deadline => return Err(e),
-            Err(_) => std::thread::sleep(Duration::from_millis(50)),
-        }
-    }
+    .try_start()
+    .with_context(|| format!("starting FRR in {netns}"))?;
+    Ok(daemons.detach())
 }
 
 fn run_ok(cmd: &mut Command) -> Result<()> {
@@ -175,14 +130,8 @@ pub fn start_reflector() -> Result<Vec<u32>> {
 
 /// Runs `vtysh -N PATHSPACE -c COMMAND` in a namespace; returns its output.
 pub fn vtysh(netns: &str, pathspace: &str, command: &str) -> Result<String> {
-    vtysh_to(netns, pathspace, None, command)
-}
-
-/// [`vtysh`], asking only `daemon` (`vtysh -d DAEMON`) when given.
-fn vtysh_to(netns: &str, pathspace: &str, daemon: Option<&str>, command: &str) -> Result<String> {
     let out = Command::new("ip")
         .args(["netns", "exec", netns, "vtysh", "-N", pathspace])
-        .args(daemon.map(|d| ["-d", d]).into_iter().flatten())
         .args(["-c", command])
         .output()
         .context("running vtysh")?;

@@ -21,8 +21,8 @@ use tokio::process::Child;
 use tokio::sync::mpsc;
 
 use crate::fabric;
-use crate::traffic::now_ms;
 use crate::vm::{HOST_FROM_GUEST, Message, Op, Request, Spawn};
+use crate::workload::now_ms;
 
 /// Runs the guest side until the host's connection at `control` closes.
 pub async fn run(control: SocketAddr, api_port: u16, state_dir: &Path) -> Result<()> {
@@ -132,7 +132,9 @@ impl Guest {
                 node,
                 index,
                 network,
-            } => Ok(Value::Bool(crate::traffic::attach(&node, index, &network)?)),
+            } => Ok(Value::Bool(crate::workload::attach(
+                &node, index, &network,
+            )?)),
             Op::Pinger {
                 netns,
                 pair,
@@ -141,7 +143,7 @@ impl Guest {
             } => {
                 let tx = self.tx.clone();
                 let child =
-                    crate::traffic::spawn_pinger(&netns, pair, addr, &log, move |p, at, ok| {
+                    crate::workload::spawn_pinger(&netns, pair, addr, &log, move |p, at, ok| {
                         let _ = tx.send(Message::Probe { pair: p, at, ok });
                     })?;
                 self.pingers.push(child);

@@ -5,18 +5,23 @@
 //!
 //! Layout:
 //! - [`fabric`]: the host bridge and one namespace per node (iproute2).
-//! - [`frr`]: zebra + bgpd per node and a route reflector (EVPN).
+//! - [`frr`]: zebra + bgpd per node (the test kit's one FRR start) and a route reflector (EVPN).
 //! - [`bench`]: the lab benchmark (a one-network change under tenant traffic).
-//! - [`cluster`]: [`cluster::Lab`]: API server, Node objects, agents and configurators.
+//! - [`cluster`]: [`cluster::Cluster`]: API server, Node objects, agents and configurators.
 //! - [`identities`]: the bundle's RBAC and admission policies in the lab; a token per process.
 //! - [`inputs`]: the samples and the scenarios' configs.
 //! - [`progress`]: observing revisions and node configs; tables.
-//! - [`traffic`]: workloads on the layer-2 networks and the ping streams between them.
+//! - [`traffic`]: the host's table of ping streams between the workloads, loss per window.
+//! - [`workload`]: a node's workload on a network and its pinger (host and guest both run them).
+//! - [`pids`]: the pid file every started process is recorded in.
 //! - [`pinger`]: the raw-ICMP probe stream a workload runs.
 //! - [`settings`]: typed settings (update limit, durations).
 //! - [`vm`]: VM mode's host side: boots the Debian-kernel VM, talks to its guest side.
 //! - [`guest`]: VM mode's guest side: the nodes, FRR, agents and traffic inside the VM.
 //! - [`scenario`]: the scripted stories (one file each behind one trait) and their checks.
+//!
+//! Dependencies point one way: `cluster` -> `traffic` -> `vm` -> {`workload`, `pids`};
+//! `guest` -> {`vm`, `workload`}; `workload` and `pids` call back into none of them.
 
 #![forbid(unsafe_code)]
 
@@ -27,12 +32,14 @@ pub mod frr;
 pub mod guest;
 pub mod identities;
 pub mod inputs;
+pub mod pids;
 pub mod pinger;
 pub mod progress;
 pub mod scenario;
 pub mod settings;
 pub mod traffic;
 pub mod vm;
+pub mod workload;
 
 use std::net::SocketAddr;
 

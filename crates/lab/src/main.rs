@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
 use netrollout_api::RevisionPhase;
-use netrollout_lab::cluster::{Lab, Options};
+use netrollout_lab::cluster::{Cluster, Options};
 use netrollout_lab::progress::Observed;
 use netrollout_lab::scenario::Scenario;
 use netrollout_lab::settings::{self, UpdateLimit};
@@ -238,11 +238,11 @@ async fn run() -> Result<()> {
 }
 
 /// Starts a lab; on failure (or a signal meanwhile) removes what was started.
-async fn start(opts: Options, stop: &mut Stop) -> Result<Lab> {
-    Lab::preflight(&opts)?;
+async fn start(opts: Options, stop: &mut Stop) -> Result<Cluster> {
+    Cluster::preflight(&opts)?;
     let state_dir = opts.state_dir.clone();
     let started = tokio::select! {
-        lab = Lab::start(opts) => lab,
+        lab = Cluster::start(opts) => lab,
         () = stop.wait() => Err(anyhow::anyhow!("interrupted while starting")),
     };
     if started.is_err() {
@@ -304,7 +304,7 @@ async fn up(opts: Options, stop: &mut Stop) -> Result<()> {
 
 /// Applies the samples and the lab's tenant network, then shows the rollout and the tenant
 /// traffic until a signal.
-async fn watch(lab: &mut Lab, stop: &mut Stop) -> Result<()> {
+async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
     let (objects, skipped) = inputs::initial(lab.vrf)?;
     if !skipped.is_empty() {
         out!(

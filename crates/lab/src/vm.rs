@@ -23,7 +23,7 @@ use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::traffic::{Network, Recorder, now_ms};
+use crate::workload::{Network, Recorder, now_ms};
 
 /// The host's loopback as the guest sees it (qemu's user network).
 pub const HOST_FROM_GUEST: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
@@ -262,7 +262,7 @@ impl VmHost {
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("starting {}", script.display()))?;
-        crate::cluster::record_pids(state_dir, qemu.id().as_slice())?;
+        crate::pids::record_pids(state_dir, qemu.id().as_slice())?;
         let seen = |what: &str| {
             format!(
                 "{what}; the VM's console is in {} (last lines: {})",

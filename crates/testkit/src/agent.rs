@@ -1,18 +1,20 @@
 //! The agent's lab: a lab API server on the host, a fresh network namespace per test wired to
 //! the host by a veth pair, and the real `netrollout-agent` binary running in the namespace.
 //! Needs root and iproute2; fails loudly without them. Names start with `agt`/`ag`.
+//!
+//! It drives the agent from outside only (its binary, flags, state directory, the API objects
+//! it reads and writes): what the agent's library makes of a config (the kernel objects it would
+//! hold, its journal's file name) is the agent's own tests' knowledge (its `tests/common`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::PostParams;
-use netrollout_agent::convert::{Vtep, to_desired};
 use netrollout_api::{NodeConfig, NodeNetworkConfig, NodeNetworkConfigSpec};
-use netrollout_dataplane::{Dataplane, diff};
-use netrollout_lab_apiserver::{Config, LabServer};
+use netrollout_lab_apiserver::Config;
 
 use crate::apiserver::{LabApi, install_crds};
 use crate::cmd::run;
@@ -20,10 +22,11 @@ use crate::netns::{Netns, clean_stale, next_id};
 use crate::objects::add_node;
 pub use crate::objects::{layer2, layer2s};
 
-/// One test's world: lab API server, namespace, veth, state directory, agent process.
+/// One test's world: the kit's harness ([`LabApi`]: lab API server, client, directory; its
+/// fields and builders through `Deref`), namespace, veth, state directory, agent process.
 pub struct Lab {
-    pub server: LabServer,
-    pub client: kube::Client,
+    /// The lab API server, listening where the namespace reaches it.
+    pub api: LabApi,
     /// The namespace the agent runs in (deleted on drop, after the agent is killed).
     pub netns: Netns,
     pub ns: String,
@@ -35,7 +38,6 @@ pub struct Lab {
     /// First three octets of the /30 between host and namespace, e.g. `10.211.3`.
     pub net: String,
     pub node: String,
-    pub dir: tempfile::TempDir,
     pub agent: Option<Child>,
     pub extra_args: Vec<String>,
     /// The agent binary [`Lab::start_agent`] runs.
@@ -45,10 +47,17 @@ pub struct Lab {
 impl std::fmt::Debug for Lab {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lab")
-            .field("server", &self.server)
+            .field("server", &self.api.server)
             .field("ns", &self.ns)
             .field("node", &self.node)
             .finish_non_exhaustive()
+    }
+}
+
+impl std::ops::Deref for Lab {
+    type Target = LabApi;
+    fn deref(&self) -> &LabApi {
+        &self.api
     }
 }
 
@@ -83,21 +92,16 @@ impl Lab {
         run("ip", &["link", "set", &host_if, "up"]);
         netns.ip(&format!("addr add {ns_ip}/30 dev {peer}"));
         netns.ip(&format!("link set {peer} up"));
-        let LabApi {
-            server,
-            client,
-            dir,
-        } = LabApi::start_with(Config {
+        let api = LabApi::start_with(Config {
             listen: "0.0.0.0:0".parse().unwrap(),
             ..Config::default()
         })
         .await;
-        install_crds(&client).await;
+        install_crds(&api.client).await;
         let node = format!("node-{n}");
-        add_node(&client, &node, &[], None).await;
+        add_node(&api.client, &node, &[], None).await;
         let lab = Self {
-            server,
-            client,
+            api,
             netns,
             ns,
             host_if,
@@ -105,7 +109,6 @@ impl Lab {
             ns_ip,
             net,
             node,
-            dir,
             agent: None,
             extra_args: Vec::new(),
             agent_bin,
@@ -136,13 +139,6 @@ impl Lab {
         self.dir.path().join("agent.log")
     }
 
-    pub fn vtep(&self) -> Vtep {
-        Vtep {
-            local: Some(self.ns_ip.parse().unwrap()),
-            underlay: None,
-        }
-    }
-
     /// Starts the agent in the namespace (appending to the log file).
     pub fn start_agent(&mut self) {
         let log = std::fs::OpenOptions::new()
@@ -170,13 +166,12 @@ impl Lab {
         self.agent = Some(child);
     }
 
-    /// Waits until the agent has written its journal (an apply is under way), so a kill that
-    /// follows lands mid-apply whatever the machine's speed. Panics after `timeout`.
-    pub async fn wait_applying(&self, timeout: Duration) {
-        let path = self.state_dir().join(netrollout_agent::store::JOURNAL_FILE);
+    /// Waits until `path` exists, checking every 5 ms (so a kill that follows lands right
+    /// after the agent wrote it, whatever the machine's speed); `what` names it in the panic
+    /// (with the agent log) after `timeout`.
+    pub async fn wait_file(&self, path: &Path, what: &str, timeout: Duration) {
         let every = Duration::from_millis(5);
-        self.poll(timeout, every, "the agent's journal", || path.exists())
-            .await;
+        self.poll(timeout, every, what, || path.exists()).await;
     }
 
     /// `kill -9` of the agent.
@@ -271,17 +266,6 @@ impl Lab {
                     c.message.unwrap_or_default(),
                 )
             })
-    }
-
-    /// Whether the namespace's kernel holds exactly `config`'s managed objects (nothing to do).
-    pub async fn holds(&self, config: &NodeConfig) -> bool {
-        let desired = to_desired(config, &self.vtep()).unwrap();
-        let observed = Dataplane::in_netns(&self.ns, netrollout_agent::convert::managed().unwrap())
-            .unwrap()
-            .observe()
-            .await
-            .unwrap();
-        diff(&desired, &observed).is_empty()
     }
 
     /// `ip -n NS ARGS` output.

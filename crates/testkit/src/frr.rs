@@ -8,29 +8,91 @@
 //! has told it the interfaces (`nexthop_set failed ... intf (Unknown)` in bgpd.log), and the
 //! routes of that session may stay not valid for over a minute.
 
+//! A real FRR (zebra + bgpd of Debian's `frr` package) in a network namespace, with an FRR
+//! pathspace (`-N`) of its own: the one start of the workspace, used by the tests, the
+//! benchmarks, the test VM and the lab (which depends on this module alone, no features). Needs
+//! root and FRR. [`Start::try_start`] says what went wrong as an [`Error`];
+//! [`Start::start`] panics with it (for tests). The daemons are stopped (by the pids in their pid
+//! files) on drop, unless [`Daemons::detach`]ed.
+//!
+//! zebra starts first and bgpd only once zebra is up: its zserv socket exists and it answers
+//! `show zebra` (and, when asked, shows the underlay address), as FRR's own init does. Started
+//! together, bgpd can open a BGP session before zebra has told it the interfaces
+//! (`nexthop_set failed ... intf (Unknown)` in bgpd.log), and the routes of that session may stay
+//! not valid for over a minute.
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::cmd::run;
-
 /// Where the Debian package installs the daemons.
 pub const FRR_LIB: &str = "/usr/lib/frr";
+
+/// Where each pathspace keeps its sockets and pid files.
+const RUN: &str = "/var/run/frr";
 
 /// The daemons, in start order.
 const DAEMONS: [&str; 2] = ["zebra", "bgpd"];
 
+/// What can go wrong while FRR starts.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A daemon or vtysh is not installed.
+    #[error(
+        "{} is missing: install Debian's frr package (apt-get install frr frr-pythontools; \
+         hack/install-deps.sh does it)",
+        .0.display()
+    )]
+    Missing(PathBuf),
+    /// The pathspace's run directory could not be prepared.
+    #[error("FRR in pathspace {pathspace}: {what} failed: {message}; are you root?")]
+    Prepare {
+        pathspace: String,
+        what: String,
+        message: String,
+    },
+    /// A daemon did not start.
+    #[error("FRR in pathspace {pathspace}: starting {daemon} failed: {message}")]
+    Spawn {
+        pathspace: String,
+        daemon: String,
+        message: String,
+    },
+    /// A daemon started but did not answer in time.
+    #[error(
+        "FRR in pathspace {pathspace}: no {what} within {timeout:?}; its log says why \
+         (syslog, or below)\n{logs}"
+    )]
+    NotReady {
+        pathspace: String,
+        what: String,
+        timeout: Duration,
+        logs: String,
+    },
+}
+
+/// What [`Start::try_start`] returns.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Checks that zebra and bgpd are in `bin_dir` and vtysh is installed; the error names the
+/// missing file and what to install.
+pub fn check_installed(bin_dir: &Path) -> Result<()> {
+    for bin in [
+        bin_dir.join("zebra"),
+        bin_dir.join("bgpd"),
+        PathBuf::from("/usr/bin/vtysh"),
+    ] {
+        if !bin.exists() {
+            return Err(Error::Missing(bin));
+        }
+    }
+    Ok(())
+}
+
 /// Panics, naming what is missing, unless zebra, bgpd and vtysh are installed.
 pub fn require_installed() {
-    for bin in [
-        format!("{FRR_LIB}/zebra"),
-        format!("{FRR_LIB}/bgpd"),
-        "/usr/bin/vtysh".to_string(),
-    ] {
-        assert!(
-            Path::new(&bin).exists(),
-            "{bin} is missing: FRR tests need the frr package (hack/install-deps.sh)"
-        );
+    if let Err(e) = check_installed(Path::new(FRR_LIB)) {
+        panic!("{e} (the FRR tests need it)");
     }
 }
 
@@ -41,6 +103,8 @@ pub enum Log {
     Syslog,
     /// To `DIR/<daemon>.log`.
     Files(PathBuf),
+    /// Where the config file says (no `--log` flag).
+    Config,
 }
 
 /// How to start the daemons; [`Start::new`] gives the host defaults.
@@ -61,6 +125,8 @@ pub struct Start<'a> {
     pub underlay: Option<&'a str>,
     /// How long each daemon may take to answer.
     pub timeout: Duration,
+    /// The directory holding `zebra` and `bgpd` ([`FRR_LIB`]).
+    pub bin_dir: &'a Path,
 }
 
 impl<'a> Start<'a> {
@@ -75,68 +141,107 @@ impl<'a> Start<'a> {
             log: Log::Syslog,
             underlay: None,
             timeout: Duration::from_secs(10),
+            bin_dir: Path::new(FRR_LIB),
         }
     }
 
-    /// Starts zebra, waits until it answers (and shows [`Start::underlay`]), then bgpd, and
-    /// waits until bgpd answers.
+    /// [`Start::try_start`] for tests: panics with the error.
     pub fn start(self) -> Daemons {
-        require_installed();
-        let run_dir = Path::new("/var/run/frr").join(self.pathspace);
-        std::fs::create_dir_all(&run_dir).unwrap();
+        self.try_start().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Starts zebra, waits until it is up ([`Daemons::zebra_up`]: zserv socket, `show zebra`,
+    /// and [`Start::underlay`] shown), then bgpd, and waits until bgpd answers. On an error,
+    /// whatever started is stopped again.
+    pub fn try_start(self) -> Result<Daemons> {
+        check_installed(self.bin_dir)?;
+        let run_dir = Path::new(RUN).join(self.pathspace);
+        let prepare = |what: String, message: String| Error::Prepare {
+            pathspace: self.pathspace.to_string(),
+            what,
+            message,
+        };
+        std::fs::create_dir_all(&run_dir)
+            .map_err(|e| prepare(format!("creating {}", run_dir.display()), e.to_string()))?;
         let owner = format!("{0}:{0}", self.user);
-        run("chown", &[&owner, run_dir.to_str().unwrap()]);
+        let chown = Command::new("chown").arg(&owner).arg(&run_dir).output();
+        match chown {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => Err(prepare(
+                format!("chown {owner} {}", run_dir.display()),
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ))?,
+            Err(e) => Err(prepare(format!("running chown {owner}"), e.to_string()))?,
+        }
         let daemons = Daemons {
             pathspace: self.pathspace.to_string(),
             run_dir,
             log: self.log.clone(),
+            stop_on_drop: true,
         };
         for daemon in DAEMONS {
-            let pid = daemons.run_dir.join(format!("{daemon}.pid"));
-            let log = match &self.log {
-                Log::Syslog => "syslog".to_string(),
-                Log::Files(dir) => format!("file:{}", dir.join(format!("{daemon}.log")).display()),
-            };
-            let bin = format!("{FRR_LIB}/{daemon}");
-            let mut args = vec![
-                "netns",
-                "exec",
-                self.netns,
-                &bin,
-                "-d",
-                "-N",
-                self.pathspace,
-                "-u",
-                self.user,
-                "-g",
-                self.user,
-                "-i",
-                pid.to_str().unwrap(),
-                "--log",
-                &log,
-            ];
-            match self.config {
-                Some(conf) => args.extend(["-f", conf.to_str().unwrap()]),
-                None => args.extend(["-F", "traditional"]),
-            }
-            run("ip", &args);
+            self.spawn(&daemons, daemon)?;
             let what = match (daemon, self.underlay) {
-                ("zebra", Some(ip)) => format!("zebra showing the underlay address {ip}"),
+                ("zebra", Some(ip)) => format!("zebra up and showing the underlay address {ip}"),
+                ("zebra", None) => "zebra up (zserv socket, show zebra)".to_string(),
                 _ => format!("{daemon} answering"),
             };
             let deadline = Instant::now() + self.timeout;
             while !daemons.ready(daemon, self.underlay) {
-                assert!(
-                    Instant::now() < deadline,
-                    "FRR in pathspace {}: no {what} within {:?}\n{}",
-                    self.pathspace,
-                    self.timeout,
-                    daemons.logs()
-                );
+                if Instant::now() >= deadline {
+                    return Err(Error::NotReady {
+                        pathspace: self.pathspace.to_string(),
+                        what,
+                        timeout: self.timeout,
+                        logs: daemons.logs(),
+                    });
+                }
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
-        daemons
+        Ok(daemons)
+    }
+
+    /// `ip netns exec NETNS DAEMON -d -N PATHSPACE -u USER -g USER -i PIDFILE [--log LOG]
+    /// (-f CONFIG | -F traditional)`.
+    fn spawn(&self, daemons: &Daemons, daemon: &str) -> Result<()> {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", self.netns])
+            .arg(self.bin_dir.join(daemon))
+            .args(["-d", "-N", self.pathspace, "-u", self.user, "-g", self.user])
+            .arg("-i")
+            .arg(daemons.pid_file(daemon));
+        match &self.log {
+            Log::Syslog => {
+                cmd.args(["--log", "syslog"]);
+            }
+            Log::Files(dir) => {
+                cmd.arg("--log").arg(format!(
+                    "file:{}",
+                    dir.join(format!("{daemon}.log")).display()
+                ));
+            }
+            Log::Config => {}
+        }
+        match self.config {
+            Some(conf) => cmd.arg("-f").arg(conf),
+            None => cmd.args(["-F", "traditional"]),
+        };
+        let spawn_error = |message: String| Error::Spawn {
+            pathspace: self.pathspace.to_string(),
+            daemon: daemon.to_string(),
+            message,
+        };
+        let out = cmd
+            .output()
+            .map_err(|e| spawn_error(format!("running {cmd:?}: {e}")))?;
+        if !out.status.success() {
+            return Err(spawn_error(format!(
+                "{cmd:?}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -146,6 +251,8 @@ pub struct Daemons {
     pathspace: String,
     run_dir: PathBuf,
     log: Log,
+    /// Cleared by [`Daemons::detach`].
+    stop_on_drop: bool,
 }
 
 impl Daemons {
@@ -160,15 +267,46 @@ impl Daemons {
         .start()
     }
 
-    /// Whether `daemon` answers: zebra showing `underlay` among its interfaces' addresses
-    /// when given, bgpd its summary.
+    /// Whether `daemon` answers: zebra is up ([`Daemons::zebra_up`]), bgpd shows its summary.
     fn ready(&self, daemon: &str, underlay: Option<&str>) -> bool {
         if daemon == "zebra" {
-            self.try_vtysh_daemon("zebra", "show interface brief")
-                .is_some_and(|out| underlay.is_none_or(|ip| out.contains(ip)))
+            self.zebra_up(underlay)
         } else {
             self.try_vtysh("show bgp summary json").is_some()
         }
+    }
+
+    /// Whether zebra is up: its zserv socket (where bgpd connects) exists, it answers
+    /// `show zebra`, and, when `underlay` is given, shows that address in
+    /// `show interface brief` (it has read the namespace's interfaces).
+    pub fn zebra_up(&self, underlay: Option<&str>) -> bool {
+        self.run_dir.join("zserv.api").exists()
+            && self.try_vtysh_daemon("zebra", "show zebra").is_some()
+            && underlay.is_none_or(|ip| {
+                self.try_vtysh_daemon("zebra", "show interface brief")
+                    .is_some_and(|out| out.contains(ip))
+            })
+    }
+
+    /// The pid file of `daemon`.
+    fn pid_file(&self, daemon: &str) -> PathBuf {
+        self.run_dir.join(format!("{daemon}.pid"))
+    }
+
+    /// The daemons' pids (zebra, bgpd), from their pid files.
+    pub fn pids(&self) -> Vec<u32> {
+        DAEMONS
+            .iter()
+            .filter_map(|d| std::fs::read_to_string(self.pid_file(d)).ok())
+            .filter_map(|text| text.trim().parse().ok())
+            .collect()
+    }
+
+    /// Leaves the daemons running after this value is gone (the lab stops them itself, by
+    /// their pid files); returns their pids.
+    pub fn detach(mut self) -> Vec<u32> {
+        self.stop_on_drop = false;
+        self.pids()
     }
 
     /// The pathspace (`vtysh -N`).
@@ -192,7 +330,7 @@ impl Daemons {
             .args(args)
             .args(["-c", cmd])
             .output()
-            .expect("vtysh");
+            .ok()?;
         out.status
             .success()
             .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
@@ -246,7 +384,7 @@ impl Daemons {
     pub fn stop(&self) {
         let mut pids = Vec::new();
         for daemon in DAEMONS.iter().rev() {
-            let file = self.run_dir.join(format!("{daemon}.pid"));
+            let file = self.pid_file(daemon);
             if let Ok(pid) = std::fs::read_to_string(file) {
                 let pid = pid.trim().to_string();
                 let _ = Command::new("kill").arg(&pid).status();
@@ -271,6 +409,9 @@ fn alive(pid: &str) -> bool {
 
 impl Drop for Daemons {
     fn drop(&mut self) {
+        if !self.stop_on_drop {
+            return;
+        }
         self.stop();
         let _ = std::fs::remove_dir_all(&self.run_dir);
     }

@@ -3,12 +3,17 @@
 //!
 //! - [`cmd`]: run a tool and assert it succeeded; [`cmd::Run`], a finished process.
 //! - [`netns`]: a fresh network namespace per test, cleaned up on drop and after crashes.
-//! - [`frr`]: zebra + bgpd of Debian's `frr` in a namespace and pathspace, stopped on drop.
+//! - [`frr`]: zebra + bgpd of Debian's `frr` in a namespace and pathspace, stopped on drop: the
+//!   one FRR start (bgpd only once zebra is up), also the lab's.
+//! - [`poll`]: waiting with a deadline from blocking code (the VM suites).
 //! - [`http`]: scrape a binary's `/metrics` from blocking test code.
 //! - [`manifests`]: the Go operator's `v1alpha1` manifests (the repository's fixtures, and the
 //!   third-party ones of `NETROLLOUT_COMPAT_DIR` when set).
+//! - `prefixes` (feature `api`): prefix-list builders of the VM suites.
 //! - `apiserver` (feature `kube`): the lab API server per test, optionally with the netrollout
 //!   CRDs and namespace installed and servable.
+//! - `fleet` (`kube`): the harness's builders and waits: Nodes, inputs, revisions and node
+//!   configs on `LabApi`, the lists a test reads, waits for a phase or Event.
 //! - `kubectl` (`kube`): the real kubectl bound to a lab API server.
 //! - `objects` (`kube`): builders for Nodes, layer-2 configs, snapshots and statuses in the shapes
 //!   the configurator and the agent write.
@@ -26,6 +31,10 @@ pub mod frr;
 pub mod http;
 pub mod manifests;
 pub mod netns;
+pub mod poll;
+
+#[cfg(feature = "api")]
+pub mod prefixes;
 
 #[cfg(feature = "agent")]
 pub mod agent;
@@ -33,6 +42,8 @@ pub mod agent;
 pub mod apiserver;
 #[cfg(feature = "kube")]
 pub mod fake_agents;
+#[cfg(feature = "kube")]
+pub mod fleet;
 #[cfg(feature = "kube")]
 pub mod kubectl;
 #[cfg(feature = "kube")]

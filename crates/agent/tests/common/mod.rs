@@ -2,7 +2,11 @@
 
 // Each test file takes the part it needs.
 #[allow(unused_imports)]
+pub use lab_ext::AgentLab;
+#[allow(unused_imports)]
 pub use netrollout_testkit::agent::{Lab, layer2, layer2s};
+
+pub mod lab_ext;
 
 /// A fresh lab (namespace, veth, lab API server, Node) for this crate's agent binary.
 pub async fn lab() -> Lab {

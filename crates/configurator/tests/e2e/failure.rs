@@ -10,29 +10,18 @@ use netrollout_api::{
 };
 
 use crate::agents::{Agents, Outcome, Script};
-use crate::lab::{Lab, R, eventually};
-use crate::{all_provisioned, assert_event, condition, has_table, names, nodes};
+use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
+use crate::{all_provisioned, assert_event, condition, failing_tables, has_table, names, nodes};
 
 const KIND: &str = "NetworkConfigRevision";
 
-/// Agents fail every config with table 666 while `bad` is set; everything else succeeds.
-fn fails_table_666(bad: Arc<AtomicBool>) -> Script {
-    Arc::new(move |_, spec| {
-        if has_table(spec, 666) && bad.load(Ordering::SeqCst) {
-            (Duration::from_millis(100), Outcome::Fail)
-        } else {
-            (Duration::from_millis(100), Outcome::Succeed)
-        }
-    })
-}
-
 #[tokio::test]
 async fn a_failing_node_halts_the_rollout_and_its_wave_goes_back_to_the_known_good_revision() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 5).await?;
     let agents = Agents::start(
-        lab.api.client.clone(),
-        fails_table_666(Arc::new(AtomicBool::new(true))),
+        lab.client.clone(),
+        failing_tables(vec![(666, Some(Arc::new(AtomicBool::new(true))))]),
     );
     let cfg = lab.configurator(&["--update-limit=2"]);
     lab.set_table("extra", 100).await?;
@@ -66,22 +55,20 @@ async fn a_failing_node_halts_the_rollout_and_its_wave_goes_back_to_the_known_go
     assert_eq!(condition(&bad, READY_CONDITION).status, "False");
     assert_eq!(condition(&bad, RECONCILING_CONDITION).status, "False");
     let ncr = |n: &str| format!("ncr/{n}");
-    lab.api
-        .ok(&[
-            "wait",
-            "--for=condition=Stalled",
-            &ncr(&bad_name),
-            "--timeout=20s",
-        ])
-        .await;
-    lab.api
-        .ok(&[
-            "wait",
-            "--for=condition=Ready",
-            &ncr(&good_name),
-            "--timeout=20s",
-        ])
-        .await;
+    lab.ok(&[
+        "wait",
+        "--for=condition=Stalled",
+        &ncr(&bad_name),
+        "--timeout=20s",
+    ])
+    .await;
+    lab.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        &ncr(&good_name),
+        "--timeout=20s",
+    ])
+    .await;
     let failed_event = lab
         .event(KIND, &bad_name, "Failed", Duration::from_secs(10))
         .await?;
@@ -108,10 +95,13 @@ async fn a_failing_node_halts_the_rollout_and_its_wave_goes_back_to_the_known_go
 
 #[tokio::test]
 async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 3).await?;
     let bad = Arc::new(AtomicBool::new(true));
-    let agents = Agents::start(lab.api.client.clone(), fails_table_666(bad.clone()));
+    let agents = Agents::start(
+        lab.client.clone(),
+        failing_tables(vec![(666, Some(bad.clone()))]),
+    );
     let cfg = lab.configurator(&["--update-limit=1"]);
     lab.set_table("extra", 100).await?;
     lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
@@ -135,7 +125,7 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
     // The same bad content again: refused, with the reason on the input.
     bad.store(false, Ordering::SeqCst);
     lab.set_table("extra", 666).await?;
-    let inputs = Api::<RoutingTable>::all(lab.api.client.clone());
+    let inputs = Api::<RoutingTable>::all(lab.client.clone());
     eventually(Duration::from_secs(10), || async {
         let t = inputs.get("extra").await?;
         Ok(t.status.is_some_and(|s| {
@@ -165,8 +155,8 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
         ncr_ref.as_str(),
         "--timeout=10s",
     ];
-    lab.api.ok(&wait_refused).await;
-    let ncrs = Api::<NetworkConfigRevision>::all(lab.api.client.clone());
+    lab.ok(&wait_refused).await;
+    let ncrs = Api::<NetworkConfigRevision>::all(lab.client.clone());
     let still = ncrs.get(&failed_name).await?;
     assert_eq!(
         still.status.as_ref().and_then(|s| s.message.clone()),
@@ -202,10 +192,10 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
     })
     .await?;
     lab.set_table("extra", 666).await?;
-    lab.api.ok(&wait_refused).await;
+    lab.ok(&wait_refused).await;
 
     // A person retries it: it becomes the newest revision and rolls out.
-    let api = Api::<NetworkConfigRevision>::all(lab.api.client.clone());
+    let api = Api::<NetworkConfigRevision>::all(lab.client.clone());
     let patch = serde_json::json!({ "metadata": { "annotations": { RETRY_ANNOTATION: "now" } } });
     api.patch(&failed_name, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
@@ -238,7 +228,7 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
 
 #[tokio::test]
 async fn a_node_that_hangs_mid_apply_fails_the_revision_after_the_apply_timeout() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 3).await?;
     let script: Script = Arc::new(|node, spec| {
         let outcome = if node == "n-0" && has_table(spec, 200) {
@@ -248,7 +238,7 @@ async fn a_node_that_hangs_mid_apply_fails_the_revision_after_the_apply_timeout(
         };
         (Duration::from_millis(50), outcome)
     });
-    let _agents = Agents::start(lab.api.client.clone(), script);
+    let _agents = Agents::start(lab.client.clone(), script);
     let cfg = lab.configurator(&["--update-limit=3", "--apply-timeout=1s"]);
     lab.set_table("extra", 100).await?;
     let good = lab

@@ -4,15 +4,15 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use netrollout_api::{ACCEPTED_CONDITION, NetworkConfigRevision, RevisionPhase, RoutingTable};
 
 use crate::agents::{Agents, healthy};
-use crate::lab::{Lab, R, eventually};
+use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
 use crate::{all_provisioned, names, nodes};
 
 #[tokio::test]
 async fn api_errors_injected_by_the_server_are_retried_and_never_fail_a_revision() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 4).await?;
-    let agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(50)));
-    let faults = lab.api.server.faults();
+    let agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
+    let faults = lab.server.faults();
     faults.set_error_rate(Some("patch"), Some("nodenetworkconfigs"), 0.3);
     faults.set_error_rate(Some("create"), Some("nodenetworkconfigs"), 0.3);
     faults.set_error_rate(Some("create"), Some("networkconfigrevisions"), 0.5);
@@ -42,9 +42,9 @@ async fn api_errors_injected_by_the_server_are_retried_and_never_fail_a_revision
 
 #[tokio::test]
 async fn a_revision_recreated_while_the_old_one_is_terminating_waits_and_never_adopts_it() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 2).await?;
-    let _agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(50)));
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=2"]);
     lab.set_table("extra", 100).await?;
     let old = lab
@@ -56,13 +56,13 @@ async fn a_revision_recreated_while_the_old_one_is_terminating_waits_and_never_a
         .await?;
 
     // A finalizer keeps the old revision terminating after its deletion.
-    let api = Api::<NetworkConfigRevision>::all(lab.api.client.clone());
+    let api = Api::<NetworkConfigRevision>::all(lab.client.clone());
     let hold = serde_json::json!({ "metadata": { "finalizers": ["e2e.netrollout.io/hold"] } });
     api.patch(&name, &PatchParams::default(), &Patch::Merge(&hold))
         .await?;
     api.delete(&name, &DeleteParams::default()).await?;
     lab.set_table("extra", 100).await?;
-    let inputs = Api::<RoutingTable>::all(lab.api.client.clone());
+    let inputs = Api::<RoutingTable>::all(lab.client.clone());
     eventually(Duration::from_secs(10), || async {
         let t = inputs.get("extra").await?;
         Ok(t.status.is_some_and(|s| {
@@ -111,7 +111,7 @@ async fn a_revision_recreated_while_the_old_one_is_terminating_waits_and_never_a
 
 #[tokio::test]
 async fn a_revision_name_taken_by_different_content_is_reported_and_never_overwritten() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 1).await?;
     // The revision name the inputs will hash to, taken by an object with other content.
     let table = RoutingTable::new("extra", netrollout_api::RoutingTableSpec { table_id: 100 });
@@ -126,11 +126,11 @@ async fn a_revision_name_taken_by_different_content_is_reported_and_never_overwr
             snapshot: netrollout_api::Snapshot::default(),
         },
     );
-    let api = Api::<NetworkConfigRevision>::all(lab.api.client.clone());
+    let api = Api::<NetworkConfigRevision>::all(lab.client.clone());
     api.create(&Default::default(), &squatter).await?;
     lab.set_table("extra", 100).await?;
     let cfg = lab.configurator(&[]);
-    let inputs = Api::<RoutingTable>::all(lab.api.client.clone());
+    let inputs = Api::<RoutingTable>::all(lab.client.clone());
     eventually(Duration::from_secs(10), || async {
         let t = inputs.get("extra").await?;
         Ok(t.status.is_some_and(|s| {
@@ -153,9 +153,9 @@ async fn a_revision_name_taken_by_different_content_is_reported_and_never_overwr
 
 #[tokio::test]
 async fn an_input_being_deleted_counts_as_already_gone() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 1).await?;
-    let _agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(20)));
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(20)));
     let cfg = lab.configurator(&[]);
     lab.set_table("keep", 100).await?;
     lab.set_table("going", 101).await?;
@@ -163,7 +163,7 @@ async fn an_input_being_deleted_counts_as_already_gone() -> R {
         .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
         .await?;
     assert_eq!(both.spec.snapshot.routing_tables.len(), 2);
-    let inputs = Api::<RoutingTable>::all(lab.api.client.clone());
+    let inputs = Api::<RoutingTable>::all(lab.client.clone());
     let hold = serde_json::json!({ "metadata": { "finalizers": ["e2e.netrollout.io/hold"] } });
     inputs
         .patch("going", &PatchParams::default(), &Patch::Merge(&hold))

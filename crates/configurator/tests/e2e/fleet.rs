@@ -9,14 +9,14 @@ use netrollout_api::{
 };
 
 use crate::agents::{Agents, Outcome, healthy};
-use crate::lab::{Lab, R, eventually};
+use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
 use crate::{all_provisioned, names, nodes};
 
 #[tokio::test]
 async fn a_node_joining_and_a_node_deleted_mid_rollout_neither_fail_nor_stall_it() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 5).await?;
-    let agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(300)));
+    let agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(300)));
     let cfg = lab.configurator(&["--update-limit=1"]);
     lab.set_table("extra", 100).await?;
     // Mid-rollout: one node leaves, one joins.
@@ -40,10 +40,10 @@ async fn a_node_joining_and_a_node_deleted_mid_rollout_neither_fail_nor_stall_it
 
 #[tokio::test]
 async fn a_not_ready_node_is_skipped_and_caught_up_once_ready() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 2).await?;
     lab.add_node("sick", &[], false).await?;
-    let _agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(50)));
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=3"]);
     lab.set_table("extra", 100).await?;
     let rev = lab
@@ -64,7 +64,7 @@ async fn a_not_ready_node_is_skipped_and_caught_up_once_ready() -> R {
 
 #[tokio::test]
 async fn an_agent_that_never_picks_up_is_withdrawn_without_failing_the_revision() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 3).await?;
     let script: crate::agents::Script = Arc::new(|node, _| {
         let outcome = if node == "n-0" {
@@ -74,12 +74,12 @@ async fn an_agent_that_never_picks_up_is_withdrawn_without_failing_the_revision(
         };
         (Duration::from_millis(50), outcome)
     });
-    let _agents = Agents::start(lab.api.client.clone(), script);
+    let _agents = Agents::start(lab.client.clone(), script);
     let cfg = lab.configurator(&["--update-limit=3", "--pickup-timeout=1s"]);
     lab.set_table("extra", 100).await?;
     // n-0 never answers: after the pickup timeout its dispatch is withdrawn (it had no config
     // before, so its config goes away) and it is marked unresponsive; others finish.
-    let api = Api::<NetworkConfigRevision>::all(lab.api.client.clone());
+    let api = Api::<NetworkConfigRevision>::all(lab.client.clone());
     eventually(Duration::from_secs(20), || async {
         let revs = api.list(&Default::default()).await?.items;
         Ok(revs.iter().any(|r| {
@@ -113,10 +113,10 @@ async fn an_agent_that_never_picks_up_is_withdrawn_without_failing_the_revision(
 
 #[tokio::test]
 async fn the_global_pause_and_a_paused_revision_stop_new_dispatches_until_resumed() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 2).await?;
-    let agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(50)));
-    let cm_api = Api::<ConfigMap>::namespaced(lab.api.client.clone(), DEFAULT_NAMESPACE);
+    let agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
+    let cm_api = Api::<ConfigMap>::namespaced(lab.client.clone(), DEFAULT_NAMESPACE);
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some(CONTROL_CONFIGMAP.into());
     cm.data = Some([(CONTROL_PAUSED_KEY.to_string(), "true".to_string())].into());
@@ -154,7 +154,7 @@ async fn the_global_pause_and_a_paused_revision_stop_new_dispatches_until_resume
     // Resume globally but pause the revision itself.
     let rev = lab.revisions().await?.remove(0);
     let name = rev.metadata.name.clone().unwrap();
-    let ncrs = Api::<NetworkConfigRevision>::all(lab.api.client.clone());
+    let ncrs = Api::<NetworkConfigRevision>::all(lab.client.clone());
     ncrs.patch(
         &name,
         &PatchParams::default(),
@@ -190,14 +190,14 @@ async fn the_global_pause_and_a_paused_revision_stop_new_dispatches_until_resume
 
 #[tokio::test]
 async fn only_nodes_matching_the_node_selector_are_managed() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     lab.add_node("worker-1", &[("role", "worker")], true)
         .await?;
     lab.add_node("worker-2", &[("role", "worker")], true)
         .await?;
     lab.add_node("control", &[("role", "control-plane")], true)
         .await?;
-    let _agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(50)));
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=5", "--node-selector=role=worker"]);
     lab.set_table("extra", 100).await?;
     let rev = lab

@@ -13,7 +13,7 @@ use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{DEFAULT_NAMESPACE, NodeNetworkConfig, RevisionPhase};
 use tokio::task::JoinHandle;
 
-use crate::lab::{Lab, R, eventually};
+use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
 use crate::{names, nodes};
 
 const NODES: usize = 300;
@@ -62,7 +62,7 @@ fn watch_lease(client: Client) -> (Arc<Mutex<Vec<Renewal>>>, JoinHandle<()>) {
 
 /// Waits until every node's config names `revision` (all dispatched at once: the limit is the
 /// fleet).
-async fn all_dispatched(lab: &Lab, revision: &str) -> R {
+async fn all_dispatched(lab: &LabApi, revision: &str) -> R {
     eventually(Duration::from_secs(10), || async {
         let configs = lab.configs().await?;
         Ok(configs.len() == NODES && configs.iter().all(|c| c.spec.revision == revision))
@@ -105,7 +105,7 @@ async fn burst(client: &Client, revision: &str, phase: &str) -> R {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_reports_from_every_node_at_once_loses_none_and_never_stalls_the_lease() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, NODES).await?;
     let cfg = lab.configurator(&[
         &format!("--update-limit={NODES}"),
@@ -115,7 +115,7 @@ async fn a_flood_of_reports_from_every_node_at_once_loses_none_and_never_stalls_
         Ok(cfg.metrics.leader.get() == 1)
     })
     .await?;
-    let (renewals, lease_task) = watch_lease(lab.api.client.clone());
+    let (renewals, lease_task) = watch_lease(lab.client.clone());
     let watch_from = Instant::now();
 
     // Burst 1: every node picks up and then succeeds, each step all at once.
@@ -127,8 +127,8 @@ async fn a_flood_of_reports_from_every_node_at_once_loses_none_and_never_stalls_
     let good = lab.revisions().await?.remove(0);
     let good_name = good.metadata.name.clone().unwrap();
     all_dispatched(&lab, &good_name).await?;
-    burst(&lab.api.client, &good_name, "Provisioning").await?;
-    burst(&lab.api.client, &good_name, "Provisioned").await?;
+    burst(&lab.client, &good_name, "Provisioning").await?;
+    burst(&lab.client, &good_name, "Provisioned").await?;
     let rev = lab
         .newest_in(RevisionPhase::Succeeded, Duration::from_secs(15))
         .await?;
@@ -155,8 +155,8 @@ async fn a_flood_of_reports_from_every_node_at_once_loses_none_and_never_stalls_
     .await?;
     let bad_name = lab.revisions().await?[1].metadata.name.clone().unwrap();
     all_dispatched(&lab, &bad_name).await?;
-    burst(&lab.api.client, &bad_name, "Provisioning").await?;
-    burst(&lab.api.client, &bad_name, "Failed").await?;
+    burst(&lab.client, &bad_name, "Provisioning").await?;
+    burst(&lab.client, &bad_name, "Failed").await?;
     let bad = lab
         .newest_after(
             good.spec.sequence,
@@ -166,7 +166,7 @@ async fn a_flood_of_reports_from_every_node_at_once_loses_none_and_never_stalls_
         .await?;
     assert_eq!(bad.metadata.name.as_deref(), Some(bad_name.as_str()));
     // The counts follow every report that arrived, also after the halt.
-    let api = Api::<netrollout_api::NetworkConfigRevision>::all(lab.api.client.clone());
+    let api = Api::<netrollout_api::NetworkConfigRevision>::all(lab.client.clone());
     let r = eventually(Duration::from_secs(10), || async {
         let s = api.get(&bad_name).await?.status.unwrap_or_default();
         Ok(s.failed == NODES as i32)

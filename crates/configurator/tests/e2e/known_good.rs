@@ -9,28 +9,18 @@ use std::time::Duration;
 use netrollout_api::RevisionPhase;
 use netrollout_rollout::reason::is_reason_word;
 
-use crate::agents::{Agents, Outcome, Script};
-use crate::lab::{Lab, R};
-use crate::{all_provisioned, has_table, names, nodes};
+use crate::agents::Agents;
+use crate::lab::{ConfiguratorLab as _, LabApi, R};
+use crate::{all_provisioned, failing_tables, names, nodes};
 
 #[tokio::test]
 async fn an_undo_to_a_succeeded_revision_that_fails_now_fails_it_and_goes_back() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 4).await?;
     // Table 100 succeeds at first; after the undo the same content fails on every node.
     let bad = Arc::new(AtomicBool::new(false));
-    let script: Script = {
-        let bad = bad.clone();
-        Arc::new(move |_, spec| {
-            let outcome = if has_table(spec, 100) && bad.load(Ordering::SeqCst) {
-                Outcome::Fail
-            } else {
-                Outcome::Succeed
-            };
-            (Duration::from_millis(100), outcome)
-        })
-    };
-    let agents = Agents::start(lab.api.client.clone(), script);
+    let script = failing_tables(vec![(100, Some(bad.clone()))]);
+    let agents = Agents::start(lab.client.clone(), script);
     let cfg = lab.configurator(&["--update-limit=2"]);
     lab.set_table("extra", 100).await?;
     let old = lab
@@ -85,24 +75,12 @@ async fn an_undo_to_a_succeeded_revision_that_fails_now_fails_it_and_goes_back()
 /// Event: a Warning `RollbackHalted` on the known-good revision.
 #[tokio::test]
 async fn a_rollback_the_known_good_revision_fails_halts_and_says_so_in_an_event() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 4).await?;
     // Table 200 always fails; table 100 succeeds at first and fails once `known_good_breaks`.
     let known_good_breaks = Arc::new(AtomicBool::new(false));
-    let script: Script = {
-        let breaks = known_good_breaks.clone();
-        Arc::new(move |_, spec| {
-            let outcome = if has_table(spec, 200)
-                || (has_table(spec, 100) && breaks.load(Ordering::SeqCst))
-            {
-                Outcome::Fail
-            } else {
-                Outcome::Succeed
-            };
-            (Duration::from_millis(100), outcome)
-        })
-    };
-    let _agents = Agents::start(lab.api.client.clone(), script);
+    let script = failing_tables(vec![(200, None), (100, Some(known_good_breaks.clone()))]);
+    let _agents = Agents::start(lab.client.clone(), script);
     let cfg = lab.configurator(&["--update-limit=2"]);
     lab.set_table("extra", 100).await?;
     let good = lab

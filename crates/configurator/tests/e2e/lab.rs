@@ -1,148 +1,30 @@
-//! The lab for end-to-end tests: the test kit's lab API server with the netrollout kinds, nodes
-//! and inputs, and configurators run in-process (library `run`) or as real processes.
+//! The configurator's part of the end-to-end harness: the kit's lab API server (`LabApi`, with
+//! its builders and waits from `netrollout_testkit::fleet`) runs configurators in-process
+//! (library `run`) through [`ConfiguratorLab`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Parser;
-use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, DeleteParams};
-use netrollout_api::{NetworkConfigRevision, NodeNetworkConfig, RevisionPhase};
 use netrollout_configurator::{Args, Metrics};
-use netrollout_testkit::apiserver::LabApi;
-use netrollout_testkit::objects;
+pub use netrollout_testkit::apiserver::LabApi;
+pub use netrollout_testkit::fleet::R;
 pub use netrollout_testkit::wait::eventually;
 use tokio::sync::oneshot;
 
-pub type R<T = ()> = anyhow::Result<T>;
+/// What the configurator's suites add to the kit's harness: configurators, in-process or with
+/// their flags.
+pub trait ConfiguratorLab {
+    /// The flags of a test configurator: short timeouts, ports picked by the OS.
+    fn args(&self, extra: &[&str]) -> Args;
 
-/// The kit's lab API server (`api`: server, client, kubeconfig) with the configurator's helpers.
-pub struct Lab {
-    pub api: LabApi,
+    /// Runs a configurator in this process until the returned handle is stopped: on its own
+    /// thread and runtime, as the binary runs it
+    /// ([`netrollout_configurator::controller::RUNTIME`]), with its own client.
+    fn configurator(&self, extra: &[&str]) -> Configurator;
 }
 
-impl Lab {
-    pub async fn start() -> R<Lab> {
-        Ok(Lab {
-            api: LabApi::netrollout().await,
-        })
-    }
-
-    pub async fn add_node(&self, name: &str, labels: &[(&str, &str)], ready: bool) -> R {
-        objects::add_node(&self.api.client, name, labels, Some(ready)).await;
-        Ok(())
-    }
-
-    pub async fn set_ready(&self, name: &str, ready: bool) -> R {
-        objects::set_ready(&self.api.client, name, ready).await;
-        Ok(())
-    }
-
-    pub async fn delete_node(&self, name: &str) -> R {
-        let api: Api<Node> = Api::all(self.api.client.clone());
-        api.delete(name, &DeleteParams::default()).await?;
-        Ok(())
-    }
-
-    /// Creates or replaces a RoutingTable input (the simplest input kind).
-    pub async fn set_table(&self, name: &str, table_id: i64) -> R {
-        objects::apply_table(&self.api.client, "e2e-test", name, table_id).await;
-        Ok(())
-    }
-
-    pub async fn revisions(&self) -> R<Vec<NetworkConfigRevision>> {
-        let api: Api<NetworkConfigRevision> = Api::all(self.api.client.clone());
-        let mut list = api.list(&Default::default()).await?.items;
-        list.sort_by_key(|r| r.spec.sequence);
-        Ok(list)
-    }
-
-    pub async fn configs(&self) -> R<Vec<NodeNetworkConfig>> {
-        let api: Api<NodeNetworkConfig> = Api::all(self.api.client.clone());
-        Ok(api.list(&Default::default()).await?.items)
-    }
-
-    /// Waits until the newest revision by sequence is in `phase`; returns it.
-    pub async fn newest_in(
-        &self,
-        phase: RevisionPhase,
-        within: Duration,
-    ) -> R<NetworkConfigRevision> {
-        self.newest_after(0, phase, within).await
-    }
-
-    /// Waits until the newest revision has a sequence above `sequence` and is in `phase`.
-    pub async fn newest_after(
-        &self,
-        sequence: i64,
-        phase: RevisionPhase,
-        within: Duration,
-    ) -> R<NetworkConfigRevision> {
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            let revs = self.revisions().await?;
-            let newest = revs.last();
-            if let Some(r) = newest.filter(|r| {
-                r.spec.sequence > sequence && r.status.as_ref().and_then(|s| s.phase) == Some(phase)
-            }) {
-                return Ok(r.clone());
-            }
-            if tokio::time::Instant::now() >= deadline {
-                let seen: Vec<_> = revs
-                    .iter()
-                    .map(|r| {
-                        (
-                            r.metadata.name.clone(),
-                            r.spec.sequence,
-                            r.status.as_ref().and_then(|s| s.phase),
-                        )
-                    })
-                    .collect();
-                anyhow::bail!(
-                    "no revision after sequence {sequence} reached {phase:?} within {within:?}; revisions: {seen:?}"
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// Waits for an Event with `reason` about the `kind` object `name` (Events about
-    /// cluster-scoped objects are in `default`); returns it.
-    pub async fn event(&self, kind: &str, name: &str, reason: &str, within: Duration) -> R<Event> {
-        let api: Api<Event> = Api::namespaced(self.api.client.clone(), "default");
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            let events = api.list(&Default::default()).await?.items;
-            let about = |e: &Event| {
-                e.regarding.as_ref().is_some_and(|r| {
-                    r.kind.as_deref() == Some(kind) && r.name.as_deref() == Some(name)
-                })
-            };
-            if let Some(e) = events
-                .iter()
-                .find(|e| about(e) && e.reason.as_deref() == Some(reason))
-            {
-                return Ok(e.clone());
-            }
-            if tokio::time::Instant::now() >= deadline {
-                let seen: Vec<_> = events
-                    .iter()
-                    .map(|e| {
-                        let r = e.regarding.clone().unwrap_or_default();
-                        (r.kind, r.name, e.reason.clone())
-                    })
-                    .collect();
-                anyhow::bail!(
-                    "no {reason} Event about {kind} {name} within {within:?}; Events: {seen:?}"
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// The flags of a test configurator: short timeouts, ports picked by the OS.
-    pub fn args(&self, extra: &[&str]) -> Args {
+impl ConfiguratorLab for LabApi {
+    fn args(&self, extra: &[&str]) -> Args {
         let mut argv = vec![
             "netrollout-configurator".to_string(),
             "--apply-timeout=2s".into(),
@@ -163,16 +45,13 @@ impl Lab {
         Args::parse_from(argv)
     }
 
-    /// Runs a configurator in this process until the returned handle is stopped: on its own
-    /// thread and runtime, as the binary runs it
-    /// ([`netrollout_configurator::controller::RUNTIME`]), with its own client.
-    pub fn configurator(&self, extra: &[&str]) -> Configurator {
+    fn configurator(&self, extra: &[&str]) -> Configurator {
         let mut args = self.args(extra);
         args.identity = Some(format!("e2e-{}", rand_suffix()));
         let metrics = Arc::new(Metrics::default());
         let (stop, stopped) = oneshot::channel::<()>();
         let (done, ended) = oneshot::channel();
-        let kubeconfig = self.api.kubeconfig();
+        let kubeconfig = self.kubeconfig();
         let m = metrics.clone();
         std::thread::spawn(move || {
             let ran = netrollout_support::block_on(

@@ -8,13 +8,13 @@ use netrollout_api::{DEFAULT_NAMESPACE, RevisionPhase};
 use tokio::process::{Child, Command};
 
 use crate::agents::{Agents, healthy};
-use crate::lab::{Lab, R, eventually};
+use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
 use crate::{all_provisioned, names, nodes};
 
-fn spawn(lab: &Lab, identity: &str) -> R<Child> {
+fn spawn(lab: &LabApi, identity: &str) -> R<Child> {
     let child = Command::new(env!("CARGO_BIN_EXE_netrollout-configurator"))
         .arg("--kubeconfig")
-        .arg(lab.api.kubeconfig())
+        .arg(lab.kubeconfig())
         .args([
             "--identity",
             identity,
@@ -36,8 +36,8 @@ fn spawn(lab: &Lab, identity: &str) -> R<Child> {
     Ok(child)
 }
 
-async fn holder(lab: &Lab) -> R<Option<String>> {
-    let api = Api::<Lease>::namespaced(lab.api.client.clone(), DEFAULT_NAMESPACE);
+async fn holder(lab: &LabApi) -> R<Option<String>> {
+    let api = Api::<Lease>::namespaced(lab.client.clone(), DEFAULT_NAMESPACE);
     Ok(api
         .get_opt("netrollout-configurator")
         .await?
@@ -47,9 +47,9 @@ async fn holder(lab: &Lab) -> R<Option<String>> {
 
 #[tokio::test]
 async fn two_configurators_hand_over_when_the_leader_is_killed_without_double_dispatch() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 10).await?;
-    let agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(400)));
+    let agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(400)));
     let mut procs: HashMap<String, Child> = HashMap::new();
     for id in ["cfg-a", "cfg-b"] {
         procs.insert(id.to_string(), spawn(&lab, id)?);
@@ -106,9 +106,9 @@ async fn two_configurators_hand_over_when_the_leader_is_killed_without_double_di
 
 #[tokio::test]
 async fn a_replica_that_loses_the_lease_stops_writing_until_it_leads_again() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 2).await?;
-    let _agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(20)));
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(20)));
     let cfg = lab.configurator(&["--update-limit=2"]);
     eventually(Duration::from_secs(10), || async {
         Ok(cfg.metrics.leader.get() == 1)
@@ -116,7 +116,7 @@ async fn a_replica_that_loses_the_lease_stops_writing_until_it_leads_again() -> 
     .await?;
 
     // Someone else takes the lease (as a replica would after this one missed its renewals).
-    let leases = Api::<Lease>::namespaced(lab.api.client.clone(), DEFAULT_NAMESPACE);
+    let leases = Api::<Lease>::namespaced(lab.client.clone(), DEFAULT_NAMESPACE);
     let now = jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
         .to_string();

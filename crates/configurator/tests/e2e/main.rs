@@ -25,6 +25,8 @@ mod leader;
 mod rollout;
 mod status;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 // The simulated agents live in the test kit (the configurator benchmark uses them too).
@@ -33,7 +35,7 @@ use netrollout_testkit::fake_agents as agents;
 use netrollout_api::NodeNetworkConfig;
 
 /// Nodes `n-0` .. `n-{count-1}`, Ready, no labels.
-async fn nodes(lab: &lab::Lab, count: usize) -> lab::R {
+async fn nodes(lab: &lab::LabApi, count: usize) -> lab::R {
     for i in 0..count {
         lab.add_node(&format!("n-{i}"), &[], true).await?;
     }
@@ -72,7 +74,7 @@ fn assert_event(event: &k8s_openapi::api::events::v1::Event, warning: bool, name
 
 /// Waits until every listed node's config names `revision` and reports Provisioned for it.
 async fn all_provisioned(
-    lab: &lab::Lab,
+    lab: &lab::LabApi,
     nodes: &[String],
     revision: &str,
     within: Duration,
@@ -99,6 +101,23 @@ fn provisioned(c: &NodeNetworkConfig, revision: &str) -> bool {
 
 fn names(count: usize) -> Vec<String> {
     (0..count).map(|i| format!("n-{i}")).collect()
+}
+
+/// Agents (for [`agents::Agents::start`]) that take 100 ms per config and fail every config
+/// carrying one of `fails`' routing tables: always (`None`) or while its switch is on; every
+/// other config succeeds.
+fn failing_tables(fails: Vec<(u32, Option<Arc<AtomicBool>>)>) -> agents::Script {
+    Arc::new(move |_, spec| {
+        let fail = fails.iter().any(|(id, switch)| {
+            has_table(spec, *id) && switch.as_ref().is_none_or(|on| on.load(Ordering::SeqCst))
+        });
+        let outcome = if fail {
+            agents::Outcome::Fail
+        } else {
+            agents::Outcome::Succeed
+        };
+        (Duration::from_millis(100), outcome)
+    })
 }
 
 /// Whether `spec` carries a routing table with `id`.

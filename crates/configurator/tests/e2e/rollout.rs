@@ -3,14 +3,14 @@ use std::time::Duration;
 use netrollout_api::{ACCEPTED_CONDITION, RevisionPhase, RoutingTable};
 
 use crate::agents::{self, Agents, healthy};
-use crate::lab::{Lab, R, eventually};
+use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
 use crate::{all_provisioned, names, nodes};
 
 /// `--rollout-strategy window`: a slot freed by a quick node is filled at once, while a slow
 /// node still applies; the limit holds throughout.
 #[tokio::test]
 async fn with_the_window_strategy_a_freed_slot_is_filled_while_a_slow_node_still_applies() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 6).await?;
     // Long enough for the five quick nodes to pass through one slot on a loaded CI machine.
     let slow = Duration::from_secs(3);
@@ -22,7 +22,7 @@ async fn with_the_window_strategy_a_freed_slot_is_filled_while_a_slow_node_still
         };
         (took, agents::Outcome::Succeed)
     });
-    let agents = Agents::start(lab.api.client.clone(), script);
+    let agents = Agents::start(lab.client.clone(), script);
     let _cfg = lab.configurator(&[
         "--update-limit=2",
         "--rollout-strategy=window",
@@ -63,9 +63,9 @@ async fn with_the_window_strategy_a_freed_slot_is_filled_while_a_slow_node_still
 
 #[tokio::test]
 async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 6).await?;
-    let agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(150)));
+    let agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(150)));
     let cfg = lab.configurator(&["--update-limit=2", "--rollout-strategy=waves"]);
     lab.set_table("extra", 100).await?;
     let first = lab
@@ -82,7 +82,7 @@ async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
     .await?;
 
     // The input says which revision holds it.
-    let input = kube::Api::<RoutingTable>::all(lab.api.client.clone())
+    let input = kube::Api::<RoutingTable>::all(lab.client.clone())
         .get("extra")
         .await?;
     let status = input.status.unwrap();
@@ -125,10 +125,8 @@ async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
         agents.pickups()
     );
     // Every decision is an Event (cluster-scoped objects' Events go to "default").
-    let events = kube::Api::<k8s_openapi::api::events::v1::Event>::namespaced(
-        lab.api.client.clone(),
-        "default",
-    );
+    let events =
+        kube::Api::<k8s_openapi::api::events::v1::Event>::namespaced(lab.client.clone(), "default");
     let reasons: Vec<String> = events
         .list(&Default::default())
         .await?
@@ -147,9 +145,9 @@ async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
 
 #[tokio::test]
 async fn undoing_a_change_reuses_the_older_revision_with_a_raised_sequence() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 2).await?;
-    let _agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(50)));
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=100%"]);
     lab.set_table("extra", 100).await?;
     let a = lab
@@ -195,13 +193,13 @@ async fn undoing_a_change_reuses_the_older_revision_with_a_raised_sequence() -> 
 
 #[tokio::test]
 async fn an_invalid_input_is_rejected_and_no_revision_is_created() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 2).await?;
     let cfg = lab.configurator(&[]);
     // Two tables claiming the same id.
     lab.set_table("one", 300).await?;
     lab.set_table("two", 300).await?;
-    let api = kube::Api::<RoutingTable>::all(lab.api.client.clone());
+    let api = kube::Api::<RoutingTable>::all(lab.client.clone());
     eventually(Duration::from_secs(10), || async {
         let two = api.get("two").await?;
         Ok(two.status.is_some_and(|s| {
@@ -244,9 +242,9 @@ fn free_port() -> R<u16> {
 
 #[tokio::test]
 async fn health_readiness_and_metrics_are_served_once_the_caches_are_synced() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 2).await?;
-    let _agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(20)));
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(20)));
     let (m, h) = (free_port()?, free_port()?);
     let cfg = lab.configurator(&[
         &format!("--metrics-addr=127.0.0.1:{m}"),

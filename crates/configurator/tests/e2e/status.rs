@@ -11,15 +11,15 @@ use netrollout_api::{
 };
 
 use crate::agents::{Agents, healthy};
-use crate::lab::{Lab, R, eventually};
+use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
 use crate::{all_provisioned, assert_event, condition, names, nodes};
 
 #[tokio::test]
 async fn kubectl_wait_for_ready_returns_when_the_rollout_succeeded_and_a_settled_fleet_costs_no_writes()
 -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 3).await?;
-    let _agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(150)));
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(150)));
     let cfg = lab.configurator(&["--update-limit=1"]);
     lab.set_table("extra", 100).await?;
     eventually(Duration::from_secs(10), || async {
@@ -30,10 +30,9 @@ async fn kubectl_wait_for_ready_returns_when_the_rollout_succeeded_and_a_settled
     let name = first.metadata.name.clone().unwrap();
     let ncr_ref = format!("ncr/{name}");
     // The rollout takes three waves: kubectl waits, and returns once it succeeded.
-    lab.api
-        .ok(&["wait", "--for=condition=Ready", &ncr_ref, "--timeout=30s"])
+    lab.ok(&["wait", "--for=condition=Ready", &ncr_ref, "--timeout=30s"])
         .await;
-    let ncrs = Api::<NetworkConfigRevision>::all(lab.api.client.clone());
+    let ncrs = Api::<NetworkConfigRevision>::all(lab.client.clone());
     let done = ncrs.get(&name).await?;
     assert_eq!(
         done.status.as_ref().and_then(|s| s.phase),
@@ -81,17 +80,16 @@ async fn kubectl_wait_for_ready_returns_when_the_rollout_succeeded_and_a_settled
                 .all(|c| c.observed_generation == r.metadata.generation))
     })
     .await?;
-    lab.api
-        .ok(&["wait", "--for=condition=Ready", &ncr_ref, "--timeout=30s"])
+    lab.ok(&["wait", "--for=condition=Ready", &ncr_ref, "--timeout=30s"])
         .await;
     cfg.stop().await
 }
 
 #[tokio::test]
 async fn a_pruned_revision_and_an_ignored_retry_are_normal_events_that_name_the_revision() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 2).await?;
-    let _agents = Agents::start(lab.api.client.clone(), healthy(Duration::from_millis(50)));
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=2", "--revision-history-limit=1"]);
     lab.set_table("extra", 100).await?;
     let old = lab
@@ -132,7 +130,7 @@ async fn a_pruned_revision_and_an_ignored_retry_are_normal_events_that_name_the_
     let newest = lab.revisions().await?.pop().unwrap();
     let newest_name = newest.metadata.name.clone().unwrap();
     let patch = serde_json::json!({ "metadata": { "annotations": { RETRY_ANNOTATION: "now" } } });
-    Api::<NetworkConfigRevision>::all(lab.api.client.clone())
+    Api::<NetworkConfigRevision>::all(lab.client.clone())
         .patch(&newest_name, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     let ignored = lab

@@ -17,7 +17,7 @@ use netrollout_api::{
 use netrollout_testkit::apiserver::LabApi;
 use serde_json::{Value, json};
 
-use crate::lab::{self, R};
+use crate::lab::{ConfiguratorLab as _, R};
 
 fn vrf(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "netrollout.io/v1alpha1", "kind": "VRFRouteConfiguration",
@@ -41,7 +41,43 @@ struct Cross {
     /// The field the newcomer's message names.
     field: &'static str,
     /// What else its message must say (the established object's name, the value).
-    mentions: &'static [&'static str],
+    mentions: Vec<String>,
+}
+
+/// `newcomer` clashes with the accepted `established` over `value` of `field`: blamed on the
+/// newcomer, its message naming the field, the established object and the value.
+fn clash(
+    what: &'static str,
+    established: Value,
+    newcomer: Value,
+    field: &'static str,
+    value: &str,
+) -> Cross {
+    let mentions = vec![name(&established).to_string(), value.to_string()];
+    clash_after(what, vec![established], newcomer, field, mentions)
+}
+
+/// `newcomer` clashes with the accepted `established` on `field`; its message names the field
+/// and each of `mentions`.
+fn clash_after(
+    what: &'static str,
+    established: Vec<Value>,
+    newcomer: Value,
+    field: &'static str,
+    mentions: impl IntoIterator<Item = impl ToString>,
+) -> Cross {
+    Cross {
+        what,
+        established,
+        newcomer,
+        field,
+        mentions: mentions.into_iter().map(|m| m.to_string()).collect(),
+    }
+}
+
+/// `newcomer` is wrong on `field` with nothing else applied; its message says `mention`.
+fn alone(what: &'static str, newcomer: Value, field: &'static str, mention: &str) -> Cross {
+    clash_after(what, vec![], newcomer, field, [mention])
 }
 
 fn cases() -> Vec<Cross> {
@@ -54,136 +90,132 @@ fn cases() -> Vec<Cross> {
         l2(name, spec)
     };
     vec![
-        Cross {
-            what: "a VLAN id used twice",
-            established: vec![net("z-l2", 100, 5000, None, "10.250.0.1/24")],
-            newcomer: net("a-l2", 100, 5001, None, "10.251.0.1/24"),
-            field: "spec.id",
-            mentions: &["z-l2", "100"],
-        },
-        Cross {
-            what: "a layer-2 VNI used twice",
-            established: vec![net("z-l2", 100, 5000, None, "10.250.0.1/24")],
-            newcomer: net("a-l2", 101, 5000, None, "10.251.0.1/24"),
-            field: "spec.vni",
-            mentions: &["z-l2", "5000"],
-        },
-        Cross {
-            what: "a new VRF reusing an accepted layer-2 network's VNI",
-            established: vec![net("z-l2", 100, 5000, None, "10.250.0.1/24")],
-            newcomer: vrf("a-vrf", json!({"vrf": "blue", "seq": 10, "vni": 5000})),
-            field: "spec.vni",
-            mentions: &["z-l2", "5000"],
-        },
-        Cross {
-            what: "a new layer-2 network reusing an accepted VRF's VNI",
-            established: vec![red("z-red", 10)],
-            newcomer: net("a-l2", 100, 1000, None, "10.250.0.1/24"),
-            field: "spec.vni",
-            mentions: &["z-red", "1000"],
-        },
-        Cross {
-            what: "a table id used twice",
-            established: vec![table("z-t", 300)],
-            newcomer: table("a-t", 300),
-            field: "spec.tableId",
-            mentions: &["z-t", "300"],
-        },
-        Cross {
-            what: "a table id that is an accepted VRF's table (its VNI)",
-            established: vec![red("z-red", 10)],
-            newcomer: table("a-t", 1000),
-            field: "spec.tableId",
-            mentions: &["z-red", "1000"],
-        },
-        Cross {
-            what: "a new VRF whose VNI is an accepted routing table",
-            established: vec![table("z-t", 301)],
-            newcomer: vrf("a-vrf", json!({"vrf": "blue", "seq": 10, "vni": 301})),
-            field: "spec.vni",
-            mentions: &["z-t", "301"],
-        },
-        Cross {
-            what: "layer-2 subnets overlapping in one VRF",
-            established: vec![
+        clash(
+            "a VLAN id used twice",
+            net("z-l2", 100, 5000, None, "10.250.0.1/24"),
+            net("a-l2", 100, 5001, None, "10.251.0.1/24"),
+            "spec.id",
+            "100",
+        ),
+        clash(
+            "a layer-2 VNI used twice",
+            net("z-l2", 100, 5000, None, "10.250.0.1/24"),
+            net("a-l2", 101, 5000, None, "10.251.0.1/24"),
+            "spec.vni",
+            "5000",
+        ),
+        clash(
+            "a new VRF reusing an accepted layer-2 network's VNI",
+            net("z-l2", 100, 5000, None, "10.250.0.1/24"),
+            vrf("a-vrf", json!({"vrf": "blue", "seq": 10, "vni": 5000})),
+            "spec.vni",
+            "5000",
+        ),
+        clash(
+            "a new layer-2 network reusing an accepted VRF's VNI",
+            red("z-red", 10),
+            net("a-l2", 100, 1000, None, "10.250.0.1/24"),
+            "spec.vni",
+            "1000",
+        ),
+        clash(
+            "a table id used twice",
+            table("z-t", 300),
+            table("a-t", 300),
+            "spec.tableId",
+            "300",
+        ),
+        clash(
+            "a table id that is an accepted VRF's table (its VNI)",
+            red("z-red", 10),
+            table("a-t", 1000),
+            "spec.tableId",
+            "1000",
+        ),
+        clash(
+            "a new VRF whose VNI is an accepted routing table",
+            table("z-t", 301),
+            vrf("a-vrf", json!({"vrf": "blue", "seq": 10, "vni": 301})),
+            "spec.vni",
+            "301",
+        ),
+        clash_after(
+            "layer-2 subnets overlapping in one VRF",
+            vec![
                 red("z-red", 10),
                 net("z-l2", 100, 5000, Some("red"), "10.250.0.1/24"),
             ],
-            newcomer: net("a-l2", 101, 5001, Some("red"), "10.250.0.129/25"),
-            field: "spec.anycastGateways[0]",
-            mentions: &["z-l2", "10.250.0.0/24"],
-        },
-        Cross {
-            what: "layer-2 subnets overlapping in the default VRF",
-            established: vec![net("z-l2", 100, 5000, None, "fd94::1/64")],
-            newcomer: net("a-l2", 101, 5001, None, "fd94::2/48"),
-            field: "spec.anycastGateways[0]",
-            mentions: &["z-l2", "fd94::/64"],
-        },
-        Cross {
-            what: "a loopback name used by two VRFs",
-            established: vec![vrf(
+            net("a-l2", 101, 5001, Some("red"), "10.250.0.129/25"),
+            "spec.anycastGateways[0]",
+            ["z-l2", "10.250.0.0/24"],
+        ),
+        clash(
+            "layer-2 subnets overlapping in the default VRF",
+            net("z-l2", 100, 5000, None, "fd94::1/64"),
+            net("a-l2", 101, 5001, None, "fd94::2/48"),
+            "spec.anycastGateways[0]",
+            "fd94::/64",
+        ),
+        clash(
+            "a loopback name used by two VRFs",
+            vrf(
                 "z-red",
                 json!({"vrf": "red", "seq": 10,
                 "loopbacks": [{"name": "lo.x", "subnet": "10.9.0.0/24"}]}),
-            )],
-            newcomer: vrf(
+            ),
+            vrf(
                 "a-blue",
                 json!({"vrf": "blue", "seq": 10,
                 "loopbacks": [{"name": "lo.x", "subnet": "10.8.0.0/24"}]}),
             ),
-            field: "spec.loopbacks[0].name",
-            mentions: &["z-red", "lo.x"],
-        },
-        Cross {
-            what: "two policies of one VRF disagreeing on its VNI",
-            established: vec![red("z-red", 10)],
-            newcomer: vrf("a-red", json!({"vrf": "red", "seq": 20, "vni": 1001})),
-            field: "spec.vni",
-            mentions: &["z-red", "1001"],
-        },
-        Cross {
-            what: "two policies of one VRF with the same seq",
-            established: vec![red("z-red", 10)],
-            newcomer: red("a-red", 10),
-            field: "spec.seq",
-            mentions: &["z-red", "10"],
-        },
-        Cross {
-            what: "an anycast gateway that is its subnet's broadcast address",
-            established: vec![],
-            newcomer: net("a-l2", 100, 5000, None, "10.250.0.255/24"),
-            field: "spec.anycastGateways[0]",
-            mentions: &["broadcast"],
-        },
-        Cross {
-            what: "one gateway address twice with different prefix lengths",
-            established: vec![],
-            newcomer: l2(
+            "spec.loopbacks[0].name",
+            "lo.x",
+        ),
+        clash(
+            "two policies of one VRF disagreeing on its VNI",
+            red("z-red", 10),
+            vrf("a-red", json!({"vrf": "red", "seq": 20, "vni": 1001})),
+            "spec.vni",
+            "1001",
+        ),
+        clash(
+            "two policies of one VRF with the same seq",
+            red("z-red", 10),
+            red("a-red", 10),
+            "spec.seq",
+            "10",
+        ),
+        alone(
+            "an anycast gateway that is its subnet's broadcast address",
+            net("a-l2", 100, 5000, None, "10.250.0.255/24"),
+            "spec.anycastGateways[0]",
+            "broadcast",
+        ),
+        alone(
+            "one gateway address twice with different prefix lengths",
+            l2(
                 "a-l2",
                 json!({"id": 100, "mtu": 1500, "vni": 5000,
                 "anycastGateways": ["10.250.0.1/24", "10.250.0.1/25"]}),
             ),
-            field: "spec.anycastGateways[1]",
-            mentions: &["spec.anycastGateways[0]"],
-        },
-        Cross {
-            what: "a layer-2 network in a VRF nobody defines",
-            established: vec![],
-            newcomer: net("a-l2", 100, 5000, Some("nope"), "10.250.0.1/24"),
-            field: "spec.vrf",
-            mentions: &["nope"],
-        },
-        Cross {
-            what: "a route target without the VRF's VNI",
-            established: vec![],
-            newcomer: vrf(
+            "spec.anycastGateways[1]",
+            "spec.anycastGateways[0]",
+        ),
+        alone(
+            "a layer-2 network in a VRF nobody defines",
+            net("a-l2", 100, 5000, Some("nope"), "10.250.0.1/24"),
+            "spec.vrf",
+            "nope",
+        ),
+        alone(
+            "a route target without the VRF's VNI",
+            vrf(
                 "a-red",
                 json!({"vrf": "red", "seq": 10, "routeTarget": "65000:1"}),
             ),
-            field: "spec.routeTarget",
-            mentions: &["spec.vni"],
-        },
+            "spec.routeTarget",
+            "spec.vni",
+        ),
     ]
 }
 
@@ -237,30 +269,27 @@ async fn wait_for(api: &LabApi, obj: &Value, check: impl Fn(&Condition) -> bool)
 
 #[tokio::test]
 async fn inputs_that_clash_with_accepted_ones_are_rejected_and_blamed_with_the_field_named() -> R {
-    let lab = lab::Lab {
-        api: crate::lab_with_bundle().await,
-    };
+    let lab = crate::lab_with_bundle().await;
     let cfg = lab.configurator(&[]);
     let mut failures = vec![];
     for case in cases() {
-        if let Err(e) = one(&lab.api, &case).await {
+        if let Err(e) = one(&lab, &case).await {
             failures.push(format!("{}: {e:#}", case.what));
         }
         // Clean up whatever the case left, and wait until it is gone.
         let all: Vec<&Value> = case.established.iter().chain([&case.newcomer]).collect();
         for obj in &all {
-            lab.api
-                .kubectl_run(
-                    &[
-                        "delete",
-                        kind(obj),
-                        name(obj),
-                        "--ignore-not-found",
-                        "--wait=true",
-                    ],
-                    None,
-                )
-                .await;
+            lab.kubectl_run(
+                &[
+                    "delete",
+                    kind(obj),
+                    name(obj),
+                    "--ignore-not-found",
+                    "--wait=true",
+                ],
+                None,
+            )
+            .await;
         }
     }
     cfg.stop().await?;
@@ -284,7 +313,7 @@ async fn one(api: &LabApi, case: &Cross) -> R {
         own.reason,
         own.message
     );
-    for want in [case.field].iter().chain(case.mentions) {
+    for want in std::iter::once(case.field).chain(case.mentions.iter().map(String::as_str)) {
         anyhow::ensure!(
             own.message.contains(want),
             "newcomer's message does not name {want:?}: {}",

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-pub use netrollout_testkit::apiserver::LabApi as Lab;
+pub use netrollout_testkit::apiserver::LabApi;
 // Each test file takes the part it needs.
 #[allow(unused_imports)]
 pub use netrollout_testkit::kubectl::KUBECTL;
@@ -21,7 +21,7 @@ pub fn fixture(name: &str) -> PathBuf {
 }
 
 /// Applies the test CRDs with kubectl and waits until they are established.
-pub async fn apply_crds(lab: &Lab) {
+pub async fn apply_crds(lab: &LabApi) {
     let crds = fixture("crds.yaml");
     lab.ok(&["apply", "-f", crds.to_str().expect("utf-8 path")])
         .await;

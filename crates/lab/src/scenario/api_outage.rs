@@ -8,8 +8,8 @@ use netrollout_api::RevisionPhase;
 use netrollout_lab_apiserver::Outage;
 
 use super::checks::all_provisioned;
-use super::steps::{new_revision, rollout, settle};
-use super::traffic_checks::{start_traffic, traffic_report};
+use super::steps::{known_good_with_traffic, new_revision, settle};
+use super::traffic_checks::traffic_report;
 use super::{Scenario, Story};
 use crate::{inputs, traffic};
 
@@ -33,15 +33,8 @@ impl Scenario for ApiOutage {
 }
 
 async fn play(story: &mut Story<'_>) -> Result<()> {
-    let Story {
-        m,
-        lab,
-        summary,
-        samples,
-    } = story;
-    let (lab, samples) = (&mut **lab, &samples[..]);
-    let good = rollout(m, lab, samples, "the samples (known-good)").await?;
-    start_traffic(summary, m, lab, samples).await?;
+    let (m, lab, summary, samples) = story.parts();
+    let good = known_good_with_traffic(summary, m, lab, samples).await?;
     let t0 = traffic::now_ms();
     lab.apply(&[inputs::layer2("lab-extra", 700, "192.168.70.1/24")?])
         .await?;

@@ -3,8 +3,8 @@
 use anyhow::Result;
 use futures::future::BoxFuture;
 
-use super::steps::{fail_and_restore, rollout};
-use super::traffic_checks::{start_traffic, traffic_report};
+use super::steps::{fail_and_restore, known_good_with_traffic};
+use super::traffic_checks::traffic_report;
 use super::{Scenario, Story};
 use crate::inputs;
 
@@ -29,15 +29,8 @@ impl Scenario for BadConfig {
 }
 
 async fn play(story: &mut Story<'_>) -> Result<()> {
-    let Story {
-        m,
-        lab,
-        summary,
-        samples,
-    } = story;
-    let (lab, samples) = (&mut **lab, &samples[..]);
-    let good = rollout(m, lab, samples, "the samples (known-good)").await?;
-    start_traffic(summary, m, lab, samples).await?;
+    let (m, lab, summary, samples) = story.parts();
+    let good = known_good_with_traffic(summary, m, lab, samples).await?;
     m.say("applying a config that makes the API server's address local on every node");
     let breaker = [inputs::connectivity_breaker()?];
     let (given, (t0, t1)) =

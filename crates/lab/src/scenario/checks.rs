@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::Monitor;
-use crate::cluster::Lab;
+use crate::cluster::Cluster;
 
 /// The outcome of a scenario: each check with whether it held.
 #[derive(Debug, Default)]
@@ -26,7 +26,7 @@ impl Summary {
 }
 
 /// The update limit resolved for the lab's current node count.
-pub(super) fn limit(lab: &Lab) -> usize {
+pub(super) fn limit(lab: &Cluster) -> usize {
     lab.options().update_limit.resolve(lab.node_names().len())
 }
 
@@ -35,7 +35,7 @@ pub(super) fn limit(lab: &Lab) -> usize {
 pub(super) fn halted_and_restored(
     summary: &mut Summary,
     m: &Monitor,
-    lab: &Lab,
+    lab: &Cluster,
     given: &[String],
     good: &str,
     limit: usize,
@@ -73,7 +73,7 @@ pub(super) fn halted_and_restored(
 pub(super) async fn untainted(
     summary: &mut Summary,
     m: &Monitor,
-    lab: &Lab,
+    lab: &Cluster,
     what: &str,
 ) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -102,7 +102,7 @@ pub(super) async fn untainted(
     Ok(())
 }
 
-pub(super) fn all_provisioned(summary: &mut Summary, m: &Monitor, lab: &Lab, revision: &str) {
+pub(super) fn all_provisioned(summary: &mut Summary, m: &Monitor, lab: &Cluster, revision: &str) {
     let done = m.now.provisioned_on(revision).len();
     let nodes = lab.node_names().len();
     summary.check(

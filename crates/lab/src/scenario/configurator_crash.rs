@@ -4,7 +4,7 @@ use anyhow::Result;
 use futures::future::BoxFuture;
 
 use super::checks::all_provisioned;
-use super::steps::{settle, settle_newest};
+use super::steps::{apply_samples_until, settle_newest};
 use super::traffic_checks::start_traffic;
 use super::{Scenario, Story};
 use crate::cluster::Options;
@@ -39,21 +39,21 @@ impl Scenario for ConfiguratorCrash {
 }
 
 async fn play(story: &mut Story<'_>) -> Result<()> {
-    let Story {
+    let (m, lab, summary, samples) = story.parts();
+    let plan = "applying the samples; the leader is killed after the first node finishes";
+    apply_samples_until(
         m,
         lab,
-        summary,
         samples,
-    } = story;
-    let (lab, samples) = (&mut **lab, &samples[..]);
-    m.say("applying the samples; the leader is killed after the first node finishes");
-    lab.apply(samples).await?;
-    m.until(lab, "a leader and the first node done", settle(lab), |o| {
-        o.newest().is_some_and(|r| {
-            !o.provisioned_on(r.metadata.name.as_deref().unwrap_or_default())
-                .is_empty()
-        })
-    })
+        plan,
+        "a leader and the first node done",
+        |o| {
+            o.newest().is_some_and(|r| {
+                !o.provisioned_on(r.metadata.name.as_deref().unwrap_or_default())
+                    .is_empty()
+            })
+        },
+    )
     .await?;
     let leader = lab.leader().await?.unwrap_or_default();
     m.say(&format!("killing the leader {leader} with SIGKILL"));

@@ -31,13 +31,7 @@ impl Scenario for Happy {
 }
 
 async fn play(story: &mut Story<'_>) -> Result<()> {
-    let Story {
-        m,
-        lab,
-        summary,
-        samples,
-    } = story;
-    let (lab, samples) = (&mut **lab, &samples[..]);
+    let (m, lab, summary, samples) = story.parts();
     let target = rollout(m, lab, samples, "the samples").await?;
     all_provisioned(summary, m, lab, &target);
     start_traffic(summary, m, lab, samples).await?;

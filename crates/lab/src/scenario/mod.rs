@@ -30,7 +30,7 @@ pub use checks::Summary;
 pub use monitor::Monitor;
 pub(crate) use steps::{new_revision, rollout};
 
-use crate::cluster::{Lab, Options};
+use crate::cluster::{Cluster, Options};
 use crate::inputs;
 
 /// A scripted story.
@@ -56,11 +56,23 @@ pub struct Story<'l> {
     /// The timeline.
     pub m: Monitor,
     /// The started lab.
-    pub lab: &'l mut Lab,
+    pub lab: &'l mut Cluster,
     /// The checks so far.
     pub summary: Summary,
     /// The inputs the lab starts from (the samples this kernel can carry).
     pub samples: Vec<DynamicObject>,
+}
+
+impl Story<'_> {
+    /// The timeline, the lab, the checks and the samples, to use side by side.
+    pub fn parts(&mut self) -> (&mut Monitor, &mut Cluster, &mut Summary, &[DynamicObject]) {
+        (
+            &mut self.m,
+            &mut *self.lab,
+            &mut self.summary,
+            &self.samples,
+        )
+    }
 }
 
 /// Every scenario, in the order `all` runs them and `--help` lists them.
@@ -131,7 +143,7 @@ impl std::str::FromStr for Choice {
 
 /// Runs `scenario` on a started lab, then checks what every story promises: the nodes in flight
 /// never exceeded the update limit.
-pub async fn run(scenario: &dyn Scenario, lab: &mut Lab) -> Result<Summary> {
+pub async fn run(scenario: &dyn Scenario, lab: &mut Cluster) -> Result<Summary> {
     let m = Monitor::new(lab);
     let (samples, skipped) = inputs::initial(lab.vrf)?;
     if !skipped.is_empty() {

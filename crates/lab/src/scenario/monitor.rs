@@ -12,7 +12,7 @@ use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher::{self, Event, watcher};
 use netrollout_api::{NodeNetworkConfig, NodePhase};
 
-use crate::cluster::Lab;
+use crate::cluster::Cluster;
 use crate::progress::{self, Observed};
 use crate::traffic;
 
@@ -108,7 +108,7 @@ fn say_at(start: Instant, text: &str) {
 
 impl Monitor {
     /// Starts watching the lab's node configs; the clock starts now.
-    pub fn new(lab: &Lab) -> Self {
+    pub fn new(lab: &Cluster) -> Self {
         let start = Instant::now();
         let nodes = Arc::new(Mutex::new(NodeTracker::default()));
         let api: Api<NodeNetworkConfig> = Api::all(lab.client.clone());
@@ -173,7 +173,7 @@ impl Monitor {
     }
 
     /// Takes one observation and prints what changed in the revisions.
-    pub async fn observe(&mut self, lab: &Lab) -> Result<()> {
+    pub async fn observe(&mut self, lab: &Cluster) -> Result<()> {
         let obs = Observed::fetch(&lab.client).await?;
         let mut now = BTreeMap::new();
         for r in &obs.revisions {
@@ -205,7 +205,7 @@ impl Monitor {
     /// Observes until `done` holds, or fails after `timeout` naming `what`.
     pub async fn until(
         &mut self,
-        lab: &Lab,
+        lab: &Cluster,
         what: &str,
         timeout: Duration,
         done: impl Fn(&Observed) -> bool,

@@ -4,7 +4,7 @@ use anyhow::Result;
 use futures::future::BoxFuture;
 
 use super::checks::all_provisioned;
-use super::steps::{settle, settle_newest};
+use super::steps::{apply_samples_until, settle_newest};
 use super::traffic_checks::start_traffic;
 use super::{Scenario, Story};
 use crate::cluster::Options;
@@ -38,16 +38,9 @@ impl Scenario for NodeJoin {
 }
 
 async fn play(story: &mut Story<'_>) -> Result<()> {
-    let Story {
-        m,
-        lab,
-        summary,
-        samples,
-    } = story;
-    let (lab, samples) = (&mut **lab, &samples[..]);
-    m.say("applying the samples; a node joins once the first wave is in flight");
-    lab.apply(samples).await?;
-    m.until(lab, "the first dispatch", settle(lab), |o| {
+    let (m, lab, summary, samples) = story.parts();
+    let plan = "applying the samples; a node joins once the first wave is in flight";
+    apply_samples_until(m, lab, samples, plan, "the first dispatch", |o| {
         !o.in_flight().is_empty()
     })
     .await?;

@@ -1,4 +1,6 @@
-//! The steps scenarios share: apply inputs and wait for the revision they make to succeed or fail.
+//! The steps scenarios share: the opening of a story (the samples rolled out with traffic, or
+//! applied until a moment mid-rollout), apply inputs and wait for the revision they make to
+//! succeed or fail.
 
 use std::time::Duration;
 
@@ -7,12 +9,42 @@ use netrollout_api::RevisionPhase;
 
 use super::Monitor;
 use super::checks::{Summary, all_provisioned, halted_and_restored, limit};
-use crate::cluster::Lab;
+use super::traffic_checks::start_traffic;
+use crate::cluster::Cluster;
+use crate::progress::Observed;
 use crate::traffic;
 
 /// How long a rollout may take to settle: 2 min, 5 min with the nodes in the VM (TCG).
-pub(super) fn settle(lab: &Lab) -> Duration {
+pub(super) fn settle(lab: &Cluster) -> Duration {
     Duration::from_secs(if lab.in_vm() { 300 } else { 120 })
+}
+
+/// The opening of a story that breaks something: the samples roll out (the known-good
+/// revision, returned) and tenant traffic flows between every node's workloads.
+pub(super) async fn known_good_with_traffic(
+    summary: &mut Summary,
+    m: &mut Monitor,
+    lab: &mut Cluster,
+    samples: &[kube::api::DynamicObject],
+) -> Result<String> {
+    let good = rollout(m, lab, samples, "the samples (known-good)").await?;
+    start_traffic(summary, m, lab, samples).await?;
+    Ok(good)
+}
+
+/// The opening of a story that acts mid-rollout: says `plan`, applies the samples and waits
+/// until `what` holds.
+pub(super) async fn apply_samples_until(
+    m: &mut Monitor,
+    lab: &Cluster,
+    samples: &[kube::api::DynamicObject],
+    plan: &str,
+    what: &str,
+    done: impl Fn(&Observed) -> bool,
+) -> Result<()> {
+    m.say(plan);
+    lab.apply(samples).await?;
+    m.until(lab, what, settle(lab), done).await
 }
 
 /// A change that must fail: applies `objects` on top of revision `good`, waits until the new
@@ -22,7 +54,7 @@ pub(super) fn settle(lab: &Lab) -> Duration {
 pub(super) async fn fail_and_restore(
     summary: &mut Summary,
     m: &mut Monitor,
-    lab: &Lab,
+    lab: &Cluster,
     good: &str,
     objects: &[kube::api::DynamicObject],
     what: &str,
@@ -52,7 +84,7 @@ pub(super) async fn fail_and_restore(
 /// Applies inputs and waits for the resulting revision to succeed; returns its name.
 pub(crate) async fn rollout(
     m: &mut Monitor,
-    lab: &Lab,
+    lab: &Cluster,
     objects: &[kube::api::DynamicObject],
     what: &str,
 ) -> Result<String> {
@@ -64,7 +96,7 @@ pub(crate) async fn rollout(
 }
 
 /// Waits until a revision other than `previous` is the newest; returns its name.
-pub(crate) async fn new_revision(m: &mut Monitor, lab: &Lab, previous: &str) -> Result<String> {
+pub(crate) async fn new_revision(m: &mut Monitor, lab: &Cluster, previous: &str) -> Result<String> {
     m.until(lab, "a new revision", settle(lab), |o| {
         o.newest()
             .is_some_and(|r| r.metadata.name.as_deref() != Some(previous))
@@ -77,7 +109,7 @@ pub(crate) async fn new_revision(m: &mut Monitor, lab: &Lab, previous: &str) -> 
 }
 
 /// Waits until the newest revision succeeds; returns its name.
-pub(super) async fn settle_newest(m: &mut Monitor, lab: &Lab) -> Result<String> {
+pub(super) async fn settle_newest(m: &mut Monitor, lab: &Cluster) -> Result<String> {
     m.until(lab, "the newest revision to succeed", settle(lab), |o| {
         o.newest().and_then(|r| r.status.as_ref()?.phase) == Some(RevisionPhase::Succeeded)
     })

@@ -4,8 +4,8 @@ use anyhow::Result;
 use futures::future::BoxFuture;
 
 use super::checks::untainted;
-use super::steps::{fail_and_restore, rollout};
-use super::traffic_checks::{start_traffic, traffic_report};
+use super::steps::{fail_and_restore, known_good_with_traffic};
+use super::traffic_checks::traffic_report;
 use super::{Scenario, Story};
 use crate::inputs;
 
@@ -30,15 +30,8 @@ impl Scenario for TenantBreak {
 }
 
 async fn play(story: &mut Story<'_>) -> Result<()> {
-    let Story {
-        m,
-        lab,
-        summary,
-        samples,
-    } = story;
-    let (lab, samples) = (&mut **lab, &samples[..]);
-    let good = rollout(m, lab, samples, "the samples (known-good)").await?;
-    start_traffic(summary, m, lab, samples).await?;
+    let (m, lab, summary, samples) = story.parts();
+    let good = known_good_with_traffic(summary, m, lab, samples).await?;
     untainted(summary, m, lab, "startup taints removed before the break").await?;
     let wrong = inputs::TENANT_VNI + 1;
     m.say(&format!(

@@ -7,13 +7,13 @@ use anyhow::Result;
 
 use super::Monitor;
 use super::checks::Summary;
-use crate::cluster::Lab;
+use crate::cluster::Cluster;
 use crate::progress;
 use crate::traffic::{self, Loss};
 
 /// How long tenant traffic may take to flow after workloads attach or a node restores (EVPN
 /// routes travel through the route reflector).
-fn converge(lab: &Lab) -> Duration {
+fn converge(lab: &Cluster) -> Duration {
     Duration::from_secs(if lab.in_vm() { 60 } else { 30 })
 }
 
@@ -24,7 +24,7 @@ const AFTER: Duration = Duration::from_secs(3);
 pub(super) async fn start_traffic(
     summary: &mut Summary,
     m: &Monitor,
-    lab: &mut Lab,
+    lab: &mut Cluster,
     objects: &[kube::api::DynamicObject],
 ) -> Result<()> {
     lab.start_traffic(objects).await?;
@@ -57,7 +57,7 @@ pub(super) async fn start_traffic(
     Ok(())
 }
 
-fn reachability_detail(lab: &Lab, missing: &[traffic::Pair]) -> String {
+fn reachability_detail(lab: &Cluster, missing: &[traffic::Pair]) -> String {
     if missing.is_empty() {
         format!(
             "{} pair(s) on {} network(s), every probe answered for 2 s",
@@ -80,7 +80,7 @@ fn reachability_detail(lab: &Lab, missing: &[traffic::Pair]) -> String {
 pub(super) async fn traffic_report(
     summary: &mut Summary,
     m: &Monitor,
-    lab: &Lab,
+    lab: &Cluster,
     window: (u64, u64),
     changed: &[&str],
     first_wave: &[&str],
