@@ -37,6 +37,7 @@
 
 pub mod action;
 mod assess;
+pub mod guard;
 pub mod order;
 mod plan;
 mod prune;

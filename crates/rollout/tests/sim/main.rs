@@ -13,6 +13,7 @@
 mod check;
 mod regressions;
 mod regressions_failure;
+mod regressions_guard;
 mod regressions_known_good;
 mod scenario;
 
