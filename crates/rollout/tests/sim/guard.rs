@@ -65,7 +65,7 @@ fn wave_start(s: &State, rev: &str, now: Timestamp, set: &Settings) -> Option<Ti
 }
 
 /// The counted nodes regressed at or after `start`.
-fn regressed_since<'a>(s: &'a State, start: Timestamp) -> impl Iterator<Item = &'a Node> {
+fn regressed_since(s: &State, start: Timestamp) -> impl Iterator<Item = &Node> {
     s.nodes
         .iter()
         .filter(move |n| counts(n) && n.health.regressed_since().is_some_and(|t| t >= start))
