@@ -8,10 +8,11 @@
 //! read, so the step costs nothing on a healthy fleet and one more read of the fleet only in
 //! the pass that trips.
 
-use super::{NAMED_FAILURES, Pass};
-use crate::action::NodeFailure;
+use super::{Decision, NAMED_FAILURES, Pass};
+use crate::action::{Mode, NodeFailure};
 use crate::assess::Cond;
 use crate::guard::{GuardMode, GuardTrip, Health, Regression};
+use crate::order::first_in_dispatch_order_of;
 use crate::reason;
 use crate::state::{Node, RevisionPhase};
 use crate::time::Timestamp;
@@ -204,6 +205,39 @@ impl Pass<'_> {
             self.settings.guard_threshold.max(1),
             named.join(", ")
         )
+    }
+}
+
+impl<'a> Pass<'a> {
+    /// The revision a rollback takes nodes off when the guard failed it (`--guard=revert`):
+    /// its nodes go back newest dispatch first.
+    pub(super) fn reverting_guard_trip(&self, d: &Decision) -> Option<usize> {
+        if d.mode != Mode::RollingBack {
+            return None;
+        }
+        let b = self.newest(RevisionPhase::is_bad)?;
+        self.guard_tripped[b].then_some(b)
+    }
+
+    /// The first `take` of `nodes` to move back after a guard trip of revision `b`: its nodes
+    /// first, newest dispatch first (the current wave, the nodes dispatched since the last
+    /// healthy point, before the earlier waves; by name within a dispatch time), then the
+    /// others in dispatch order.
+    pub(super) fn newest_dispatch_first(
+        &self,
+        nodes: impl Iterator<Item = &'a Node>,
+        b: usize,
+        take: usize,
+    ) -> Vec<&'a Node> {
+        let name = self.revs[b].name.as_str();
+        let (mut on_b, rest): (Vec<&Node>, Vec<&Node>) =
+            nodes.partition(|n| n.spec_revision.as_deref() == Some(name));
+        let at = |n: &Node| n.current_dispatch().map(|d| d.at);
+        on_b.sort_by(|x, y| at(y).cmp(&at(x)).then_with(|| x.name.cmp(&y.name)));
+        on_b.truncate(take);
+        let left = take - on_b.len();
+        on_b.extend(first_in_dispatch_order_of(rest, left));
+        on_b
     }
 }
 

@@ -302,3 +302,43 @@ fn the_guard_is_quiet_before_the_first_wave_and_once_the_rollout_is_done() {
     let p = plan(&state, t(15), &s);
     assert!(p.actions.is_empty(), "{p:?}");
 }
+
+#[test]
+fn after_a_trip_with_revert_the_current_wave_goes_back_before_the_earlier_waves() {
+    // Waves of one node: c got r2 first (t(0)), then d (t(5)), then a and b (t(10)).
+    let mut state = fleet(Some(12));
+    state.nodes[1] = at("b", "r2", NodePhase::Provisioned, 10);
+    state.nodes[2] = at("c", "r2", NodePhase::Provisioned, 0);
+    state.nodes[3] = at("d", "r2", NodePhase::Provisioned, 5);
+    let s = Settings {
+        update_limit: netrollout_rollout::UpdateLimit::Count(1),
+        ..guard(GuardMode::Revert)
+    };
+    let p = plan(&state, t(15), &s);
+    assert_eq!(
+        phase_changes(&p),
+        [("r2".to_string(), RevisionPhase::Failed)]
+    );
+    assert_eq!(dispatched(&p), pairs(&[("r1", "a")]));
+    // Later passes (the failure persisted, a back on r1): b, then d, then c.
+    state.revisions[1].phase = RevisionPhase::Failed;
+    state.revisions[1].guard_tripped = true;
+    let mut order = Vec::new();
+    for _ in 0..4 {
+        let p = plan(&state, t(20), &s);
+        let Some((_, node)) = dispatched(&p).into_iter().next() else {
+            break;
+        };
+        let n = state.nodes.iter_mut().find(|n| n.name == node).unwrap();
+        *n = at(&node, "r1", NodePhase::Provisioned, 20);
+        order.push(node);
+    }
+    assert_eq!(order, ["a", "b", "d", "c"]);
+    // An ordinary failure rolls back in dispatch order (by name here), not newest first.
+    let mut state = fleet(None);
+    state.nodes[0] = at("a", "r2", NodePhase::Provisioned, 0);
+    state.nodes[1] = at("b", "r2", NodePhase::Provisioned, 10);
+    state.revisions[1].phase = RevisionPhase::Failed;
+    let p = plan(&state, t(20), &s);
+    assert_eq!(dispatched(&p), pairs(&[("r1", "a")]));
+}
