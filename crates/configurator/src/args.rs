@@ -130,9 +130,9 @@ impl Args {
                 succeeded: self.revision_history_limit,
                 failed: self.failed_revision_history_limit,
             },
-            // No health input yet (issue 28 item 1): the guard stays off until `--guard` and
-            // `--guard-threshold` are wired with it.
-            guard: GuardMode::Off,
+            // The documented defaults until `--guard` and `--guard-threshold` are wired (issue
+            // 28): with no health input yet every node is healthy, so the guard never trips.
+            guard: GuardMode::Revert,
             guard_threshold: 1,
         }
     }
