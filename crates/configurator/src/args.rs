@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use netrollout_rollout::guard::GuardMode;
 use netrollout_rollout::{HistoryLimits, RolloutStrategy, Settings, UpdateLimit};
 
 use crate::error::{Error, Result};
@@ -129,6 +130,10 @@ impl Args {
                 succeeded: self.revision_history_limit,
                 failed: self.failed_revision_history_limit,
             },
+            // The documented defaults until `--guard` and `--guard-threshold` are wired (issue
+            // 28): with no health input yet every node is healthy, so the guard never trips.
+            guard: GuardMode::Revert,
+            guard_threshold: 1,
         }
     }
 
