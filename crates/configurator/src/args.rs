@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use netrollout_rollout::guard::GuardMode;
 use netrollout_rollout::{HistoryLimits, RolloutStrategy, Settings, UpdateLimit};
 
 use crate::error::{Error, Result};
@@ -129,6 +130,10 @@ impl Args {
                 succeeded: self.revision_history_limit,
                 failed: self.failed_revision_history_limit,
             },
+            // No health input yet (issue 28 item 1): the guard stays off until `--guard` and
+            // `--guard-threshold` are wired with it.
+            guard: GuardMode::Off,
+            guard_threshold: 1,
         }
     }
 

@@ -11,6 +11,7 @@ use netrollout_api::{
     CANARY_LABEL, Dispatch, NetworkConfigRevision, NodeNetworkConfig, NodePhase as ApiNodePhase,
     RevisionPhase as ApiRevisionPhase, ZONE_LABEL,
 };
+use netrollout_rollout::guard::Health;
 use netrollout_rollout::{
     DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, Timestamp,
 };
@@ -122,6 +123,8 @@ pub fn revision(ncr: &NetworkConfigRevision) -> Revision {
         hash: ncr.spec.hash.clone(),
         phase: revision_phase(ncr),
         paused: ncr.spec.paused,
+        // Set from the status once the configurator writes the guard's failures (issue 28).
+        guard_tripped: false,
     }
 }
 
@@ -162,6 +165,9 @@ pub fn node(n: &KubeNode, nnc: Option<&NodeNetworkConfig>, own_node: Option<&str
         status,
         dispatch,
         unresponsive_since,
+        // The agent does not report continuous health yet (issue 28 item 1): every node is
+        // healthy to the fleet guard until that wiring reads it here.
+        health: Health::Healthy,
     }
 }
 

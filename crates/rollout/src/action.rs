@@ -1,5 +1,6 @@
 //! What the planner asks the configurator to do, each with a human-readable reason.
 
+use crate::guard::GuardTrip;
 use crate::state::{DispatchRecord, RevisionPhase};
 use crate::time::Timestamp;
 
@@ -148,6 +149,9 @@ pub struct Summary {
     pub target_failed: usize,
     /// What the planner is doing.
     pub mode: Mode,
+    /// The fleet guard tripped in this pass (and failed the target): the regressed nodes and
+    /// their failing checks, for the Event and the status line.
+    pub guard: Option<GuardTrip>,
 }
 
 /// The overall decision of a pass.
@@ -161,7 +165,8 @@ pub enum Mode {
     /// The newest revision failed; moving nodes back to the newest Succeeded revision.
     RollingBack,
     /// The newest revision failed and no known-good revision exists, or more than
-    /// `max_failures` nodes failed the rollback to it: nothing moves.
+    /// `max_failures` nodes failed the rollback to it, or the fleet guard failed it with
+    /// `--guard=halt`: nothing moves.
     Halted,
     /// Paused (globally or the target revision): no new dispatches; in-flight nodes finish.
     Paused,

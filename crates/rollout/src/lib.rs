@@ -39,6 +39,7 @@
 
 pub mod action;
 mod assess;
+pub mod guard;
 pub mod lifecycle;
 pub mod order;
 mod plan;

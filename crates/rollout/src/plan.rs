@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use crate::action::{Action, Mode, NodeFailure, Plan, Summary};
 use crate::assess::{Cond, assess};
+use crate::guard::GuardMode;
 use crate::reason;
 use crate::settings::Settings;
 use crate::state::{Node, Revision, RevisionPhase, State};
@@ -21,6 +22,7 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
     let mut p = Pass::new(state, now, settings);
     p.block_duplicates_of_failed();
     p.detect_failures();
+    p.guard();
     let d = p.decide();
     p.supersede(&d);
     let in_flight = p.in_flight_at.len();
@@ -39,6 +41,7 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
         target_updated: on_goal.settled,
         target_failed: on_goal.failed,
         mode: d.mode,
+        guard: p.trip.take(),
     };
     let mut actions = p.phase_actions;
     actions.extend(p.withdrawals);
@@ -77,6 +80,10 @@ struct Tally {
     counted_settled: usize,
     /// Counted and Failed or timed out.
     counted_failed: usize,
+    /// The earliest dispatch (configurator clock) of the nodes in flight with it, and its
+    /// latest dispatch: where its current wave starts ([`Pass::guard`]).
+    first_in_flight_at: Option<Timestamp>,
+    last_dispatch_at: Option<Timestamp>,
 }
 
 /// One pass. [`Pass::new`] reads the fleet once: it tallies the nodes by spec revision and
@@ -108,6 +115,13 @@ struct Pass<'a> {
     withdrawals: Vec<Action>,
     records: Vec<Action>,
     phase_actions: Vec<Action>,
+    /// Ready managed nodes whose health regressed, as indexes into `all_nodes` (the guard's
+    /// input; usually none).
+    regressed: Vec<usize>,
+    /// Per revision: the fleet guard failed it (input, plus this pass's decision).
+    guard_tripped: Vec<bool>,
+    /// The guard tripped in this pass.
+    trip: Option<crate::guard::GuardTrip>,
 }
 
 impl<'a> Pass<'a> {
@@ -136,6 +150,9 @@ impl<'a> Pass<'a> {
             withdrawals: Vec::new(),
             records: Vec::new(),
             phase_actions: Vec::new(),
+            regressed: Vec::new(),
+            guard_tripped: state.revisions.iter().map(|r| r.guard_tripped).collect(),
+            trip: None,
         };
         // Most nodes share a few revisions: remember the last lookup instead of hashing each.
         let mut last: Option<(&str, Option<usize>)> = None;
@@ -153,6 +170,7 @@ impl<'a> Pass<'a> {
             });
             let cond = assess(n, now, settings);
             p.count(k, n, rev, &cond);
+            p.note_for_guard(k, n, rev, &cond);
             p.maintain(n, &cond);
         }
         p.limit = settings.update_limit.resolve(p.managed);
@@ -363,7 +381,8 @@ impl<'a> Pass<'a> {
 
     /// Roll the candidate out; else roll back to the newest Succeeded revision. A rollback
     /// whose target more than `max_failures` nodes failed halts: nothing more moves (the known-
-    /// good revision is not failed for it, so the fleet never slides further back by itself).
+    /// good revision is not failed for it, so the fleet never slides further back by itself). A
+    /// revision the fleet guard failed halts with `--guard=halt` (docs/contract.md, "Fleet guard").
     fn decide(&self) -> Decision {
         let bad = self.newest(RevisionPhase::is_bad);
         let paused = |g: usize| self.settings.paused || self.revs[g].paused;
@@ -379,8 +398,10 @@ impl<'a> Pass<'a> {
             },
             (None, Some(b)) => {
                 let good = self.newest(|p| p == RevisionPhase::Succeeded);
+                let halt_by_guard = self.guard_tripped[b] && self.settings.guard == GuardMode::Halt;
                 let mode = match good {
                     None => Mode::Halted,
+                    Some(_) if halt_by_guard => Mode::Halted,
                     Some(g) if self.over_budget(g) => Mode::Halted,
                     Some(g) if paused(g) => Mode::Paused,
                     Some(_) => Mode::RollingBack,
@@ -420,4 +441,5 @@ impl<'a> Pass<'a> {
     }
 }
 
+mod guard;
 mod nodes;

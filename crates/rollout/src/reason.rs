@@ -9,6 +9,14 @@ pub const APPLY_TIMEOUT: &str = "ApplyTimeout";
 /// The agent reported Failed without a reason word (or with one that is not a word).
 pub const FAILED: &str = "Failed";
 
+/// The fleet guard failed the revision: nodes regressed during its current wave (the reason of
+/// the Event and of the revision's failure; see [`crate::guard`]).
+pub const GUARD_TRIPPED: &str = "GuardTripped";
+
+/// A failed node of a revision the fleet guard failed: its health checks regressed during the
+/// current wave (it may never have been dispatched the revision).
+pub const HEALTH_REGRESSED: &str = "HealthRegressed";
+
 /// Whether `s` is a reason word: an ASCII capital letter, then ASCII letters and digits only
 /// (at most 128 characters), e.g. `ProbeFailed`.
 pub fn is_reason_word(s: &str) -> bool {
@@ -34,6 +42,8 @@ mod tests {
         for ok in [
             APPLY_TIMEOUT,
             FAILED,
+            GUARD_TRIPPED,
+            HEALTH_REGRESSED,
             "ProbeFailed",
             "AgentCrashed",
             "Frr2Rejected",

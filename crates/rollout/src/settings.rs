@@ -5,6 +5,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::guard::GuardMode;
+
 /// How many nodes may be in flight at once, across all revisions (`--update-limit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum UpdateLimit {
@@ -181,6 +183,11 @@ pub struct Settings {
     pub paused: bool,
     /// Revision history limits.
     pub history: HistoryLimits,
+    /// What the fleet guard does when it trips (`--guard`, default revert).
+    pub guard: GuardMode,
+    /// Regressed nodes during a wave that trip the guard (`--guard-threshold`, default 1; 0 is
+    /// taken as 1).
+    pub guard_threshold: usize,
 }
 
 impl Default for Settings {
@@ -193,6 +200,8 @@ impl Default for Settings {
             max_failures: 0,
             paused: false,
             history: HistoryLimits::default(),
+            guard: GuardMode::Revert,
+            guard_threshold: 1,
         }
     }
 }
@@ -269,6 +278,8 @@ mod tests {
         assert_eq!(s.apply_timeout, Duration::from_secs(120));
         assert_eq!(s.pickup_timeout, Duration::from_secs(600));
         assert_eq!(s.max_failures, 0);
+        assert_eq!(s.guard, GuardMode::Revert);
+        assert_eq!(s.guard_threshold, 1);
         assert_eq!(s.strategy, RolloutStrategy::Window);
         assert_eq!(
             s.history,

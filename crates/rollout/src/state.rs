@@ -3,6 +3,7 @@
 //! The configurator converts `NetworkConfigRevision`, `Node` and `NodeNetworkConfig` objects
 //! (including the dispatch record it persisted as an annotation) into these.
 
+use crate::guard::Health;
 use crate::time::Timestamp;
 
 /// Everything the planner looks at in one pass.
@@ -28,6 +29,9 @@ pub struct Revision {
     pub phase: RevisionPhase,
     /// `spec.paused`: no new dispatches of this revision.
     pub paused: bool,
+    /// The fleet guard failed it (its status says `GuardTripped`; cleared with the failure when
+    /// a person retries it). With `--guard=halt` such a failure halts instead of rolling back.
+    pub guard_tripped: bool,
 }
 
 impl Revision {
@@ -39,6 +43,7 @@ impl Revision {
             hash: hash.into(),
             phase: RevisionPhase::Pending,
             paused: false,
+            guard_tripped: false,
         }
     }
 }
@@ -97,6 +102,8 @@ pub struct Node {
     /// When the planner last marked it Unresponsive (persisted by the configurator; cleared by
     /// the next dispatch). Such nodes are retried only after `pickup_timeout` has passed again.
     pub unresponsive_since: Option<Timestamp>,
+    /// The health its agent reports after committing (the fleet guard's input).
+    pub health: Health,
 }
 
 impl Node {
@@ -113,6 +120,7 @@ impl Node {
             status: None,
             dispatch: None,
             unresponsive_since: None,
+            health: Health::Healthy,
         }
     }
 

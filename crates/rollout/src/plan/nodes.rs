@@ -84,7 +84,11 @@ impl<'a> Pass<'a> {
         {
             return (Vec::new(), 0, 0);
         }
-        let eligible = first_in_dispatch_order_of(eligible(), free);
+        // After a guard trip with --guard=revert, the newest dispatches go back first.
+        let eligible = match self.reverting_guard_trip(d) {
+            Some(b) => self.newest_dispatch_first(eligible(), b, free),
+            None => first_in_dispatch_order_of(eligible(), free),
+        };
 
         // A joining node gets the newest Succeeded revision until the target has a success,
         // unless more than `max_failures` nodes fail that revision now.

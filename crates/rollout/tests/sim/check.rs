@@ -290,7 +290,7 @@ impl Checker {
                     phase: RevisionPhase::Failed,
                     failed_nodes,
                     ..
-                } => {
+                } if !crate::guard::is_guard_failure(failed_nodes) => {
                     for f in failed_nodes {
                         // Reasons are words tools match on; sentences go into the message.
                         if !is_reason_word(&f.reason) || f.message.is_empty() {

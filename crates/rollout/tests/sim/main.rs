@@ -7,15 +7,17 @@
 //! configurator), `check` (the invariants), `scenario` (chaos and wave scenarios),
 //! `regressions` (one named scenario per rule of the contract (docs/contract.md)), `lifecycle`
 //! (the revision lifecycle decides the revisions when the simulated inputs change, and its
-//! invariants are checked at every decision).
+//! invariants are checked at every decision), `guard` (the fleet guard's world and invariants).
 
 // A test harness: panicking on a bad SIM_SEED or a crashed worker thread is the right failure.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod check;
+mod guard;
 mod lifecycle;
 mod regressions;
 mod regressions_failure;
+mod regressions_guard;
 mod regressions_known_good;
 mod scenario;
 
@@ -198,6 +200,28 @@ fn healthy_fleets_reach_the_newest_revision_in_the_ideal_number_of_waves() {
             "(Join)",
             "== window",
             "== waves",
+        ],
+    );
+}
+
+#[test]
+fn fleets_whose_health_regresses_keep_every_fleet_guard_invariant() {
+    run_all(
+        "fleets_whose_health_regresses_keep_every_fleet_guard_invariant",
+        "SIM_SCENARIOS",
+        2_000,
+        guard::scenario,
+        &[
+            "caused regression",
+            "pre-wave regression",
+            "flap ",
+            "guard=revert tripped",
+            "guard=halt tripped",
+            "guard off: ",
+            "regressed before the wave of",
+            "(Rollback)",
+            "-> Succeeded",
+            "== heal",
         ],
     );
 }
