@@ -113,6 +113,9 @@ impl Passes {
         }
         self.fleet.await_reports(&plan.summary.awaited);
         execute::run(ctx, &world, &plan.actions).await?;
+        if let Some(trip) = &plan.summary.guard {
+            crate::health::tell_trip(ctx, trip, &ncrs).await;
+        }
         if !urgent {
             progress(ctx, &self.progress, &plan.summary, unresponsive, false).await?;
         }
