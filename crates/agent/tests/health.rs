@@ -61,6 +61,11 @@ fn record_writes(
     (seen, task)
 }
 
+/// The health writes the agent sent (it logs each one it made).
+fn requests(lab: &Lab) -> usize {
+    lab.log().matches("TenantReachable written").count()
+}
+
 /// The versions recorded from index `from` on whose `TenantReachable` differs from the one
 /// before (the health writes), and all versions from `from` on.
 fn writes_since(seen: &Mutex<Vec<NodeNetworkConfig>>, from: usize) -> (usize, usize) {
@@ -109,12 +114,14 @@ async fn breaking_reachability_after_commit_turns_tenant_reachable_false_and_res
     // Healthy: rounds run, nothing is written.
     tokio::time::sleep(QUIET).await;
     let healthy_from = seen.lock().unwrap().len();
+    assert_eq!(requests(&lab), 1, "the first verdict, once");
     tokio::time::sleep(QUIET).await;
     assert_eq!(
         writes_since(&seen, healthy_from),
         (0, 0),
         "a healthy node writes nothing"
     );
+    assert_eq!(requests(&lab), 1, "a healthy node sends nothing");
 
     // Break: the listener goes away (connection refused from the namespace).
     server.abort();
@@ -140,6 +147,7 @@ async fn breaking_reachability_after_commit_turns_tenant_reachable_false_and_res
         (1, 1),
         "one write for the transition, none while it stays broken"
     );
+    assert_eq!(requests(&lab), 2);
 
     // Restore: the same address listens again.
     let server = serve(&target).await;
@@ -163,6 +171,7 @@ async fn breaking_reachability_after_commit_turns_tenant_reachable_false_and_res
     );
     tokio::time::sleep(QUIET).await;
     assert_eq!(writes_since(&seen, restored_from), (1, 1));
+    assert_eq!(requests(&lab), 3);
 
     let addr = format!("{}:9101", lab.ns_ip);
     let text = tokio::task::spawn_blocking(move || {
