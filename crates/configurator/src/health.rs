@@ -185,6 +185,43 @@ mod tests {
     }
 
     #[test]
+    fn only_a_failed_revision_with_a_regressed_node_or_the_guards_sentence_was_failed_by_the_guard()
+    {
+        use netrollout_api::{FailedNode, NetworkConfigRevisionStatus};
+        let rev = |phase, reason: &str, message: &str| {
+            let mut r = NetworkConfigRevision::new("ncr-2", Default::default());
+            r.status = Some(NetworkConfigRevisionStatus {
+                phase: Some(phase),
+                message: Some(message.into()),
+                failed_nodes: vec![FailedNode {
+                    node: "n-1".into(),
+                    reason: reason.into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+            r
+        };
+        let failed = ApiRevisionPhase::Failed;
+        assert!(guard_tripped(&rev(failed, "HealthRegressed", "x")));
+        assert!(guard_tripped(&rev(
+            failed,
+            "ApplyTimeout",
+            "fleet guard tripped: n-1"
+        )));
+        assert!(!guard_tripped(&rev(failed, "ProbeFailed", "1 node failed")));
+        assert!(!guard_tripped(&rev(
+            ApiRevisionPhase::Progressing,
+            "HealthRegressed",
+            "fleet guard tripped"
+        )));
+        assert!(!guard_tripped(&NetworkConfigRevision::new(
+            "ncr-3",
+            Default::default()
+        )));
+    }
+
+    #[test]
     fn the_trip_note_names_each_regressed_node_with_its_checks_and_the_way_back() {
         let trip = GuardTrip {
             revision: "ncr-2".into(),

@@ -238,3 +238,58 @@ async fn a_node_regressed_before_the_wave_never_trips_the_guard() -> R {
     assert_eq!(cfg.metrics.guard_trips.get(), 0);
     cfg.stop().await
 }
+
+#[tokio::test]
+async fn with_guard_halt_a_trip_fails_the_revision_and_nothing_moves_afterwards() -> R {
+    let lab = Lab::start().await?;
+    nodes(&lab, 3).await?;
+    let agents = Agents::start(
+        lab.api.client.clone(),
+        slow_table_666(Duration::from_secs(1)),
+    );
+    let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s", "--guard=halt"]);
+    lab.set_table("extra", 100).await?;
+    let good = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    let good_name = good.metadata.name.clone().unwrap();
+    lab.set_table("extra", 666).await?;
+    let bad_name = next_revision(&lab, good.spec.sequence).await?;
+    assert_eq!(first_dispatched(&lab, &bad_name).await?, "n-0");
+    set_health(&lab, "n-2", &["outside"]).await?;
+    lab.newest_in(RevisionPhase::Failed, Duration::from_secs(10))
+        .await?;
+    let event = lab
+        .event(KIND, &bad_name, "GuardTripped", Duration::from_secs(10))
+        .await?;
+    assert_event(&event, true, &["n-2", "outside", "--guard=halt"]);
+    // n-0 finishes its apply and stays; nobody else gets the revision, nobody goes back (many
+    // passes later: the halt is read back from the revision's status, not remembered).
+    all_provisioned(
+        &lab,
+        &["n-0".to_string()],
+        &bad_name,
+        Duration::from_secs(10),
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let configs = lab.configs().await?;
+    let on = |rev: &str| {
+        let mut names: Vec<String> = configs
+            .iter()
+            .filter(|c| c.spec.revision == rev)
+            .filter_map(|c| c.metadata.name.clone())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(on(&bad_name), vec!["n-0".to_string()]);
+    assert_eq!(on(&good_name), vec!["n-1".to_string(), "n-2".to_string()]);
+    let bad_pickups = agents
+        .pickups()
+        .into_iter()
+        .filter(|(_, r)| *r == bad_name)
+        .count();
+    assert_eq!(bad_pickups, 1);
+    cfg.stop().await
+}
