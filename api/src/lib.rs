@@ -41,7 +41,7 @@ pub use inputs::{
     RoutingTable, RoutingTableSpec, VRFRouteConfiguration, VRFRouteConfigurationSpec, VrfLoopback,
 };
 pub use node::{
-    Layer2Config, LoopbackConfig, NodeConfig, NodeNetworkConfig, NodeNetworkConfigSpec,
+    Layer2Config, LoopbackConfig, NodeConfig, NodeHealth, NodeNetworkConfig, NodeNetworkConfigSpec,
     NodeNetworkConfigStatus, NodePhase, RoutingTableConfig, VrfConfig, VrfPolicy,
 };
 pub use revision::{
@@ -57,6 +57,11 @@ pub const VERSION: &str = "v1alpha1";
 
 /// Node condition type the agent sets from the outcome of its last apply.
 pub const NODE_CONDITION: &str = "NetworkConfigReady";
+/// Condition type the agent sets on its `NodeNetworkConfig` from its continuous health checks
+/// after it committed: `True` when every enforced tenant/VRF reachability check passes, `False`
+/// with the failing checks named in the message and in `status.health.failingChecks`. Written
+/// only when it changes; the configurator's fleet guard reads it.
+pub const TENANT_REACHABLE_CONDITION: &str = "TenantReachable";
 /// Condition type the configurator sets on input objects.
 pub const ACCEPTED_CONDITION: &str = "Accepted";
 

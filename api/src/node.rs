@@ -229,11 +229,25 @@ pub struct NodeNetworkConfigStatus {
     /// The revision the node restores on failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_known_good_revision: Option<String>,
+    /// The agent's continuous health after it committed (the `TenantReachable` condition
+    /// carries the same verdict for people); absent when the agent does not watch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<NodeHealth>,
     /// Standard conditions, one per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16), schema_with = "crate::schema::conditions")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
+}
+
+/// The agent's continuous health checks, as of their last transition.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeHealth {
+    /// The names of the enforced checks that fail (empty: the node is reachable).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub failing_checks: Vec<String>,
 }
 
 /// Progress of one node's apply.

@@ -72,6 +72,13 @@ pub struct Args {
     /// as a routing protocol withdrawing a route). `0s` commits at the first pass.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub probe_hold: Duration,
+    /// Continuous health: once its config is committed (and at start, once recovered), the
+    /// agent runs the checks of --healthcheck-config this often between applies and reports
+    /// transitions only, as the `TenantReachable` condition of its NodeNetworkConfig (the
+    /// configurator's fleet guard reads it). `0s` turns it off; without a health-check file
+    /// there is nothing to watch.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub watch_interval: Duration,
     /// Address of `/metrics`, `/healthz` and `/readyz`.
     #[arg(long, default_value = "0.0.0.0:9101")]
     pub metrics_addr: SocketAddr,
@@ -152,6 +159,7 @@ impl Args {
                 rundir: self.state_dir.clone(),
             }),
             remove_taints: self.remove_taints.clone(),
+            watch_interval: self.watch_interval,
         }
     }
 }

@@ -23,6 +23,8 @@
 //! - [`healthcheck`]: the health-check file (interfaces, TCP/ICMP reachability in a VRF).
 //! - `outcome`: [`probe::Outcome`], the result of one check (probe → healthcheck → outcome,
 //!   never back).
+//! - [`watch`]: continuous health after commit: the health-check file's checks every
+//!   `--watch-interval`, transitions written as the `TenantReachable` condition.
 //! - [`taints`]: removing the startup taints once the network works.
 //! - [`status`]: the `NodeNetworkConfig` status and the Node's `NetworkConfigReady` condition.
 //! - [`metrics`]: Prometheus metrics, `/healthz`, `/readyz`.
@@ -46,5 +48,6 @@ pub mod run;
 pub mod status;
 pub mod store;
 pub mod taints;
+pub mod watch;
 
 pub use error::{Error, Result};

@@ -8,7 +8,9 @@
 //! - `netrollout_agent_frr_writes_total`: writes to FRR (one per `frr-reload.py` run); an
 //!   unchanged routing config makes none;
 //! - `netrollout_agent_probe_failures_total{probe}`: enforced probe failures that failed an
-//!   attempt, by kind (`tcp`, `icmp`, `gateway`, `api-server`, `link`, `frr`, `bgp`, `evpn`).
+//!   attempt, by kind (`tcp`, `icmp`, `gateway`, `api-server`, `link`, `frr`, `bgp`, `evpn`);
+//! - `netrollout_agent_tenant_reachable`, `netrollout_agent_health_rounds_total`,
+//!   `netrollout_agent_health_transitions_total{to}`: continuous health ([`crate::watch`]).
 //!
 //! `/healthz` answers 200 while the process serves; `/readyz` answers 200 once the agent has
 //! recovered its state and started watching, 503 before.
@@ -39,6 +41,8 @@ pub struct Metrics {
     probe_failures: Family<Labels, Counter>,
     apply_seconds: Histogram,
     probe_seconds: Histogram,
+    /// Continuous health ([`crate::watch`]).
+    pub health: crate::watch::HealthMetrics,
     ready: AtomicBool,
 }
 
@@ -87,8 +91,10 @@ impl Default for Metrics {
             "Time of probing after a change",
             probe_seconds.clone(),
         );
+        let health = crate::watch::HealthMetrics::register(&mut registry);
         Self {
             registry,
+            health,
             applies,
             failures,
             restores,

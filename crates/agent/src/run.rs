@@ -38,6 +38,8 @@ pub struct Config {
     pub frr: Option<crate::frr::FrrSettings>,
     /// Startup taints to remove once the node's network works ([`crate::taints`]).
     pub remove_taints: Vec<String>,
+    /// Continuous health interval ([`crate::watch`]; zero: off).
+    pub watch_interval: Duration,
 }
 
 /// Runs the agent until `shutdown` resolves.
@@ -61,6 +63,14 @@ pub async fn run(
         reports_rx,
         latest.clone(),
     ));
+    let mut health = crate::watch::Watcher::new(
+        cfg.watch_interval,
+        cfg.probes.healthcheck.clone(),
+        cfg.probes.each_timeout,
+        client.clone(),
+        node.clone(),
+        metrics.clone(),
+    );
     let prober = Prober::new(cfg.probes, client.clone());
     let frr = match cfg.frr {
         Some(settings) => Some(crate::frr::Frr::new(settings).map_err(Error::Frr)?),
@@ -103,15 +113,21 @@ pub async fn run(
     let mut shutdown = std::pin::pin!(shutdown);
     let mut recovered = false;
     let mut force_report = true;
-    let mut wait = Duration::ZERO;
+    let mut resync_at = tokio::time::Instant::now();
     loop {
         tokio::select! {
             biased;
             () = &mut shutdown => break,
             changed = latest.changed() => if changed.is_err() { break },
-            () = tokio::time::sleep(wait) => {}
+            // In this task, so never during an apply (crate::watch).
+            () = health.due(), if recovered => {
+                let seen = latest.borrow().clone();
+                health.round(seen.as_ref()).await;
+                continue;
+            }
+            () = tokio::time::sleep_until(resync_at) => {}
         }
-        wait = RESYNC;
+        resync_at = tokio::time::Instant::now() + RESYNC;
         if !recovered {
             match agent.recover().await {
                 Ok(()) => {
@@ -121,7 +137,7 @@ pub async fn run(
                 }
                 Err(e) => {
                     report_error(&agent, &e);
-                    wait = ERROR_RETRY;
+                    resync_at = tokio::time::Instant::now() + ERROR_RETRY;
                     continue;
                 }
             }
@@ -134,7 +150,7 @@ pub async fn run(
             Err(e) => {
                 report_error(&agent, &e);
                 force_report = true;
-                wait = ERROR_RETRY;
+                resync_at = tokio::time::Instant::now() + ERROR_RETRY;
             }
         }
     }

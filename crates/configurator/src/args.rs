@@ -37,6 +37,16 @@ pub struct Args {
     /// Failed nodes a revision tolerates; one more fails it and halts the rollout.
     #[arg(long, default_value_t = 0)]
     pub max_failures: usize,
+    /// The fleet guard (docs/contract.md, "Fleet guard"): while a revision rolls out, nodes
+    /// whose agent reports `TenantReachable=False` since the current wave started fail it.
+    /// `revert` fails it and returns its nodes to the known-good revision, current wave first;
+    /// `halt` fails it and moves nothing; `off` judges a rollout by the nodes it touched only.
+    #[arg(long, default_value = "revert")]
+    pub guard: GuardMode,
+    /// Nodes that must regress during one wave to trip the guard (0 is taken as 1); raise it
+    /// for a fleet whose links flap.
+    #[arg(long, default_value_t = 1)]
+    pub guard_threshold: usize,
     /// Label selector of the managed nodes, e.g. `node-role.kubernetes.io/worker`.
     #[arg(long, default_value = "")]
     pub node_selector: String,
@@ -130,10 +140,8 @@ impl Args {
                 succeeded: self.revision_history_limit,
                 failed: self.failed_revision_history_limit,
             },
-            // The documented defaults until `--guard` and `--guard-threshold` are wired (issue
-            // 28): with no health input yet every node is healthy, so the guard never trips.
-            guard: GuardMode::Revert,
-            guard_threshold: 1,
+            guard: self.guard,
+            guard_threshold: self.guard_threshold,
         }
     }
 
@@ -198,5 +206,21 @@ mod tests {
         let w = Args::try_parse_from(["x", "--rollout-strategy", "window"]).unwrap();
         assert_eq!(w.settings(false).strategy, RolloutStrategy::Window);
         assert!(Args::try_parse_from(["x", "--rollout-strategy", "rolling"]).is_err());
+    }
+
+    #[test]
+    fn the_guard_flags_reach_the_planner_and_an_unknown_mode_lists_the_choices() {
+        let a = Args::try_parse_from(["x"]).unwrap();
+        assert_eq!(a.settings(false).guard, GuardMode::Revert);
+        assert_eq!(a.settings(false).guard_threshold, 1);
+        let a = Args::try_parse_from(["x", "--guard", "halt", "--guard-threshold", "3"]).unwrap();
+        assert_eq!(a.settings(false).guard, GuardMode::Halt);
+        assert_eq!(a.settings(false).guard_threshold, 3);
+        let off = Args::try_parse_from(["x", "--guard=off"]).unwrap();
+        assert_eq!(off.settings(false).guard, GuardMode::Off);
+        let err = Args::try_parse_from(["x", "--guard", "pause"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("revert") && err.contains("halt"), "{err}");
     }
 }

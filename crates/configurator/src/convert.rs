@@ -123,13 +123,18 @@ pub fn revision(ncr: &NetworkConfigRevision) -> Revision {
         hash: ncr.spec.hash.clone(),
         phase: revision_phase(ncr),
         paused: ncr.spec.paused,
-        // Set from the status once the configurator writes the guard's failures (issue 28).
-        guard_tripped: false,
+        guard_tripped: crate::health::guard_tripped(ncr),
     }
 }
 
-/// The planner's view of one node and its config.
-pub fn node(n: &KubeNode, nnc: Option<&NodeNetworkConfig>, own_node: Option<&str>) -> Node {
+/// The planner's view of one node and its config; `previous` is the health the fleet held for
+/// it (a node that stays regressed keeps the time the configurator first saw it regress).
+pub fn node(
+    n: &KubeNode,
+    nnc: Option<&NodeNetworkConfig>,
+    own_node: Option<&str>,
+    previous: Option<&Health>,
+) -> Node {
     let name = n.metadata.name.clone().unwrap_or_default();
     let labels = n.metadata.labels.as_ref();
     let annotations = nnc.and_then(|c| c.metadata.annotations.as_ref());
@@ -165,9 +170,7 @@ pub fn node(n: &KubeNode, nnc: Option<&NodeNetworkConfig>, own_node: Option<&str
         status,
         dispatch,
         unresponsive_since,
-        // The agent does not report continuous health yet (issue 28 item 1): every node is
-        // healthy to the fleet guard until that wiring reads it here.
-        health: Health::Healthy,
+        health: crate::health::health(crate::health::failing_checks(nnc), previous, now()),
     }
 }
 
@@ -204,7 +207,7 @@ pub fn state(
                     .name
                     .as_deref()
                     .and_then(|name| by_name.get(name).copied());
-                node(n, nnc, own_node)
+                node(n, nnc, own_node, None)
             })
             .collect(),
     }

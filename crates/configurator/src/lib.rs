@@ -25,6 +25,8 @@
 //! - `execute`: the planner's actions as API writes.
 //! - `fleet`: the planner's node state, kept up to date from watch events (a pass costs what
 //!   changed, not the fleet size), with the render nodes and the failure index.
+//! - `health`: the fleet guard's input (each node's `TenantReachable` health, the time the
+//!   configurator first saw it regress) and its Event note.
 //! - `late_failures`: failure reports that arrive after a revision was halted, added to its
 //!   failed-node list and counts.
 //! - `render_cache`: revisions rendered once per node set.
@@ -51,6 +53,7 @@ mod convert;
 mod error;
 mod execute;
 mod fleet;
+mod health;
 mod late_failures;
 mod memo;
 mod metrics;

@@ -41,6 +41,8 @@ pub struct Metrics {
     pub dispatches: Family<Label, Counter>,
     /// `netrollout_configurator_failures_total`: revisions marked Failed.
     pub failures: Counter,
+    /// `netrollout_configurator_guard_trips_total`: revisions the fleet guard failed.
+    pub guard_trips: Counter,
     /// `netrollout_configurator_rollout_duration_seconds`: creation to Succeeded.
     pub rollout_duration: Histogram,
     /// `netrollout_configurator_reconcile_errors_total{name=<reason>}`.
@@ -64,6 +66,7 @@ impl Default for Metrics {
             nodes: Family::default(),
             dispatches: Family::default(),
             failures: Counter::default(),
+            guard_trips: Counter::default(),
             rollout_duration: Histogram::new([
                 1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0,
             ]),
@@ -83,6 +86,11 @@ impl Default for Metrics {
             m.dispatches.clone(),
         );
         registry.register("failures", "Revisions marked Failed", m.failures.clone());
+        registry.register(
+            "guard_trips",
+            "Revisions the fleet guard failed (nodes regressed during a wave)",
+            m.guard_trips.clone(),
+        );
         registry.register(
             "rollout_duration_seconds",
             "Time from a revision's creation to Succeeded",

@@ -112,7 +112,14 @@ impl Passes {
             progress(ctx, &self.progress, &plan.summary, unresponsive, true).await?;
         }
         self.fleet.await_reports(&plan.summary.awaited);
-        execute::run(ctx, &world, &plan.actions).await?;
+        let ran = execute::run(ctx, &world, &plan.actions).await;
+        // Told even when an action of the pass failed: once the Failed phase is written no
+        // later pass trips again to tell it (if that write failed, the next pass trips and
+        // tells it again).
+        if let Some(trip) = &plan.summary.guard {
+            crate::health::tell_trip(ctx, trip, &ncrs).await;
+        }
+        ran?;
         if !urgent {
             progress(ctx, &self.progress, &plan.summary, unresponsive, false).await?;
         }

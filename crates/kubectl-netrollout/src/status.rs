@@ -149,6 +149,43 @@ impl RevisionRow {
     }
 }
 
+/// The reason the configurator gives a node the fleet guard counted against a revision
+/// (`netrollout_rollout::reason::HEALTH_REGRESSED`; the plugin reads the API only).
+const HEALTH_REGRESSED: &str = "HealthRegressed";
+
+impl RevisionRow {
+    /// When the fleet guard failed this revision (docs/contract.md, "Fleet guard"): one line
+    /// naming the regressed nodes and their failing checks.
+    pub fn guard_line(&self) -> Option<String> {
+        if self.phase != RevisionPhase::Failed {
+            return None;
+        }
+        let regressed: Vec<String> = self
+            .failed_nodes
+            .iter()
+            .filter(|f| f.reason == HEALTH_REGRESSED)
+            .map(|f| format!("{} ({})", f.node, failing_checks(&f.message)))
+            .collect();
+        if regressed.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "fleet guard tripped on {}: regressed during its wave: {}",
+            self.name,
+            regressed.join(", ")
+        ))
+    }
+}
+
+/// The failing checks in the configurator's message of a regressed node ("health checks A, B
+/// failing since ..."); the whole message if it has another shape.
+fn failing_checks(message: &str) -> &str {
+    message
+        .strip_prefix("health checks ")
+        .and_then(|m| m.split_once(" failing since"))
+        .map_or(message, |(checks, _)| checks)
+}
+
 /// What `status` prints.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -232,6 +269,9 @@ impl StatusReport {
                     "  {} failed on {}: {}: {}\n",
                     r.name, f.node, f.reason, f.message
                 ));
+            }
+            if let Some(line) = r.guard_line() {
+                out.push_str(&format!("  {line}\n"));
             }
         }
         out.push('\n');

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{LabApi, PluginLab as _, failed_status, node_status, rev_status, snapshot};
-use netrollout_api::{NodePhase, RevisionPhase};
+use netrollout_api::{FailedNode, NodePhase, RevisionPhase};
 
 #[tokio::test]
 async fn status_exits_zero_when_the_newest_revision_succeeded_and_three_when_it_failed() {
@@ -60,6 +60,43 @@ async fn status_exits_zero_when_the_newest_revision_succeeded_and_three_when_it_
     assert_eq!(json["outcome"], "Failed");
     assert_eq!(json["newest"], "ncr-two");
     assert_eq!(json["revisions"][0]["failedNodes"][0]["node"], "node-a");
+}
+
+#[tokio::test]
+async fn status_names_the_regressed_nodes_and_their_checks_when_the_fleet_guard_failed_a_revision()
+{
+    let lab = LabApi::netrollout().await;
+    lab.node("node-a", true).await;
+    lab.node("node-b", true).await;
+    let mut status = rev_status(RevisionPhase::Failed, 2, 1, 0, 0);
+    status.failed = 1;
+    status.message = Some("fleet guard tripped: 1 node(s) regressed during the current wave of revision ncr-two (--guard-threshold=1): node-b (checks tenant-blue-gw, outside failing since 1.2s into the wave); revision ncr-two is Failed and its nodes return to known-good revision ncr-one, the current wave (node-a) among them; retry it once the cause is found".into());
+    status.failed_nodes = vec![FailedNode {
+        node: "node-b".into(),
+        reason: "HealthRegressed".into(),
+        message: "health checks tenant-blue-gw, outside failing since 1.2s after the current wave of revision ncr-two started (not dispatched)".into(),
+        time: None,
+    }];
+    lab.revision("ncr-two", 2, snapshot(9000, false), status)
+        .await;
+    let out = lab.plugin(&["status"]).await;
+    let out = out.expect_code(3);
+    assert!(
+        out.contains("fleet guard tripped on ncr-two: regressed during its wave: node-b (tenant-blue-gw, outside)"),
+        "{out}"
+    );
+
+    // A failure of the nodes' own probes is no guard trip.
+    lab.revision(
+        "ncr-three",
+        3,
+        snapshot(8999, false),
+        failed_status("node-a", 2),
+    )
+    .await;
+    let out = lab.plugin(&["status"]).await;
+    let out = out.expect_code(3);
+    assert!(!out.contains("fleet guard tripped on ncr-three"), "{out}");
 }
 
 #[tokio::test]

@@ -270,7 +270,8 @@ impl Fleet {
 }
 
 impl View {
-    /// The whole view read afresh; `previous` only carries the render generation on.
+    /// The whole view read afresh; `previous` carries the render generation and the times
+    /// nodes were first seen regressed on.
     pub fn build(source: &impl Source, own_node: Option<&str>, previous: &View) -> View {
         let configs: HashMap<String, Arc<NodeNetworkConfig>> = source
             .all_configs()
@@ -295,11 +296,14 @@ impl View {
         let mut nodes: Vec<Node> = objects
             .values()
             .filter_map(|o| {
-                Some(convert::node(
-                    o.node.as_deref()?,
-                    o.config.as_deref(),
-                    own_node,
-                ))
+                let node = o.node.as_deref()?;
+                let before = node
+                    .metadata
+                    .name
+                    .as_deref()
+                    .and_then(|name| previous.pos.get(name))
+                    .map(|&i| &previous.state.nodes[i].health);
+                Some(convert::node(node, o.config.as_deref(), own_node, before))
             })
             .collect();
         nodes.sort_by(|a, b| a.name.cmp(&b.name));
@@ -333,10 +337,10 @@ impl View {
         self.failures.set(name, objects.config.as_deref());
         let before = self.objects.get(name).and_then(|o| o.node.clone());
         let relabelled = render_node(before.as_deref()) != render_node(objects.node.as_deref());
-        let planned = objects
-            .node
-            .as_deref()
-            .map(|n| convert::node(n, objects.config.as_deref(), own_node));
+        let planned = objects.node.as_deref().map(|n| {
+            let before = self.pos.get(name).map(|&i| &self.state.nodes[i].health);
+            convert::node(n, objects.config.as_deref(), own_node, before)
+        });
         if objects.node.is_none() && objects.config.is_none() {
             self.objects.remove(name);
         } else {

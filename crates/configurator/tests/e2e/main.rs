@@ -7,6 +7,8 @@
 //! - `faults`: API errors injected by the lab server; a revision deleted while terminating.
 //! - `flood`: every node of a 300-node fleet reports at once; the lease keeps being renewed
 //!   and every report is counted.
+//! - `guard`: the fleet guard: an untouched node regressing during a wave fails the revision
+//!   and reverts the wave; `--guard=off`; a node regressed before the wave never trips it.
 //! - `known_good`: an undo to a Succeeded revision that fails now fails it and goes back.
 //! - `leader`: two configurator processes, the leader killed mid-rollout.
 //! - `status`: the kstatus conditions as the real kubectl waits on them, no writes when nothing
@@ -19,6 +21,7 @@ mod failure;
 mod faults;
 mod fleet;
 mod flood;
+mod guard;
 mod known_good;
 mod lab;
 mod leader;

@@ -1,0 +1,368 @@
+//! Continuous health (docs/agent.md, "Continuous health"; the fleet guard of docs/contract.md
+//! reads it): once the agent has recovered and between applies, it runs the checks of its
+//! health-check file (interfaces up, tenant/VRF reachability) every `--watch-interval` and
+//! reports transitions only: the condition `TenantReachable` on its `NodeNetworkConfig`
+//! (`True`, or `False` naming the failing checks, `lastTransitionTime` = since when) and the
+//! names in `status.health.failingChecks`.
+//!
+//! - **Coordination with applies**: [`Watcher::round`] is awaited by the agent's main loop
+//!   ([`crate::run`]), the same task that runs an apply cycle, so a round never overlaps an
+//!   apply (the apply's own probes judge then); a dispatch seen during a round waits for it
+//!   (at most the check timeout).
+//! - **Writes**: one server-side apply (field manager [`FIELD_MANAGER`]) of the condition and
+//!   `status.health`, only when the verdict differs from what the object says (a status flip
+//!   or another set of failing checks); a healthy node makes none. The apply merges the
+//!   condition by type, so the agent's other status writes are untouched.
+//! - **Metrics**: `netrollout_agent_tenant_reachable` (1/0), `_health_rounds_total`,
+//!   `_health_transitions_total{to="reachable"|"unreachable"}`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use netrollout_api::{GROUP, NodeNetworkConfig, TENANT_REACHABLE_CONDITION, VERSION};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use serde_json::{Value, json};
+
+use crate::healthcheck::HealthCheck;
+
+/// Field manager of the health writes (server-side apply).
+pub const FIELD_MANAGER: &str = "netrollout-agent-health";
+/// Time limit of each health write.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// A verdict written but not yet seen on the object after this is written again (a write lost
+/// to a concurrent status write, or a watch that fell behind).
+const REWRITE_AFTER: Duration = Duration::from_secs(30);
+
+/// The health verdict of one round, and as the object carries it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// The failing checks, sorted (empty: reachable).
+    pub failing: Vec<String>,
+}
+
+impl Verdict {
+    /// Whether every check passes.
+    pub fn reachable(&self) -> bool {
+        self.failing.is_empty()
+    }
+
+    /// The verdict `nnc` carries (its `TenantReachable` condition and failing checks), if any.
+    pub fn on(nnc: &NodeNetworkConfig) -> Option<(Verdict, Time)> {
+        let status = nnc.status.as_ref()?;
+        let c = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == TENANT_REACHABLE_CONDITION)?;
+        let mut failing = match c.status.as_str() {
+            "True" => Vec::new(),
+            "False" => status
+                .health
+                .as_ref()
+                .map(|h| h.failing_checks.clone())
+                .unwrap_or_default(),
+            _ => return None,
+        };
+        if c.status == "False" && failing.is_empty() {
+            // A False condition without names is not what this agent writes: write again.
+            return None;
+        }
+        failing.sort();
+        Some((Verdict { failing }, c.last_transition_time.clone()))
+    }
+
+    /// The server-side apply body for `node` at `generation`: the condition (its
+    /// `lastTransitionTime` is `since`) and `status.health`.
+    pub fn apply_body(&self, node: &str, generation: Option<i64>, since: &Time) -> Value {
+        let (status, reason, message) = if self.reachable() {
+            (
+                "True",
+                "ChecksPass",
+                "every tenant reachability check passes".to_string(),
+            )
+        } else {
+            (
+                "False",
+                "ChecksFailing",
+                format!("failing: {}", self.failing.join(", ")),
+            )
+        };
+        json!({
+            "apiVersion": format!("{GROUP}/{VERSION}"),
+            "kind": "NodeNetworkConfig",
+            "metadata": { "name": node },
+            "status": {
+                "health": { "failingChecks": self.failing },
+                "conditions": [{
+                    "type": TENANT_REACHABLE_CONDITION,
+                    "status": status,
+                    "reason": reason,
+                    "message": message,
+                    "lastTransitionTime": since,
+                    "observedGeneration": generation,
+                }],
+            },
+        })
+    }
+}
+
+/// What to write after a round, if anything: the verdict with its transition time, when it
+/// differs from `seen` (what the object carries). A node that stays unreachable with other
+/// checks failing keeps its transition time; a flip gets `now`.
+pub fn to_write(verdict: &Verdict, seen: Option<&(Verdict, Time)>, now: Time) -> Option<Time> {
+    match seen {
+        Some((v, _)) if v == verdict => None,
+        Some((v, since)) if v.reachable() == verdict.reachable() => Some(since.clone()),
+        _ => Some(now),
+    }
+}
+
+/// The watcher's metrics, registered into the agent's registry.
+#[derive(Debug, Default)]
+pub struct HealthMetrics {
+    reachable: Gauge,
+    rounds: Counter,
+    transitions: Family<Vec<(String, String)>, Counter>,
+}
+
+impl HealthMetrics {
+    /// New metrics, registered in `registry` (prefix `netrollout_agent`).
+    pub fn register(registry: &mut Registry) -> Self {
+        let m = Self::default();
+        registry.register(
+            "tenant_reachable",
+            "1 while every health check of the node passes, 0 while one fails (continuous health)",
+            m.reachable.clone(),
+        );
+        registry.register(
+            "health_rounds",
+            "Continuous health rounds run",
+            m.rounds.clone(),
+        );
+        registry.register(
+            "health_transitions",
+            "Continuous health transitions, by the state entered",
+            m.transitions.clone(),
+        );
+        m
+    }
+
+    fn round(&self, v: &Verdict, flipped: bool) {
+        self.rounds.inc();
+        self.reachable.set(i64::from(v.reachable()));
+        if flipped {
+            let to = if v.reachable() {
+                "reachable"
+            } else {
+                "unreachable"
+            };
+            self.transitions
+                .get_or_create(&vec![("to".into(), to.into())])
+                .inc();
+        }
+    }
+}
+
+/// Runs the rounds; owned by the agent's main loop.
+pub struct Watcher {
+    interval: Duration,
+    checks: Option<Arc<HealthCheck>>,
+    each_timeout: Duration,
+    api: Api<NodeNetworkConfig>,
+    node: String,
+    metrics: Arc<crate::metrics::Metrics>,
+    next: tokio::time::Instant,
+    last: Option<Verdict>,
+    written: Option<(Verdict, Instant)>,
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watcher")
+            .field("interval", &self.interval)
+            .field("node", &self.node)
+            .field("last", &self.last)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watcher {
+    /// A watcher of `node` every `interval` (`0`: off) running `checks` (none: off).
+    pub fn new(
+        interval: Duration,
+        checks: Option<Arc<HealthCheck>>,
+        each_timeout: Duration,
+        client: kube::Client,
+        node: String,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Self {
+        let checks = checks.filter(|c| !c.interfaces.is_empty() || !c.reachability.is_empty());
+        Self {
+            interval,
+            checks,
+            each_timeout,
+            api: Api::all(client),
+            node,
+            metrics,
+            next: tokio::time::Instant::now(),
+            last: None,
+            written: None,
+        }
+    }
+
+    /// Whether rounds run at all.
+    pub fn enabled(&self) -> bool {
+        !self.interval.is_zero() && self.checks.is_some()
+    }
+
+    /// Resolves when the next round is due; never when the watcher is off.
+    pub async fn due(&self) {
+        if self.enabled() {
+            tokio::time::sleep_until(self.next).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// One round: run the checks, count, and write the verdict if the object (`seen`, as the
+    /// agent's watch last delivered it) does not carry it yet.
+    pub async fn round(&mut self, seen: Option<&NodeNetworkConfig>) {
+        self.next = tokio::time::Instant::now() + self.interval;
+        let Some(checks) = self.checks.clone() else {
+            return;
+        };
+        let mut failing: Vec<String> = checks
+            .run(self.each_timeout)
+            .await
+            .into_iter()
+            .filter(|o| !o.passed())
+            .map(|o| o.name)
+            .collect();
+        failing.sort();
+        failing.dedup();
+        let verdict = Verdict { failing };
+        let flipped = self
+            .last
+            .as_ref()
+            .is_some_and(|l| l.reachable() != verdict.reachable());
+        self.health_metrics().round(&verdict, flipped);
+        if flipped || self.last.as_ref() != Some(&verdict) {
+            tracing::info!(node = %self.node, reachable = verdict.reachable(),
+                failing = ?verdict.failing, "continuous health changed");
+        }
+        self.last = Some(verdict.clone());
+        let Some(seen) = seen else {
+            return;
+        };
+        let on_object = Verdict::on(seen);
+        let Some(since) = to_write(&verdict, on_object.as_ref(), Time(jiff::Timestamp::now()))
+        else {
+            return;
+        };
+        if self
+            .written
+            .as_ref()
+            .is_some_and(|(v, at)| *v == verdict && at.elapsed() < REWRITE_AFTER)
+        {
+            return;
+        }
+        let body = verdict.apply_body(&self.node, seen.metadata.generation, &since);
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let patch = Patch::Apply(&body);
+        let write = self.api.patch_status(&self.node, &params, &patch);
+        match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+            Ok(Ok(_)) => {
+                tracing::info!(node = %self.node, reachable = verdict.reachable(),
+                    failing = ?verdict.failing, "TenantReachable written");
+                self.written = Some((verdict, Instant::now()));
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "writing TenantReachable failed; the next round retries");
+            }
+            Err(_) => tracing::warn!(
+                "writing TenantReachable took over {WRITE_TIMEOUT:?}; the next round retries"
+            ),
+        }
+    }
+
+    fn health_metrics(&self) -> &HealthMetrics {
+        &self.metrics.health
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(failing: &[&str]) -> Verdict {
+        Verdict {
+            failing: failing.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn t(s: i64) -> Time {
+        Time(jiff::Timestamp::from_second(s).unwrap())
+    }
+
+    #[test]
+    fn a_verdict_the_object_already_carries_is_not_written_again() {
+        let now = t(100);
+        assert_eq!(to_write(&v(&[]), Some(&(v(&[]), t(1))), now.clone()), None);
+        assert_eq!(
+            to_write(&v(&["a"]), Some(&(v(&["a"]), t(1))), now.clone()),
+            None
+        );
+    }
+
+    #[test]
+    fn a_flip_is_written_with_the_time_of_the_round_and_other_failing_checks_keep_the_old_time() {
+        let now = t(100);
+        assert_eq!(to_write(&v(&["a"]), None, now.clone()), Some(now.clone()));
+        assert_eq!(
+            to_write(&v(&["a"]), Some(&(v(&[]), t(1))), now.clone()),
+            Some(now.clone())
+        );
+        assert_eq!(
+            to_write(&v(&[]), Some(&(v(&["a"]), t(1))), now.clone()),
+            Some(now.clone())
+        );
+        assert_eq!(
+            to_write(&v(&["a", "b"]), Some(&(v(&["a"]), t(1))), now),
+            Some(t(1))
+        );
+    }
+
+    #[test]
+    fn the_apply_body_names_the_failing_checks_in_the_condition_and_the_health_field() {
+        let body = v(&["icmp 10.0.0.1 via vr.blue", "tcp 10.0.0.2:80"]).apply_body(
+            "node-a",
+            Some(3),
+            &t(5),
+        );
+        let c = &body["status"]["conditions"][0];
+        assert_eq!(c["type"], TENANT_REACHABLE_CONDITION);
+        assert_eq!(c["status"], "False");
+        assert_eq!(c["observedGeneration"], 3);
+        assert!(
+            c["message"]
+                .as_str()
+                .unwrap()
+                .contains("icmp 10.0.0.1 via vr.blue, tcp 10.0.0.2:80")
+        );
+        assert_eq!(
+            body["status"]["health"]["failingChecks"][1],
+            "tcp 10.0.0.2:80"
+        );
+        let ok = v(&[]).apply_body("node-a", Some(3), &t(5));
+        assert_eq!(ok["status"]["conditions"][0]["status"], "True");
+        assert_eq!(
+            ok["status"]["health"]["failingChecks"],
+            serde_json::json!([])
+        );
+    }
+}
