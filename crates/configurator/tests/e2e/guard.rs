@@ -8,7 +8,7 @@ use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{NodeNetworkConfig, RevisionPhase, TENANT_REACHABLE_CONDITION};
 
 use crate::agents::{Agents, Outcome, Script};
-use crate::lab::{Lab, R};
+use crate::lab::{ConfiguratorLab as _, LabApi, R};
 use crate::{all_provisioned, assert_event, has_table, names, nodes};
 
 const KIND: &str = "NetworkConfigRevision";
@@ -26,8 +26,8 @@ fn slow_table_666(slow: Duration) -> Script {
 
 /// Writes `node`'s continuous health as its agent does: `TenantReachable` False naming the
 /// `failing` checks, or True when none fail.
-async fn set_health(lab: &Lab, node: &str, failing: &[&str]) -> R {
-    let api: Api<NodeNetworkConfig> = Api::all(lab.api.client.clone());
+async fn set_health(lab: &LabApi, node: &str, failing: &[&str]) -> R {
+    let api: Api<NodeNetworkConfig> = Api::all(lab.client.clone());
     let (status, reason, message) = if failing.is_empty() {
         (
             "True",
@@ -76,7 +76,7 @@ where
 }
 
 /// The name of the first config whose spec is `revision`, once one is.
-async fn first_dispatched(lab: &Lab, revision: &str) -> R<String> {
+async fn first_dispatched(lab: &LabApi, revision: &str) -> R<String> {
     poll(&format!("node dispatched {revision}"), || async {
         let configs = lab.configs().await?;
         Ok(configs
@@ -88,7 +88,7 @@ async fn first_dispatched(lab: &Lab, revision: &str) -> R<String> {
 }
 
 /// The revision after `sequence` once it exists (any phase).
-async fn next_revision(lab: &Lab, sequence: i64) -> R<String> {
+async fn next_revision(lab: &LabApi, sequence: i64) -> R<String> {
     poll(&format!("revision after sequence {sequence}"), || async {
         let revs = lab.revisions().await?;
         Ok(revs
@@ -102,12 +102,9 @@ async fn next_revision(lab: &Lab, sequence: i64) -> R<String> {
 #[tokio::test]
 async fn an_untouched_node_regressing_during_a_wave_fails_the_revision_and_its_wave_goes_back() -> R
 {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 4).await?;
-    let agents = Agents::start(
-        lab.api.client.clone(),
-        slow_table_666(Duration::from_secs(2)),
-    );
+    let agents = Agents::start(lab.client.clone(), slow_table_666(Duration::from_secs(2)));
     let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s"]);
     lab.set_table("extra", 100).await?;
     let good = lab
@@ -170,10 +167,10 @@ async fn an_untouched_node_regressing_during_a_wave_fails_the_revision_and_its_w
 
 #[tokio::test]
 async fn with_the_guard_off_a_regressed_node_does_not_stop_the_rollout() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 3).await?;
     let _agents = Agents::start(
-        lab.api.client.clone(),
+        lab.client.clone(),
         slow_table_666(Duration::from_millis(800)),
     );
     let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s", "--guard=off"]);
@@ -200,10 +197,10 @@ async fn with_the_guard_off_a_regressed_node_does_not_stop_the_rollout() -> R {
 
 #[tokio::test]
 async fn a_node_regressed_before_the_wave_never_trips_the_guard() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 3).await?;
     let _agents = Agents::start(
-        lab.api.client.clone(),
+        lab.client.clone(),
         slow_table_666(Duration::from_millis(500)),
     );
     let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s"]);
@@ -225,7 +222,7 @@ async fn a_node_regressed_before_the_wave_never_trips_the_guard() -> R {
     let name = done.metadata.name.clone().unwrap();
     all_provisioned(&lab, &names(3), &name, Duration::from_secs(10)).await?;
     // Still regressed all along (the agents' status writes leave the condition alone).
-    let n2 = Api::<NodeNetworkConfig>::all(lab.api.client.clone())
+    let n2 = Api::<NodeNetworkConfig>::all(lab.client.clone())
         .get("n-2")
         .await?;
     let s = n2.status.unwrap();
@@ -241,12 +238,9 @@ async fn a_node_regressed_before_the_wave_never_trips_the_guard() -> R {
 
 #[tokio::test]
 async fn with_guard_halt_a_trip_fails_the_revision_and_nothing_moves_afterwards() -> R {
-    let lab = Lab::start().await?;
+    let lab = LabApi::netrollout().await;
     nodes(&lab, 3).await?;
-    let agents = Agents::start(
-        lab.api.client.clone(),
-        slow_table_666(Duration::from_secs(1)),
-    );
+    let agents = Agents::start(lab.client.clone(), slow_table_666(Duration::from_secs(1)));
     let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s", "--guard=halt"]);
     lab.set_table("extra", 100).await?;
     let good = lab
