@@ -2,7 +2,8 @@
 # The pure core stays pure in Cargo too: the normal dependency tree of the renderer, the rollout
 # planner and (once the workspace has it) the FRR renderer holds no async runtime, no HTTP stack,
 # no Kubernetes client and no netlink. A shared workspace dependency entry that switches on a
-# client feature, or a new dependency that drags one in, fails here with the path to it.
+# client feature, or a new dependency that drags one in, fails here with the path to it. The
+# agent's transaction core, a module of an I/O crate, is checked on its source (below).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -39,6 +40,29 @@ for pkg in $candidates; do
   fi
   checked=$((checked + 1))
 done
+
+# The agent's transaction core is a module of the agent crate (which needs tokio and netlink),
+# so its purity is checked on its source: the core's files and the modules they use may name no
+# async runtime, netlink, Kubernetes client, file system, process, socket or clock, and the core
+# may use only the agent's pure modules (grep-based: a `use`, a path or a call names them).
+core_files=$(ls crates/agent/src/txn/*.rs)
+pure_mods='convert outcome reason report state txn'
+pure_files="$core_files $(for m in $pure_mods; do [ -f "crates/agent/src/$m.rs" ] && echo "crates/agent/src/$m.rs"; done)"
+forbidden_src='tokio|rtnetlink|netlink_|\bkube\b|k8s_openapi|std::fs|std::io|std::process|std::thread|TcpStream|UdpSocket|SystemTime|Instant::now|Timestamp::now|\bDataplane\b|\bStore\b'
+if hits=$(grep -nE "$forbidden_src" $pure_files | grep -vE '^[^:]+:[0-9]+:\s*//'); then
+  echo "FAIL: the agent's transaction core (or a module it uses) does I/O or reads a clock:" >&2
+  echo "$hits" >&2
+  failed=1
+fi
+used=$(grep -ohE 'crate::[a-z_]+' $core_files | sort -u | sed 's/crate:://')
+for m in $used; do
+  if ! grep -qw "$m" <<<"$pure_mods"; then
+    echo "FAIL: the agent's transaction core uses crate::$m, which is not one of its pure modules ($pure_mods)" >&2
+    failed=1
+  fi
+done
+echo "purity: agent transaction core: $(wc -w <<<"$pure_files") files (crates/agent/src/txn and crate::{${pure_mods// /,}}), no I/O or clock named"
+checked=$((checked + 1))
 
 [ "$checked" -ge 2 ] || { echo "FAIL: checked $checked packages; expected at least render and rollout" >&2; exit 1; }
 [ "$failed" -eq 0 ] || exit 1
