@@ -21,19 +21,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // a test may panic
 
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use clap::Parser;
-use netrollout_agent::frr::{Frr, FrrSettings};
 use netrollout_agent::routing;
-use netrollout_api::{
-    LoopbackConfig, NodeConfig, NodeNetworkConfigStatus, NodePhase, PrefixAction, PrefixItem,
-    VrfConfig, VrfPolicy,
-};
-use netrollout_testkit::agent::Lab;
+use netrollout_api::{LoopbackConfig, NodePhase, PrefixAction};
 use netrollout_testkit::cmd::run;
-use netrollout_testkit::frr::{Daemons, FRR_LIB, Log, Start};
-use serde_json::Value;
+use netrollout_testkit::frr::FRR_LIB;
 
 #[path = "vm/config.rs"]
 mod config;

@@ -105,10 +105,9 @@ fn execute(s: &mut Observed, op: &Op, managed: &Managed) -> Result<(), String> {
         }
         Op::DeleteAddress(a) => s.addresses.retain(|x| x != a),
         Op::ReplaceRoute(r) => {
-            if let Some(dev) = &r.dev {
-                if !s.links.contains_key(dev) && managed.owns(dev) {
-                    return Err(format!("{dev}: No such device (ENODEV)"));
-                }
+            let missing = |d: &&String| !s.links.contains_key(*d) && managed.owns(d);
+            if let Some(dev) = r.dev.as_ref().filter(missing) {
+                return Err(format!("{dev}: No such device (ENODEV)"));
             }
             s.routes.retain(|x| x.key() != r.key());
             let mut installed = r.clone();
@@ -129,10 +128,12 @@ fn execute(s: &mut Observed, op: &Op, managed: &Managed) -> Result<(), String> {
 }
 
 fn modify(s: &mut Observed, c: &LinkChange) -> Result<(), String> {
-    if let Some(Some(m)) = &c.master {
-        if !s.links.contains_key(m) {
-            return Err(format!("master {m}: No such device (ENODEV)"));
-        }
+    if let Some(Some(m)) = c
+        .master
+        .as_ref()
+        .filter(|m| matches!(m, Some(m) if !s.links.contains_key(m)))
+    {
+        return Err(format!("master {m}: No such device (ENODEV)"));
     }
     let l = s.links.get_mut(&c.name).ok_or("No such device (ENODEV)")?;
     if let Some(mtu) = c.mtu {

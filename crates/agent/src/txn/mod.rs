@@ -108,6 +108,8 @@ pub struct Spec {
 }
 
 /// What happened, handed to [`Core::handle`].
+// A transaction takes a handful of events, each moved once: their size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     /// The process started with this state on disk: recover from a journal, if any.

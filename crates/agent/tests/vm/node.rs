@@ -2,33 +2,33 @@
 //! name; starting FRR and the agent, reading FRR's state, the failure dump.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use netrollout_agent::frr::{Frr, FrrSettings};
-use netrollout_agent::routing;
 use netrollout_api::{NodeConfig, NodeNetworkConfigStatus, NodePhase};
 use netrollout_testkit::agent::Lab;
 use netrollout_testkit::cmd::run;
 use netrollout_testkit::frr::{Daemons, FRR_LIB, Log, Start};
 use serde_json::Value;
 
-use super::{AGENT_ROLE, HOSTNAME, say};
-use crate::config::{find_key, wait};
+use super::{HOSTNAME, say};
+use crate::config::find_key;
 
 /// One node: the agent lab, FRR in its namespace, the files the agent's flags name.
 pub struct Node {
     /// zebra + bgpd once started; declared before `lab`, so FRR stops before the namespace goes.
-    daemons: Option<Daemons>,
-    lab: Lab,
-    asn: u32,
+    pub daemons: Option<Daemons>,
+    pub lab: Lab,
+    pub asn: u32,
     /// The base file's default-VRF router id (the managed instances use the VTEP address).
-    router_id: String,
-    dir: PathBuf,
-    base: PathBuf,
-    conf: PathBuf,
+    pub router_id: String,
+    pub dir: PathBuf,
+    pub base: PathBuf,
+    pub conf: PathBuf,
 }
 
 impl Node {
-    async fn new(wrapper: &Path, asn: u32, router_id: &str) -> Self {
+    pub async fn new(wrapper: &Path, asn: u32, router_id: &str) -> Self {
         let lab = Lab::new(wrapper.to_path_buf()).await;
         lab.ip("link set lo up");
         // A node routes (FRR shows `no ip forwarding` otherwise, a difference to the base file).
@@ -63,13 +63,13 @@ impl Node {
         }
     }
 
-    fn ps(&self) -> &str {
+    pub fn ps(&self) -> &str {
         &self.lab.ns
     }
 
     /// The operator's base file: eBGP EVPN to the other node's VTEP address, two hops away
     /// (through the VM's root namespace).
-    fn write_base(&self, peer: &Node) {
+    pub fn write_base(&self, peer: &Node) {
         let base = format!(
             "frr defaults datacenter\nhostname {HOSTNAME}\n!\nbgp route-map delay-timer 1\n!\n\
              router bgp {asn}\n bgp router-id {rid}\n no bgp ebgp-requires-policy\n \
@@ -89,7 +89,7 @@ impl Node {
 
     /// zebra + bgpd in the namespace, as root (the VM has no `frr` user), reading the base
     /// file; bgpd starts once zebra shows the underlay address, and both answer within 60 s.
-    fn start_frr(&mut self) {
+    pub fn start_frr(&mut self) {
         let daemons = Start {
             config: Some(&self.conf),
             user: "root",
@@ -103,30 +103,30 @@ impl Node {
         self.daemons = Some(daemons);
     }
 
-    fn daemons(&self) -> &Daemons {
+    pub fn daemons(&self) -> &Daemons {
         self.daemons.as_ref().expect("FRR is started")
     }
 
-    fn try_vtysh(&self, cmd: &str) -> Option<String> {
+    pub fn try_vtysh(&self, cmd: &str) -> Option<String> {
         self.daemons().try_vtysh(cmd)
     }
 
-    fn vtysh(&self, cmd: &str) -> String {
+    pub fn vtysh(&self, cmd: &str) -> String {
         self.daemons().vtysh(cmd)
     }
 
-    fn running(&self) -> String {
+    pub fn running(&self) -> String {
         self.vtysh("show running-config")
     }
 
-    fn established(&self, peer: &Node) -> bool {
+    pub fn established(&self, peer: &Node) -> bool {
         self.try_vtysh(&format!("show bgp neighbors {} json", peer.lab.ns_ip))
             .is_some_and(|t| t.contains("\"bgpState\":\"Established\""))
     }
 
     /// The agent's FRR flags; the managed router id is the VTEP address (`--vtep-ip`, which
     /// differs from the base file's router id).
-    fn agent_args(&mut self) {
+    pub fn agent_args(&mut self) {
         self.lab.extra_args = [
             "--frr-base-config",
             self.base.to_str().unwrap(),
@@ -142,7 +142,7 @@ impl Node {
     }
 
     /// Sets the spec and waits for the agent to finish with it.
-    async fn apply(&self, rev: &str, config: NodeConfig) -> NodeNetworkConfigStatus {
+    pub async fn apply(&self, rev: &str, config: NodeConfig) -> NodeNetworkConfigStatus {
         self.lab.set_spec(rev, config).await;
         let status = self.lab.wait_finished(rev, 240).await.status.unwrap();
         eprintln!(
@@ -155,7 +155,7 @@ impl Node {
         status
     }
 
-    async fn apply_ok(&self, rev: &str, config: NodeConfig) {
+    pub async fn apply_ok(&self, rev: &str, config: NodeConfig) {
         let status = self.apply(rev, config.clone()).await;
         assert_eq!(
             status.phase,
@@ -168,7 +168,7 @@ impl Node {
     }
 
     /// `netrollout_agent_frr_writes_total` from the agent's /metrics.
-    fn frr_writes(&self) -> u64 {
+    pub fn frr_writes(&self) -> u64 {
         let text = netrollout_testkit::http::metrics(
             &format!("{}:9101", self.lab.ns_ip),
             Duration::from_secs(20),
@@ -180,7 +180,7 @@ impl Node {
     }
 
     /// The agent library's view of this FRR, for the routing probes.
-    fn frr(&self) -> Frr {
+    pub fn frr(&self) -> Frr {
         Frr::new(FrrSettings {
             base_config: self.base.clone(),
             config: self.conf.clone(),
@@ -198,7 +198,7 @@ impl Node {
 
     /// `show bgp l2vpn evpn route detail type prefix json` (detail: with the communities): the
     /// type-5 route for `prefix` (`10.50.1.0/24`), as JSON text, when there is one.
-    fn type5(&self, prefix: &str) -> Option<String> {
+    pub fn type5(&self, prefix: &str) -> Option<String> {
         let (addr, len) = prefix.split_once('/').unwrap();
         let key = format!("[{len}]:[{addr}]");
         let json: Value =
@@ -207,11 +207,11 @@ impl Node {
         find_key(&json, &|k| k.starts_with("[5]:") && k.ends_with(&key)).map(|v| v.to_string())
     }
 
-    fn routes(&self, table: &str) -> String {
+    pub fn routes(&self, table: &str) -> String {
         self.lab.ip(&format!("route show {table}"))
     }
 
-    fn debug(&self) -> String {
+    pub fn debug(&self) -> String {
         let mut out = self.daemons.as_ref().map_or_else(String::new, |d| {
             d.dump(&[
                 "show bgp l2vpn evpn route type prefix",

@@ -91,9 +91,8 @@ fn run(
     let mut node = start(sc);
     let spec = node.spec("rev-2", &config(&sc.new), None);
     node.crash_at = Some(first);
-    match node.see(spec.clone()) {
-        Ok(_) => return Ok(None),
-        Err(Crashed) => {}
+    if node.see(spec.clone()).is_ok() {
+        return Ok(None);
     }
     let mut crashes = 0;
     let mut crash_at = second;

@@ -260,7 +260,7 @@ impl Node {
 
     fn advance(&mut self, d: Duration) {
         self.now.instant += d;
-        self.now.wall = self.now.wall + d;
+        self.now.wall += d;
     }
 
     /// The spec of `rev` with `config`, as the watch delivers it to a process that published
@@ -371,11 +371,15 @@ impl Node {
                     FrrText::Full(t) => t,
                     FrrText::Render(c) => frr_text(&c),
                 };
-                if let Some(bad) = &self.frr.reject {
-                    if let Some(line) = text.lines().find(|l| l.contains(bad.as_str())) {
-                        let msg = format!("line {line:?}: % Unknown command");
-                        return Ok(Some(Event::FrrRejected(msg)));
-                    }
+                let rejected = |l: &&str| {
+                    self.frr
+                        .reject
+                        .as_ref()
+                        .is_some_and(|b| l.contains(b.as_str()))
+                };
+                if let Some(line) = text.lines().find(rejected) {
+                    let msg = format!("line {line:?}: % Unknown command");
+                    return Ok(Some(Event::FrrRejected(msg)));
                 }
                 self.frr.file = text.clone();
                 self.point()?;
