@@ -45,16 +45,16 @@ done
 # so its purity is checked on its source: the core's files and the modules they use may name no
 # async runtime, netlink, Kubernetes client, file system, process, socket or clock, and the core
 # may use only the agent's pure modules (grep-based: a `use`, a path or a call names them).
-core_files=$(ls crates/agent/src/txn/*.rs)
+core_files=$(find crates/agent/src/txn -name '*.rs' -not -path '*/tests/*' | sort)
 pure_mods='convert outcome reason report state txn'
-pure_files="$core_files $(for m in $pure_mods; do [ -f "crates/agent/src/$m.rs" ] && echo "crates/agent/src/$m.rs"; done)"
+pure_files="$core_files $(for m in $pure_mods; do if [ -f "crates/agent/src/$m.rs" ]; then echo "crates/agent/src/$m.rs"; fi; done)"
 forbidden_src='tokio|rtnetlink|netlink_|\bkube\b|k8s_openapi|std::fs|std::io|std::process|std::thread|TcpStream|UdpSocket|SystemTime|Instant::now|Timestamp::now|\bDataplane\b|\bStore\b'
 if hits=$(grep -nE "$forbidden_src" $pure_files | grep -vE '^[^:]+:[0-9]+:\s*//'); then
   echo "FAIL: the agent's transaction core (or a module it uses) does I/O or reads a clock:" >&2
   echo "$hits" >&2
   failed=1
 fi
-used=$(grep -ohE 'crate::[a-z_]+' $core_files | sort -u | sed 's/crate:://')
+used=$(cat $core_files | grep -vE '^\s*//' | grep -oE 'crate::[a-z_]+' | sort -u | sed 's/crate:://')
 for m in $used; do
   if ! grep -qw "$m" <<<"$pure_mods"; then
     echo "FAIL: the agent's transaction core uses crate::$m, which is not one of its pure modules ($pure_mods)" >&2

@@ -3,6 +3,7 @@
 //! ([`crash`]).
 
 mod crash;
+mod disk;
 mod harness;
 mod rules;
 mod rules_recovery;
