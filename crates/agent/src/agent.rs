@@ -109,8 +109,9 @@ impl Agent {
             said,
         };
         let span = tracing::info_span!("attempt", revision = %spec.revision);
+        let run = effects::Run::new(spec.revision.clone());
         let mut core = Core::new(self.core_settings());
-        self.drive(&mut core, Event::Spec(spec, self.read_disk()?))
+        self.drive(&mut core, run, Event::Spec(spec, self.read_disk()?))
             .instrument(span)
             .await
     }
@@ -138,8 +139,7 @@ impl Agent {
 
     /// Runs a transaction to its end: each effect in order; the answer of an asking effect is
     /// the next event.
-    async fn drive(&self, core: &mut Core, first: Event) -> Result<()> {
-        let mut run = effects::Run::default();
+    async fn drive(&self, core: &mut Core, mut run: effects::Run, first: Event) -> Result<()> {
         let mut queue: std::collections::VecDeque<_> =
             core.handle(txn_now(), first).map_err(core_error)?.into();
         while let Some(effect) = queue.pop_front() {

@@ -15,13 +15,16 @@ use crate::txn::{Effect, Event, FrrText, Metric, Purpose, Round};
 /// before the change (the routing probes after it compare with it), and when it started.
 #[derive(Debug)]
 pub(super) struct Run {
+    /// The revision the transaction is about, for the step lines.
+    rev: String,
     routing_before: Option<RoutingState>,
     t0: Instant,
 }
 
-impl Default for Run {
-    fn default() -> Self {
+impl Run {
+    pub(super) fn new(rev: String) -> Self {
         Self {
+            rev,
             routing_before: None,
             t0: Instant::now(),
         }
@@ -47,7 +50,7 @@ impl Agent {
                 }
                 self.publish(report);
             }
-            Effect::Record(metric) => self.record(metric),
+            Effect::Record(metric) => self.record(run, metric),
             Effect::RenderFrr(config) => {
                 let Some(frr) = &self.frr else {
                     return Ok(Some(Event::FrrRendered(Err("FRR support is off".into()))));
@@ -70,9 +73,11 @@ impl Agent {
                     (Ok(report), _) => {
                         tracing::info!(
                             step = step(purpose, "apply", "restored"),
+                            revision = %run.rev,
                             writes = report.writes,
                             duration_ms = ms(t),
-                            "kernel objects applied"
+                            "{}",
+                            step(purpose, "applied", "restored last-known-good")
                         );
                         Ok(Some(Event::KernelApplied))
                     }
@@ -80,7 +85,7 @@ impl Agent {
                     (Err(e), Purpose::Restore) => Err(Error::Restore(e)),
                 };
             }
-            Effect::ApplyFrr { text, purpose } => return self.apply_frr(text, purpose).await,
+            Effect::ApplyFrr { text, purpose } => return self.apply_frr(run, text, purpose).await,
             Effect::Probe(round) => return Ok(Some(Event::Probed(self.probe(run, round).await))),
             Effect::Sleep(d) => {
                 tokio::time::sleep(d).await;
@@ -90,7 +95,7 @@ impl Agent {
         Ok(None)
     }
 
-    async fn apply_frr(&self, text: FrrText, purpose: Purpose) -> Result<Option<Event>> {
+    async fn apply_frr(&self, run: &Run, text: FrrText, purpose: Purpose) -> Result<Option<Event>> {
         let Some(frr) = &self.frr else {
             return Ok(Some(Event::FrrFailed("FRR support is off".into())));
         };
@@ -114,9 +119,15 @@ impl Agent {
             (Ok(_), _) => {
                 tracing::info!(
                     step = step(purpose, "apply-frr", "restored-frr"),
+                    revision = %run.rev,
                     writes,
                     duration_ms = ms(t),
-                    "FRR config applied"
+                    "{}",
+                    step(
+                        purpose,
+                        "FRR config applied",
+                        "restored the last-known-good FRR config"
+                    )
                 );
                 Ok(Some(Event::FrrApplied))
             }
@@ -140,7 +151,7 @@ impl Agent {
                     run.routing_before = Some(state);
                 }
                 let failing: Vec<_> = out.iter().filter(|o| !o.passed()).collect();
-                tracing::info!(step = "probe-before", duration_ms = ms(t),
+                tracing::info!(step = "probe-before", revision = %run.rev, duration_ms = ms(t),
                     failing = %probe::describe(&failing), "probed before the change");
             }
             Round::After { links, config } => {
@@ -164,19 +175,28 @@ impl Agent {
         }
     }
 
-    fn record(&self, metric: Metric) {
+    fn record(&self, run: &Run, metric: Metric) {
+        let rev = &run.rev;
         match metric {
             Metric::Provisioned => {
                 self.metrics.provisioned();
-                tracing::info!(step = "commit", "committed");
+                tracing::info!(step = "commit", revision = %rev, duration_ms = ms(run.t0), "committed");
             }
             Metric::Failed(reason) => {
                 self.metrics.failed(reason.as_str());
-                tracing::warn!(step = "failed", %reason,
+                tracing::warn!(step = "failed", revision = %rev, %reason,
                     "revision failed on this node; it is not retried until a person asks");
             }
             Metric::ProbeFailed(kind) => self.metrics.probe_failed(&kind),
-            Metric::ProbeTime(d) => self.metrics.probe_time(d.as_secs_f64()),
+            Metric::ProbeTime { took, passed } => {
+                self.metrics.probe_time(took.as_secs_f64());
+                tracing::info!(step = "probe-after", revision = %rev, passed,
+                    duration_ms = took.as_secs_f64() * 1e3, "probed after the change");
+                if !passed {
+                    tracing::warn!(step = "restore", revision = %rev,
+                        "the change failed; restoring last-known-good");
+                }
+            }
             Metric::Restored => self.metrics.restored(),
         }
     }

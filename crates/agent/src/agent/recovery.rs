@@ -13,11 +13,15 @@ impl Agent {
     /// then does what [`decide`] says.
     pub async fn recover(&self) -> Result<()> {
         let disk = self.read_disk()?;
-        if disk.journal.is_none() {
+        let Some(journal) = &disk.journal else {
             return Ok(());
-        }
+        };
+        tracing::warn!(step = "recover", revision = %journal.revision, attempt = journal.attempt,
+            last_known_good = disk.lkg.revision.as_deref().unwrap_or("none"),
+            "journal says an apply was interrupted; restoring last-known-good");
+        let run = super::effects::Run::new(journal.revision.clone());
         let mut core = Core::new(self.core_settings());
-        self.drive(&mut core, Event::Started(disk))
+        self.drive(&mut core, run, Event::Started(disk))
             .instrument(tracing::info_span!("recover"))
             .await
     }

@@ -186,8 +186,13 @@ pub enum Metric {
     Failed(FailureReason),
     /// A probe failed the change (the probe's kind, e.g. `tcp`).
     ProbeFailed(String),
-    /// How long probing after the change took.
-    ProbeTime(Duration),
+    /// How long probing after the change took, and whether the probes passed.
+    ProbeTime {
+        /// From the first round after the change to the verdict.
+        took: Duration,
+        /// Whether they passed (the change is committed).
+        passed: bool,
+    },
     /// Last-known-good was restored.
     Restored,
 }

@@ -69,7 +69,10 @@ impl Core {
             return;
         };
         let took = now.instant.saturating_duration_since(a.probing_since);
-        out.push(Effect::Record(Metric::ProbeTime(took)));
+        out.push(Effect::Record(Metric::ProbeTime {
+            took,
+            passed: result.is_ok(),
+        }));
         match result {
             Ok(()) => self.commit(now, out),
             Err(msg) => self.fail_change(FailureReason::ProbeFailed, msg, out),

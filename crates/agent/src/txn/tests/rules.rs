@@ -169,10 +169,10 @@ fn a_probe_that_fails_after_the_change_restores_frr_then_kernel_and_reports_fail
         last.message
     );
     // It timed out: the probes ran for the whole probe timeout.
-    assert!(
-        node.metrics
-            .contains(&Metric::ProbeTime(node.settings.probe_timeout))
-    );
+    assert!(node.metrics.contains(&Metric::ProbeTime {
+        took: node.settings.probe_timeout,
+        passed: false
+    }));
     let disk = node.disk.state().unwrap();
     assert_eq!(disk.lkg.revision.as_deref(), Some("rev-1"));
     assert_eq!(disk.journal, None);
