@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 t0=$(date +%s.%N)
-out=$(cargo test --release -q -p netrollout-agent --lib --locked -- txn::tests::crash --nocapture 2>&1) || {
+out=$(cargo test --release -q -p netrollout-agent --lib --locked -- txn::tests::crash --nocapture --test-threads=1 2>&1) || {
   echo "$out" >&2
   echo "agent crash points: the crash-point tests failed" >&2
   exit 1
