@@ -5,6 +5,7 @@
 # dependency entry that switches on a client feature, or a new dependency that drags one in,
 # fails here with the path to it. The decision modules of the rollout crate are also checked in
 # their source: they read no clock and touch no file, socket or thread (the caller passes `now`).
+# The agent's transaction core, a module of an I/O crate, is checked on its source too (below).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -60,6 +61,29 @@ for module in $decisions; do
     echo "purity: $module: no clock, no I/O"
   fi
 done
+
+# The agent's transaction core is a module of the agent crate (which needs tokio and netlink),
+# so its purity is checked on its source: the core's files and the modules they use may name no
+# async runtime, netlink, Kubernetes client, file system, process, socket or clock, and the core
+# may use only the agent's pure modules (grep-based: a `use`, a path or a call names them).
+core_files=$(find crates/agent/src/txn -name '*.rs' -not -path '*/tests/*' | sort)
+pure_mods='convert outcome reason report state txn'
+pure_files="$core_files $(for m in $pure_mods; do if [ -f "crates/agent/src/$m.rs" ]; then echo "crates/agent/src/$m.rs"; fi; done)"
+forbidden_src='tokio|rtnetlink|netlink_|\bkube\b|k8s_openapi|std::fs|std::io|std::process|std::thread|TcpStream|UdpSocket|SystemTime|Instant::now|Timestamp::now|\bDataplane\b|\bStore\b'
+if hits=$(grep -nE "$forbidden_src" $pure_files | grep -vE '^[^:]+:[0-9]+:\s*//'); then
+  echo "FAIL: the agent's transaction core (or a module it uses) does I/O or reads a clock:" >&2
+  echo "$hits" >&2
+  failed=1
+fi
+used=$(cat $core_files | grep -vE '^\s*//' | grep -oE 'crate::[a-z_]+' | sort -u | sed 's/crate:://')
+for m in $used; do
+  if ! grep -qw "$m" <<<"$pure_mods"; then
+    echo "FAIL: the agent's transaction core uses crate::$m, which is not one of its pure modules ($pure_mods)" >&2
+    failed=1
+  fi
+done
+echo "purity: agent transaction core: $(wc -w <<<"$pure_files") files (crates/agent/src/txn and crate::{${pure_mods// /,}}), no I/O or clock named"
+checked=$((checked + 1))
 
 [ "$checked" -ge 2 ] || { echo "FAIL: checked $checked packages; expected at least render and rollout" >&2; exit 1; }
 [ "$failed" -eq 0 ] || exit 1

@@ -25,6 +25,9 @@ pub enum Error {
     /// The netlink connection could not be opened.
     #[error("netlink: {0}")]
     Netlink(#[source] netrollout_dataplane::Error),
+    /// The transaction core stopped (a restore refused, or a driver bug).
+    #[error(transparent)]
+    Transaction(crate::txn::CoreError),
     /// A Kubernetes API request failed.
     #[error("Kubernetes API: {0}")]
     Kube(#[from] kube::Error),
@@ -40,6 +43,8 @@ impl Error {
             Error::Restore(_) | Error::FrrRestore(_) => "RestoreFailed",
             Error::Frr(_) => "FrrBaseInvalid",
             Error::Netlink(_) => "NetlinkUnavailable",
+            Error::Transaction(crate::txn::CoreError::Restore(_)) => "RestoreFailed",
+            Error::Transaction(_) => "AgentBug",
             Error::Kube(_) => "ApiError",
         }
     }

@@ -12,13 +12,16 @@
 //! - [`cli`]: flags and environment variables.
 //! - [`daemon`]: the process: flags to config, logging, client, listeners, signals.
 //! - [`run`]: the main loop: recover, watch, reconcile, report.
-//! - [`agent`]: one apply cycle; crash recovery from the journal.
+//! - [`txn`]: the apply transaction as a pure state machine (events in, effects out; no I/O).
+//! - [`agent`]: the driver that runs the core's effects on the kernel, FRR, disk and API.
 //! - [`convert`]: rendered `NodeConfig` → the dataplane's desired kernel objects.
 //! - [`frr`]: the FRR step, one file per verb: render and write the base + managed text
 //!   atomically, reload (`frr-reload.py`), query (`vtysh`), parse FRR's output.
 //! - [`routing`]: routing probes asked of FRR (sessions, EVPN VNIs).
 //! - [`reason`]: why a revision failed ([`reason::FailureReason`]).
-//! - [`store`]: the checksummed state files (last-known-good, journal, failures).
+//! - [`state`]: the state files' records, encoding and write plans (pure).
+//! - [`store`]: runs those plans in the state directory (last-known-good, journal, failures).
+//! - [`report`]: [`report::Report`], what the agent tells the API.
 //! - [`probe`] (with `icmp`): connectivity and link checks; runs the health-check file's too.
 //! - [`healthcheck`]: the health-check file (interfaces, TCP/ICMP reachability in a VRF).
 //! - `outcome`: [`probe::Outcome`], the result of one check (probe → healthcheck → outcome,
@@ -43,11 +46,14 @@ pub mod metrics;
 mod outcome;
 pub mod probe;
 pub mod reason;
+pub mod report;
 pub mod routing;
 pub mod run;
+pub mod state;
 pub mod status;
 pub mod store;
 pub mod taints;
+pub mod txn;
 pub mod watch;
 
 pub use error::{Error, Result};

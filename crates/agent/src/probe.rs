@@ -19,7 +19,7 @@ use std::time::Duration;
 use futures::future::join_all;
 
 use crate::icmp;
-pub use crate::outcome::Outcome;
+pub use crate::outcome::{Outcome, describe, enforced_failures};
 
 /// Which probes to run.
 #[derive(Clone, Debug, Default)]
@@ -142,24 +142,6 @@ pub fn links_up(names: &[String]) -> Vec<Outcome> {
             }
         })
         .collect()
-}
-
-/// The failed checks of `after` that passed in `before` or were not run then (link checks).
-pub fn enforced_failures<'a>(before: &[Outcome], after: &'a [Outcome]) -> Vec<&'a Outcome> {
-    after
-        .iter()
-        .filter(|o| !o.passed())
-        .filter(|o| !before.iter().any(|b| b.name == o.name && !b.passed()))
-        .collect()
-}
-
-/// The checks that failed, as one line: `tcp 10.0.0.1:443: connection refused; gateway: ...`.
-pub fn describe(failed: &[&Outcome]) -> String {
-    failed
-        .iter()
-        .map(|o| format!("{}: {}", o.name, o.error.as_deref().unwrap_or("passed")))
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 /// The IPv4 default gateway of the main table (`ip -4 route show default`).

@@ -1,32 +1,24 @@
 //! The agent's state directory (default `/var/lib/netrollout`, a hostPath): the last-known-good
 //! config, the journal of the apply in progress, and the memory of revisions that failed here.
 //!
-//! Every file is written atomically (temporary file, fsync, rename, fsync of the directory) and
-//! starts with a header line holding the SHA-256 of the JSON body that follows:
-//! `netrollout-state v1 sha256=<hex>`. A file whose header or checksum does not match, or whose
-//! body does not parse, is corrupt: reading it is an error ([`StoreError::Corrupt`]) and nothing
-//! is ever applied from it. A person recovers by inspecting and deleting the file.
+//! The records and their encoding live in [`crate::state`] (pure); this module runs its write
+//! plans ([`crate::state::write_steps`]: temporary file, fsync, rename, fsync of the directory)
+//! on the real file system, step by step in the plan's order. A file whose header or checksum
+//! does not match, or whose body does not parse, is corrupt: reading it is an error
+//! ([`StoreError::Corrupt`]) and nothing is ever applied from it. A person recovers by
+//! inspecting and deleting the file.
 
-use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use netrollout_api::NodeConfig;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
-use crate::reason::FailureReason;
-
-/// File of the last-known-good config.
-pub const LKG_FILE: &str = "last-known-good.json";
-/// File of the journal ("applying R").
-pub const JOURNAL_FILE: &str = "journal.json";
-/// File of the revisions that failed on this node.
-pub const FAILED_FILE: &str = "failed.json";
-
-const HEADER: &str = "netrollout-state v1 sha256=";
+use crate::state::{self, DiskStep};
+pub use crate::state::{
+    FAILED_FILE, Failure, Failures, JOURNAL_FILE, Journal, LKG_FILE, LastKnownGood,
+};
 
 /// Reading or writing the state directory failed.
 #[derive(Debug, thiserror::Error)]
@@ -49,75 +41,6 @@ pub enum StoreError {
         /// The system error.
         source: std::io::Error,
     },
-}
-
-/// The config the node restores when an apply fails.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct LastKnownGood {
-    /// The revision it came from; `None` before the first success (then it is the empty config:
-    /// no managed objects).
-    pub revision: Option<String>,
-    /// The config.
-    pub config: NodeConfig,
-    /// The full `frr.conf` text (base + managed) FRR ran when it was committed (`None` without
-    /// FRR support, or in state written before it: then it is rendered from `config` and the
-    /// current base file).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub frr: Option<String>,
-}
-
-/// "Applying R": written before the dataplane is touched, removed after commit or restore.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Journal {
-    /// The revision being applied.
-    pub revision: String,
-    /// How many times the agent has started applying it in a row without finishing.
-    pub attempt: u32,
-    /// The node's retry annotation when the attempt started.
-    #[serde(default)]
-    pub retry: Option<String>,
-}
-
-/// A revision that failed on this node.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Failure {
-    /// Why it failed.
-    pub reason: FailureReason,
-    /// What happened.
-    pub message: String,
-    /// When (RFC 3339).
-    pub at: String,
-    /// The node's retry annotation when it failed; a different value asks for one more try.
-    pub retry: Option<String>,
-}
-
-/// Every revision that failed on this node, by name.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Failures {
-    /// Failures by revision name.
-    pub revisions: BTreeMap<String, Failure>,
-}
-
-impl Failures {
-    /// Failed revisions remembered; the oldest are forgotten past this, and a forgotten one
-    /// would be tried again if it were dispatched to this node again.
-    pub const LIMIT: usize = 50;
-
-    /// Records a failure, forgetting the oldest past [`Failures::LIMIT`].
-    pub fn record(&mut self, revision: &str, failure: Failure) {
-        self.revisions.insert(revision.to_string(), failure);
-        while self.revisions.len() > Self::LIMIT {
-            let oldest = self
-                .revisions
-                .iter()
-                .min_by_key(|(_, f)| f.at.parse::<jiff::Timestamp>().ok())
-                .map(|(rev, _)| rev.clone());
-            match oldest {
-                Some(rev) => self.revisions.remove(&rev),
-                None => break,
-            };
-        }
-    }
 }
 
 /// The state directory.
@@ -169,7 +92,7 @@ impl Store {
 
     /// Removes the journal (the apply finished).
     pub fn clear_journal(&self) -> Result<(), StoreError> {
-        self.remove(JOURNAL_FILE)
+        self.run(state::remove_steps(JOURNAL_FILE))
     }
 
     /// The revisions that failed on this node.
@@ -189,78 +112,66 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(StoreError::Io { path, source }),
         };
-        let corrupt = |reason: String| StoreError::Corrupt {
-            path: path.clone(),
-            reason,
-        };
-        let Some(newline) = bytes.iter().position(|&b| b == b'\n') else {
-            return Err(corrupt("no header line (truncated?)".into()));
-        };
-        let (header, body) = (&bytes[..newline], &bytes[newline + 1..]);
-        let Some(want) = std::str::from_utf8(header)
-            .ok()
-            .and_then(|h| h.strip_prefix(HEADER))
-        else {
-            return Err(corrupt("missing checksum header".into()));
-        };
-        let have = checksum(body);
-        if have != want {
-            return Err(corrupt(format!(
-                "checksum mismatch: header says {want}, content has {have} (truncated or modified)"
-            )));
-        }
-        serde_json::from_slice(body)
+        state::decode(&bytes)
             .map(Some)
-            .map_err(|e| corrupt(format!("content does not parse: {e}")))
+            .map_err(|reason| StoreError::Corrupt { path, reason })
     }
 
     fn write<T: Serialize>(&self, name: &str, value: &T) -> Result<(), StoreError> {
-        let path = self.dir.join(name);
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| StoreError::Io { path, source }
-        };
-        let body = serde_json::to_vec(value).map_err(|e| StoreError::Io {
-            path: path.clone(),
+        let bytes = state::encode(value).map_err(|e| StoreError::Io {
+            path: self.dir.join(name),
             source: std::io::Error::other(e),
         })?;
-        let tmp = self.dir.join(format!(".{name}.tmp"));
-        let mut f = File::create(&tmp).map_err(io(&tmp))?;
-        f.write_all(format!("{HEADER}{}\n", checksum(&body)).as_bytes())
-            .and_then(|()| f.write_all(&body))
-            .and_then(|()| f.sync_all())
-            .map_err(io(&tmp))?;
-        drop(f);
-        fs::rename(&tmp, &path).map_err(io(&path))?;
-        self.sync_dir()
+        self.run(state::write_steps(name, bytes))
     }
 
-    fn remove(&self, name: &str) -> Result<(), StoreError> {
-        let path = self.dir.join(name);
-        match fs::remove_file(&path) {
-            Ok(()) => self.sync_dir(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(StoreError::Io { path, source }),
+    /// Runs a plan's steps in order; the first that fails stops it.
+    fn run(&self, steps: Vec<DiskStep>) -> Result<(), StoreError> {
+        for step in steps {
+            self.step(step)?;
+        }
+        Ok(())
+    }
+
+    fn step(&self, step: DiskStep) -> Result<(), StoreError> {
+        let io = |path: PathBuf| move |source| StoreError::Io { path, source };
+        match step {
+            DiskStep::Write { file, bytes } => {
+                let path = self.dir.join(file);
+                File::create(&path)
+                    .and_then(|mut f| f.write_all(&bytes))
+                    .map_err(io(path))
+            }
+            DiskStep::Sync { file } => {
+                let path = self.dir.join(file);
+                File::options()
+                    .write(true)
+                    .open(&path)
+                    .and_then(|f| f.sync_all())
+                    .map_err(io(path))
+            }
+            DiskStep::Rename { from, to } => {
+                fs::rename(self.dir.join(from), self.dir.join(&to)).map_err(io(self.dir.join(to)))
+            }
+            DiskStep::Remove { file } => {
+                let path = self.dir.join(file);
+                match fs::remove_file(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(path)(e)),
+                    _ => Ok(()),
+                }
+            }
+            DiskStep::SyncDir => File::open(&self.dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io(self.dir.clone())),
         }
     }
-
-    fn sync_dir(&self) -> Result<(), StoreError> {
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|source| StoreError::Io {
-                path: self.dir.clone(),
-                source,
-            })
-    }
-}
-
-fn checksum(body: &[u8]) -> String {
-    hex::encode(Sha256::digest(body))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reason::FailureReason;
+    use netrollout_api::NodeConfig;
 
     fn lkg() -> LastKnownGood {
         LastKnownGood {
@@ -308,30 +219,12 @@ mod tests {
     }
 
     #[test]
-    fn only_the_newest_failures_are_remembered() {
-        let mut failures = Failures::default();
-        for i in 0..Failures::LIMIT + 3 {
-            let at = jiff::Timestamp::from_second(1_000 + i as i64).unwrap();
-            let failure = Failure {
-                reason: FailureReason::ProbeFailed,
-                message: String::new(),
-                at: at.to_string(),
-                retry: None,
-            };
-            failures.record(&format!("rev-{i}"), failure);
-        }
-        assert_eq!(failures.revisions.len(), Failures::LIMIT);
-        assert!(!failures.revisions.contains_key("rev-2"));
-        assert!(failures.revisions.contains_key("rev-3"));
-    }
-
-    #[test]
     fn state_written_before_frr_support_reads_back() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let write = |name: &str, body: &str| {
-            let text = format!("{HEADER}{}\n{body}", checksum(body.as_bytes()));
-            fs::write(dir.path().join(name), text).unwrap();
+            let value: serde_json::Value = serde_json::from_str(body).unwrap();
+            fs::write(dir.path().join(name), state::encode(&value).unwrap()).unwrap();
         };
         write(LKG_FILE, r#"{"revision":"rev-1","config":{}}"#);
         write(

@@ -22,19 +22,21 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // a test may panic
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::Parser;
-use netrollout_agent::frr::{Frr, FrrSettings};
 use netrollout_agent::routing;
-use netrollout_api::{
-    LoopbackConfig, NodeConfig, NodeNetworkConfigStatus, NodePhase, PrefixAction, PrefixItem,
-    VrfConfig, VrfPolicy,
-};
-use netrollout_testkit::agent::Lab;
+use netrollout_api::{LoopbackConfig, NodePhase, PrefixAction};
 use netrollout_testkit::cmd::run;
-use netrollout_testkit::frr::{Daemons, FRR_LIB, Log, Start};
-use serde_json::Value;
+use netrollout_testkit::frr::FRR_LIB;
+
+#[path = "vm/config.rs"]
+mod config;
+#[path = "vm/node.rs"]
+mod node;
+
+use config::*;
+use node::Node;
 
 #[path = "common/lab_ext.rs"]
 mod lab_ext;
@@ -42,10 +44,6 @@ use lab_ext::AgentLab as _;
 
 /// Set in the agent's environment by the wrapper script: this process is the agent.
 const AGENT_ROLE: &str = "NETROLLOUT_VM_AGENT";
-const VNI: u32 = 5000;
-const ROUTE_TARGET: &str = "65000:5000";
-const COMMUNITY: &str = "65000:100";
-const AGGREGATE: &str = "10.50.0.0/21";
 /// The VM's host name; the base files use it too, as vtysh shows it (the namespaces share the
 /// kernel's host name), so that frr-reload.py finds no `hostname` difference to apply.
 const HOSTNAME: &str = "agent-vm";
@@ -75,314 +73,6 @@ fn main() {
 fn say(what: &str) {
     eprintln!("agent-frr-vm: ok: {what}");
 }
-
-/// One node: the agent lab, FRR in its namespace, the files the agent's flags name.
-struct Node {
-    /// zebra + bgpd once started; declared before `lab`, so FRR stops before the namespace goes.
-    daemons: Option<Daemons>,
-    lab: Lab,
-    asn: u32,
-    /// The base file's default-VRF router id (the managed instances use the VTEP address).
-    router_id: String,
-    dir: PathBuf,
-    base: PathBuf,
-    conf: PathBuf,
-}
-
-impl Node {
-    async fn new(wrapper: &Path, asn: u32, router_id: &str) -> Self {
-        let lab = Lab::new(wrapper.to_path_buf()).await;
-        lab.ip("link set lo up");
-        // A node routes (FRR shows `no ip forwarding` otherwise, a difference to the base file).
-        run(
-            "ip",
-            &[
-                "netns",
-                "exec",
-                &lab.ns,
-                "sh",
-                "-c",
-                "echo 1 >/proc/sys/net/ipv4/ip_forward && \
-                 echo 1 >/proc/sys/net/ipv6/conf/all/forwarding",
-            ],
-        );
-        let dir = lab.dir.path().join("frr");
-        let ps = lab.ns.clone();
-        // No PAM in the VM: vtysh lets root in without asking it (FRR reads vtysh.conf from the
-        // pathspace directory under the config directory the agent passes, and under /etc/frr).
-        for d in [dir.join(&ps), Path::new("/etc/frr").join(&ps)] {
-            std::fs::create_dir_all(&d).unwrap();
-            std::fs::write(d.join("vtysh.conf"), "username root nopassword\n").unwrap();
-        }
-        Self {
-            daemons: None,
-            base: dir.join("base.conf"),
-            conf: dir.join("frr.conf"),
-            dir,
-            lab,
-            asn,
-            router_id: router_id.into(),
-        }
-    }
-
-    fn ps(&self) -> &str {
-        &self.lab.ns
-    }
-
-    /// The operator's base file: eBGP EVPN to the other node's VTEP address, two hops away
-    /// (through the VM's root namespace).
-    fn write_base(&self, peer: &Node) {
-        let base = format!(
-            "frr defaults datacenter\nhostname {HOSTNAME}\n!\nbgp route-map delay-timer 1\n!\n\
-             router bgp {asn}\n bgp router-id {rid}\n no bgp ebgp-requires-policy\n \
-             no bgp default ipv4-unicast\n neighbor {pip} remote-as {pasn}\n \
-             neighbor {pip} ebgp-multihop 3\n neighbor {pip} update-source {ip}\n \
-             neighbor {pip} timers 3 9\n neighbor {pip} timers connect 1\n !\n \
-             address-family l2vpn evpn\n  neighbor {pip} activate\n exit-address-family\nexit\n!\n",
-            asn = self.asn,
-            rid = self.router_id,
-            pip = peer.lab.ns_ip,
-            pasn = peer.asn,
-            ip = self.lab.ns_ip,
-        );
-        std::fs::write(&self.base, &base).unwrap();
-        std::fs::write(&self.conf, &base).unwrap();
-    }
-
-    /// zebra + bgpd in the namespace, as root (the VM has no `frr` user), reading the base
-    /// file; bgpd starts once zebra shows the underlay address, and both answer within 60 s.
-    fn start_frr(&mut self) {
-        let daemons = Start {
-            config: Some(&self.conf),
-            user: "root",
-            log: Log::Files(self.dir.clone()),
-            underlay: Some(&self.lab.ns_ip),
-            timeout: Duration::from_secs(60),
-            ..Start::new(&self.lab.ns, &self.lab.ns)
-        }
-        .start();
-        say(&format!("{} FRR answers", self.ps()));
-        self.daemons = Some(daemons);
-    }
-
-    fn daemons(&self) -> &Daemons {
-        self.daemons.as_ref().expect("FRR is started")
-    }
-
-    fn try_vtysh(&self, cmd: &str) -> Option<String> {
-        self.daemons().try_vtysh(cmd)
-    }
-
-    fn vtysh(&self, cmd: &str) -> String {
-        self.daemons().vtysh(cmd)
-    }
-
-    fn running(&self) -> String {
-        self.vtysh("show running-config")
-    }
-
-    fn established(&self, peer: &Node) -> bool {
-        self.try_vtysh(&format!("show bgp neighbors {} json", peer.lab.ns_ip))
-            .is_some_and(|t| t.contains("\"bgpState\":\"Established\""))
-    }
-
-    /// The agent's FRR flags; the managed router id is the VTEP address (`--vtep-ip`, which
-    /// differs from the base file's router id).
-    fn agent_args(&mut self) {
-        self.lab.extra_args = [
-            "--frr-base-config",
-            self.base.to_str().unwrap(),
-            "--frr-config",
-            self.conf.to_str().unwrap(),
-            "--frr-pathspace",
-            &self.lab.ns,
-            "--probe-timeout",
-            "60s",
-        ]
-        .map(String::from)
-        .to_vec();
-    }
-
-    /// Sets the spec and waits for the agent to finish with it.
-    async fn apply(&self, rev: &str, config: NodeConfig) -> NodeNetworkConfigStatus {
-        self.lab.set_spec(rev, config).await;
-        let status = self.lab.wait_finished(rev, 240).await.status.unwrap();
-        eprintln!(
-            "agent-frr-vm: {} {rev}: {:?} {:?} {}",
-            self.ps(),
-            status.phase,
-            status.reason,
-            status.message.as_deref().unwrap_or("")
-        );
-        status
-    }
-
-    async fn apply_ok(&self, rev: &str, config: NodeConfig) {
-        let status = self.apply(rev, config.clone()).await;
-        assert_eq!(
-            status.phase,
-            Some(NodePhase::Provisioned),
-            "{} {rev}: {status:?}\nagent log:\n{}",
-            self.ps(),
-            self.lab.log()
-        );
-        assert!(self.lab.holds(&config).await, "{rev}: kernel");
-    }
-
-    /// `netrollout_agent_frr_writes_total` from the agent's /metrics.
-    fn frr_writes(&self) -> u64 {
-        let text = netrollout_testkit::http::metrics(
-            &format!("{}:9101", self.lab.ns_ip),
-            Duration::from_secs(20),
-        );
-        text.lines()
-            .find_map(|l| l.strip_prefix("netrollout_agent_frr_writes_total "))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no frr_writes_total in:\n{text}"))
-    }
-
-    /// The agent library's view of this FRR, for the routing probes.
-    fn frr(&self) -> Frr {
-        Frr::new(FrrSettings {
-            base_config: self.base.clone(),
-            config: self.conf.clone(),
-            pathspace: Some(self.lab.ns.clone()),
-            vty_socket: None,
-            asn: None,
-            router_id: None,
-            vtep_ip: Some(self.lab.ns_ip.parse().unwrap()),
-            reload_script: format!("{FRR_LIB}/frr-reload.py").into(),
-            bindir: "/usr/bin".into(),
-            rundir: self.dir.clone(),
-        })
-        .unwrap()
-    }
-
-    /// `show bgp l2vpn evpn route detail type prefix json` (detail: with the communities): the
-    /// type-5 route for `prefix` (`10.50.1.0/24`), as JSON text, when there is one.
-    fn type5(&self, prefix: &str) -> Option<String> {
-        let (addr, len) = prefix.split_once('/').unwrap();
-        let key = format!("[{len}]:[{addr}]");
-        let json: Value =
-            serde_json::from_str(&self.vtysh("show bgp l2vpn evpn route detail type prefix json"))
-                .unwrap_or_default();
-        find_key(&json, &|k| k.starts_with("[5]:") && k.ends_with(&key)).map(|v| v.to_string())
-    }
-
-    fn routes(&self, table: &str) -> String {
-        self.lab.ip(&format!("route show {table}"))
-    }
-
-    fn debug(&self) -> String {
-        let mut out = self.daemons.as_ref().map_or_else(String::new, |d| {
-            d.dump(&[
-                "show bgp l2vpn evpn route type prefix",
-                "show bgp vrf vr.t1 ipv4 unicast",
-                "show bgp vrf vr.t1 ipv4 unicast 10.50.1.0/24",
-            ])
-        });
-        let conf = std::fs::read_to_string(&self.conf).unwrap_or_default();
-        out.push_str(&format!("--- {}\n{conf}\n", self.conf.display()));
-        out.push_str(&format!("--- agent log\n{}\n", self.lab.log()));
-        out
-    }
-}
-
-/// The value of the first object key, at any depth, that `pred` accepts.
-fn find_key<'a>(v: &'a Value, pred: &dyn Fn(&str) -> bool) -> Option<&'a Value> {
-    match v {
-        Value::Object(map) => map
-            .iter()
-            .find_map(|(k, v)| pred(k).then_some(v))
-            .or_else(|| map.values().find_map(|v| find_key(v, pred))),
-        Value::Array(items) => items.iter().find_map(|v| find_key(v, pred)),
-        _ => None,
-    }
-}
-
-/// How long a route may take to reach another node's tables. BGP under TCG on the busy 2-core
-/// CI machine has taken over 60 s twice (routes received but not yet valid or imported), so
-/// route checks wait this long; on a pass each returns as soon as the route is there.
-const ROUTE_WAIT: u64 = 180;
-
-/// Polls `check` every half second until it returns `Some`, or fails after `secs`.
-fn wait<T>(what: &str, secs: u64, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = check() {
-            say(what);
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {secs} s: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
-fn item(cidr: &str, seq: i64, le: Option<i32>, action: PrefixAction) -> PrefixItem {
-    PrefixItem {
-        cidr: cidr.into(),
-        seq: Some(seq),
-        le,
-        action,
-        ..Default::default()
-    }
-}
-
-fn permit_all() -> Vec<PrefixItem> {
-    vec![item("10.50.0.0/16", 1, Some(32), PrefixAction::Permit)]
-}
-
-/// Tenant VRF `t1` (VNI 5000, route target, one policy with import, export, the community and,
-/// on node 1, the aggregate) with a loopback per address: the tenant prefixes the node announces.
-fn config(
-    addresses: &[&str],
-    import: Vec<PrefixItem>,
-    export: Vec<PrefixItem>,
-    route_target: &str,
-) -> NodeConfig {
-    NodeConfig {
-        vrfs: vec![VrfConfig {
-            name: "t1".into(),
-            table_id: VNI,
-            vrf_interface: "vr.t1".into(),
-            bridge_interface: Some("br.t1".into()),
-            vxlan_interface: Some("vx.t1".into()),
-            veth_default_interface: "vd.t1".into(),
-            veth_vrf_interface: "vv.t1".into(),
-            vni: Some(VNI),
-            route_target: Some(route_target.into()),
-            loopbacks: addresses
-                .iter()
-                .enumerate()
-                .map(|(i, a)| LoopbackConfig {
-                    name: format!("lo.t{i}"),
-                    address: (*a).into(),
-                })
-                .collect(),
-            policies: vec![VrfPolicy {
-                source: "t1".into(),
-                seq: 10,
-                import,
-                export,
-                // Node 1's prefixes only: node 2's own aggregate would hide node 1's.
-                aggregate: if addresses == NODE1 {
-                    vec![AGGREGATE.into()]
-                } else {
-                    Vec::new()
-                },
-                communities: vec![COMMUNITY.into()],
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
-}
-
-const NODE1: [&str; 3] = ["10.50.1.1/24", "10.50.3.1/24", "10.50.4.1/24"];
-const NODE2: [&str; 1] = ["10.50.2.1/24"];
 
 /// `show running-config` without its `Building configuration...` preamble.
 fn strip_header(text: &str) -> String {

@@ -1,7 +1,5 @@
-//! Tests of the pure diff against a small model of the kernel: ops are executed on an
-//! [`Observed`] state the way the kernel would (refusing a port before its master, releasing
-//! ports of a deleted master, flushing routes of a re-enslaved device), and the result must
-//! need no further ops.
+//! Tests of the pure diff against the model kernel ([`ModelKernel`]): ops are executed on an
+//! [`Observed`] state the way the kernel would, and the result must need no further ops.
 
 use std::collections::BTreeMap;
 
@@ -9,137 +7,21 @@ use proptest::prelude::*;
 
 use super::diff;
 use crate::model::{
-    Address, Desired, Link, LinkKind, Mac, Observed, ObservedLink, Route, Rule, VXLAN_PORT, Vxlan,
+    Address, Desired, Link, LinkKind, Mac, Observed, Route, Rule, VXLAN_PORT, Vxlan,
 };
+use crate::model_kernel::ModelKernel;
 use crate::op::{LinkChange, Op};
 
-/// Executes `ops` on a model kernel; panics where the kernel would refuse.
-fn simulate(mut s: Observed, ops: &[Op]) -> Observed {
+/// Executes `ops` on the model kernel; panics where the kernel would refuse.
+fn simulate(s: Observed, ops: &[Op]) -> Observed {
+    let managed = crate::model::for_tests::managed();
+    let mut kernel = ModelKernel { state: s };
     for op in ops {
-        match op {
-            Op::CreateLink(l) => {
-                assert!(!s.links.contains_key(&l.name), "{op}: exists");
-                for dep in l.dependencies() {
-                    assert!(s.links.contains_key(dep), "{op}: {dep} missing");
-                }
-                let mut kind = l.kind.clone();
-                if let LinkKind::Vxlan(v) = &mut kind {
-                    v.neigh_suppress = false;
-                }
-                let link = Link {
-                    kind,
-                    mtu: l.mtu.or(Some(1500)),
-                    mac: l.mac.or(Some(Mac([2; 6]))),
-                    ..l.clone()
-                };
-                s.links
-                    .insert(l.name.clone(), ObservedLink { link, up: true });
-                if let LinkKind::Veth { peer } = &l.kind {
-                    let back = Link::new(
-                        peer,
-                        LinkKind::Veth {
-                            peer: l.name.clone(),
-                        },
-                    )
-                    .mtu(1500)
-                    .mac(Mac([3; 6]));
-                    s.links.insert(
-                        peer.clone(),
-                        ObservedLink {
-                            link: back,
-                            up: false,
-                        },
-                    );
-                }
-            }
-            Op::DeleteLink(name) => {
-                let gone = s.links.remove(name).expect("deleting a missing link");
-                let mut names = vec![name.clone()];
-                if let LinkKind::Veth { peer } = gone.link.kind {
-                    s.links.remove(&peer);
-                    names.push(peer);
-                }
-                for n in &names {
-                    s.addresses.retain(|a| &a.link != n);
-                    s.routes.retain(|r| r.dev.as_ref() != Some(n));
-                    let ports: Vec<String> = s
-                        .links
-                        .values()
-                        .filter(|l| l.link.master.as_ref() == Some(n))
-                        .map(|l| l.link.name.clone())
-                        .collect();
-                    for p in ports {
-                        set_master(&mut s, &p, None);
-                    }
-                }
-            }
-            Op::ModifyLink(c) => modify(&mut s, c),
-            Op::SetBridgePort {
-                link,
-                neigh_suppress,
-            } => match &mut s.links.get_mut(link).expect("port").link.kind {
-                LinkKind::Vxlan(v) => v.neigh_suppress = *neigh_suppress,
-                other => panic!("neigh_suppress on {other:?}"),
-            },
-            Op::AddAddress(a) => {
-                assert!(s.links.contains_key(&a.link), "{op}: no link");
-                if !s.addresses.contains(a) {
-                    s.addresses.push(a.clone());
-                }
-            }
-            Op::DeleteAddress(a) => s.addresses.retain(|x| x != a),
-            Op::ReplaceRoute(r) => {
-                if let Some(dev) = &r.dev {
-                    assert!(
-                        s.links.contains_key(dev) || !crate::model::for_tests::managed().owns(dev),
-                        "{op}: no dev"
-                    );
-                }
-                s.routes.retain(|x| x.key() != r.key());
-                let mut installed = r.clone();
-                installed.metric = r.effective_metric();
-                installed.dev = r.dev.clone().or(Some("eth0".into()));
-                s.routes.push(installed);
-            }
-            Op::DeleteRoute(r) => s.routes.retain(|x| x.key() != r.key()),
-            Op::AddRule(r) => {
-                assert!(!s.rules.contains(r), "{op}: exists");
-                s.rules.push(r.clone());
-            }
-            Op::DeleteRule(r) => s.rules.retain(|x| x != r),
+        if let Err(e) = kernel.execute(op, &managed) {
+            panic!("{e}");
         }
     }
-    s
-}
-
-fn modify(s: &mut Observed, c: &LinkChange) {
-    let l = s.links.get_mut(&c.name).expect("modifying a missing link");
-    if let Some(mtu) = c.mtu {
-        l.link.mtu = Some(mtu);
-    }
-    if let Some(mac) = c.mac {
-        l.link.mac = Some(mac);
-    }
-    l.up |= c.up;
-    if let Some(master) = &c.master {
-        if let Some(m) = master {
-            assert!(s.links.contains_key(m), "master {m} missing");
-        }
-        set_master(s, &c.name, master.clone());
-    }
-}
-
-/// The kernel cycles a device whose master changes: routes and IPv6 addresses go, bridge
-/// port flags reset.
-fn set_master(s: &mut Observed, name: &str, master: Option<String>) {
-    let l = s.links.get_mut(name).expect("port");
-    l.link.master = master;
-    if let LinkKind::Vxlan(v) = &mut l.link.kind {
-        v.neigh_suppress = false;
-    }
-    s.routes.retain(|r| r.dev.as_deref() != Some(name));
-    s.addresses
-        .retain(|a| a.link != name || a.addr.addr().is_ipv4());
+    kernel.state
 }
 
 fn vxlan(vni: u32, neigh_suppress: bool) -> LinkKind {

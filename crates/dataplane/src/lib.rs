@@ -18,6 +18,7 @@
 //! Layout:
 //! - `model`: [`Desired`], [`Observed`] and their element types ([`Link`], [`Address`],
 //!   [`Route`], [`Rule`]), the managed prefixes and protocol tag.
+//! - `model_kernel`: [`ModelKernel`], the kernel's behaviour on ops, for tests without root.
 //! - `validate`: [`Desired::validate`] and the dependency order of links.
 //! - `diff`: the pure [`diff`]; its tests (`diff_tests`) run ops on a model kernel.
 //! - `op`: [`Op`], one netlink write each.
@@ -35,6 +36,7 @@ mod dump;
 mod error;
 mod exec;
 mod model;
+mod model_kernel;
 mod msg;
 mod observe;
 mod op;
@@ -47,4 +49,5 @@ pub use model::{
     Address, Desired, Family, Link, LinkKind, MAX_NAME_LEN, Mac, Managed, Observed, ObservedLink,
     RTPROT_NETROLLOUT, Route, Rule, VXLAN_PORT, Vxlan,
 };
+pub use model_kernel::ModelKernel;
 pub use op::{LinkChange, Op};

@@ -1,23 +1,22 @@
-//! The status reports of an attempt's outcome, for the status writer.
+//! The status reports of a transaction's outcomes.
 
 use netrollout_api::NodePhase;
 
-use crate::status::Report;
-use crate::store::{Failure, LastKnownGood};
+use crate::report::Report;
+use crate::state::{Failure, LastKnownGood};
 
-/// The report of a committed (or already committed) revision.
+/// The report of a committed (or already committed) revision, decided at `now`.
 pub(super) fn provisioned(
     rev: &str,
     generation: Option<i64>,
-    reason: &str,
     message: String,
     started: Option<jiff::Timestamp>,
+    now: jiff::Timestamp,
 ) -> Report {
-    let now = jiff::Timestamp::now();
     Report {
         revision: Some(rev.to_string()),
         phase: Some(NodePhase::Provisioned),
-        reason: reason.into(),
+        reason: "Applied".into(),
         message,
         started_at: Some(started.unwrap_or(now)),
         finished_at: Some(now),
@@ -42,6 +41,27 @@ pub(super) fn failed(
         message: f.message.clone(),
         started_at: at,
         finished_at: at,
+        last_known_good: lkg.revision.clone(),
+        ready: false,
+        generation,
+    }
+}
+
+/// The report of an attempt that started.
+pub(super) fn provisioning(
+    rev: &str,
+    generation: Option<i64>,
+    attempt: u32,
+    started: jiff::Timestamp,
+    lkg: &LastKnownGood,
+) -> Report {
+    Report {
+        revision: Some(rev.to_string()),
+        phase: Some(NodePhase::Provisioning),
+        reason: "Applying".into(),
+        message: format!("applying {rev} (attempt {attempt})"),
+        started_at: Some(started),
+        finished_at: None,
         last_known_good: lkg.revision.clone(),
         ready: false,
         generation,

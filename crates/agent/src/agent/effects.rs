@@ -1,0 +1,214 @@
+//! Running one effect of the transaction core on the real parts. A failed disk write, or a
+//! restore the kernel or FRR refuses, ends the transaction with an [`Error`] (the agent reports
+//! it cannot proceed); every other answer goes back to the core as an event.
+
+use std::time::Instant;
+
+use super::Agent;
+use crate::error::{Error, Result};
+use crate::frr::FrrError;
+use crate::probe;
+use crate::routing::{self, RoutingState};
+use crate::txn::{Effect, Event, FrrText, Metric, Purpose, Round};
+
+/// What the driver keeps between the effects of one transaction: the routing state seen
+/// before the change (the routing probes after it compare with it), and when it started.
+#[derive(Debug)]
+pub(super) struct Run {
+    /// The revision the transaction is about, for the step lines.
+    rev: String,
+    routing_before: Option<RoutingState>,
+    t0: Instant,
+}
+
+impl Run {
+    pub(super) fn new(rev: String) -> Self {
+        Self {
+            rev,
+            routing_before: None,
+            t0: Instant::now(),
+        }
+    }
+}
+
+impl Agent {
+    /// Runs `effect`; returns the event that answers it, if it asks something.
+    pub(super) async fn run_effect(&self, run: &mut Run, effect: Effect) -> Result<Option<Event>> {
+        match effect {
+            Effect::WriteLastKnownGood(lkg) => self.store.set_last_known_good(&lkg)?,
+            Effect::WriteJournal(journal) => {
+                self.store.set_journal(&journal)?;
+                tracing::info!(step = "journal", revision = %journal.revision,
+                    attempt = journal.attempt, duration_ms = ms(run.t0), "journal written");
+            }
+            Effect::ClearJournal => self.store.clear_journal()?,
+            Effect::WriteFailures(failures) => self.store.set_failures(&failures)?,
+            Effect::Publish(report) => {
+                if let Some(phase) = report.phase {
+                    tracing::info!(step = "report", revision = report.revision.as_deref().unwrap_or(""),
+                        ?phase, reason = %report.reason, message = %report.message, "status decided");
+                }
+                self.publish(report);
+            }
+            Effect::Record(metric) => self.record(run, metric),
+            Effect::RenderFrr(config) => {
+                let Some(frr) = &self.frr else {
+                    return Ok(Some(Event::FrrRendered(Err("FRR support is off".into()))));
+                };
+                // A config this node cannot route is the revision's problem; a base file that
+                // cannot be read is the node's (the agent stops before touching anything).
+                let text = match frr.managed(&config) {
+                    Ok(managed) => Ok(frr.full(&managed).map_err(Error::Frr)?),
+                    Err(e) => Err(e.to_string()),
+                };
+                return Ok(Some(Event::FrrRendered(text)));
+            }
+            Effect::ApplyKernel { desired, purpose } => {
+                let t = Instant::now();
+                let applied = self.dataplane.apply(&desired).await;
+                if purpose == Purpose::Apply {
+                    self.metrics.apply_time(t.elapsed().as_secs_f64());
+                }
+                return match (applied, purpose) {
+                    (Ok(report), _) => {
+                        tracing::info!(
+                            step = step(purpose, "apply", "restored"),
+                            revision = %run.rev,
+                            writes = report.writes,
+                            duration_ms = ms(t),
+                            "{}",
+                            step(purpose, "applied", "restored last-known-good")
+                        );
+                        Ok(Some(Event::KernelApplied))
+                    }
+                    (Err(e), Purpose::Apply) => Ok(Some(Event::KernelFailed(e.to_string()))),
+                    (Err(e), Purpose::Restore) => Err(Error::Restore(e)),
+                };
+            }
+            Effect::ApplyFrr { text, purpose } => return self.apply_frr(run, text, purpose).await,
+            Effect::Probe(round) => return Ok(Some(Event::Probed(self.probe(run, round).await))),
+            Effect::Sleep(d) => {
+                tokio::time::sleep(d).await;
+                return Ok(Some(Event::TimerFired));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn apply_frr(&self, run: &Run, text: FrrText, purpose: Purpose) -> Result<Option<Event>> {
+        let Some(frr) = &self.frr else {
+            return Ok(Some(Event::FrrFailed("FRR support is off".into())));
+        };
+        let t = Instant::now();
+        let full = match text {
+            FrrText::Full(text) => text,
+            // The text FRR last accepted is not on record (state written before FRR support):
+            // render it from the config and the current base file.
+            FrrText::Render(config) => frr
+                .full(&frr.managed(&config).map_err(Error::Frr)?)
+                .map_err(Error::Frr)?,
+        };
+        let applied = frr.apply(&full).await;
+        let writes = match &applied {
+            Ok(w) => *w,
+            Err(FrrError::Rejected { wrote, .. }) => u32::from(*wrote),
+            Err(_) => 0,
+        };
+        self.metrics.frr_writes(writes);
+        match (applied, purpose) {
+            (Ok(_), _) => {
+                tracing::info!(
+                    step = step(purpose, "apply-frr", "restored-frr"),
+                    revision = %run.rev,
+                    writes,
+                    duration_ms = ms(t),
+                    "{}",
+                    step(
+                        purpose,
+                        "FRR config applied",
+                        "restored the last-known-good FRR config"
+                    )
+                );
+                Ok(Some(Event::FrrApplied))
+            }
+            (Err(FrrError::Rejected { line, .. }), Purpose::Apply) => {
+                Ok(Some(Event::FrrRejected(line)))
+            }
+            (Err(e), Purpose::Apply) => Ok(Some(Event::FrrFailed(e.to_string()))),
+            (Err(e), Purpose::Restore) => Err(Error::FrrRestore(e)),
+        }
+    }
+
+    /// A probe round: connectivity, plus the links (after a change) and the routing checks.
+    async fn probe(&self, run: &mut Run, round: Round) -> Vec<probe::Outcome> {
+        let t = Instant::now();
+        let mut out = self.prober.connectivity().await;
+        match round {
+            Round::Before { current } => {
+                if let Some(frr) = &self.frr {
+                    let state = routing::state(frr).await;
+                    out.extend(routing::before(&state, &current));
+                    run.routing_before = Some(state);
+                }
+                let failing: Vec<_> = out.iter().filter(|o| !o.passed()).collect();
+                tracing::info!(step = "probe-before", revision = %run.rev, duration_ms = ms(t),
+                    failing = %probe::describe(&failing), "probed before the change");
+            }
+            Round::After { links, config } => {
+                out.extend(probe::links_up(&links));
+                self.routing_after(run, &config, &mut out).await;
+            }
+            Round::Restored { config } => self.routing_after(run, &config, &mut out).await,
+        }
+        out
+    }
+
+    /// The routing checks after a change or restore, against the state seen before it.
+    async fn routing_after(
+        &self,
+        run: &Run,
+        config: &netrollout_api::NodeConfig,
+        out: &mut Vec<probe::Outcome>,
+    ) {
+        if let (Some(frr), Some(before)) = (&self.frr, &run.routing_before) {
+            out.extend(routing::after(before, &routing::state(frr).await, config));
+        }
+    }
+
+    fn record(&self, run: &Run, metric: Metric) {
+        let rev = &run.rev;
+        match metric {
+            Metric::Provisioned => {
+                self.metrics.provisioned();
+                tracing::info!(step = "commit", revision = %rev, duration_ms = ms(run.t0), "committed");
+            }
+            Metric::Failed(reason) => {
+                self.metrics.failed(reason.as_str());
+                tracing::warn!(step = "failed", revision = %rev, %reason,
+                    "revision failed on this node; it is not retried until a person asks");
+            }
+            Metric::ProbeFailed(kind) => self.metrics.probe_failed(&kind),
+            Metric::ProbeTime { took, passed } => {
+                self.metrics.probe_time(took.as_secs_f64());
+                tracing::info!(step = "probe-after", revision = %rev, passed,
+                    duration_ms = took.as_secs_f64() * 1e3, "probed after the change");
+                if !passed {
+                    tracing::warn!(step = "restore", revision = %rev,
+                        "the change failed; restoring last-known-good");
+                }
+            }
+            Metric::Restored => self.metrics.restored(),
+        }
+    }
+}
+
+fn step(purpose: Purpose, apply: &'static str, restore: &'static str) -> &'static str {
+    match purpose {
+        Purpose::Apply => apply,
+        Purpose::Restore => restore,
+    }
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}

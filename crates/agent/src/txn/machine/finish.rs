@@ -1,0 +1,218 @@
+//! The second half of a transaction: probing after the change, commit, restore, and recording
+//! a failure.
+
+use netrollout_dataplane::Desired;
+
+use super::super::verdict::{failed, provisioned};
+use super::super::{Effect, FrrText, Metric, Now, Purpose, Recovery, Round, Spec};
+use super::{Attempt, Core, Phase, probe_kind};
+use crate::convert;
+use crate::outcome::{Outcome, describe, enforced_failures};
+use crate::reason::FailureReason;
+use crate::state::{Failure, LastKnownGood};
+
+impl Core {
+    pub(super) fn probe_after(&mut self, now: Now, out: &mut Vec<Effect>) {
+        let timeout = self.settings.probe_timeout;
+        let a = self.attempt_mut();
+        a.probing_since = now.instant;
+        a.deadline = now.instant + timeout;
+        a.round = now.instant;
+        a.passed_at = None;
+        out.push(Effect::Probe(Round::After {
+            links: convert::link_names(&a.desired),
+            config: a.spec.config.clone(),
+        }));
+        self.phase = Phase::ProbingAfter;
+    }
+
+    /// A probe round after the change: commit once the checks pass and keep passing for the
+    /// whole hold within the timeout; fail at once when they fail during the hold or are still
+    /// failing at the timeout; else probe again after the interval.
+    pub(super) fn probed(&mut self, now: Now, after: &[Outcome], out: &mut Vec<Effect>) {
+        let (hold, interval) = (self.settings.probe_hold, self.settings.probe_interval);
+        let a = self.attempt_mut();
+        let failed = enforced_failures(&a.before, after);
+        let expired = now.instant >= a.deadline;
+        if !failed.is_empty() && (a.passed_at.is_some() || expired) {
+            for o in &failed {
+                out.push(Effect::Record(Metric::ProbeFailed(
+                    probe_kind(&o.name).into(),
+                )));
+            }
+        }
+        let rev = a.spec.revision.clone();
+        let result = if failed.is_empty() {
+            let since = *a.passed_at.get_or_insert(now.instant);
+            if now.instant.saturating_duration_since(since) < hold {
+                out.push(Effect::Sleep(interval));
+                self.phase = Phase::Sleeping;
+                return;
+            }
+            Ok(())
+        } else if let Some(since) = a.passed_at {
+            Err(format!(
+                "probes passed after applying {rev}, then failed {} ms into the {} ms probe \
+                 hold: {}",
+                a.round.saturating_duration_since(since).as_millis(),
+                hold.as_millis(),
+                describe(&failed)
+            ))
+        } else if expired {
+            Err(format!(
+                "probes failed after applying {rev}: {}",
+                describe(&failed)
+            ))
+        } else {
+            out.push(Effect::Sleep(interval));
+            self.phase = Phase::Sleeping;
+            return;
+        };
+        let took = now.instant.saturating_duration_since(a.probing_since);
+        out.push(Effect::Record(Metric::ProbeTime {
+            took,
+            passed: result.is_ok(),
+        }));
+        match result {
+            Ok(()) => self.commit(now, out),
+            Err(msg) => self.fail_change(FailureReason::ProbeFailed, msg, out),
+        }
+    }
+
+    pub(super) fn commit(&mut self, now: Now, out: &mut Vec<Effect>) {
+        let a = self.attempt_mut();
+        let lkg = LastKnownGood {
+            revision: Some(a.spec.revision.clone()),
+            config: a.spec.config.clone(),
+            frr: a.frr.clone(),
+        };
+        let took = now.instant.saturating_duration_since(a.t0);
+        let mut message = format!("applied and probed in {} ms", took.as_millis());
+        let failing: Vec<&Outcome> = a.before.iter().filter(|o| !o.passed()).collect();
+        if !failing.is_empty() {
+            message.push_str(&format!(
+                "; probes already failing before the change (not enforced): {}",
+                describe(&failing)
+            ));
+        }
+        let report = provisioned(
+            &a.spec.revision,
+            a.spec.generation,
+            message,
+            Some(a.started),
+            now.wall,
+        );
+        out.push(Effect::WriteLastKnownGood(lkg.clone()));
+        out.push(Effect::ClearJournal);
+        out.push(Effect::Record(Metric::Provisioned));
+        out.push(Effect::Publish(report));
+        self.disk.lkg = lkg;
+        self.disk.journal = None;
+        self.phase = Phase::Done;
+    }
+
+    /// The change failed: restore, then record why.
+    pub(super) fn fail_change(
+        &mut self,
+        reason: FailureReason,
+        message: String,
+        out: &mut Vec<Effect>,
+    ) {
+        self.failure = Some((reason, message));
+        self.restore(out);
+    }
+
+    /// Restores last-known-good: FRR first, then the kernel (the reverse of apply).
+    pub(super) fn restore(&mut self, out: &mut Vec<Effect>) {
+        if self.settings.frr {
+            let text = match &self.disk.lkg.frr {
+                Some(text) => FrrText::Full(text.clone()),
+                None => FrrText::Render(self.disk.lkg.config.clone()),
+            };
+            out.push(Effect::ApplyFrr {
+                text,
+                purpose: Purpose::Restore,
+            });
+            self.phase = Phase::RestoringFrr;
+        } else {
+            self.restore_kernel(out);
+        }
+    }
+
+    pub(super) fn restore_kernel(&mut self, out: &mut Vec<Effect>) {
+        out.push(Effect::ApplyKernel {
+            desired: self.lkg_desired.clone(),
+            purpose: Purpose::Restore,
+        });
+        self.phase = Phase::RestoringKernel;
+    }
+
+    pub(super) fn restored(&mut self, now: Now, out: &mut Vec<Effect>) {
+        out.push(Effect::Record(Metric::Restored));
+        if let Some((journal, decision)) = self.recovery.take() {
+            self.phase = Phase::Done;
+            match decision {
+                Recovery::Committed => {
+                    out.push(Effect::ClearJournal);
+                    self.disk.journal = None;
+                }
+                Recovery::RetryOnce => {}
+                Recovery::Fail { reason, message } => {
+                    let spec = Spec {
+                        revision: journal.revision.clone(),
+                        generation: None,
+                        config: Default::default(),
+                        retry: journal.retry.clone(),
+                        said: Default::default(),
+                    };
+                    self.attempt = Some(Attempt {
+                        spec,
+                        journal,
+                        desired: Desired::default(),
+                        frr: None,
+                        started: now.wall,
+                        t0: now.instant,
+                        before: Vec::new(),
+                        probing_since: now.instant,
+                        deadline: now.instant,
+                        round: now.instant,
+                        passed_at: None,
+                    });
+                    self.record_failure(now, reason, message, out);
+                }
+            }
+            return;
+        }
+        out.push(Effect::Probe(Round::Restored {
+            config: self.disk.lkg.config.clone(),
+        }));
+        self.phase = Phase::ProbingRestored;
+    }
+
+    /// Records that the attempt's revision failed here, clears the journal and reports it.
+    pub(super) fn record_failure(
+        &mut self,
+        now: Now,
+        reason: FailureReason,
+        message: String,
+        out: &mut Vec<Effect>,
+    ) {
+        let a = self.attempt_mut();
+        let failure = Failure {
+            reason,
+            message,
+            at: now.wall.to_string(),
+            retry: a.journal.retry.clone(),
+        };
+        let (rev, generation, started) = (a.journal.revision.clone(), a.spec.generation, a.started);
+        self.disk.failures.record(&rev, failure.clone());
+        out.push(Effect::WriteFailures(self.disk.failures.clone()));
+        out.push(Effect::ClearJournal);
+        self.disk.journal = None;
+        out.push(Effect::Record(Metric::Failed(reason)));
+        let mut report = failed(&rev, generation, &failure, &self.disk.lkg);
+        report.started_at = Some(started);
+        out.push(Effect::Publish(report));
+        self.phase = Phase::Done;
+    }
+}

@@ -1,0 +1,297 @@
+//! Every crash point. A transaction (rev-1 → rev-2, on the model world) is run once per crash
+//! point: between two effects, after each kernel op, between `frr.conf` written and FRR
+//! reloaded, and between the steps of each state write (temporary file written, synced,
+//! renamed, directory synced). The agent dies there; the disk keeps what that crash keeps
+//! ([`CrashMode`]: the page cache, only synced data, or torn unsynced data); the next process
+//! starts on it (recovery), then sees the spec again. Then the kernel's managed objects and
+//! FRR's running text are exactly one whole config (old or new), the backup and journal agree
+//! with it, and the last status report says the truth. The count of crash points is printed and
+//! must stay above a floor, so a refactor cannot drop them silently.
+
+use netrollout_api::{NodeConfig, NodePhase};
+
+use super::harness::{CrashMode, Crashed, End, Node, config, frr_text};
+
+/// One story to crash in.
+struct Scenario {
+    name: &'static str,
+    /// The committed config before (`None`: a node's first config).
+    old: Option<Vec<u16>>,
+    new: Vec<u16>,
+    /// Faults of the world (probes, kernel, FRR).
+    faults: fn(&mut Node),
+    /// The reason rev-2 fails with, when it fails without a crash.
+    fails: Option<&'static str>,
+}
+
+fn scenarios() -> Vec<Scenario> {
+    vec![
+        Scenario {
+            name: "commit",
+            old: Some(vec![10, 20]),
+            new: vec![10, 30, 40],
+            faults: |_| {},
+            fails: None,
+        },
+        Scenario {
+            name: "first config",
+            old: None,
+            new: vec![10, 20],
+            faults: |_| {},
+            fails: None,
+        },
+        Scenario {
+            name: "probe fails",
+            old: Some(vec![10, 20]),
+            new: vec![30],
+            faults: |n| n.probes.after = Box::new(|_| vec!["tcp 10.9.9.9:443"]),
+            fails: Some("ProbeFailed"),
+        },
+        Scenario {
+            name: "kernel refuses",
+            old: Some(vec![10, 20]),
+            new: vec![10, 30, 40],
+            faults: |n| n.kernel_fails_at = Some(3),
+            fails: Some("ApplyFailed"),
+        },
+        Scenario {
+            name: "FRR rejects",
+            old: Some(vec![10, 20]),
+            new: vec![10, 30],
+            faults: |n| n.frr.reject = Some("layer2 30".into()),
+            fails: Some("FrrRejected"),
+        },
+    ]
+}
+
+fn old_config(sc: &Scenario) -> NodeConfig {
+    sc.old.as_deref().map(config).unwrap_or_default()
+}
+
+/// A node running the scenario's old config, with its faults.
+fn start(sc: &Scenario) -> Node {
+    let mut node = Node::new();
+    if let Some(old) = &sc.old {
+        let spec = node.spec("rev-1", &config(old), None);
+        assert_eq!(node.see(spec), Ok(End::Done));
+    }
+    (sc.faults)(&mut node);
+    node.points = 0;
+    node
+}
+
+/// Runs the scenario, crashing at `first` (and, after the restart, at `second`); `None` when
+/// the run passed its last crash point without crashing.
+fn run(
+    sc: &Scenario,
+    first: u64,
+    mode: CrashMode,
+    second: Option<u64>,
+) -> Result<Option<(Node, u32)>, String> {
+    let mut node = start(sc);
+    let spec = node.spec("rev-2", &config(&sc.new), None);
+    node.crash_at = Some(first);
+    if node.see(spec.clone()).is_ok() {
+        return Ok(None);
+    }
+    let mut crashes = 0;
+    let mut crash_at = second;
+    loop {
+        crashes += 1;
+        node.disk = node.disk.crash(if crashes == 1 {
+            mode
+        } else {
+            CrashMode::Process
+        });
+        node.points = 0;
+        node.crash_at = crash_at.take();
+        node.disk
+            .state()
+            .map_err(|e| format!("after the crash the state does not read: {e}"))?;
+        match node.start() {
+            Err(Crashed) => continue,
+            Ok(End::Stopped(e)) => return Err(format!("recovery stopped: {e}")),
+            Ok(End::Done) => {}
+        }
+        // After recovery the node runs its last-known-good, whole.
+        let disk = node
+            .disk
+            .state()
+            .map_err(|e| format!("after recovery: {e}"))?;
+        if !node.kernel_runs(&disk.lkg.config) {
+            return Err(format!(
+                "after recovery the kernel does not run last-known-good {:?}",
+                disk.lkg.revision
+            ));
+        }
+        let spec = node.spec("rev-2", &config(&sc.new), None);
+        match node.see(spec) {
+            Err(Crashed) => continue,
+            Ok(End::Stopped(e)) => return Err(format!("the transaction stopped: {e}")),
+            Ok(End::Done) => return Ok(Some((node, crashes))),
+        }
+    }
+}
+
+/// The invariant after the node settled.
+fn check(sc: &Scenario, node: &Node, crashed_twice: bool) -> Result<(), String> {
+    let disk = node.disk.state()?;
+    let new = config(&sc.new);
+    let old = old_config(sc);
+    if disk.journal.is_some() {
+        return Err(format!("a journal is left: {:?}", disk.journal));
+    }
+    let last = node.last();
+    let runs_new = node.kernel_runs(&new) && node.frr.running == frr_text(&new);
+    let old_frr =
+        node.frr.running == frr_text(&old) || (sc.old.is_none() && node.frr.running.is_empty());
+    let runs_old = node.kernel_runs(&old) && old_frr;
+    if runs_new {
+        if sc.fails.is_some() {
+            return Err("a config that fails is running".into());
+        }
+        if disk.lkg.revision.as_deref() != Some("rev-2") || disk.lkg.frr != Some(frr_text(&new)) {
+            return Err(format!(
+                "running rev-2 but the backup is {:?}",
+                disk.lkg.revision
+            ));
+        }
+        if (last.phase, last.ready, last.revision.as_deref())
+            != (Some(NodePhase::Provisioned), true, Some("rev-2"))
+        {
+            return Err(format!("running rev-2 but the status says {last:?}"));
+        }
+    } else if runs_old {
+        let old_rev = sc.old.as_ref().map(|_| "rev-1");
+        if disk.lkg.revision.as_deref() != old_rev {
+            return Err(format!(
+                "running the old config but the backup is {:?}",
+                disk.lkg.revision
+            ));
+        }
+        let failure = disk
+            .failures
+            .revisions
+            .get("rev-2")
+            .ok_or("rev-2 is not recorded failed")?;
+        let expected = sc.fails.unwrap_or("AgentCrashed");
+        if sc.fails.is_none() && !crashed_twice {
+            return Err("a good config was given up after one crash".into());
+        }
+        if failure.reason.as_str() != expected && failure.reason.as_str() != "AgentCrashed" {
+            return Err(format!(
+                "rev-2 failed with {} (expected {expected})",
+                failure.reason
+            ));
+        }
+        if (last.phase, last.ready, last.reason.as_str())
+            != (Some(NodePhase::Failed), false, failure.reason.as_str())
+            || last.last_known_good.as_deref() != old_rev
+        {
+            return Err(format!(
+                "running the old config but the status says {last:?}"
+            ));
+        }
+    } else {
+        return Err(format!(
+            "the node runs neither config whole: kernel {:?}, FRR {:?}",
+            node.kernel.state.links.keys().collect::<Vec<_>>(),
+            node.frr.running
+        ));
+    }
+    Ok(())
+}
+
+/// The crash points of one run of a scenario, without crashing.
+fn points(sc: &Scenario) -> u64 {
+    let mut node = start(sc);
+    let spec = node.spec("rev-2", &config(&sc.new), None);
+    node.see(spec).expect("no crash asked");
+    node.points
+}
+
+#[test]
+fn every_crash_point_leaves_one_whole_config_a_backup_that_agrees_and_a_true_status() {
+    let mut enumerated = 0;
+    let mut failures = Vec::new();
+    for sc in scenarios() {
+        let n = points(&sc);
+        assert!(n >= 10, "{}: only {n} crash points", sc.name);
+        for at in 1..=n {
+            for mode in CrashMode::ALL {
+                enumerated += 1;
+                let result = run(&sc, at, mode, None).and_then(|node| {
+                    let (node, _) = node.ok_or("no crash at a counted point")?;
+                    check(&sc, &node, false)
+                });
+                if let Err(e) = result {
+                    failures.push(format!("{} point {at}/{n} {mode:?}: {e}", sc.name));
+                }
+            }
+        }
+        assert!(
+            matches!(run(&sc, n + 1, CrashMode::Process, None), Ok(None)),
+            "{}: a crash point past the {n} counted",
+            sc.name
+        );
+    }
+    println!(
+        "crash points enumerated: {enumerated}, passed: {}",
+        enumerated - failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {enumerated} crash points broke the invariant:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(
+        enumerated >= 400,
+        "only {enumerated} crash points: a refactor dropped some"
+    );
+}
+
+#[test]
+fn a_second_crash_at_every_point_of_the_retry_still_leaves_one_whole_config() {
+    let mut enumerated = 0;
+    let mut failures = Vec::new();
+    for sc in scenarios() {
+        let n = points(&sc);
+        for first in 1..=n {
+            for second in 1.. {
+                let result = run(&sc, first, CrashMode::Process, Some(second));
+                match result {
+                    Ok(Some((node, 1))) => {
+                        // The restart finished before this point: every later one is too.
+                        if let Err(e) = check(&sc, &node, false) {
+                            failures.push(format!("{} points {first}+{second}: {e}", sc.name));
+                        }
+                        break;
+                    }
+                    Ok(Some((node, _))) => {
+                        enumerated += 1;
+                        if let Err(e) = check(&sc, &node, true) {
+                            failures.push(format!("{} points {first}+{second}: {e}", sc.name));
+                        }
+                    }
+                    Ok(None) => unreachable!("the first crash point is within the run"),
+                    Err(e) => {
+                        enumerated += 1;
+                        failures.push(format!("{} points {first}+{second}: {e}", sc.name));
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "double crash points enumerated: {enumerated}, passed: {}",
+        enumerated - failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {enumerated} double crashes broke the invariant:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(enumerated >= 1000, "only {enumerated} double crash points");
+}

@@ -1,0 +1,9 @@
+//! The transaction core against the model world ([`harness`]): every rule of the agent's part
+//! of docs/contract.md as a unit test ([`rules`], [`rules_recovery`]), and every crash point
+//! ([`crash`]).
+
+mod crash;
+mod disk;
+mod harness;
+mod rules;
+mod rules_recovery;

@@ -1,0 +1,109 @@
+//! The VM suite's configs and polling: the tenant VRF's config, prefix items, JSON look-ups,
+//! waiting for a condition.
+
+use std::time::{Duration, Instant};
+
+use netrollout_api::{LoopbackConfig, NodeConfig, PrefixAction, PrefixItem, VrfConfig, VrfPolicy};
+use serde_json::Value;
+
+use super::say;
+
+pub const VNI: u32 = 5000;
+pub const ROUTE_TARGET: &str = "65000:5000";
+pub const COMMUNITY: &str = "65000:100";
+pub const AGGREGATE: &str = "10.50.0.0/21";
+pub const NODE1: [&str; 3] = ["10.50.1.1/24", "10.50.3.1/24", "10.50.4.1/24"];
+pub const NODE2: [&str; 1] = ["10.50.2.1/24"];
+
+/// The value of the first object key, at any depth, that `pred` accepts.
+pub fn find_key<'a>(v: &'a Value, pred: &dyn Fn(&str) -> bool) -> Option<&'a Value> {
+    match v {
+        Value::Object(map) => map
+            .iter()
+            .find_map(|(k, v)| pred(k).then_some(v))
+            .or_else(|| map.values().find_map(|v| find_key(v, pred))),
+        Value::Array(items) => items.iter().find_map(|v| find_key(v, pred)),
+        _ => None,
+    }
+}
+
+/// How long a route may take to reach another node's tables. BGP under TCG on the busy 2-core
+/// CI machine has taken over 60 s twice (routes received but not yet valid or imported), so
+/// route checks wait this long; on a pass each returns as soon as the route is there.
+pub const ROUTE_WAIT: u64 = 180;
+
+/// Polls `check` every half second until it returns `Some`, or fails after `secs`.
+pub fn wait<T>(what: &str, secs: u64, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = check() {
+            say(what);
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {secs} s: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+pub fn item(cidr: &str, seq: i64, le: Option<i32>, action: PrefixAction) -> PrefixItem {
+    PrefixItem {
+        cidr: cidr.into(),
+        seq: Some(seq),
+        le,
+        action,
+        ..Default::default()
+    }
+}
+
+pub fn permit_all() -> Vec<PrefixItem> {
+    vec![item("10.50.0.0/16", 1, Some(32), PrefixAction::Permit)]
+}
+
+/// Tenant VRF `t1` (VNI 5000, route target, one policy with import, export, the community and,
+/// on node 1, the aggregate) with a loopback per address: the tenant prefixes the node announces.
+pub fn config(
+    addresses: &[&str],
+    import: Vec<PrefixItem>,
+    export: Vec<PrefixItem>,
+    route_target: &str,
+) -> NodeConfig {
+    NodeConfig {
+        vrfs: vec![VrfConfig {
+            name: "t1".into(),
+            table_id: VNI,
+            vrf_interface: "vr.t1".into(),
+            bridge_interface: Some("br.t1".into()),
+            vxlan_interface: Some("vx.t1".into()),
+            veth_default_interface: "vd.t1".into(),
+            veth_vrf_interface: "vv.t1".into(),
+            vni: Some(VNI),
+            route_target: Some(route_target.into()),
+            loopbacks: addresses
+                .iter()
+                .enumerate()
+                .map(|(i, a)| LoopbackConfig {
+                    name: format!("lo.t{i}"),
+                    address: (*a).into(),
+                })
+                .collect(),
+            policies: vec![VrfPolicy {
+                source: "t1".into(),
+                seq: 10,
+                import,
+                export,
+                // Node 1's prefixes only: node 2's own aggregate would hide node 1's.
+                aggregate: if addresses == NODE1 {
+                    vec![AGGREGATE.into()]
+                } else {
+                    Vec::new()
+                },
+                communities: vec![COMMUNITY.into()],
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}

@@ -1,0 +1,227 @@
+//! One node of the VM suite: the agent lab, FRR in its namespace, the files the agent's flags
+//! name; starting FRR and the agent, reading FRR's state, the failure dump.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use netrollout_agent::frr::{Frr, FrrSettings};
+use netrollout_api::{NodeConfig, NodeNetworkConfigStatus, NodePhase};
+use netrollout_testkit::agent::Lab;
+use netrollout_testkit::cmd::run;
+use netrollout_testkit::frr::{Daemons, FRR_LIB, Log, Start};
+use serde_json::Value;
+
+use super::{HOSTNAME, say};
+use crate::config::find_key;
+
+/// One node: the agent lab, FRR in its namespace, the files the agent's flags name.
+pub struct Node {
+    /// zebra + bgpd once started; declared before `lab`, so FRR stops before the namespace goes.
+    pub daemons: Option<Daemons>,
+    pub lab: Lab,
+    pub asn: u32,
+    /// The base file's default-VRF router id (the managed instances use the VTEP address).
+    pub router_id: String,
+    pub dir: PathBuf,
+    pub base: PathBuf,
+    pub conf: PathBuf,
+}
+
+impl Node {
+    pub async fn new(wrapper: &Path, asn: u32, router_id: &str) -> Self {
+        let lab = Lab::new(wrapper.to_path_buf()).await;
+        lab.ip("link set lo up");
+        // A node routes (FRR shows `no ip forwarding` otherwise, a difference to the base file).
+        run(
+            "ip",
+            &[
+                "netns",
+                "exec",
+                &lab.ns,
+                "sh",
+                "-c",
+                "echo 1 >/proc/sys/net/ipv4/ip_forward && \
+                 echo 1 >/proc/sys/net/ipv6/conf/all/forwarding",
+            ],
+        );
+        let dir = lab.dir.path().join("frr");
+        let ps = lab.ns.clone();
+        // No PAM in the VM: vtysh lets root in without asking it (FRR reads vtysh.conf from the
+        // pathspace directory under the config directory the agent passes, and under /etc/frr).
+        for d in [dir.join(&ps), Path::new("/etc/frr").join(&ps)] {
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("vtysh.conf"), "username root nopassword\n").unwrap();
+        }
+        Self {
+            daemons: None,
+            base: dir.join("base.conf"),
+            conf: dir.join("frr.conf"),
+            dir,
+            lab,
+            asn,
+            router_id: router_id.into(),
+        }
+    }
+
+    pub fn ps(&self) -> &str {
+        &self.lab.ns
+    }
+
+    /// The operator's base file: eBGP EVPN to the other node's VTEP address, two hops away
+    /// (through the VM's root namespace).
+    pub fn write_base(&self, peer: &Node) {
+        let base = format!(
+            "frr defaults datacenter\nhostname {HOSTNAME}\n!\nbgp route-map delay-timer 1\n!\n\
+             router bgp {asn}\n bgp router-id {rid}\n no bgp ebgp-requires-policy\n \
+             no bgp default ipv4-unicast\n neighbor {pip} remote-as {pasn}\n \
+             neighbor {pip} ebgp-multihop 3\n neighbor {pip} update-source {ip}\n \
+             neighbor {pip} timers 3 9\n neighbor {pip} timers connect 1\n !\n \
+             address-family l2vpn evpn\n  neighbor {pip} activate\n exit-address-family\nexit\n!\n",
+            asn = self.asn,
+            rid = self.router_id,
+            pip = peer.lab.ns_ip,
+            pasn = peer.asn,
+            ip = self.lab.ns_ip,
+        );
+        std::fs::write(&self.base, &base).unwrap();
+        std::fs::write(&self.conf, &base).unwrap();
+    }
+
+    /// zebra + bgpd in the namespace, as root (the VM has no `frr` user), reading the base
+    /// file; bgpd starts once zebra shows the underlay address, and both answer within 60 s.
+    pub fn start_frr(&mut self) {
+        let daemons = Start {
+            config: Some(&self.conf),
+            user: "root",
+            log: Log::Files(self.dir.clone()),
+            underlay: Some(&self.lab.ns_ip),
+            timeout: Duration::from_secs(60),
+            ..Start::new(&self.lab.ns, &self.lab.ns)
+        }
+        .start();
+        say(&format!("{} FRR answers", self.ps()));
+        self.daemons = Some(daemons);
+    }
+
+    pub fn daemons(&self) -> &Daemons {
+        self.daemons.as_ref().expect("FRR is started")
+    }
+
+    pub fn try_vtysh(&self, cmd: &str) -> Option<String> {
+        self.daemons().try_vtysh(cmd)
+    }
+
+    pub fn vtysh(&self, cmd: &str) -> String {
+        self.daemons().vtysh(cmd)
+    }
+
+    pub fn running(&self) -> String {
+        self.vtysh("show running-config")
+    }
+
+    pub fn established(&self, peer: &Node) -> bool {
+        self.try_vtysh(&format!("show bgp neighbors {} json", peer.lab.ns_ip))
+            .is_some_and(|t| t.contains("\"bgpState\":\"Established\""))
+    }
+
+    /// The agent's FRR flags; the managed router id is the VTEP address (`--vtep-ip`, which
+    /// differs from the base file's router id).
+    pub fn agent_args(&mut self) {
+        self.lab.extra_args = [
+            "--frr-base-config",
+            self.base.to_str().unwrap(),
+            "--frr-config",
+            self.conf.to_str().unwrap(),
+            "--frr-pathspace",
+            &self.lab.ns,
+            "--probe-timeout",
+            "60s",
+        ]
+        .map(String::from)
+        .to_vec();
+    }
+
+    /// Sets the spec and waits for the agent to finish with it.
+    pub async fn apply(&self, rev: &str, config: NodeConfig) -> NodeNetworkConfigStatus {
+        self.lab.set_spec(rev, config).await;
+        let status = self.lab.wait_finished(rev, 240).await.status.unwrap();
+        eprintln!(
+            "agent-frr-vm: {} {rev}: {:?} {:?} {}",
+            self.ps(),
+            status.phase,
+            status.reason,
+            status.message.as_deref().unwrap_or("")
+        );
+        status
+    }
+
+    pub async fn apply_ok(&self, rev: &str, config: NodeConfig) {
+        let status = self.apply(rev, config.clone()).await;
+        assert_eq!(
+            status.phase,
+            Some(NodePhase::Provisioned),
+            "{} {rev}: {status:?}\nagent log:\n{}",
+            self.ps(),
+            self.lab.log()
+        );
+        assert!(self.lab.holds(&config).await, "{rev}: kernel");
+    }
+
+    /// `netrollout_agent_frr_writes_total` from the agent's /metrics.
+    pub fn frr_writes(&self) -> u64 {
+        let text = netrollout_testkit::http::metrics(
+            &format!("{}:9101", self.lab.ns_ip),
+            Duration::from_secs(20),
+        );
+        text.lines()
+            .find_map(|l| l.strip_prefix("netrollout_agent_frr_writes_total "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no frr_writes_total in:\n{text}"))
+    }
+
+    /// The agent library's view of this FRR, for the routing probes.
+    pub fn frr(&self) -> Frr {
+        Frr::new(FrrSettings {
+            base_config: self.base.clone(),
+            config: self.conf.clone(),
+            pathspace: Some(self.lab.ns.clone()),
+            vty_socket: None,
+            asn: None,
+            router_id: None,
+            vtep_ip: Some(self.lab.ns_ip.parse().unwrap()),
+            reload_script: format!("{FRR_LIB}/frr-reload.py").into(),
+            bindir: "/usr/bin".into(),
+            rundir: self.dir.clone(),
+        })
+        .unwrap()
+    }
+
+    /// `show bgp l2vpn evpn route detail type prefix json` (detail: with the communities): the
+    /// type-5 route for `prefix` (`10.50.1.0/24`), as JSON text, when there is one.
+    pub fn type5(&self, prefix: &str) -> Option<String> {
+        let (addr, len) = prefix.split_once('/').unwrap();
+        let key = format!("[{len}]:[{addr}]");
+        let json: Value =
+            serde_json::from_str(&self.vtysh("show bgp l2vpn evpn route detail type prefix json"))
+                .unwrap_or_default();
+        find_key(&json, &|k| k.starts_with("[5]:") && k.ends_with(&key)).map(|v| v.to_string())
+    }
+
+    pub fn routes(&self, table: &str) -> String {
+        self.lab.ip(&format!("route show {table}"))
+    }
+
+    pub fn debug(&self) -> String {
+        let mut out = self.daemons.as_ref().map_or_else(String::new, |d| {
+            d.dump(&[
+                "show bgp l2vpn evpn route type prefix",
+                "show bgp vrf vr.t1 ipv4 unicast",
+                "show bgp vrf vr.t1 ipv4 unicast 10.50.1.0/24",
+            ])
+        });
+        let conf = std::fs::read_to_string(&self.conf).unwrap_or_default();
+        out.push_str(&format!("--- {}\n{conf}\n", self.conf.display()));
+        out.push_str(&format!("--- agent log\n{}\n", self.lab.log()));
+        out
+    }
+}
