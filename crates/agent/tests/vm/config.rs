@@ -1,12 +1,8 @@
 //! The VM suite's configs and polling: the tenant VRF's config, prefix items, JSON look-ups,
 //! waiting for a condition.
 
-use std::time::{Duration, Instant};
-
-use netrollout_api::{LoopbackConfig, NodeConfig, PrefixAction, PrefixItem, VrfConfig, VrfPolicy};
+use netrollout_api::{LoopbackConfig, NodeConfig, PrefixItem, VrfConfig, VrfPolicy};
 use serde_json::Value;
-
-use super::say;
 
 pub const VNI: u32 = 5000;
 pub const ROUTE_TARGET: &str = "65000:5000";
@@ -32,34 +28,12 @@ pub fn find_key<'a>(v: &'a Value, pred: &dyn Fn(&str) -> bool) -> Option<&'a Val
 /// route checks wait this long; on a pass each returns as soon as the route is there.
 pub const ROUTE_WAIT: u64 = 180;
 
-/// Polls `check` every half second until it returns `Some`, or fails after `secs`.
-pub fn wait<T>(what: &str, secs: u64, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = check() {
-            say(what);
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {secs} s: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
+pub use netrollout_testkit::prefixes::{item, permit_all};
 
-pub fn item(cidr: &str, seq: i64, le: Option<i32>, action: PrefixAction) -> PrefixItem {
-    PrefixItem {
-        cidr: cidr.into(),
-        seq: Some(seq),
-        le,
-        action,
-        ..Default::default()
-    }
-}
-
-pub fn permit_all() -> Vec<PrefixItem> {
-    vec![item("10.50.0.0/16", 1, Some(32), PrefixAction::Permit)]
+/// Polls `check` every half second until it returns `Some` (said as "agent-frr-vm: ok: what"),
+/// or fails after `secs`.
+pub fn wait<T>(what: &str, secs: u64, check: impl FnMut() -> Option<T>) -> T {
+    netrollout_testkit::poll::until("agent-frr-vm", what, secs, check)
 }
 
 /// Tenant VRF `t1` (VNI 5000, route target, one policy with import, export, the community and,

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::{HOSTNAME, say};
 use crate::config::find_key;
+use crate::lab_ext::AgentLab as _;
 
 /// One node: the agent lab, FRR in its namespace, the files the agent's flags name.
 pub struct Node {
