@@ -170,7 +170,12 @@ pub fn node(
         status,
         dispatch,
         unresponsive_since,
-        health: crate::health::health(crate::health::failing_checks(nnc), previous, now()),
+        health: crate::health::health(
+            crate::health::failing_checks(nnc),
+            crate::health::reports_reachable(nnc),
+            previous,
+            now(),
+        ),
     }
 }
 

@@ -38,17 +38,47 @@ pub fn failing_checks(nnc: Option<&NodeNetworkConfig>) -> Option<Vec<String>> {
     Some(checks)
 }
 
+/// Whether `nnc`'s agent reports its checks passing (`TenantReachable=True`).
+pub fn reports_reachable(nnc: Option<&NodeNetworkConfig>) -> bool {
+    nnc.and_then(|n| n.status.as_ref()).is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == TENANT_REACHABLE_CONDITION && c.status == "True")
+    })
+}
+
 /// The planner's health of a node whose agent reports `checks` failing (see
-/// [`failing_checks`]). `previous` is the health the fleet held for the node: a node that stays
-/// regressed keeps its `since`, one that just regressed gets `now` (the configurator's clock
-/// when it first sees the transition).
-pub fn health(checks: Option<Vec<String>>, previous: Option<&Health>, now: Timestamp) -> Health {
+/// [`failing_checks`]; `reachable`: it reports them passing, [`reports_reachable`]). `previous`
+/// is the health the fleet held for the node. A node that stays regressed keeps its `since`; one
+/// the configurator saw healthy and now sees failing gets `now` (its clock when it first sees
+/// the transition). A node seen failing without having been seen healthy first (the first
+/// report of a freshly configured node, or any failing node when this configurator starts)
+/// regressed at an unknown time before: it gets [`BEFORE_ANYTHING_SEEN`], which no wave starts
+/// before, so it never counts against a rollout (docs/contract.md, "Fleet guard").
+pub fn health(
+    checks: Option<Vec<String>>,
+    reachable: bool,
+    previous: Option<&Health>,
+    now: Timestamp,
+) -> Health {
     let Some(checks) = checks else {
-        return Health::Healthy;
+        return if reachable {
+            Health::Healthy
+        } else {
+            Health::Unreported
+        };
     };
-    let since = previous.and_then(Health::regressed_since).unwrap_or(now);
+    let since = match previous {
+        Some(Health::Regressed { since, .. }) => *since,
+        Some(Health::Healthy) => now,
+        Some(Health::Unreported) | None => BEFORE_ANYTHING_SEEN,
+    };
     Health::Regressed { since, checks }
 }
+
+/// The `since` of a node first seen regressed without having been seen healthy: before every
+/// wave.
+pub const BEFORE_ANYTHING_SEEN: Timestamp = Timestamp::from_millis(0);
 
 /// Whether the fleet guard failed `ncr` (the planner's `Revision::guard_tripped`): Failed, with
 /// a regressed node in its failed-node list or the guard's sentence as its message. A retry
@@ -175,13 +205,35 @@ mod tests {
     #[test]
     fn a_node_that_stays_regressed_keeps_the_time_it_was_first_seen_regressed() {
         let t = Timestamp::from_millis;
-        let first = health(Some(vec!["a".into()]), Some(&Health::Healthy), t(5));
+        let first = health(Some(vec!["a".into()]), false, Some(&Health::Healthy), t(5));
         assert_eq!(first.regressed_since(), Some(t(5)));
-        let later = health(Some(vec!["a".into(), "b".into()]), Some(&first), t(9));
+        let later = health(
+            Some(vec!["a".into(), "b".into()]),
+            false,
+            Some(&first),
+            t(9),
+        );
         assert_eq!(later.regressed_since(), Some(t(5)));
-        assert_eq!(health(None, Some(&later), t(10)), Health::Healthy);
-        let again = health(Some(vec!["a".into()]), Some(&Health::Healthy), t(11));
+        assert_eq!(health(None, true, Some(&later), t(10)), Health::Healthy);
+        let again = health(Some(vec!["a".into()]), false, Some(&Health::Healthy), t(11));
         assert_eq!(again.regressed_since(), Some(t(11)));
+    }
+
+    #[test]
+    fn a_node_first_seen_failing_without_being_seen_healthy_regressed_before_any_wave() {
+        let t = Timestamp::from_millis;
+        // No report yet, then failing checks: the first report of a freshly configured node.
+        let quiet = health(None, false, Some(&Health::Healthy), t(3));
+        assert_eq!(quiet, Health::Unreported);
+        let first = health(Some(vec!["icmp".into()]), false, Some(&quiet), t(5));
+        assert_eq!(first.regressed_since(), Some(BEFORE_ANYTHING_SEEN));
+        // A configurator that starts sees a failing node for the first time: the same.
+        let restart = health(Some(vec!["icmp".into()]), false, None, t(7));
+        assert_eq!(restart.regressed_since(), Some(BEFORE_ANYTHING_SEEN));
+        // Once it passes and fails again, the regression is seen happen.
+        let healthy = health(None, true, Some(&first), t(8));
+        let again = health(Some(vec!["icmp".into()]), false, Some(&healthy), t(9));
+        assert_eq!(again.regressed_since(), Some(t(9)));
     }
 
     #[test]

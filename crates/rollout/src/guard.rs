@@ -19,6 +19,11 @@ pub enum Health {
     /// never counted against a rollout).
     #[default]
     Healthy,
+    /// Its agent has not said yet whether its checks pass (no report, or an `Unknown` one). To
+    /// the guard the same as healthy, but not *known* healthy: a first report of failing checks
+    /// after it is no regression the configurator saw happen (the node may have failed them since
+    /// before the wave, as a freshly configured node whose peers are not configured yet does).
+    Unreported,
     /// Some checks fail.
     Regressed {
         /// When the node went from healthy to regressed, on the configurator's clock (the time
@@ -34,7 +39,7 @@ impl Health {
     /// When the node regressed, if it is regressed.
     pub fn regressed_since(&self) -> Option<Timestamp> {
         match self {
-            Health::Healthy => None,
+            Health::Healthy | Health::Unreported => None,
             Health::Regressed { since, .. } => Some(*since),
         }
     }

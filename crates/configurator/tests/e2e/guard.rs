@@ -56,6 +56,17 @@ async fn set_health(lab: &LabApi, node: &str, failing: &[&str]) -> R {
     Ok(())
 }
 
+/// Every node's agent reports its checks passing, and the configurator has had time to see it
+/// (a regression counts only on a node seen healthy first; its passes follow watch events within
+/// milliseconds, a second leaves room on a loaded machine).
+async fn all_healthy(lab: &LabApi, count: usize) -> R {
+    for i in 0..count {
+        set_health(lab, &format!("n-{i}"), &[]).await?;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Ok(())
+}
+
 /// Polls `find` every 50ms until it yields a name, for at most 10s.
 async fn poll<F, Fut>(what: &str, mut find: F) -> R<String>
 where
@@ -110,6 +121,7 @@ async fn an_untouched_node_regressing_during_a_wave_fails_the_revision_and_its_w
     let good = lab
         .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
         .await?;
+    all_healthy(&lab, 4).await?;
     let good_name = good.metadata.name.clone().unwrap();
 
     lab.set_table("extra", 666).await?;
@@ -178,6 +190,7 @@ async fn with_the_guard_off_a_regressed_node_does_not_stop_the_rollout() -> R {
     let good = lab
         .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
         .await?;
+    all_healthy(&lab, 3).await?;
     lab.set_table("extra", 666).await?;
     let next = next_revision(&lab, good.spec.sequence).await?;
     first_dispatched(&lab, &next).await?;
@@ -208,6 +221,7 @@ async fn a_node_regressed_before_the_wave_never_trips_the_guard() -> R {
     let good = lab
         .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
         .await?;
+    all_healthy(&lab, 3).await?;
     set_health(&lab, "n-2", &["outside"]).await?;
     // The configurator has seen the regression before the next revision starts its wave.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -246,6 +260,7 @@ async fn with_guard_halt_a_trip_fails_the_revision_and_nothing_moves_afterwards(
     let good = lab
         .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
         .await?;
+    all_healthy(&lab, 3).await?;
     let good_name = good.metadata.name.clone().unwrap();
     lab.set_table("extra", 666).await?;
     let bad_name = next_revision(&lab, good.spec.sequence).await?;
@@ -285,5 +300,37 @@ async fn with_guard_halt_a_trip_fails_the_revision_and_nothing_moves_afterwards(
         .filter(|(_, r)| *r == bad_name)
         .count();
     assert_eq!(bad_pickups, 1);
+    cfg.stop().await
+}
+
+#[tokio::test]
+async fn a_node_whose_first_report_fails_its_checks_during_a_wave_never_trips_the_guard() -> R {
+    // A freshly configured node fails its tenant checks until its peers are configured too: its
+    // first report is no regression the configurator saw happen (the lab's first rollout).
+    let lab = LabApi::netrollout().await;
+    nodes(&lab, 3).await?;
+    let _agents = Agents::start(
+        lab.client.clone(),
+        slow_table_666(Duration::from_millis(800)),
+    );
+    let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s"]);
+    lab.set_table("extra", 100).await?;
+    let good = lab
+        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await?;
+    lab.set_table("extra", 666).await?;
+    let next = next_revision(&lab, good.spec.sequence).await?;
+    first_dispatched(&lab, &next).await?;
+    set_health(&lab, "n-2", &["icmp 10.0.0.3"]).await?;
+    let done = lab
+        .newest_after(
+            good.spec.sequence,
+            RevisionPhase::Succeeded,
+            Duration::from_secs(20),
+        )
+        .await?;
+    assert_eq!(done.metadata.name.as_deref(), Some(next.as_str()));
+    all_provisioned(&lab, &names(3), &next, Duration::from_secs(10)).await?;
+    assert_eq!(cfg.metrics.guard_trips.get(), 0);
     cfg.stop().await
 }

@@ -92,7 +92,7 @@ impl Pass<'_> {
                     checks: checks.clone(),
                     dispatched: n.spec_revision.as_deref() == Some(name.as_str()),
                 }),
-                Health::Healthy => None,
+                Health::Healthy | Health::Unreported => None,
             })
             .collect();
         let wave: Vec<String> = self
