@@ -215,7 +215,7 @@ fn inject(w: &mut World, breaking: &HashSet<String>, chronic: &HashSet<String>) 
         let n = &mut w.state.nodes[i];
         if !chronic.contains(&n.name) {
             n.health = match n.health {
-                Health::Healthy => Health::Regressed {
+                Health::Healthy | Health::Unreported => Health::Regressed {
                     since: now,
                     checks: vec!["flap".into()],
                 },
