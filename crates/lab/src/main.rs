@@ -256,15 +256,13 @@ async fn start(opts: Options, stop: &mut Stop) -> Result<Cluster> {
     if started.is_err() {
         cluster::cleanup(&state_dir);
     }
-    if let Ok(lab) = &started {
-        if let Some(p) = &lab.prometheus {
-            out!(
-                "prometheus: {} (scrapes the configurator and the agents each second; alerts \
-                 at {}/alerts)",
-                p.url(),
-                p.url()
-            );
-        }
+    if let Ok(Some(p)) = started.as_ref().map(|lab| &lab.prometheus) {
+        out!(
+            "prometheus: {} (scrapes the configurator and the agents each second; alerts at \
+             {}/alerts)",
+            p.url(),
+            p.url()
+        );
     }
     started
 }
