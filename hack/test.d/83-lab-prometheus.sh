@@ -14,6 +14,14 @@ state="${TMPDIR:-/tmp}/netrollout-lab-prometheus"
 lab=target/debug/netrollout-lab
 $lab --state-dir "$state" down >/dev/null
 mkdir -p "$state"
+
+# The agents' /metrics are out of reach in VM mode: the pair is refused before anything starts.
+if out=$($lab --state-dir "$state" up --vm --prometheus 2>&1); then
+  echo "FAIL: up --vm --prometheus started" >&2; exit 1
+fi
+echo "$out" | grep -q -- "--prometheus does not work with --vm" || { echo "FAIL: unclear message: $out" >&2; exit 1; }
+echo "with --vm: $out"
+
 log="$state/scenario.log"
 $lab --state-dir "$state" scenario bad-config --prometheus >"$log" 2>&1 &
 pid=$!
@@ -115,4 +123,23 @@ grep -q "^prometheus: http://" "$log"
 if pgrep -af -- "prometheus --config.file=$state" ; then
   echo "FAIL: Prometheus outlived the lab's teardown" >&2; exit 1
 fi
+
+# A crashed lab (SIGKILL: no teardown of its own): `down` ends its Prometheus too.
+$lab --state-dir "$state" up --nodes 2 --prometheus >"$state/up.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 60); do
+  grep -q "^prometheus: http://" "$state/up.log" && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 1
+done
+grep -q "^prometheus: http://" "$state/up.log" || { cat "$state/up.log"; echo "FAIL: up --prometheus printed no URL" >&2; exit 1; }
+pgrep -f -- "prometheus --config.file=$state" >/dev/null || { echo "FAIL: no Prometheus running under up" >&2; exit 1; }
+kill -9 "$pid"
+wait "$pid" 2>/dev/null || true
+$lab --state-dir "$state" down
+sleep 0.5
+if pgrep -af -- "prometheus --config.file=$state"; then
+  echo "FAIL: Prometheus outlived netrollout-lab down after a crash" >&2; exit 1
+fi
+echo "after SIGKILL and down: no Prometheus left"
 echo "lab prometheus: PASSED"

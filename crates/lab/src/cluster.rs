@@ -95,9 +95,6 @@ impl Cluster {
         }
         fabric::check_privileges()?;
         crate::frr::check_installed()?;
-        if opts.vm {
-            crate::vm::preflight(&opts.bin_dir)?;
-        }
         if opts.prometheus {
             if opts.vm {
                 bail!(
@@ -106,6 +103,9 @@ impl Cluster {
                 );
             }
             crate::prometheus::check_installed()?;
+        }
+        if opts.vm {
+            crate::vm::preflight(&opts.bin_dir)?;
         }
         Ok(())
     }
