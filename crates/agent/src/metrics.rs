@@ -157,13 +157,13 @@ impl Metrics {
         self.ready.store(ready, Ordering::SeqCst);
     }
 
-    /// The metrics in the Prometheus text format.
+    /// The metrics in the Prometheus text format (what `/metrics` serves).
     pub fn render(&self) -> String {
         let mut out = String::new();
         if let Err(e) = encode(&mut out, &self.registry) {
             tracing::error!(error = %e, "encoding metrics");
         }
-        out
+        netrollout_support::exposition::classic(&out)
     }
 }
 
@@ -185,8 +185,14 @@ fn health(routes: Router<Arc<Metrics>>) -> Router<Arc<Metrics>> {
         .route("/readyz", get(readyz))
 }
 
-async fn render(State(m): State<Arc<Metrics>>) -> String {
-    m.render()
+async fn render(State(m): State<Arc<Metrics>>) -> impl axum::response::IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            netrollout_support::exposition::CONTENT_TYPE,
+        )],
+        m.render(),
+    )
 }
 
 async fn readyz(State(m): State<Arc<Metrics>>) -> (StatusCode, &'static str) {
@@ -216,5 +222,11 @@ mod tests {
         assert!(text.contains("netrollout_agent_failures_total{reason=\"ProbeFailed\"} 1"));
         assert!(text.contains("netrollout_agent_applies_total{outcome=\"provisioned\"} 1"));
         assert!(text.contains("netrollout_agent_apply_duration_seconds_count 1"));
+        // The Prometheus text format: a counter's family is named as its samples.
+        assert!(
+            text.contains("# TYPE netrollout_agent_restores_total counter"),
+            "{text}"
+        );
+        assert!(!text.contains("# EOF"), "{text}");
     }
 }

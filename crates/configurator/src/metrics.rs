@@ -143,13 +143,13 @@ impl Metrics {
         self.ready.store(true, Ordering::Relaxed);
     }
 
-    /// The text exposition.
+    /// The text exposition, in the Prometheus text format (what `/metrics` serves).
     pub fn encode(&self) -> String {
         let mut s = String::new();
         if prometheus_client::encoding::text::encode(&mut s, &self.registry).is_err() {
             s.clear();
         }
-        s
+        netrollout_support::exposition::classic(&s)
     }
 }
 
@@ -200,8 +200,14 @@ pub async fn serve(
     )
 }
 
-async fn metrics_text(State(m): State<Arc<Metrics>>) -> String {
-    m.encode()
+async fn metrics_text(State(m): State<Arc<Metrics>>) -> impl axum::response::IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            netrollout_support::exposition::CONTENT_TYPE,
+        )],
+        m.encode(),
+    )
 }
 
 async fn readyz(State(m): State<Arc<Metrics>>) -> (StatusCode, &'static str) {
@@ -209,5 +215,28 @@ async fn readyz(State(m): State<Arc<Metrics>>) -> (StatusCode, &'static str) {
         (StatusCode::OK, "ready")
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "caches not synced yet")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_exposition_names_each_counter_family_as_its_total_samples() {
+        let m = super::Metrics::default();
+        m.failures.inc();
+        let text = m.encode();
+        assert!(
+            text.contains("# HELP netrollout_configurator_failures_total Revisions marked Failed"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE netrollout_configurator_failures_total counter"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nnetrollout_configurator_failures_total 1\n"),
+            "{text}"
+        );
+        assert!(!text.contains("# EOF"), "{text}");
     }
 }

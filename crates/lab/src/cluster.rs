@@ -45,6 +45,8 @@ pub struct Options {
     pub vm: bool,
     /// Leave the inputs that need a VRF out even when the kernel has VRFs.
     pub without_vrfs: bool,
+    /// Start a Prometheus scraping the configurators and agents ([`crate::prometheus`]).
+    pub prometheus: bool,
 }
 
 /// A running lab.
@@ -65,8 +67,15 @@ pub struct Cluster {
     pub traffic: crate::traffic::Traffic,
     /// VM mode: the VM the nodes run in.
     vm: Option<crate::vm::VmHost>,
+    /// `--prometheus`: the Prometheus scraping this lab.
+    pub prometheus: Option<crate::prometheus::Prometheus>,
+    /// `--prometheus`: each configurator replica's metrics address (kept across restarts).
+    configurator_metrics: BTreeMap<String, SocketAddr>,
 }
 
+/// The port of each agent's `/metrics` on its node's fabric address (the agent's default
+/// `--metrics-addr`, which the lab keeps).
+pub const AGENT_METRICS_PORT: u16 = 9101;
 /// Namespace of the configurator's Lease and control ConfigMap.
 pub const NAMESPACE: &str = netrollout_api::DEFAULT_NAMESPACE;
 /// Name of the configurator's Lease.
@@ -86,6 +95,15 @@ impl Cluster {
         }
         fabric::check_privileges()?;
         crate::frr::check_installed()?;
+        if opts.prometheus {
+            if opts.vm {
+                bail!(
+                    "--prometheus does not work with --vm: the agents' /metrics are inside the \
+                     VM, out of reach of a Prometheus on this machine; drop one of the two flags"
+                );
+            }
+            crate::prometheus::check_installed()?;
+        }
         if opts.vm {
             crate::vm::preflight(&opts.bin_dir)?;
         }
@@ -143,6 +161,16 @@ impl Cluster {
             ),
             false => None,
         };
+        let prometheus = match opts.prometheus {
+            true => Some(
+                crate::prometheus::Prometheus::start(
+                    &opts.state_dir,
+                    &opts.state_dir.join("logs").join("prometheus.log"),
+                )
+                .await?,
+            ),
+            false => None,
+        };
         let vrf =
             !opts.without_vrfs && vm.as_ref().map_or_else(fabric::kernel_has_vrf, |vm| vm.vrf);
         let mut lab = Self {
@@ -155,6 +183,8 @@ impl Cluster {
             vrf,
             traffic,
             vm,
+            prometheus,
+            configurator_metrics: BTreeMap::new(),
         };
         lab.install().await?;
         for _ in 0..lab.opts.nodes {
@@ -264,6 +294,17 @@ impl Cluster {
             }
         };
         self.nodes.insert(name.clone(), (index, child));
+        if let Some(p) = &self.prometheus {
+            let agents: Vec<_> = (self.nodes.iter())
+                .map(|(n, (i, _))| {
+                    (
+                        n.clone(),
+                        SocketAddr::from((fabric::node_ip(*i), AGENT_METRICS_PORT)),
+                    )
+                })
+                .collect();
+            p.set_agents(&agents)?;
+        }
         Ok(name)
     }
 
@@ -345,12 +386,16 @@ impl Cluster {
             .args(["--pickup-timeout", &flag(self.opts.pickup_timeout)])
             .args(["--max-failures", &self.opts.max_failures.to_string()])
             .args(["--lease-namespace", NAMESPACE, "--lease-name", LEASE])
-            .args([
-                "--metrics-addr",
-                "127.0.0.1:0",
-                "--health-addr",
-                "127.0.0.1:0",
-            ]);
+            .args(["--health-addr", "127.0.0.1:0"]);
+        // With a Prometheus, each replica's metrics port is known (and kept when it restarts).
+        let metrics = match &self.prometheus {
+            Some(_) => match self.configurator_metrics.get(id) {
+                Some(addr) => *addr,
+                None => SocketAddr::from((Ipv4Addr::LOCALHOST, crate::prometheus::free_port()?)),
+            },
+            None => SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        };
+        cmd.args(["--metrics-addr", &metrics.to_string()]);
         let kubeconfig = crate::identities::configurator_kubeconfig(
             &self.server,
             &self.opts.state_dir,
@@ -359,6 +404,13 @@ impl Cluster {
         )?;
         let child = self.spawn(cmd.env("KUBECONFIG", kubeconfig), id)?;
         self.configurators.insert(id.to_string(), child);
+        if let Some(p) = &self.prometheus {
+            self.configurator_metrics.insert(id.to_string(), metrics);
+            let t: Vec<_> = (self.configurator_metrics.iter())
+                .map(|(id, addr)| (id.clone(), *addr))
+                .collect();
+            p.set_configurators(&t)?;
+        }
         Ok(())
     }
 
@@ -506,6 +558,9 @@ impl Cluster {
         }
         if let Some(vm) = self.vm.take() {
             vm.shutdown().await;
+        }
+        if let Some(p) = self.prometheus.take() {
+            p.stop().await;
         }
         cleanup(&self.opts.state_dir);
         tokio::time::timeout(Duration::from_secs(5), self.server.shutdown())

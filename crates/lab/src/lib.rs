@@ -11,6 +11,7 @@
 //! - [`identities`]: the bundle's RBAC and admission policies in the lab; a token per process.
 //! - [`inputs`]: the samples and the scenarios' configs.
 //! - [`progress`]: observing revisions and node configs; tables.
+//! - [`prometheus`]: `--prometheus`: a real Prometheus scraping the lab with the shipped rules.
 //! - [`traffic`]: the host's table of ping streams between the workloads, loss per window.
 //! - [`workload`]: a node's workload on a network and its pinger (host and guest both run them).
 //! - [`pids`]: the pid file every started process is recorded in.
@@ -35,6 +36,7 @@ pub mod inputs;
 pub mod pids;
 pub mod pinger;
 pub mod progress;
+pub mod prometheus;
 pub mod scenario;
 pub mod settings;
 pub mod traffic;

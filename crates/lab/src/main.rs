@@ -111,6 +111,13 @@ struct Settings {
     /// Leave the samples that need a VRF out even when the nodes' kernel has VRFs.
     #[arg(long)]
     without_vrfs: bool,
+    /// Also start a real Prometheus (Debian's `prometheus` on PATH) on a free local port: it
+    /// scrapes the configurator (job="netrollout-configurator") and every agent
+    /// (job="netrollout-agent", instance=<node>) each second and evaluates
+    /// deploy/monitoring/rules.yaml each second. Its URL is printed; it stops with the lab. Not
+    /// with --vm.
+    #[arg(long)]
+    prometheus: bool,
 }
 
 impl Settings {
@@ -136,6 +143,7 @@ impl Settings {
             bin_dir,
             vm: self.vm,
             without_vrfs: self.without_vrfs,
+            prometheus: self.prometheus,
         })
     }
 }
@@ -248,6 +256,14 @@ async fn start(opts: Options, stop: &mut Stop) -> Result<Cluster> {
     if started.is_err() {
         cluster::cleanup(&state_dir);
     }
+    if let Ok(Some(p)) = started.as_ref().map(|lab| &lab.prometheus) {
+        out!(
+            "prometheus: {} (scrapes the configurator and the agents each second; alerts at \
+             {}/alerts)",
+            p.url(),
+            p.url()
+        );
+    }
     started
 }
 
@@ -349,6 +365,13 @@ async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
                     lab.kubeconfig().display(),
                     lab.options().bin_dir.display(),
                 );
+                if let Some(p) = &lab.prometheus {
+                    out!(
+                        "  Prometheus: {url}/alerts, {url}/graph?g0.expr=netrollout:nodes:by_state \
+                         (the rules of deploy/monitoring/rules.yaml)",
+                        url = p.url()
+                    );
+                }
             }
         }
         tokio::select! {

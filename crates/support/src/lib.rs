@@ -9,12 +9,15 @@
 //! - [`client`](mod@client) holds [`kube_config`] and [`client()`].
 //! - [`signals`] holds [`shutdown`].
 //! - [`http`] holds [`bind`] and [`serve`]; a bind failure is an error the binary stops on.
+//! - [`exposition`] holds [`exposition::classic`], the `/metrics` body in the Prometheus text
+//!   format (`prometheus_client` writes OpenMetrics).
 //! - [`runtime`] holds [`block_on`], the runtime each binary's library runs its `main` on.
 //! - [`Error`] says what went wrong, naming the file or address concerned.
 #![forbid(unsafe_code)]
 
 pub mod client;
 pub mod duration;
+pub mod exposition;
 pub mod http;
 pub mod logging;
 pub mod runtime;

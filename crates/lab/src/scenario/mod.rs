@@ -196,6 +196,7 @@ mod tests {
             bin_dir: PathBuf::from("bin"),
             vm: false,
             without_vrfs: false,
+            prometheus: false,
         }
     }
 
