@@ -21,8 +21,8 @@ use std::collections::HashSet;
 use netrollout_rollout::guard::{GuardMode, Health};
 use netrollout_rollout::reason::HEALTH_REGRESSED;
 use netrollout_rollout::{
-    Action, Mode, Node, NodeFailure, NodePhase, Plan, RevisionPhase, RolloutStrategy, Settings,
-    State, Timestamp, UpdateLimit,
+    Action, Node, NodeFailure, Plan, RevisionPhase, RolloutStrategy, Settings, State, Timestamp,
+    UpdateLimit,
 };
 
 use crate::agent::{Agent, Behavior};
