@@ -9,7 +9,7 @@ use netrollout_api::{NodeNetworkConfig, RevisionPhase, TENANT_REACHABLE_CONDITIO
 
 use crate::agents::{Agents, Outcome, Script};
 use crate::lab::{ConfiguratorLab as _, LabApi, R};
-use crate::{all_provisioned, assert_event, has_table, names, nodes};
+use crate::{all_provisioned, assert_event, first_good, has_table, names, nodes, succeeded_after};
 
 const KIND: &str = "NetworkConfigRevision";
 
@@ -106,10 +106,7 @@ async fn an_untouched_node_regressing_during_a_wave_fails_the_revision_and_its_w
     nodes(&lab, 4).await?;
     let agents = Agents::start(lab.client.clone(), slow_table_666(Duration::from_secs(2)));
     let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s"]);
-    lab.set_table("extra", 100).await?;
-    let good = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let good = first_good(&lab).await?;
     let good_name = good.metadata.name.clone().unwrap();
 
     lab.set_table("extra", 666).await?;
@@ -174,21 +171,12 @@ async fn with_the_guard_off_a_regressed_node_does_not_stop_the_rollout() -> R {
         slow_table_666(Duration::from_millis(800)),
     );
     let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s", "--guard=off"]);
-    lab.set_table("extra", 100).await?;
-    let good = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let good = first_good(&lab).await?;
     lab.set_table("extra", 666).await?;
     let next = next_revision(&lab, good.spec.sequence).await?;
     first_dispatched(&lab, &next).await?;
     set_health(&lab, "n-2", &["tenant-blue-gw"]).await?;
-    let done = lab
-        .newest_after(
-            good.spec.sequence,
-            RevisionPhase::Succeeded,
-            Duration::from_secs(20),
-        )
-        .await?;
+    let done = succeeded_after(&lab, good.spec.sequence).await?;
     assert_eq!(done.metadata.name.as_deref(), Some(next.as_str()));
     all_provisioned(&lab, &names(3), &next, Duration::from_secs(10)).await?;
     assert_eq!(cfg.metrics.guard_trips.get(), 0);
@@ -204,21 +192,12 @@ async fn a_node_regressed_before_the_wave_never_trips_the_guard() -> R {
         slow_table_666(Duration::from_millis(500)),
     );
     let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s"]);
-    lab.set_table("extra", 100).await?;
-    let good = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let good = first_good(&lab).await?;
     set_health(&lab, "n-2", &["outside"]).await?;
     // The configurator has seen the regression before the next revision starts its wave.
     tokio::time::sleep(Duration::from_millis(500)).await;
     lab.set_table("extra", 666).await?;
-    let done = lab
-        .newest_after(
-            good.spec.sequence,
-            RevisionPhase::Succeeded,
-            Duration::from_secs(20),
-        )
-        .await?;
+    let done = succeeded_after(&lab, good.spec.sequence).await?;
     let name = done.metadata.name.clone().unwrap();
     all_provisioned(&lab, &names(3), &name, Duration::from_secs(10)).await?;
     // Still regressed all along (the agents' status writes leave the condition alone).
@@ -242,10 +221,7 @@ async fn with_guard_halt_a_trip_fails_the_revision_and_nothing_moves_afterwards(
     nodes(&lab, 3).await?;
     let agents = Agents::start(lab.client.clone(), slow_table_666(Duration::from_secs(1)));
     let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s", "--guard=halt"]);
-    lab.set_table("extra", 100).await?;
-    let good = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let good = first_good(&lab).await?;
     let good_name = good.metadata.name.clone().unwrap();
     lab.set_table("extra", 666).await?;
     let bad_name = next_revision(&lab, good.spec.sequence).await?;
