@@ -28,19 +28,7 @@ fn slow_table_666(slow: Duration) -> Script {
 /// `failing` checks, or True when none fail.
 async fn set_health(lab: &LabApi, node: &str, failing: &[&str]) -> R {
     let api: Api<NodeNetworkConfig> = Api::all(lab.client.clone());
-    let (status, reason, message) = if failing.is_empty() {
-        (
-            "True",
-            "ChecksPass",
-            "every tenant reachability check passes".to_string(),
-        )
-    } else {
-        (
-            "False",
-            "ChecksFailing",
-            format!("failing: {}", failing.join(", ")),
-        )
-    };
+    let (status, reason, message) = netrollout_api::tenant_reachable(failing);
     let patch = serde_json::json!({ "status": {
         "health": { "failingChecks": failing },
         "conditions": [{
