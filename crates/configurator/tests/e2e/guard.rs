@@ -5,10 +5,12 @@
 use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams};
-use netrollout_api::{NodeNetworkConfig, RevisionPhase, TENANT_REACHABLE_CONDITION};
+use netrollout_api::{
+    NetworkConfigRevision, NodeNetworkConfig, RevisionPhase, TENANT_REACHABLE_CONDITION,
+};
 
 use crate::agents::{Agents, Outcome, Script};
-use crate::lab::{ConfiguratorLab as _, LabApi, R};
+use crate::lab::{Configurator, ConfiguratorLab as _, LabApi, R};
 use crate::{all_provisioned, assert_event, first_good, has_table, names, nodes, succeeded_after};
 
 const KIND: &str = "NetworkConfigRevision";
@@ -87,19 +89,40 @@ async fn next_revision(lab: &LabApi, sequence: i64) -> R<String> {
     .await
 }
 
+/// The guard tests' fleet: `count` nodes whose agents take `slow` for table 666, a
+/// configurator with update limit 1, a 20s apply timeout and `flags`, and the known-good start.
+async fn guarded_fleet(
+    lab: &LabApi,
+    count: usize,
+    slow: Duration,
+    flags: &[&str],
+) -> R<(Agents, Configurator, NetworkConfigRevision)> {
+    nodes(lab, count).await?;
+    let agents = Agents::start(lab.client.clone(), slow_table_666(slow));
+    let mut args = vec!["--update-limit=1", "--apply-timeout=20s"];
+    args.extend_from_slice(flags);
+    let cfg = lab.configurator(&args);
+    let good = first_good(lab).await?;
+    Ok((agents, cfg, good))
+}
+
+/// Sets table 666 (the slow one): the revision after `sequence` it makes, and the first node
+/// dispatched it.
+async fn roll_out_666(lab: &LabApi, sequence: i64) -> R<(String, String)> {
+    lab.set_table("extra", 666).await?;
+    let revision = next_revision(lab, sequence).await?;
+    let first = first_dispatched(lab, &revision).await?;
+    Ok((revision, first))
+}
+
 #[tokio::test]
 async fn an_untouched_node_regressing_during_a_wave_fails_the_revision_and_its_wave_goes_back() -> R
 {
     let lab = LabApi::netrollout().await;
-    nodes(&lab, 4).await?;
-    let agents = Agents::start(lab.client.clone(), slow_table_666(Duration::from_secs(2)));
-    let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s"]);
-    let good = first_good(&lab).await?;
+    let (agents, cfg, good) = guarded_fleet(&lab, 4, Duration::from_secs(2), &[]).await?;
     let good_name = good.metadata.name.clone().unwrap();
 
-    lab.set_table("extra", 666).await?;
-    let bad_name = next_revision(&lab, good.spec.sequence).await?;
-    let first = first_dispatched(&lab, &bad_name).await?;
+    let (bad_name, first) = roll_out_666(&lab, good.spec.sequence).await?;
     assert_eq!(first, "n-0", "the first wave is n-0 (fleet order)");
     // n-3 is untouched (dispatched last) and healthy: it regresses during n-0's wave.
     set_health(&lab, "n-3", &["tenant-blue-gw", "outside"]).await?;
@@ -153,16 +176,9 @@ async fn an_untouched_node_regressing_during_a_wave_fails_the_revision_and_its_w
 #[tokio::test]
 async fn with_the_guard_off_a_regressed_node_does_not_stop_the_rollout() -> R {
     let lab = LabApi::netrollout().await;
-    nodes(&lab, 3).await?;
-    let _agents = Agents::start(
-        lab.client.clone(),
-        slow_table_666(Duration::from_millis(800)),
-    );
-    let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s", "--guard=off"]);
-    let good = first_good(&lab).await?;
-    lab.set_table("extra", 666).await?;
-    let next = next_revision(&lab, good.spec.sequence).await?;
-    first_dispatched(&lab, &next).await?;
+    let (_agents, cfg, good) =
+        guarded_fleet(&lab, 3, Duration::from_millis(800), &["--guard=off"]).await?;
+    let (next, _) = roll_out_666(&lab, good.spec.sequence).await?;
     set_health(&lab, "n-2", &["tenant-blue-gw"]).await?;
     let done = succeeded_after(&lab, good.spec.sequence).await?;
     assert_eq!(done.metadata.name.as_deref(), Some(next.as_str()));
@@ -174,13 +190,7 @@ async fn with_the_guard_off_a_regressed_node_does_not_stop_the_rollout() -> R {
 #[tokio::test]
 async fn a_node_regressed_before_the_wave_never_trips_the_guard() -> R {
     let lab = LabApi::netrollout().await;
-    nodes(&lab, 3).await?;
-    let _agents = Agents::start(
-        lab.client.clone(),
-        slow_table_666(Duration::from_millis(500)),
-    );
-    let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s"]);
-    let good = first_good(&lab).await?;
+    let (_agents, cfg, good) = guarded_fleet(&lab, 3, Duration::from_millis(500), &[]).await?;
     set_health(&lab, "n-2", &["outside"]).await?;
     // The configurator has seen the regression before the next revision starts its wave.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -206,14 +216,11 @@ async fn a_node_regressed_before_the_wave_never_trips_the_guard() -> R {
 #[tokio::test]
 async fn with_guard_halt_a_trip_fails_the_revision_and_nothing_moves_afterwards() -> R {
     let lab = LabApi::netrollout().await;
-    nodes(&lab, 3).await?;
-    let agents = Agents::start(lab.client.clone(), slow_table_666(Duration::from_secs(1)));
-    let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s", "--guard=halt"]);
-    let good = first_good(&lab).await?;
+    let (agents, cfg, good) =
+        guarded_fleet(&lab, 3, Duration::from_secs(1), &["--guard=halt"]).await?;
     let good_name = good.metadata.name.clone().unwrap();
-    lab.set_table("extra", 666).await?;
-    let bad_name = next_revision(&lab, good.spec.sequence).await?;
-    assert_eq!(first_dispatched(&lab, &bad_name).await?, "n-0");
+    let (bad_name, first) = roll_out_666(&lab, good.spec.sequence).await?;
+    assert_eq!(first, "n-0");
     set_health(&lab, "n-2", &["outside"]).await?;
     lab.newest_in(RevisionPhase::Failed, Duration::from_secs(10))
         .await?;
