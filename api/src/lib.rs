@@ -62,6 +62,25 @@ pub const NODE_CONDITION: &str = "NetworkConfigReady";
 /// with the failing checks named in the message and in `status.health.failingChecks`. Written
 /// only when it changes; the configurator's fleet guard reads it.
 pub const TENANT_REACHABLE_CONDITION: &str = "TenantReachable";
+
+/// The `TenantReachable` condition's status, reason and message for a node whose `failing`
+/// checks fail (`True`, `ChecksPass` when none do): the one shape the agent writes.
+pub fn tenant_reachable(failing: &[impl AsRef<str>]) -> (&'static str, &'static str, String) {
+    if failing.is_empty() {
+        (
+            "True",
+            "ChecksPass",
+            "every tenant reachability check passes".to_string(),
+        )
+    } else {
+        let names: Vec<&str> = failing.iter().map(AsRef::as_ref).collect();
+        (
+            "False",
+            "ChecksFailing",
+            format!("failing: {}", names.join(", ")),
+        )
+    }
+}
 /// Condition type the configurator sets on input objects.
 pub const ACCEPTED_CONDITION: &str = "Accepted";
 

@@ -79,19 +79,7 @@ impl Verdict {
     /// The server-side apply body for `node` at `generation`: the condition (its
     /// `lastTransitionTime` is `since`) and `status.health`.
     pub fn apply_body(&self, node: &str, generation: Option<i64>, since: &Time) -> Value {
-        let (status, reason, message) = if self.reachable() {
-            (
-                "True",
-                "ChecksPass",
-                "every tenant reachability check passes".to_string(),
-            )
-        } else {
-            (
-                "False",
-                "ChecksFailing",
-                format!("failing: {}", self.failing.join(", ")),
-            )
-        };
+        let (status, reason, message) = netrollout_api::tenant_reachable(&self.failing);
         json!({
             "apiVersion": format!("{GROUP}/{VERSION}"),
             "kind": "NodeNetworkConfig",

@@ -61,6 +61,24 @@ fn record_writes(
     (seen, task)
 }
 
+/// The agent's metrics page (its metrics port in the namespace).
+async fn agent_metrics(lab: &Lab) -> String {
+    let addr = format!("{}:9101", lab.ns_ip);
+    tokio::task::spawn_blocking(move || {
+        netrollout_testkit::http::metrics(&addr, Duration::from_secs(5))
+    })
+    .await
+    .unwrap()
+}
+
+/// Writes the health-check file `yaml` and has the agent read it, with `flags` after it.
+fn healthcheck(lab: &mut Lab, yaml: String, flags: &[&str]) {
+    let file = lab.dir.path().join("healthcheck.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    lab.extra_args = vec!["--healthcheck-config".into(), file.display().to_string()];
+    lab.extra_args.extend(flags.iter().map(|f| f.to_string()));
+}
+
 /// The health writes the agent sent (it logs each one it made).
 fn requests(lab: &Lab) -> usize {
     lab.log().matches("TenantReachable written").count()
@@ -86,17 +104,11 @@ async fn breaking_reachability_after_commit_turns_tenant_reachable_false_and_res
     let server = serve(&target).await;
     let (host, port) = target.split_once(':').unwrap();
     let check = format!("tcp {target}");
-    let file = lab.dir.path().join("healthcheck.yaml");
-    std::fs::write(
-        &file,
+    healthcheck(
+        &mut lab,
         format!("reachability:\n  - host: {host}\n    port: {port}\ntimeout: 500ms\n"),
-    )
-    .unwrap();
-    lab.extra_args = vec![
-        "--healthcheck-config".into(),
-        file.display().to_string(),
-        "--watch-interval=300ms".into(),
-    ];
+        &["--watch-interval=300ms"],
+    );
     lab.set_spec("rev-a", layer2s(100, 1)).await;
     let (seen, recorder) = record_writes(&lab);
     lab.start_agent();
@@ -173,12 +185,7 @@ async fn breaking_reachability_after_commit_turns_tenant_reachable_false_and_res
     assert_eq!(writes_since(&seen, restored_from), (1, 1));
     assert_eq!(requests(&lab), 3);
 
-    let addr = format!("{}:9101", lab.ns_ip);
-    let text = tokio::task::spawn_blocking(move || {
-        netrollout_testkit::http::metrics(&addr, Duration::from_secs(5))
-    })
-    .await
-    .unwrap();
+    let text = agent_metrics(&lab).await;
     assert!(
         text.contains("netrollout_agent_tenant_reachable 1"),
         "{text}"
@@ -205,19 +212,13 @@ async fn breaking_reachability_after_commit_turns_tenant_reachable_false_and_res
 #[tokio::test]
 async fn a_watch_interval_of_zero_turns_continuous_health_off() {
     let mut lab = common::lab().await;
-    let file = lab.dir.path().join("healthcheck.yaml");
     // Unreachable (nothing listens on the host's port 9): the watcher would report it.
-    std::fs::write(
-        &file,
-        format!("reachability:\n  - host: {}\n    port: 9\n", lab.host_ip),
-    )
-    .unwrap();
-    lab.extra_args = vec![
-        "--healthcheck-config".into(),
-        file.display().to_string(),
-        "--watch-interval=0s".into(),
-        "--probe-timeout=1s".into(),
-    ];
+    let yaml = format!("reachability:\n  - host: {}\n    port: 9\n", lab.host_ip);
+    healthcheck(
+        &mut lab,
+        yaml,
+        &["--watch-interval=0s", "--probe-timeout=1s"],
+    );
     lab.set_spec("rev-a", layer2s(100, 1)).await;
     lab.start_agent();
     // The check failed before the change too, so the apply reports it and commits.
@@ -225,12 +226,7 @@ async fn a_watch_interval_of_zero_turns_continuous_health_off() {
     tokio::time::sleep(QUIET).await;
     let nnc = lab.nnc_api().get(&lab.node).await.unwrap();
     assert_eq!(tenant(&nnc), None, "no condition: {:?}", done.status);
-    let addr = format!("{}:9101", lab.ns_ip);
-    let text = tokio::task::spawn_blocking(move || {
-        netrollout_testkit::http::metrics(&addr, Duration::from_secs(5))
-    })
-    .await
-    .unwrap();
+    let text = agent_metrics(&lab).await;
     assert!(
         text.contains("netrollout_agent_health_rounds_total 0"),
         "{text}"

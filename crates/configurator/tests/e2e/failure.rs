@@ -11,7 +11,10 @@ use netrollout_api::{
 
 use crate::agents::{Agents, Outcome, Script};
 use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
-use crate::{all_provisioned, assert_event, condition, failing_tables, has_table, names, nodes};
+use crate::{
+    all_provisioned, assert_event, condition, failing_tables, first_good, has_table, names, nodes,
+    succeeded_after,
+};
 
 const KIND: &str = "NetworkConfigRevision";
 
@@ -24,10 +27,7 @@ async fn a_failing_node_halts_the_rollout_and_its_wave_goes_back_to_the_known_go
         failing_tables(vec![(666, Some(Arc::new(AtomicBool::new(true))))]),
     );
     let cfg = lab.configurator(&["--update-limit=2"]);
-    lab.set_table("extra", 100).await?;
-    let good = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let good = first_good(&lab).await?;
     let good_name = good.metadata.name.clone().unwrap();
 
     lab.set_table("extra", 666).await?;
@@ -103,22 +103,14 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
         failing_tables(vec![(666, Some(bad.clone()))]),
     );
     let cfg = lab.configurator(&["--update-limit=1"]);
-    lab.set_table("extra", 100).await?;
-    lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    first_good(&lab).await?;
     lab.set_table("extra", 666).await?;
     let failed = lab
         .newest_in(RevisionPhase::Failed, Duration::from_secs(20))
         .await?;
     let failed_name = failed.metadata.name.clone().unwrap();
     lab.set_table("extra", 200).await?;
-    let fixed = lab
-        .newest_after(
-            failed.spec.sequence,
-            RevisionPhase::Succeeded,
-            Duration::from_secs(20),
-        )
-        .await?;
+    let fixed = succeeded_after(&lab, failed.spec.sequence).await?;
     let fixed_name = fixed.metadata.name.clone().unwrap();
     all_provisioned(&lab, &names(3), &fixed_name, Duration::from_secs(10)).await?;
 
@@ -199,13 +191,7 @@ async fn reapplying_a_failed_config_is_blocked_until_a_person_retries_it() -> R 
     let patch = serde_json::json!({ "metadata": { "annotations": { RETRY_ANNOTATION: "now" } } });
     api.patch(&failed_name, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
-    let retried = lab
-        .newest_after(
-            fixed.spec.sequence,
-            RevisionPhase::Succeeded,
-            Duration::from_secs(20),
-        )
-        .await?;
+    let retried = succeeded_after(&lab, fixed.spec.sequence).await?;
     assert_eq!(retried.metadata.name.as_deref(), Some(failed_name.as_str()));
     assert!(retried.spec.sequence > fixed.spec.sequence);
     let annotations = retried.metadata.annotations.unwrap_or_default();
@@ -240,10 +226,7 @@ async fn a_node_that_hangs_mid_apply_fails_the_revision_after_the_apply_timeout(
     });
     let _agents = Agents::start(lab.client.clone(), script);
     let cfg = lab.configurator(&["--update-limit=3", "--apply-timeout=1s"]);
-    lab.set_table("extra", 100).await?;
-    let good = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let good = first_good(&lab).await?;
     lab.set_table("extra", 200).await?;
     let failed = lab
         .newest_after(

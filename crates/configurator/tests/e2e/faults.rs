@@ -5,7 +5,7 @@ use netrollout_api::{ACCEPTED_CONDITION, NetworkConfigRevision, RevisionPhase, R
 
 use crate::agents::{Agents, healthy};
 use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
-use crate::{all_provisioned, names, nodes};
+use crate::{all_provisioned, first_good, names, nodes, succeeded_after};
 
 #[tokio::test]
 async fn api_errors_injected_by_the_server_are_retried_and_never_fail_a_revision() -> R {
@@ -46,14 +46,10 @@ async fn a_revision_recreated_while_the_old_one_is_terminating_waits_and_never_a
     nodes(&lab, 2).await?;
     let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=2"]);
-    lab.set_table("extra", 100).await?;
-    let old = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let old = first_good(&lab).await?;
     let name = old.metadata.name.clone().unwrap();
     lab.set_table("extra", 101).await?;
-    lab.newest_after(1, RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    succeeded_after(&lab, 1).await?;
 
     // A finalizer keeps the old revision terminating after its deletion.
     let api = Api::<NetworkConfigRevision>::all(lab.client.clone());
@@ -169,13 +165,7 @@ async fn an_input_being_deleted_counts_as_already_gone() -> R {
         .patch("going", &PatchParams::default(), &Patch::Merge(&hold))
         .await?;
     inputs.delete("going", &DeleteParams::default()).await?;
-    let after = lab
-        .newest_after(
-            both.spec.sequence,
-            RevisionPhase::Succeeded,
-            Duration::from_secs(20),
-        )
-        .await?;
+    let after = succeeded_after(&lab, both.spec.sequence).await?;
     let names: Vec<&str> = after
         .spec
         .snapshot

@@ -10,7 +10,7 @@ use netrollout_api::{
 
 use crate::agents::{Agents, Outcome, healthy};
 use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
-use crate::{all_provisioned, names, nodes};
+use crate::{all_provisioned, first_good, names, nodes};
 
 #[tokio::test]
 async fn a_node_joining_and_a_node_deleted_mid_rollout_neither_fail_nor_stall_it() -> R {
@@ -45,10 +45,7 @@ async fn a_not_ready_node_is_skipped_and_caught_up_once_ready() -> R {
     lab.add_node("sick", &[], false).await?;
     let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=3"]);
-    lab.set_table("extra", 100).await?;
-    let rev = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let rev = first_good(&lab).await?;
     let name = rev.metadata.name.clone().unwrap();
     all_provisioned(&lab, &names(2), &name, Duration::from_secs(5)).await?;
     assert!(
@@ -199,10 +196,7 @@ async fn only_nodes_matching_the_node_selector_are_managed() -> R {
         .await?;
     let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=5", "--node-selector=role=worker"]);
-    lab.set_table("extra", 100).await?;
-    let rev = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let rev = first_good(&lab).await?;
     let workers = ["worker-1".to_string(), "worker-2".to_string()];
     all_provisioned(
         &lab,

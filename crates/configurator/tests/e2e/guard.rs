@@ -5,11 +5,13 @@
 use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams};
-use netrollout_api::{NodeNetworkConfig, RevisionPhase, TENANT_REACHABLE_CONDITION};
+use netrollout_api::{
+    NetworkConfigRevision, NodeNetworkConfig, RevisionPhase, TENANT_REACHABLE_CONDITION,
+};
 
 use crate::agents::{Agents, Outcome, Script};
-use crate::lab::{ConfiguratorLab as _, LabApi, R};
-use crate::{all_provisioned, assert_event, has_table, names, nodes};
+use crate::lab::{Configurator, ConfiguratorLab as _, LabApi, R};
+use crate::{all_provisioned, assert_event, first_good, has_table, names, nodes, succeeded_after};
 
 const KIND: &str = "NetworkConfigRevision";
 
@@ -28,19 +30,7 @@ fn slow_table_666(slow: Duration) -> Script {
 /// `failing` checks, or True when none fail.
 async fn set_health(lab: &LabApi, node: &str, failing: &[&str]) -> R {
     let api: Api<NodeNetworkConfig> = Api::all(lab.client.clone());
-    let (status, reason, message) = if failing.is_empty() {
-        (
-            "True",
-            "ChecksPass",
-            "every tenant reachability check passes".to_string(),
-        )
-    } else {
-        (
-            "False",
-            "ChecksFailing",
-            format!("failing: {}", failing.join(", ")),
-        )
-    };
+    let (status, reason, message) = netrollout_api::tenant_reachable(failing);
     let patch = serde_json::json!({ "status": {
         "health": { "failingChecks": failing },
         "conditions": [{
@@ -110,23 +100,41 @@ async fn next_revision(lab: &LabApi, sequence: i64) -> R<String> {
     .await
 }
 
+/// The guard tests' fleet: `count` nodes whose agents take `slow` for table 666, a
+/// configurator with update limit 1, a 20s apply timeout and `flags`, and the known-good start.
+async fn guarded_fleet(
+    lab: &LabApi,
+    count: usize,
+    slow: Duration,
+    flags: &[&str],
+) -> R<(Agents, Configurator, NetworkConfigRevision)> {
+    nodes(lab, count).await?;
+    let agents = Agents::start(lab.client.clone(), slow_table_666(slow));
+    let mut args = vec!["--update-limit=1", "--apply-timeout=20s"];
+    args.extend_from_slice(flags);
+    let cfg = lab.configurator(&args);
+    let good = first_good(lab).await?;
+    Ok((agents, cfg, good))
+}
+
+/// Sets table 666 (the slow one): the revision after `sequence` it makes, and the first node
+/// dispatched it.
+async fn roll_out_666(lab: &LabApi, sequence: i64) -> R<(String, String)> {
+    lab.set_table("extra", 666).await?;
+    let revision = next_revision(lab, sequence).await?;
+    let first = first_dispatched(lab, &revision).await?;
+    Ok((revision, first))
+}
+
 #[tokio::test]
 async fn an_untouched_node_regressing_during_a_wave_fails_the_revision_and_its_wave_goes_back() -> R
 {
     let lab = LabApi::netrollout().await;
-    nodes(&lab, 4).await?;
-    let agents = Agents::start(lab.client.clone(), slow_table_666(Duration::from_secs(2)));
-    let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s"]);
-    lab.set_table("extra", 100).await?;
-    let good = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let (agents, cfg, good) = guarded_fleet(&lab, 4, Duration::from_secs(2), &[]).await?;
     all_healthy(&lab, 4).await?;
     let good_name = good.metadata.name.clone().unwrap();
 
-    lab.set_table("extra", 666).await?;
-    let bad_name = next_revision(&lab, good.spec.sequence).await?;
-    let first = first_dispatched(&lab, &bad_name).await?;
+    let (bad_name, first) = roll_out_666(&lab, good.spec.sequence).await?;
     assert_eq!(first, "n-0", "the first wave is n-0 (fleet order)");
     // n-3 is untouched (dispatched last) and healthy: it regresses during n-0's wave.
     set_health(&lab, "n-3", &["tenant-blue-gw", "outside"]).await?;
@@ -180,28 +188,12 @@ async fn an_untouched_node_regressing_during_a_wave_fails_the_revision_and_its_w
 #[tokio::test]
 async fn with_the_guard_off_a_regressed_node_does_not_stop_the_rollout() -> R {
     let lab = LabApi::netrollout().await;
-    nodes(&lab, 3).await?;
-    let _agents = Agents::start(
-        lab.client.clone(),
-        slow_table_666(Duration::from_millis(800)),
-    );
-    let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s", "--guard=off"]);
-    lab.set_table("extra", 100).await?;
-    let good = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let (_agents, cfg, good) =
+        guarded_fleet(&lab, 3, Duration::from_millis(800), &["--guard=off"]).await?;
+    let (next, _) = roll_out_666(&lab, good.spec.sequence).await?;
     all_healthy(&lab, 3).await?;
-    lab.set_table("extra", 666).await?;
-    let next = next_revision(&lab, good.spec.sequence).await?;
-    first_dispatched(&lab, &next).await?;
     set_health(&lab, "n-2", &["tenant-blue-gw"]).await?;
-    let done = lab
-        .newest_after(
-            good.spec.sequence,
-            RevisionPhase::Succeeded,
-            Duration::from_secs(20),
-        )
-        .await?;
+    let done = succeeded_after(&lab, good.spec.sequence).await?;
     assert_eq!(done.metadata.name.as_deref(), Some(next.as_str()));
     all_provisioned(&lab, &names(3), &next, Duration::from_secs(10)).await?;
     assert_eq!(cfg.metrics.guard_trips.get(), 0);
@@ -211,28 +203,13 @@ async fn with_the_guard_off_a_regressed_node_does_not_stop_the_rollout() -> R {
 #[tokio::test]
 async fn a_node_regressed_before_the_wave_never_trips_the_guard() -> R {
     let lab = LabApi::netrollout().await;
-    nodes(&lab, 3).await?;
-    let _agents = Agents::start(
-        lab.client.clone(),
-        slow_table_666(Duration::from_millis(500)),
-    );
-    let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s"]);
-    lab.set_table("extra", 100).await?;
-    let good = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let (_agents, cfg, good) = guarded_fleet(&lab, 3, Duration::from_millis(500), &[]).await?;
     all_healthy(&lab, 3).await?;
     set_health(&lab, "n-2", &["outside"]).await?;
     // The configurator has seen the regression before the next revision starts its wave.
     tokio::time::sleep(Duration::from_millis(500)).await;
     lab.set_table("extra", 666).await?;
-    let done = lab
-        .newest_after(
-            good.spec.sequence,
-            RevisionPhase::Succeeded,
-            Duration::from_secs(20),
-        )
-        .await?;
+    let done = succeeded_after(&lab, good.spec.sequence).await?;
     let name = done.metadata.name.clone().unwrap();
     all_provisioned(&lab, &names(3), &name, Duration::from_secs(10)).await?;
     // Still regressed all along (the agents' status writes leave the condition alone).
@@ -253,18 +230,12 @@ async fn a_node_regressed_before_the_wave_never_trips_the_guard() -> R {
 #[tokio::test]
 async fn with_guard_halt_a_trip_fails_the_revision_and_nothing_moves_afterwards() -> R {
     let lab = LabApi::netrollout().await;
-    nodes(&lab, 3).await?;
-    let agents = Agents::start(lab.client.clone(), slow_table_666(Duration::from_secs(1)));
-    let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s", "--guard=halt"]);
-    lab.set_table("extra", 100).await?;
-    let good = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let (agents, cfg, good) =
+        guarded_fleet(&lab, 3, Duration::from_secs(1), &["--guard=halt"]).await?;
     all_healthy(&lab, 3).await?;
     let good_name = good.metadata.name.clone().unwrap();
-    lab.set_table("extra", 666).await?;
-    let bad_name = next_revision(&lab, good.spec.sequence).await?;
-    assert_eq!(first_dispatched(&lab, &bad_name).await?, "n-0");
+    let (bad_name, first) = roll_out_666(&lab, good.spec.sequence).await?;
+    assert_eq!(first, "n-0");
     set_health(&lab, "n-2", &["outside"]).await?;
     lab.newest_in(RevisionPhase::Failed, Duration::from_secs(10))
         .await?;
@@ -308,27 +279,10 @@ async fn a_node_whose_first_report_fails_its_checks_during_a_wave_never_trips_th
     // A freshly configured node fails its tenant checks until its peers are configured too: its
     // first report is no regression the configurator saw happen (the lab's first rollout).
     let lab = LabApi::netrollout().await;
-    nodes(&lab, 3).await?;
-    let _agents = Agents::start(
-        lab.client.clone(),
-        slow_table_666(Duration::from_millis(800)),
-    );
-    let cfg = lab.configurator(&["--update-limit=1", "--apply-timeout=20s"]);
-    lab.set_table("extra", 100).await?;
-    let good = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
-    lab.set_table("extra", 666).await?;
-    let next = next_revision(&lab, good.spec.sequence).await?;
-    first_dispatched(&lab, &next).await?;
+    let (_agents, cfg, good) = guarded_fleet(&lab, 3, Duration::from_millis(800), &[]).await?;
+    let (next, _) = roll_out_666(&lab, good.spec.sequence).await?;
     set_health(&lab, "n-2", &["icmp 10.0.0.3"]).await?;
-    let done = lab
-        .newest_after(
-            good.spec.sequence,
-            RevisionPhase::Succeeded,
-            Duration::from_secs(20),
-        )
-        .await?;
+    let done = succeeded_after(&lab, good.spec.sequence).await?;
     assert_eq!(done.metadata.name.as_deref(), Some(next.as_str()));
     all_provisioned(&lab, &names(3), &next, Duration::from_secs(10)).await?;
     assert_eq!(cfg.metrics.guard_trips.get(), 0);

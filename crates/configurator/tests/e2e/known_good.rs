@@ -11,7 +11,7 @@ use netrollout_rollout::reason::is_reason_word;
 
 use crate::agents::Agents;
 use crate::lab::{ConfiguratorLab as _, LabApi, R};
-use crate::{all_provisioned, failing_tables, names, nodes};
+use crate::{all_provisioned, failing_tables, first_good, names, nodes, succeeded_after};
 
 #[tokio::test]
 async fn an_undo_to_a_succeeded_revision_that_fails_now_fails_it_and_goes_back() -> R {
@@ -22,19 +22,10 @@ async fn an_undo_to_a_succeeded_revision_that_fails_now_fails_it_and_goes_back()
     let script = failing_tables(vec![(100, Some(bad.clone()))]);
     let agents = Agents::start(lab.client.clone(), script);
     let cfg = lab.configurator(&["--update-limit=2"]);
-    lab.set_table("extra", 100).await?;
-    let old = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let old = first_good(&lab).await?;
     let old_name = old.metadata.name.clone().unwrap();
     lab.set_table("extra", 200).await?;
-    let cur = lab
-        .newest_after(
-            old.spec.sequence,
-            RevisionPhase::Succeeded,
-            Duration::from_secs(20),
-        )
-        .await?;
+    let cur = succeeded_after(&lab, old.spec.sequence).await?;
     let cur_name = cur.metadata.name.clone().unwrap();
     all_provisioned(&lab, &names(4), &cur_name, Duration::from_secs(10)).await?;
     let pickups_before = agents.pickups().len();
@@ -82,10 +73,7 @@ async fn a_rollback_the_known_good_revision_fails_halts_and_says_so_in_an_event(
     let script = failing_tables(vec![(200, None), (100, Some(known_good_breaks.clone()))]);
     let _agents = Agents::start(lab.client.clone(), script);
     let cfg = lab.configurator(&["--update-limit=2"]);
-    lab.set_table("extra", 100).await?;
-    let good = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let good = first_good(&lab).await?;
     let good_name = good.metadata.name.clone().unwrap();
     all_provisioned(&lab, &names(4), &good_name, Duration::from_secs(10)).await?;
 

@@ -35,7 +35,21 @@ use std::time::Duration;
 // The simulated agents live in the test kit (the configurator benchmark uses them too).
 use netrollout_testkit::fake_agents as agents;
 
-use netrollout_api::NodeNetworkConfig;
+use netrollout_api::{NetworkConfigRevision, NodeNetworkConfig, RevisionPhase};
+
+/// The known-good start of most tests: the `extra` routing table set to table 100, and the
+/// revision it makes once it has Succeeded (within 20s).
+async fn first_good(lab: &lab::LabApi) -> lab::R<NetworkConfigRevision> {
+    lab.set_table("extra", 100).await?;
+    lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await
+}
+
+/// The newest revision after `sequence`, once it has Succeeded (within 20s).
+async fn succeeded_after(lab: &lab::LabApi, sequence: i64) -> lab::R<NetworkConfigRevision> {
+    lab.newest_after(sequence, RevisionPhase::Succeeded, Duration::from_secs(20))
+        .await
+}
 
 /// Nodes `n-0` .. `n-{count-1}`, Ready, no labels.
 async fn nodes(lab: &lab::LabApi, count: usize) -> lab::R {

@@ -1,10 +1,10 @@
 use std::time::Duration;
 
-use netrollout_api::{ACCEPTED_CONDITION, RevisionPhase, RoutingTable};
+use netrollout_api::{ACCEPTED_CONDITION, RoutingTable};
 
 use crate::agents::{self, Agents, healthy};
 use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
-use crate::{all_provisioned, names, nodes};
+use crate::{all_provisioned, first_good, names, nodes, succeeded_after};
 
 /// `--rollout-strategy window`: a slot freed by a quick node is filled at once, while a slow
 /// node still applies; the limit holds throughout.
@@ -28,10 +28,7 @@ async fn with_the_window_strategy_a_freed_slot_is_filled_while_a_slow_node_still
         "--rollout-strategy=window",
         "--apply-timeout=20s",
     ]);
-    lab.set_table("extra", 100).await?;
-    let rev = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let rev = first_good(&lab).await?;
     let rev_name = rev.metadata.name.clone().unwrap();
     all_provisioned(&lab, &names(6), &rev_name, Duration::from_secs(5)).await?;
     assert_eq!(agents.max_in_flight(), 2, "the limit is used and holds");
@@ -67,10 +64,7 @@ async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
     nodes(&lab, 6).await?;
     let agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(150)));
     let cfg = lab.configurator(&["--update-limit=2", "--rollout-strategy=waves"]);
-    lab.set_table("extra", 100).await?;
-    let first = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let first = first_good(&lab).await?;
     let first_name = first.metadata.name.clone().unwrap();
     all_provisioned(&lab, &names(6), &first_name, Duration::from_secs(5)).await?;
     assert_eq!(first.spec.sequence, 1);
@@ -101,9 +95,7 @@ async fn a_rollout_moves_in_waves_that_respect_the_update_limit() -> R {
 
     // A second change is a second revision with the next sequence.
     lab.set_table("extra", 101).await?;
-    let second = lab
-        .newest_after(1, RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let second = succeeded_after(&lab, 1).await?;
     assert_eq!(second.spec.sequence, 2);
     let second_name = second.metadata.name.clone().unwrap();
     all_provisioned(&lab, &names(6), &second_name, Duration::from_secs(5)).await?;
@@ -149,26 +141,15 @@ async fn undoing_a_change_reuses_the_older_revision_with_a_raised_sequence() -> 
     nodes(&lab, 2).await?;
     let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=100%"]);
-    lab.set_table("extra", 100).await?;
-    let a = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let a = first_good(&lab).await?;
     lab.set_table("extra", 101).await?;
     eventually(Duration::from_secs(20), || async {
         Ok(lab.revisions().await?.len() == 2)
     })
     .await?;
-    let b = lab
-        .newest_after(1, RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let b = succeeded_after(&lab, 1).await?;
     lab.set_table("extra", 100).await?;
-    let again = lab
-        .newest_after(
-            b.spec.sequence,
-            RevisionPhase::Succeeded,
-            Duration::from_secs(20),
-        )
-        .await?;
+    let again = succeeded_after(&lab, b.spec.sequence).await?;
     assert_eq!(
         again.metadata.name, a.metadata.name,
         "the same content never gets two names"
@@ -251,9 +232,7 @@ async fn health_readiness_and_metrics_are_served_once_the_caches_are_synced() ->
         &format!("--health-addr=127.0.0.1:{h}"),
         "--update-limit=2",
     ]);
-    lab.set_table("extra", 100).await?;
-    lab.newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    first_good(&lab).await?;
     assert!(http_get(h, "/healthz").await?.starts_with("HTTP/1.0 200"));
     assert!(http_get(h, "/readyz").await?.starts_with("HTTP/1.0 200"));
     let metrics = http_get(m, "/metrics").await?;

@@ -12,7 +12,7 @@ use netrollout_api::{
 
 use crate::agents::{Agents, healthy};
 use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
-use crate::{all_provisioned, assert_event, condition, names, nodes};
+use crate::{all_provisioned, assert_event, condition, first_good, names, nodes, succeeded_after};
 
 #[tokio::test]
 async fn kubectl_wait_for_ready_returns_when_the_rollout_succeeded_and_a_settled_fleet_costs_no_writes()
@@ -66,8 +66,7 @@ async fn kubectl_wait_for_ready_returns_when_the_rollout_succeeded_and_a_settled
 
     // An undo raises the old revision's sequence, a new generation: the conditions follow it.
     lab.set_table("extra", 101).await?;
-    lab.newest_after(1, RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    succeeded_after(&lab, 1).await?;
     lab.set_table("extra", 100).await?;
     eventually(Duration::from_secs(10), || async {
         let r = ncrs.get(&name).await?;
@@ -91,19 +90,14 @@ async fn a_pruned_revision_and_an_ignored_retry_are_normal_events_that_name_the_
     nodes(&lab, 2).await?;
     let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=2", "--revision-history-limit=1"]);
-    lab.set_table("extra", 100).await?;
-    let old = lab
-        .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
-        .await?;
+    let old = first_good(&lab).await?;
     let old_name = old.metadata.name.clone().unwrap();
     // Two newer revisions: the first is then neither kept by the limit nor the revision a
     // node's dispatch record came from.
     let mut sequence = old.spec.sequence;
     for id in [101, 102] {
         lab.set_table("extra", id).await?;
-        let newer = lab
-            .newest_after(sequence, RevisionPhase::Succeeded, Duration::from_secs(20))
-            .await?;
+        let newer = succeeded_after(&lab, sequence).await?;
         sequence = newer.spec.sequence;
     }
     eventually(Duration::from_secs(10), || async {

@@ -21,13 +21,14 @@ use std::collections::HashSet;
 use netrollout_rollout::guard::{GuardMode, Health};
 use netrollout_rollout::reason::HEALTH_REGRESSED;
 use netrollout_rollout::{
-    Action, Mode, Node, NodeFailure, NodePhase, Plan, RevisionPhase, RolloutStrategy, Settings,
-    State, Timestamp, UpdateLimit,
+    Action, Node, NodeFailure, Plan, RevisionPhase, RolloutStrategy, Settings, State, Timestamp,
+    UpdateLimit,
 };
 
 use crate::agent::{Agent, Behavior};
-use crate::check::{Checker, check_awaited, check_window, in_flight};
-use crate::world::{World, write_count};
+use crate::check::{Checker, in_flight};
+use crate::scenario::{pass_checking, settled};
+use crate::world::World;
 
 /// Whether a failure was written by the guard (its failed nodes regressed, they did not fail
 /// the revision themselves); the ordinary failure invariants skip it, G2 checks it.
@@ -235,47 +236,23 @@ fn inject(w: &mut World, breaking: &HashSet<String>, chronic: &HashSet<String>) 
 
 /// One pass with every invariant: the fleet's (check.rs) and the guard's.
 fn pass(w: &mut World, checker: &mut Checker) -> Result<Plan, String> {
-    checker.check_blast_radius(&w.state, w.now, &w.settings)?;
-    let before = w.state.clone();
-    w.log.push(format!("t={} pass", w.step));
-    let (p, done) = w.configurator_pass();
-    checker.check_pass(&before, &p, &w.state, w.now, &w.settings)?;
-    if let Some(line) = check_guard(&before, &p, w.now, &w.settings)? {
-        w.log.push(format!("  {line}"));
-    }
-    // The configurator persists the guard's failure with the phase write.
-    if let Some(g) = &p.summary.guard {
-        w.log
-            .push(format!("  guard={} tripped on {}", g.mode, g.revision));
-        for r in &mut w.state.revisions {
-            if r.name == g.revision && r.phase == RevisionPhase::Failed {
-                r.guard_tripped = true;
+    pass_checking(w, checker, |w, checker, before, p| {
+        checker.check_pass(before, p, &w.state, w.now, &w.settings)?;
+        if let Some(line) = check_guard(before, p, w.now, &w.settings)? {
+            w.log.push(format!("  {line}"));
+        }
+        // The configurator persists the guard's failure with the phase write.
+        if let Some(g) = &p.summary.guard {
+            w.log
+                .push(format!("  guard={} tripped on {}", g.mode, g.revision));
+            for r in &mut w.state.revisions {
+                if r.name == g.revision && r.phase == RevisionPhase::Failed {
+                    r.guard_tripped = true;
+                }
             }
         }
-    }
-    let complete = done == p.actions.iter().map(write_count).sum::<usize>();
-    if complete {
-        check_awaited(&p, &w.state, w.now, &w.settings)?;
-        if w.settings.strategy == RolloutStrategy::Window {
-            check_window(&p, &w.state, w.now, &w.settings)?;
-        }
-    }
-    Ok(p)
-}
-
-fn settled(w: &World, p: &Plan) -> bool {
-    if !p.actions.is_empty() || w.agents.values().any(Agent::busy) {
-        return false;
-    }
-    match (&p.summary.mode, &p.summary.target) {
-        (Mode::Halted | Mode::Idle, _) => true,
-        (_, Some(goal)) => w.state.nodes.iter().filter(|n| counts(n)).all(|n| {
-            n.spec_revision.as_ref() == Some(goal)
-                && n.current_status()
-                    .is_some_and(|s| s.phase != NodePhase::Provisioning)
-        }),
-        _ => false,
-    }
+        Ok(())
+    })
 }
 
 /// A seeded guard scenario: a fleet on a known-good revision rolls new ones out while health

@@ -83,9 +83,21 @@ pub fn phase_changes(p: &Plan) -> Vec<(String, RevisionPhase)> {
         .collect()
 }
 
-fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+/// Owned `(revision, node)` pairs, to compare with [`dispatched`].
+pub fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
     v.iter()
         .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+/// The kind of every dispatch, in order.
+pub fn kinds(p: &Plan) -> Vec<DispatchKind> {
+    p.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Dispatch { kind, .. } => Some(*kind),
+            _ => None,
+        })
         .collect()
 }
 

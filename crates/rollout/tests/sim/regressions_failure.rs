@@ -8,14 +8,8 @@ use netrollout_rollout::{
 
 use crate::agent::{Agent, Behavior};
 use crate::lifecycle::Inputs;
-use crate::regressions::{dispatched, limit, on, phase_changes, rev, t};
+use crate::regressions::{dispatched, limit, on, pairs, phase_changes, rev, t};
 use crate::world::World;
-
-fn s(v: &[(&str, &str)]) -> Vec<(String, String)> {
-    v.iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
-}
 
 fn failed_fleet() -> State {
     State {
@@ -99,7 +93,7 @@ fn failures_within_max_failures_let_the_rollout_continue() {
         },
     );
     assert!(phase_changes(&p).is_empty(), "{p:?}");
-    assert_eq!(dispatched(&p), s(&[("r2", "c")]));
+    assert_eq!(dispatched(&p), pairs(&[("r2", "c")]));
     assert_eq!((p.summary.target_updated, p.summary.target_failed), (1, 1));
 }
 
@@ -109,7 +103,7 @@ fn after_a_failure_nodes_move_back_to_the_known_good_revision_through_the_same_g
     assert_eq!(p.summary.mode, Mode::RollingBack);
     assert_eq!(
         dispatched(&p),
-        s(&[("r1", "a")]),
+        pairs(&[("r1", "a")]),
         "one at a time, as the limit says"
     );
     assert!(p.actions.iter().any(|a| matches!(
@@ -169,7 +163,7 @@ fn an_agent_that_never_picks_up_is_marked_unresponsive_withdrawn_and_retried_lat
     assert!(dispatched(&plan(&state, t(601), &limit(1))).is_empty());
     assert_eq!(
         dispatched(&plan(&state, t(1200), &limit(1))),
-        s(&[("r2", "a")])
+        pairs(&[("r2", "a")])
     );
 }
 
@@ -242,7 +236,7 @@ fn a_newer_revision_supersedes_one_in_progress_without_touching_nodes_mid_apply(
             ("r3".to_string(), RevisionPhase::Progressing)
         ]
     );
-    assert_eq!(dispatched(&p), s(&[("r3", "b"), ("r3", "c")]));
+    assert_eq!(dispatched(&p), pairs(&[("r3", "b"), ("r3", "c")]));
 }
 
 #[test]

@@ -11,7 +11,7 @@ use netrollout_rollout::{
     State, plan,
 };
 
-use crate::regressions::{dispatched, limit, on, phase_changes, rev, t};
+use crate::regressions::{dispatched, kinds, limit, on, pairs, phase_changes, rev, t};
 
 /// A node on `revision` (reported `phase`), dispatched at `at` seconds.
 fn at(name: &str, revision: &str, phase: NodePhase, secs: u64) -> Node {
@@ -57,22 +57,6 @@ fn guard(mode: GuardMode) -> Settings {
         guard: mode,
         ..limit(2)
     }
-}
-
-fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-    v.iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
-}
-
-fn kinds(p: &Plan) -> Vec<DispatchKind> {
-    p.actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Dispatch { kind, .. } => Some(*kind),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The failure the guard wrote: its reason sentence and failed nodes.

@@ -10,24 +10,8 @@ use netrollout_rollout::{
 use crate::agent::{Agent, Behavior};
 use crate::check::Checker;
 use crate::lifecycle::Inputs;
-use crate::regressions::{dispatched, limit, on, phase_changes, rev, t};
+use crate::regressions::{dispatched, kinds, limit, on, pairs, phase_changes, rev, t};
 use crate::world::World;
-
-fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-    v.iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
-}
-
-fn kinds(p: &Plan) -> Vec<DispatchKind> {
-    p.actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Dispatch { kind, .. } => Some(*kind),
-            _ => None,
-        })
-        .collect()
-}
 
 /// An undo: `old` Succeeded long ago and its sequence was raised above `cur`, on which the
 /// fleet runs; a and b got `old` again and failed it.

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use netrollout_rollout::{
-    Action, HistoryLimits, Mode, NodePhase, Plan, RolloutStrategy, Settings, UpdateLimit,
+    Action, HistoryLimits, Mode, NodePhase, Plan, RolloutStrategy, Settings, State, UpdateLimit,
 };
 
 use crate::agent::{Agent, Behavior};
@@ -62,16 +62,30 @@ fn random_node(w: &mut World, zones: u64, size: Size) {
 /// its awaited nodes are the ones in flight, and with a window no slot is idle). Returns the
 /// plan.
 fn pass(w: &mut World, checker: &mut Checker) -> Result<Plan, String> {
+    pass_checking(w, checker, |w, checker, before, p| {
+        if let (Mode::Halted, Some(t)) = (&p.summary.mode, &p.summary.target) {
+            w.log.push(format!(
+                "  rollback halted: more than max_failures nodes failed known-good revision {t}"
+            ));
+        }
+        checker.check_pass(before, p, &w.state, w.now, &w.settings)
+    })
+}
+
+/// One pass: the blast radius checked before it, the configurator's pass executed with
+/// faults, then `check` (given the state before the pass and the plan: the pass's own
+/// invariants), then, if the pass was written in full, the awaited nodes (and with a window,
+/// the slots). Returns the plan.
+pub fn pass_checking(
+    w: &mut World,
+    checker: &mut Checker,
+    check: impl FnOnce(&mut World, &mut Checker, &State, &Plan) -> Result<(), String>,
+) -> Result<Plan, String> {
     checker.check_blast_radius(&w.state, w.now, &w.settings)?;
     let before = w.state.clone();
     w.log.push(format!("t={} pass", w.step));
     let (p, done) = w.configurator_pass();
-    if let (Mode::Halted, Some(t)) = (&p.summary.mode, &p.summary.target) {
-        w.log.push(format!(
-            "  rollback halted: more than max_failures nodes failed known-good revision {t}"
-        ));
-    }
-    checker.check_pass(&before, &p, &w.state, w.now, &w.settings)?;
+    check(w, checker, &before, &p)?;
     let complete = done == p.actions.iter().map(write_count).sum::<usize>();
     if complete {
         check_awaited(&p, &w.state, w.now, &w.settings)?;
@@ -83,7 +97,7 @@ fn pass(w: &mut World, checker: &mut Checker) -> Result<Plan, String> {
 }
 
 /// Whether the fleet has settled where the planner wants it.
-fn settled(w: &World, p: &Plan) -> bool {
+pub fn settled(w: &World, p: &Plan) -> bool {
     if !p.actions.is_empty() || w.agents.values().any(Agent::busy) {
         return false;
     }

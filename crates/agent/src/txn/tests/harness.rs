@@ -324,6 +324,19 @@ impl Node {
     pub fn phase(&self) -> Option<NodePhase> {
         self.last().phase
     }
+
+    /// Sees `rev` carrying the routing tables `ids` (and `retry`), with no crash point armed.
+    pub fn see_rev(&mut self, rev: &str, ids: &[u16], retry: Option<&str>) -> End {
+        let spec = self.spec(rev, &config(ids), retry);
+        self.see(spec).unwrap()
+    }
+
+    /// Whether the kernel was applied since `effects` was last cleared.
+    pub fn applied_kernel(&self) -> bool {
+        self.effects
+            .iter()
+            .any(|e| matches!(e, Effect::ApplyKernel { .. }))
+    }
 }
 
 /// The kernel objects of `config`.

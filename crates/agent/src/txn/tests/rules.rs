@@ -27,8 +27,7 @@ fn index(node: &Node, f: impl Fn(&Effect) -> bool) -> usize {
 #[test]
 fn the_backup_and_the_journal_are_on_disk_before_the_dataplane_is_touched() {
     let mut node = Node::new();
-    let spec = node.spec("rev-1", &config(&[10]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-1", &[10], None);
     let lkg = index(
         &node,
         |e| matches!(e, Effect::WriteLastKnownGood(l) if l.revision.is_none()),
@@ -49,8 +48,7 @@ fn the_backup_and_the_journal_are_on_disk_before_the_dataplane_is_touched() {
 #[test]
 fn provisioning_with_the_revision_is_reported_before_the_change_and_never_waited_for() {
     let mut node = at_rev1();
-    let spec = node.spec("rev-2", &config(&[10, 30]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[10, 30], None);
     let first = &node.reports[0];
     assert_eq!(first.phase, Some(NodePhase::Provisioning));
     assert_eq!(first.revision.as_deref(), Some("rev-2"));
@@ -65,8 +63,7 @@ fn provisioning_with_the_revision_is_reported_before_the_change_and_never_waited
 #[test]
 fn the_agent_probes_then_applies_kernel_then_frr_then_probes_again() {
     let mut node = at_rev1();
-    let spec = node.spec("rev-2", &config(&[10, 30]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[10, 30], None);
     let before = index(&node, |e| matches!(e, Effect::Probe(Round::Before { .. })));
     let kernel = index(&node, |e| {
         matches!(
@@ -97,8 +94,7 @@ fn the_agent_probes_then_applies_kernel_then_frr_then_probes_again() {
 #[test]
 fn passing_probes_commit_the_revision_clear_the_journal_and_report_provisioned() {
     let mut node = at_rev1();
-    let spec = node.spec("rev-2", &config(&[10, 30]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[10, 30], None);
     let disk = node.disk.state().unwrap();
     assert_eq!(disk.lkg.revision.as_deref(), Some("rev-2"));
     assert_eq!(disk.lkg.frr, Some(frr_text(&config(&[10, 30]))));
@@ -132,8 +128,7 @@ fn a_probe_that_fails_after_the_change_restores_frr_then_kernel_and_reports_fail
         before: vec![],
         after: Box::new(|_| vec!["tcp 10.9.9.9:443"]),
     };
-    let spec = node.spec("rev-2", &config(&[10, 30]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[10, 30], None);
     let frr = index(&node, |e| {
         matches!(
             e,
@@ -195,8 +190,7 @@ fn a_probe_failing_during_the_hold_fails_the_change_at_once() {
             }
         }),
     };
-    let spec = node.spec("rev-2", &config(&[10, 30]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[10, 30], None);
     let last = node.last();
     assert_eq!(last.reason, "ProbeFailed");
     assert!(
@@ -220,8 +214,7 @@ fn probes_that_pass_late_within_the_timeout_commit() {
             }
         }),
     };
-    let spec = node.spec("rev-2", &config(&[10, 30]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[10, 30], None);
     assert_eq!(node.phase(), Some(NodePhase::Provisioned));
 }
 
@@ -232,8 +225,7 @@ fn a_probe_that_failed_before_the_change_is_reported_not_enforced() {
         before: vec!["tcp 10.9.9.9:443"],
         after: Box::new(|_| vec!["tcp 10.9.9.9:443"]),
     };
-    let spec = node.spec("rev-2", &config(&[10, 30]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[10, 30], None);
     let last = node.last();
     assert_eq!(last.phase, Some(NodePhase::Provisioned));
     assert!(
@@ -248,8 +240,7 @@ fn a_probe_that_failed_before_the_change_is_reported_not_enforced() {
 fn a_kernel_refusal_restores_and_names_the_kernel_error() {
     let mut node = at_rev1();
     node.kernel_fails_at = Some(1);
-    let spec = node.spec("rev-2", &config(&[10, 30]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[10, 30], None);
     let last = node.last();
     assert_eq!(last.reason, "ApplyFailed");
     assert!(
@@ -265,8 +256,7 @@ fn a_kernel_refusal_restores_and_names_the_kernel_error() {
 fn a_line_frr_rejects_fails_the_attempt_with_frrs_own_message_and_restores_both() {
     let mut node = at_rev1();
     node.frr.reject = Some("layer2 30".into());
-    let spec = node.spec("rev-2", &config(&[10, 30]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[10, 30], None);
     let last = node.last();
     assert_eq!(last.reason, "FrrRejected");
     assert!(
@@ -282,8 +272,7 @@ fn a_line_frr_rejects_fails_the_attempt_with_frrs_own_message_and_restores_both(
 fn a_config_the_node_cannot_convert_or_route_fails_before_anything_is_touched() {
     let mut node = at_rev1();
     node.unroutable = true;
-    let spec = node.spec("rev-2", &config(&[10, 30]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[10, 30], None);
     assert_eq!(node.last().reason, "InvalidConfig");
     assert!(!node.effects.iter().any(|e| matches!(
         e,
@@ -292,41 +281,27 @@ fn a_config_the_node_cannot_convert_or_route_fails_before_anything_is_touched() 
     node.unroutable = false;
     node.settings.vtep.local = None;
     node.effects.clear();
-    let spec = node.spec("rev-3", &config(&[10, 30]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-3", &[10, 30], None);
     assert_eq!(node.last().reason, "InvalidConfig");
     assert!(
         node.last().message.contains("--vtep-ip"),
         "{}",
         node.last().message
     );
-    assert!(
-        !node
-            .effects
-            .iter()
-            .any(|e| matches!(e, Effect::ApplyKernel { .. }))
-    );
+    assert!(!node.applied_kernel());
 }
 
 #[test]
 fn a_failed_revision_is_not_tried_again_until_a_person_sets_a_new_retry() {
     let mut node = at_rev1();
     node.probes.after = Box::new(|_| vec!["tcp 10.9.9.9:443"]);
-    let spec = node.spec("rev-2", &config(&[10, 30]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[10, 30], None);
     node.probes.after = Box::new(|_| vec![]);
     node.effects.clear();
-    let spec = node.spec("rev-2", &config(&[10, 30]), None);
-    node.see(spec).unwrap();
-    assert!(
-        !node
-            .effects
-            .iter()
-            .any(|e| matches!(e, Effect::ApplyKernel { .. }))
-    );
+    node.see_rev("rev-2", &[10, 30], None);
+    assert!(!node.applied_kernel());
     assert_eq!(node.last().phase, Some(NodePhase::Failed));
-    let spec = node.spec("rev-2", &config(&[10, 30]), Some("1"));
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[10, 30], Some("1"));
     assert_eq!(node.last().phase, Some(NodePhase::Provisioned));
     assert!(node.kernel_runs(&config(&[10, 30])));
 }
@@ -335,25 +310,17 @@ fn a_failed_revision_is_not_tried_again_until_a_person_sets_a_new_retry() {
 fn the_same_retry_value_does_not_try_again() {
     let mut node = at_rev1();
     node.probes.after = Box::new(|_| vec!["tcp 10.9.9.9:443"]);
-    let spec = node.spec("rev-2", &config(&[10, 30]), Some("1"));
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[10, 30], Some("1"));
     node.effects.clear();
-    let spec = node.spec("rev-2", &config(&[10, 30]), Some("1"));
-    node.see(spec).unwrap();
-    assert!(
-        !node
-            .effects
-            .iter()
-            .any(|e| matches!(e, Effect::ApplyKernel { .. }))
-    );
+    node.see_rev("rev-2", &[10, 30], Some("1"));
+    assert!(!node.applied_kernel());
 }
 
 #[test]
 fn only_objects_the_agent_owns_are_changed() {
     let mut node = at_rev1();
     node.probes.after = Box::new(|_| vec!["tcp 10.9.9.9:443"]);
-    let spec = node.spec("rev-2", &config(&[30, 40]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[30, 40], None);
     let managed = crate::convert::managed().unwrap();
     for e in &node.effects {
         if let Effect::ApplyKernel { desired, .. } = e {

@@ -68,8 +68,7 @@ fn a_journal_on_start_restores_last_known_good_first_then_tries_the_revision_onc
     // The journal stays: the next try is attempt 2.
     let journal = node.disk.state().unwrap().journal.unwrap();
     assert_eq!((journal.revision.as_str(), journal.attempt), ("rev-2", 1));
-    let spec = node.spec("rev-2", &config(&[10, 30, 40]), None);
-    node.see(spec).unwrap();
+    node.see_rev("rev-2", &[10, 30, 40], None);
     assert!(
         node.reports
             .iter()
@@ -104,14 +103,8 @@ fn a_second_crash_on_the_same_revision_reports_it_failed_and_it_cannot_loop() {
     assert_eq!(disk.journal, None);
     // Seen again: not tried a third time.
     node.effects.clear();
-    let spec = node.spec("rev-2", &config(&[10, 30, 40]), None);
-    node.see(spec).unwrap();
-    assert!(
-        !node
-            .effects
-            .iter()
-            .any(|e| matches!(e, Effect::ApplyKernel { .. }))
-    );
+    node.see_rev("rev-2", &[10, 30, 40], None);
+    assert!(!node.applied_kernel());
     assert_eq!(node.last().reason, "AgentCrashed");
 }
 
