@@ -9,6 +9,7 @@
 //! - [`inputs`]: `VRFRouteConfiguration`, `Layer2NetworkConfiguration`, `RoutingTable`.
 //! - [`revision`]: `NetworkConfigRevision`, the immutable merged snapshot and its rollout status.
 //! - [`node`]: `NodeNetworkConfig`, the rendered config of one node and its apply status.
+//! - [`capabilities`]: what a node's config needs from the node and what its agent found.
 //! - [`crds`]: every CRD of the group, and their YAML as committed under `config/crd/`.
 //! - The wire contract beyond the kinds: [`labels`], [`annotations`] (every key with its typed
 //!   payload) and [`naming`] (interface prefixes and the kernel's length limit). Their items are
@@ -20,6 +21,7 @@
 #![allow(clippy::duplicated_attributes)]
 
 pub mod annotations;
+pub mod capabilities;
 pub mod crds;
 pub mod inputs;
 pub mod labels;
@@ -32,6 +34,7 @@ pub use annotations::{
     DISPATCH_ANNOTATION, Dispatch, NODE_RETRY_ANNOTATION, RETRIED_ANNOTATION, RETRY_ANNOTATION,
     UNRESPONSIVE_ANNOTATION,
 };
+pub use capabilities::{Capability, NodeCapabilities, lacks_sentence};
 pub use labels::{CANARY_LABEL, MANAGED_BY_LABEL, ZONE_LABEL};
 pub use naming::{MANAGED_PREFIXES, MAX_IFNAME};
 

@@ -233,6 +233,10 @@ pub struct NodeNetworkConfigStatus {
     /// carries the same verdict for people); absent when the agent does not watch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<NodeHealth>,
+    /// What the node can do (kernel drivers, FRR daemons), as its agent detected it at start;
+    /// absent until an agent that detects them reports (docs/contract.md, "Pre-flight").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<crate::capabilities::NodeCapabilities>,
     /// Standard conditions, one per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16), schema_with = "crate::schema::conditions")]
