@@ -10,6 +10,8 @@
 //!   interface names and table ids.
 //! - [`render`](mod@render): choosing, per node, the inputs whose `nodeSelector` matches, allocating
 //!   per-node loopback addresses, and building each node's `NodeConfig` on demand.
+//! - [`needs`](mod@needs): what a node's rendered config needs from the node (kernel drivers,
+//!   FRR's bgpd), for the configurator's pre-flight.
 //! - [`selector`]: Kubernetes label-selector semantics.
 //! - [`net`]: IP addresses and CIDRs parsed by Kubernetes' rules (`isCIDR`, `cidr()`, `ip()`).
 //! - [`revision`](mod@revision): [`Revision`], the identity of a snapshot, and the size limits.
@@ -20,6 +22,7 @@
 
 pub mod compile;
 pub mod error;
+pub mod needs;
 pub mod net;
 pub mod render;
 pub mod revision;
@@ -28,6 +31,7 @@ pub mod snapshot;
 
 pub use compile::{Compiled, compile, compile_against};
 pub use error::{Error, Invalid, Problem, Result};
+pub use needs::needs;
 pub use render::{Node, Rendered, render};
 pub use revision::{
     MAX_NODE_CONFIG_BYTES, MAX_OBJECT_BYTES, MAX_SNAPSHOT_BYTES, REVISION_HEADROOM_BYTES, Revision,
