@@ -28,6 +28,8 @@
 //!   never back).
 //! - [`watch`]: continuous health after commit: the health-check file's checks every
 //!   `--watch-interval`, transitions written as the `TenantReachable` condition.
+//! - [`capabilities`]: what the node's kernel and FRR can do (scratch devices, `show
+//!   daemons`), reported once in `status.capabilities` for the configurator's pre-flight.
 //! - [`taints`]: removing the startup taints once the network works.
 //! - [`status`]: the `NodeNetworkConfig` status and the Node's `NetworkConfigReady` condition.
 //! - [`metrics`]: Prometheus metrics, `/healthz`, `/readyz`.
@@ -35,6 +37,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod capabilities;
 pub mod cli;
 pub mod convert;
 pub mod daemon;

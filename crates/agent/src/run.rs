@@ -63,6 +63,12 @@ pub async fn run(
         reports_rx,
         latest.clone(),
     ));
+    let capabilities = tokio::spawn(crate::capabilities::report(
+        client.clone(),
+        node.clone(),
+        latest.clone(),
+        cfg.frr.clone(),
+    ));
     let mut health = crate::watch::Watcher::new(
         cfg.watch_interval,
         cfg.probes.healthcheck.clone(),
@@ -156,6 +162,7 @@ pub async fn run(
     }
     watch.abort();
     reporter.abort();
+    capabilities.abort();
     if let Some(t) = taints {
         t.abort();
     }

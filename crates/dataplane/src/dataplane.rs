@@ -258,3 +258,5 @@ fn serve_in_netns(
         }
     }
 }
+
+mod scratch;

@@ -1,0 +1,332 @@
+//! Capability detection (docs/contract.md, "Pre-flight"): what the node's kernel and FRR can
+//! do, reported once in `status.capabilities` of the node's `NodeNetworkConfig` so that the
+//! configurator does not dispatch a revision the node cannot apply.
+//!
+//! - **Kernel**: each device kind the agent may create is tried for real: a scratch device
+//!   (names starting [`SCRATCH_PREFIX`], a prefix no config uses) is created and deleted through
+//!   the dataplane, in the node's own network namespace. The kernel answers `EOPNOTSUPP` for a
+//!   kind whose driver it lacks (after trying to load its module): that kind is missing. Any
+//!   other answer leaves the kind unchecked (in neither list) and is logged: it says nothing
+//!   about the driver. Bridge VLAN filtering is tried as a bridge with `vlan_filtering 1`.
+//! - **FRR** (only with FRR support on): `bgpd` is present when `vtysh -c "show daemons"`
+//!   lists it, missing otherwise (FRR down counts as missing until it answers).
+//! - **Writes**: detected at start; the report is written when the object the agent's watch
+//!   last saw carries other capabilities (or none), so a restart with nothing changed writes
+//!   nothing. While something is missing, detection runs again every [`RECHECK`] (a module
+//!   loaded later is reported within that time); a change is written once.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use netrollout_api::{Capability, NodeCapabilities, NodeNetworkConfig};
+use netrollout_dataplane::{Dataplane, Desired, Link, LinkKind, Managed, Vxlan};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::frr::{Frr, FrrSettings};
+
+/// Name prefix of the scratch devices; no managed prefix starts like it.
+pub const SCRATCH_PREFIX: &str = "nrcap.";
+/// How often detection runs again while something is missing.
+pub const RECHECK: Duration = Duration::from_secs(60);
+/// Field manager of the capability writes.
+const FIELD_MANAGER: &str = "netrollout-agent-capabilities";
+/// Time limit of each write.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Pause before a failed write is tried again.
+const WRITE_RETRY: Duration = Duration::from_secs(5);
+/// The kernel's answer for a link kind it has no driver for.
+const EOPNOTSUPP: i32 = 95;
+
+/// The connection detection uses: the node's own namespace, owning only scratch names.
+///
+/// # Errors
+/// The netlink connection cannot be opened.
+pub fn scratch_dataplane() -> Result<Dataplane, netrollout_dataplane::Error> {
+    Dataplane::connect(scratch_managed()?)
+}
+
+/// The scratch prefix as the dataplane's ownership list (tests connect in a namespace with it).
+///
+/// # Errors
+/// Never for this constant prefix; typed because the dataplane checks every list.
+pub fn scratch_managed() -> Result<Managed, netrollout_dataplane::Error> {
+    Managed::new([SCRATCH_PREFIX])
+}
+
+/// Detects the kernel's capabilities through `dp` (which must own [`SCRATCH_PREFIX`]) and,
+/// with `frr`, whether bgpd runs. Leaves no scratch device behind.
+pub async fn detect(dp: &Dataplane, frr: Option<&Frr>) -> NodeCapabilities {
+    let mut present = BTreeSet::new();
+    let mut missing = BTreeSet::new();
+    // Leftovers of a detection a crash interrupted go first.
+    clean(dp).await;
+    let bridge = Link::new(name("br"), LinkKind::Bridge);
+    let tries: [(Capability, Vec<Link>); 7] = [
+        (Capability::Bridge, vec![bridge.clone()]),
+        (
+            Capability::Vrf,
+            vec![Link::new(
+                name("vrf"),
+                LinkKind::Vrf {
+                    table: 4_000_000_001,
+                },
+            )],
+        ),
+        (
+            Capability::Vxlan,
+            vec![Link::new(
+                name("vx"),
+                LinkKind::Vxlan(Vxlan {
+                    vni: 16_777_214,
+                    local: std::net::Ipv4Addr::LOCALHOST.into(),
+                    underlay: None,
+                    // Not the VXLAN port: never in the way of a real device.
+                    port: 47_989,
+                    learning: false,
+                    neigh_suppress: false,
+                }),
+            )],
+        ),
+        (
+            Capability::Veth,
+            vec![
+                Link::new(name("v0"), LinkKind::Veth { peer: name("v1") }),
+                Link::new(name("v1"), LinkKind::Veth { peer: name("v0") }),
+            ],
+        ),
+        (
+            Capability::Macvlan,
+            vec![
+                bridge.clone(),
+                Link::new(name("mv"), LinkKind::Macvlan { parent: name("br") }),
+            ],
+        ),
+        (
+            Capability::Dummy,
+            vec![Link::new(name("dm"), LinkKind::Dummy)],
+        ),
+        (
+            Capability::Vlan,
+            vec![
+                bridge,
+                Link::new(
+                    name("vl"),
+                    LinkKind::Vlan {
+                        parent: name("br"),
+                        id: 4094,
+                    },
+                ),
+            ],
+        ),
+    ];
+    for (cap, links) in tries {
+        // A device on a bridge says nothing about the device when bridges are missing.
+        if links.len() > 1 && missing.contains(&Capability::Bridge) && cap != Capability::Veth {
+            continue;
+        }
+        let mut desired = Desired::default();
+        for l in links {
+            desired.add_link(l);
+        }
+        let result = dp.apply(&desired).await;
+        clean(dp).await;
+        sort(cap, result.map(|_| ()), &mut present, &mut missing);
+    }
+    let filtering = dp.try_bridge_vlan_filtering(&name("vf")).await;
+    clean(dp).await;
+    sort(
+        Capability::VlanFiltering,
+        filtering,
+        &mut present,
+        &mut missing,
+    );
+    if let Some(frr) = frr {
+        match frr.vtysh(&["-c", "show daemons"]).await {
+            Ok(out) if runs_bgpd(&out) => present.insert(Capability::Bgpd),
+            Ok(out) => {
+                tracing::warn!(daemons = out.trim(), "FRR runs without bgpd");
+                missing.insert(Capability::Bgpd)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "FRR does not answer; bgpd counts as missing");
+                missing.insert(Capability::Bgpd)
+            }
+        };
+    }
+    NodeCapabilities {
+        present: words(&present),
+        missing: words(&missing),
+    }
+}
+
+/// A scratch device's name.
+fn name(s: &str) -> String {
+    format!("{SCRATCH_PREFIX}{s}")
+}
+
+/// Removes every scratch device (`ip link del` of each `nrcap.*`).
+async fn clean(dp: &Dataplane) {
+    if let Err(e) = dp.apply(&Desired::default()).await {
+        tracing::warn!(error = %e, "removing the capability check's scratch devices");
+    }
+}
+
+fn sort(
+    cap: Capability,
+    result: netrollout_dataplane::Result<()>,
+    present: &mut BTreeSet<Capability>,
+    missing: &mut BTreeSet<Capability>,
+) {
+    match result {
+        Ok(()) => {
+            present.insert(cap);
+        }
+        Err(e) if e.errno() == Some(EOPNOTSUPP) => {
+            tracing::info!(capability = %cap, error = %e, "the kernel lacks {cap}");
+            missing.insert(cap);
+        }
+        Err(e) => tracing::warn!(capability = %cap, error = %e, "{cap} could not be checked"),
+    }
+}
+
+fn words(set: &BTreeSet<Capability>) -> Vec<String> {
+    let mut w: Vec<String> = set.iter().map(|c| c.as_str().to_string()).collect();
+    w.sort();
+    w
+}
+
+/// Whether `show daemons` (a space-separated list, e.g. " mgmtd zebra bgpd staticd") names
+/// bgpd.
+pub fn runs_bgpd(show_daemons: &str) -> bool {
+    show_daemons.split_whitespace().any(|d| d == "bgpd")
+}
+
+/// The status patch for `detected` when `seen` (the object as last seen) carries something
+/// else; `None` when it already says the same.
+pub fn patch(seen: Option<&NodeNetworkConfig>, detected: &NodeCapabilities) -> Option<Value> {
+    let have = seen.and_then(|o| o.status.as_ref()?.capabilities.as_ref());
+    (have != Some(detected)).then(|| json!({ "status": { "capabilities": detected } }))
+}
+
+/// [`detect`] in the node's namespace on a thread of its own with a runtime of its own (the
+/// dataplane's futures are awaited, never spawned, elsewhere in the agent; detection runs
+/// beside the main loop).
+///
+/// # Errors
+/// The runtime or the netlink connection cannot be set up.
+pub async fn detect_apart(frr: Option<FrrSettings>) -> Result<NodeCapabilities, String> {
+    tokio::task::spawn_blocking(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("starting the detection runtime: {e}"))?;
+        rt.block_on(async {
+            let dp = scratch_dataplane().map_err(|e| e.to_string())?;
+            let frr = match frr {
+                Some(s) => Some(Frr::new(s).map_err(|e| e.to_string())?),
+                None => None,
+            };
+            Ok(detect(&dp, frr.as_ref()).await)
+        })
+    })
+    .await
+    .map_err(|e| format!("the detection thread ended: {e}"))?
+}
+
+/// Detects at start and whenever [`RECHECK`] passes while something is missing, and writes
+/// what changed into the status of the node's `NodeNetworkConfig` once the watch has seen it
+/// (`seen`; a node without one has nowhere to report yet). Runs until aborted.
+pub async fn report(
+    client: kube::Client,
+    node: String,
+    mut seen: watch::Receiver<Option<NodeNetworkConfig>>,
+    frr: Option<FrrSettings>,
+) {
+    let api: Api<NodeNetworkConfig> = Api::all(client);
+    loop {
+        let detected = match detect_apart(frr.clone()).await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::error!(error = %e, "capability detection failed; nothing reported");
+                return;
+            }
+        };
+        tracing::info!(present = ?detected.present, missing = ?detected.missing, "capabilities detected");
+        let recheck = tokio::time::sleep(RECHECK);
+        let mut recheck = std::pin::pin!(recheck);
+        loop {
+            let body = patch(seen.borrow_and_update().as_ref(), &detected);
+            let mut failed = false;
+            if let Some(body) = body {
+                let params = PatchParams::apply(FIELD_MANAGER);
+                let body = Patch::Merge(&body);
+                let write = api.patch_status(&node, &params, &body);
+                match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+                    Ok(Ok(_)) => tracing::info!(node = %node, "capabilities written"),
+                    Ok(Err(e)) => {
+                        tracing::warn!(error = %e, "writing capabilities; retried");
+                        failed = true;
+                    }
+                    Err(_) => {
+                        tracing::warn!("writing capabilities timed out; retried");
+                        failed = true;
+                    }
+                }
+            }
+            tokio::select! {
+                changed = seen.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep(WRITE_RETRY), if failed => {}
+                () = &mut recheck, if !detected.missing.is_empty() => break,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(present: &[&str], missing: &[&str]) -> NodeCapabilities {
+        NodeCapabilities {
+            present: present.iter().map(|s| s.to_string()).collect(),
+            missing: missing.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn nnc_with(c: Option<NodeCapabilities>) -> NodeNetworkConfig {
+        let mut o = NodeNetworkConfig::new("n1", Default::default());
+        o.status = Some(netrollout_api::NodeNetworkConfigStatus {
+            capabilities: c,
+            ..Default::default()
+        });
+        o
+    }
+
+    #[test]
+    fn capabilities_are_written_only_when_the_object_says_otherwise() {
+        let found = caps(&["bridge"], &["vrf"]);
+        assert!(patch(None, &found).is_some(), "nothing seen yet");
+        assert!(
+            patch(Some(&nnc_with(None)), &found).is_some(),
+            "none reported yet"
+        );
+        assert!(
+            patch(Some(&nnc_with(Some(caps(&["bridge", "vrf"], &[])))), &found).is_some(),
+            "changed"
+        );
+        assert_eq!(patch(Some(&nnc_with(Some(found.clone()))), &found), None);
+        assert_eq!(
+            patch(None, &found).unwrap()["status"]["capabilities"]["missing"],
+            json!(["vrf"])
+        );
+    }
+
+    #[test]
+    fn bgpd_runs_only_when_show_daemons_names_it() {
+        assert!(runs_bgpd(" mgmtd zebra bgpd staticd\n"));
+        assert!(!runs_bgpd(" mgmtd zebra staticd bgpd-old\n"));
+    }
+}
