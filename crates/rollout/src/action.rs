@@ -1,7 +1,7 @@
 //! What the planner asks the configurator to do, each with a human-readable reason.
 
 use crate::guard::GuardTrip;
-use crate::state::{DispatchRecord, RevisionPhase};
+use crate::state::{DispatchRecord, RevisionPhase, Unmet};
 use crate::time::Timestamp;
 
 /// The result of one planning pass.
@@ -152,6 +152,12 @@ pub struct Summary {
     /// The fleet guard tripped in this pass (and failed the target): the regressed nodes and
     /// their failing checks, for the Event and the status line.
     pub guard: Option<GuardTrip>,
+    /// Pre-flight: the managed nodes the target still has to reach that lack what it needs
+    /// for them; none of them gets it.
+    pub unmet: Vec<Unmet>,
+    /// Pre-flight holds the target: it is rolling out (Pending or Progressing) and `unmet`
+    /// is not empty, so it is dispatched to no node.
+    pub held: bool,
 }
 
 /// The overall decision of a pass.

@@ -55,5 +55,7 @@ pub use settings::{
     HistoryLimits, ParseRolloutStrategyError, ParseUpdateLimitError, RolloutStrategy, Settings,
     UpdateLimit,
 };
-pub use state::{DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, State};
+pub use state::{
+    DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, State, Unmet,
+};
 pub use time::Timestamp;

@@ -27,7 +27,12 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
     p.supersede(&d);
     let in_flight = p.in_flight_at.len();
     let free = p.limit.saturating_sub(in_flight);
-    let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free);
+    let (unmet, held) = p.preflight(&d);
+    let (dispatches, dispatched, goal_dispatched) = if !held {
+        p.dispatch(&d, free)
+    } else {
+        (Vec::new(), 0, 0)
+    };
     p.progress(&d, goal_dispatched);
     let pruned = p.prune(&d);
     let on_goal = d.goal.map(|g| p.tally[g]).unwrap_or_default();
@@ -42,6 +47,8 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
         target_failed: on_goal.failed,
         mode: d.mode,
         guard: p.trip.take(),
+        unmet,
+        held,
     };
     let mut actions = p.phase_actions;
     actions.extend(p.withdrawals);
@@ -443,3 +450,4 @@ impl<'a> Pass<'a> {
 
 mod guard;
 mod nodes;
+mod preflight;

@@ -32,6 +32,20 @@ pub struct Revision {
     /// The fleet guard failed it (its status says `GuardTripped`; cleared with the failure when
     /// a person retries it). With `--guard=halt` such a failure halts instead of rolling back.
     pub guard_tripped: bool,
+    /// Pre-flight: the nodes whose config under this revision needs what their agent reported
+    /// missing (the configurator compares each node's rendered config with its capabilities).
+    /// No node listed here gets this revision, and while a managed node that does not run it
+    /// yet is listed, it is not rolled out to any node.
+    pub unmet: Vec<Unmet>,
+}
+
+/// A node that lacks capabilities a revision's config for it needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unmet {
+    /// Node name.
+    pub node: String,
+    /// The missing capabilities' words (`vrf`, `bgpd`, …), sorted.
+    pub missing: Vec<String>,
 }
 
 impl Revision {
@@ -44,6 +58,7 @@ impl Revision {
             phase: RevisionPhase::Pending,
             paused: false,
             guard_tripped: false,
+            unmet: Vec::new(),
         }
     }
 }

@@ -68,11 +68,23 @@ impl<'a> Pass<'a> {
         }
         let goal = self.revs[g].name.as_str();
         let rolling_back = d.mode == Mode::RollingBack;
+        // A joining node gets the newest Succeeded revision until the target has a success,
+        // unless more than `max_failures` nodes fail that revision now.
+        let goal_has_success = self.tally[g].settled > 0;
+        let join = match self.newest(|p| p == RevisionPhase::Succeeded) {
+            Some(s) if !goal_has_success && !rolling_back && !self.over_budget(s) => s,
+            _ => g,
+        };
+        // Pre-flight: a node never gets a revision that lists it as lacking.
         let eligible = || {
             self.movable
                 .iter()
                 .filter(move |(_, rev)| *rev != Some(g))
                 .map(|&(k, _)| &self.all_nodes[k])
+                .filter(move |n| {
+                    let gets = if n.spec_revision.is_none() { join } else { g };
+                    !self.lacks(gets, n)
+                })
         };
         // Waves: nodes move only when a whole wave fits (the limit, or all that is left), so a
         // healthy rollout takes exactly ceil(N / limit) waves. Joining nodes sort first, so they
@@ -90,15 +102,7 @@ impl<'a> Pass<'a> {
             None => first_in_dispatch_order_of(eligible(), free),
         };
 
-        // A joining node gets the newest Succeeded revision until the target has a success,
-        // unless more than `max_failures` nodes fail that revision now.
-        let goal_has_success = self.tally[g].settled > 0;
-        let join_rev = match self.newest(|p| p == RevisionPhase::Succeeded) {
-            Some(s) if !goal_has_success && !rolling_back && !self.over_budget(s) => {
-                self.revs[s].name.as_str()
-            }
-            _ => goal,
-        };
+        let join_rev = self.revs[join].name.as_str();
 
         let mut groups: Vec<(&str, DispatchKind, Vec<NodeDispatch>)> = Vec::new();
         let mut to_goal = 0;

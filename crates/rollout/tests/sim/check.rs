@@ -110,13 +110,29 @@ pub fn check_window(p: &Plan, after: &State, now: Timestamp, s: &Settings) -> Re
     else {
         return Ok(());
     };
+    // Held by pre-flight: nothing moves to the target.
+    if p.summary.held {
+        return Ok(());
+    }
+    // Pre-flight: a node never gets a revision that lists it as lacking (a joining node may
+    // be due the newest Succeeded revision instead of the target).
+    let lacks = |n: &Node| {
+        after.revisions.iter().any(|r| {
+            (r.name == *target || n.spec_revision.is_none())
+                && r.unmet.iter().any(|u| u.node == n.name)
+        })
+    };
     let managed = after.nodes.iter().filter(|n| !n.deleting).count();
     let limit = s.update_limit.resolve(managed);
     let in_flight = after.nodes.iter().filter(|n| in_flight(n, now, s)).count();
     if in_flight >= limit {
         return Ok(());
     }
-    match after.nodes.iter().find(|n| movable(n, target, now, s)) {
+    match after
+        .nodes
+        .iter()
+        .find(|n| movable(n, target, now, s) && !lacks(n))
+    {
         Some(n) => Err(format!(
             "window: {in_flight} of {limit} slots in use after the pass, yet {} could move to {target}: {n:?}",
             n.name

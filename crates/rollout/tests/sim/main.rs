@@ -7,7 +7,8 @@
 //! configurator), `check` (the invariants), `scenario` (chaos and wave scenarios),
 //! `regressions` (one named scenario per rule of the contract (docs/contract.md)), `lifecycle`
 //! (the revision lifecycle decides the revisions when the simulated inputs change, and its
-//! invariants are checked at every decision), `guard` (the fleet guard's world and invariants).
+//! invariants are checked at every decision), `guard` (the fleet guard's world and invariants),
+//! `preflight` (nodes lacking what a revision needs, and its invariants).
 
 // A test harness: panicking on a bad SIM_SEED or a crashed worker thread is the right failure.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -15,10 +16,12 @@
 mod check;
 mod guard;
 mod lifecycle;
+mod preflight;
 mod regressions;
 mod regressions_failure;
 mod regressions_guard;
 mod regressions_known_good;
+mod regressions_preflight;
 mod scenario;
 
 // The simulator itself lives in the test kit (the benchmark uses it too).
@@ -222,6 +225,25 @@ fn fleets_whose_health_regresses_keep_every_fleet_guard_invariant() {
             "(Rollback)",
             "-> Succeeded",
             "== heal",
+        ],
+    );
+}
+
+#[test]
+fn fleets_with_nodes_lacking_a_capability_never_get_a_revision_that_needs_it() {
+    run_all(
+        "fleets_with_nodes_lacking_a_capability_never_get_a_revision_that_needs_it",
+        "SIM_SCENARIOS",
+        500,
+        preflight::scenario,
+        &[
+            "held by pre-flight",
+            "module loaded: vrf",
+            "joins lacking vrf",
+            "(Rollout)",
+            "(Join)",
+            "-> Succeeded",
+            "-> converged on",
         ],
     );
 }
