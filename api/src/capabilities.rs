@@ -11,6 +11,13 @@ use std::str::FromStr;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// Condition type on a revision: `False` while a node it targets lacks what the revision's
+/// config for that node needs (reason [`NODES_LACK_CAPABILITIES`], the message naming each node
+/// and capability); `True` (reason `AllNodesCapable`) once none does.
+pub const NODES_CAPABLE_CONDITION: &str = "NodesCapable";
+/// Reason of [`NODES_CAPABLE_CONDITION`] while it is `False`, and of its Warning Event.
+pub const NODES_LACK_CAPABILITIES: &str = "NodesLackCapabilities";
+
 /// What a node's agent found it can do, detected at start (and again while something is
 /// missing). Only `missing` holds a node back; a capability in neither list was not checked.
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]

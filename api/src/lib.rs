@@ -34,7 +34,9 @@ pub use annotations::{
     DISPATCH_ANNOTATION, Dispatch, NODE_RETRY_ANNOTATION, RETRIED_ANNOTATION, RETRY_ANNOTATION,
     UNRESPONSIVE_ANNOTATION,
 };
-pub use capabilities::{Capability, NodeCapabilities, lacks_sentence};
+pub use capabilities::{
+    Capability, NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NodeCapabilities, lacks_sentence,
+};
 pub use labels::{CANARY_LABEL, MANAGED_BY_LABEL, ZONE_LABEL};
 pub use naming::{MANAGED_PREFIXES, MAX_IFNAME};
 

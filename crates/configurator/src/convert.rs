@@ -124,6 +124,7 @@ pub fn revision(ncr: &NetworkConfigRevision) -> Revision {
         phase: revision_phase(ncr),
         paused: ncr.spec.paused,
         guard_tripped: crate::health::guard_tripped(ncr),
+        unmet: Vec::new(),
     }
 }
 

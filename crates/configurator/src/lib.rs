@@ -27,6 +27,8 @@
 //!   changed, not the fleet size), with the render nodes and the failure index.
 //! - `health`: the fleet guard's input (each node's `TenantReachable` health, the time the
 //!   configurator first saw it regress) and its Event note.
+//! - `preflight`: each revision's nodes that lack what its config for them needs (from their
+//!   reported capabilities), and the target's `NodesCapable` condition and Event.
 //! - `late_failures`: failure reports that arrive after a revision was halted, added to its
 //!   failed-node list and counts.
 //! - `render_cache`: revisions rendered once per node set.
@@ -58,6 +60,7 @@ mod late_failures;
 mod memo;
 mod metrics;
 mod overlay;
+mod preflight;
 mod reconcile;
 mod render_cache;
 mod revisions;

@@ -1,6 +1,6 @@
 //! One reconcile pass: retries, inputs → revision, observed state → planner → actions, then
 //! the target revision's progress, late failures of Failed revisions, the revisions'
-//! conditions (when out of date) and the gauges. Every
+//! conditions (when out of date), the pre-flight verdict and the gauges. Every
 //! pass plans from the watch caches (plus this replica's own writes), never from memory of
 //! its own, so a new leader resumes from the API; the planner's node state is kept up to date
 //! from the changes the watches report ([`crate::fleet`]), so a pass costs what changed.
@@ -36,6 +36,7 @@ pub struct Passes {
     revisions: revisions::Memos,
     progress: ProgressMemo,
     halts: NotedMemo,
+    preflight: NotedMemo,
 }
 
 impl Passes {
@@ -50,6 +51,7 @@ impl Passes {
             revisions: revisions::Memos::default(),
             progress: ProgressMemo::default(),
             halts: NotedMemo::default(),
+            preflight: NotedMemo::default(),
         }
     }
 
@@ -77,6 +79,8 @@ impl Passes {
         let (plan, nodes, nncs, unresponsive) = {
             let mut view = self.fleet.view();
             view.state.revisions = convert::revisions(&ncrs);
+            let nncs = ctx.read().node_configs();
+            crate::preflight::fill(&mut view.state.revisions, &ncrs, &nncs, &self.renders);
             let plan = netrollout_rollout::plan(&view.state, convert::now(), &settings);
             let mut nodes = HashMap::new();
             let mut nncs = HashMap::new();
@@ -126,6 +130,7 @@ impl Passes {
         late_failures::record(ctx, &self.fleet).await?;
         halted_rollback(ctx, &self.halts, &plan.summary, settings.max_failures).await;
         crate::conditions::sync(ctx, refusal.as_ref()).await?;
+        crate::preflight::tell(ctx, &self.preflight, &plan.summary).await?;
         gauges(ctx.metrics(), &plan.summary, &ncrs);
         Ok(plan)
     }

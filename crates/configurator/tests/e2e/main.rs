@@ -10,6 +10,8 @@
 //! - `guard`: the fleet guard: an untouched node regressing during a wave fails the revision
 //!   and reverts the wave; `--guard=off`; a node regressed before the wave never trips it.
 //! - `known_good`: an undo to a Succeeded revision that fails now fails it and goes back.
+//! - `preflight`: a revision needing what a node reported missing waits, says so, and rolls
+//!   out once the node reports it.
 //! - `leader`: two configurator processes, the leader killed mid-rollout.
 //! - `status`: the kstatus conditions as the real kubectl waits on them, no writes when nothing
 //!   changed, the prune and ignored-retry Events.
@@ -25,6 +27,7 @@ mod guard;
 mod known_good;
 mod lab;
 mod leader;
+mod preflight;
 mod rollout;
 mod status;
 

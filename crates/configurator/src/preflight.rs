@@ -1,0 +1,281 @@
+//! Pre-flight (docs/contract.md, "Pre-flight"): before the planner runs, each revision that may
+//! be dispatched gets the nodes whose config under it needs what their agent reported missing
+//! ([`fill`]); after it ran, the target's verdict is told on the revision (condition
+//! `NodesCapable`) and as a Warning Event ([`tell`]).
+//!
+//! Only nodes whose `status.capabilities.missing` is not empty are rendered for (usually none,
+//! so a pass of a capable fleet renders nothing for this). A node that has not reported its
+//! capabilities (an older agent, or no config yet) lacks nothing: its agent's apply still
+//! restores on failure, as before pre-flight.
+
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Api, Patch, PatchParams};
+use netrollout_api::{
+    Capability, NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NetworkConfigRevision,
+    NodeCapabilities, NodeNetworkConfig, lacks_sentence,
+};
+use netrollout_rollout::{Revision, RevisionPhase, Summary, Unmet};
+
+use crate::context::Context;
+use crate::convert;
+use crate::error::Result;
+use crate::memo::NotedMemo;
+use crate::render_cache::RenderCache;
+
+/// Reason of `NodesCapable` once no targeted node lacks anything.
+const ALL_NODES_CAPABLE: &str = "AllNodesCapable";
+
+/// Fills `unmet` of every revision that may be dispatched (Pending, Progressing, Succeeded)
+/// from the capabilities the nodes of `nncs` reported missing.
+pub fn fill(
+    revisions: &mut [Revision],
+    ncrs: &[Arc<NetworkConfigRevision>],
+    nncs: &[Arc<NodeNetworkConfig>],
+    renders: &RenderCache,
+) {
+    let lacking: Vec<(&str, &NodeCapabilities)> = nncs
+        .iter()
+        .filter_map(|c| {
+            let caps = c.status.as_ref()?.capabilities.as_ref()?;
+            (!caps.missing.is_empty()).then_some((c.metadata.name.as_deref()?, caps))
+        })
+        .collect();
+    if lacking.is_empty() {
+        return;
+    }
+    for r in revisions.iter_mut().filter(|r| {
+        matches!(
+            r.phase,
+            RevisionPhase::Pending | RevisionPhase::Progressing | RevisionPhase::Succeeded
+        )
+    }) {
+        let Some(ncr) = ncrs
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(r.name.as_str()))
+        else {
+            continue;
+        };
+        for (node, caps) in &lacking {
+            // A node the revision does not render for is not managed: nothing to hold.
+            let Ok(config) = renders.config(ncr, node) else {
+                continue;
+            };
+            let needs = netrollout_render::needs(&config);
+            let missing = caps.lacking(&needs);
+            if !missing.is_empty() {
+                r.unmet.push(Unmet {
+                    node: (*node).to_string(),
+                    missing: missing.iter().map(|c| c.as_str().to_string()).collect(),
+                });
+            }
+        }
+    }
+}
+
+/// The message of `NodesCapable=False` (and of its Event) for the target's `unmet` nodes.
+pub fn message(revision: &str, unmet: &[Unmet], held: bool) -> String {
+    let each: Vec<String> = unmet
+        .iter()
+        .map(|u| {
+            let caps: Vec<Capability> = u.missing.iter().filter_map(|m| m.parse().ok()).collect();
+            lacks_sentence(&u.node, &caps)
+        })
+        .collect();
+    let verdict = if held {
+        format!(
+            "revision {revision} is not dispatched to any node: its config needs what {} node(s) lack",
+            unmet.len()
+        )
+    } else {
+        format!(
+            "{} node(s) do not get revision {revision}: its config needs what they lack",
+            unmet.len()
+        )
+    };
+    format!(
+        "{verdict}: {}; it rolls out on its own once they report it (the agent checks again every minute) or the inputs change",
+        each.join("; ")
+    )
+}
+
+/// The `NodesCapable` condition `ncr` should carry now, when it differs from the one it
+/// carries: `False` naming the unmet nodes, or `True` once none is left after a `False` (a
+/// revision no node ever lacked anything for carries none).
+pub fn wanted(ncr: &NetworkConfigRevision, summary: &Summary, now: &Time) -> Option<Condition> {
+    let name = ncr.metadata.name.as_deref()?;
+    let current = ncr.status.as_ref().and_then(|s| {
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == NODES_CAPABLE_CONDITION)
+    });
+    let (status, reason, msg) = if summary.unmet.is_empty() {
+        current.filter(|c| c.status == "False")?;
+        (
+            "True",
+            ALL_NODES_CAPABLE,
+            "every node the revision targets has what its config needs".to_string(),
+        )
+    } else {
+        (
+            "False",
+            NODES_LACK_CAPABILITIES,
+            message(name, &summary.unmet, summary.held),
+        )
+    };
+    if current.is_some_and(|c| c.status == status && c.reason == reason && c.message == msg) {
+        return None;
+    }
+    Some(Condition {
+        type_: NODES_CAPABLE_CONDITION.into(),
+        status: status.into(),
+        reason: reason.into(),
+        message: msg,
+        last_transition_time: current
+            .filter(|c| c.status == status)
+            .map_or_else(|| now.clone(), |c| c.last_transition_time.clone()),
+        observed_generation: ncr.metadata.generation,
+    })
+}
+
+/// Writes the target's `NodesCapable` condition when it changed, and records a Warning Event
+/// `NodesLackCapabilities` the first time this replica sees each verdict.
+///
+/// # Errors
+/// The condition's write failed (the pass is retried).
+pub async fn tell(ctx: &Context, told: &NotedMemo, summary: &Summary) -> Result<()> {
+    let Some(target) = summary.target.as_deref() else {
+        return Ok(());
+    };
+    let Some(ncr) = ctx
+        .read()
+        .revisions()
+        .into_iter()
+        .find(|r| r.metadata.name.as_deref() == Some(target))
+    else {
+        return Ok(());
+    };
+    let Some(condition) = wanted(&ncr, summary, &convert::to_time(convert::now())) else {
+        return Ok(());
+    };
+    let mut list: Vec<Condition> = ncr
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    list.retain(|c| c.type_ != NODES_CAPABLE_CONDITION);
+    list.push(condition.clone());
+    let api: Api<NetworkConfigRevision> = ctx.writer().api();
+    ctx.writer()
+        .write_revision(
+            || format!("write the NodesCapable condition of NetworkConfigRevision {target}"),
+            api.patch_status(
+                target,
+                &PatchParams::default(),
+                &Patch::Merge(&serde_json::json!({ "status": { "conditions": list } })),
+            ),
+        )
+        .await?;
+    if condition.status == "False"
+        && told.first_time(&format!("preflight/{target}"), &condition.message)
+    {
+        tracing::warn!(revision = target, unmet = ?summary.unmet, held = summary.held, "pre-flight: nodes lack capabilities");
+        ctx.writer()
+            .event(
+                ncr.as_ref(),
+                true,
+                NODES_LACK_CAPABILITIES,
+                "Preflight",
+                &condition.message,
+            )
+            .await;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use netrollout_api::NetworkConfigRevisionStatus;
+
+    use super::*;
+
+    fn ncr(conditions: Vec<Condition>) -> NetworkConfigRevision {
+        let mut r = NetworkConfigRevision::new("ncr-a", Default::default());
+        r.metadata.generation = Some(3);
+        r.status = Some(NetworkConfigRevisionStatus {
+            conditions,
+            ..Default::default()
+        });
+        r
+    }
+
+    fn summary(unmet: &[(&str, &str)], held: bool) -> Summary {
+        Summary {
+            target: Some("ncr-a".into()),
+            unmet: unmet
+                .iter()
+                .map(|(n, m)| Unmet {
+                    node: n.to_string(),
+                    missing: vec![m.to_string()],
+                })
+                .collect(),
+            held,
+            ..Default::default()
+        }
+    }
+
+    fn t(s: i64) -> Time {
+        Time(jiff::Timestamp::from_second(s).unwrap())
+    }
+
+    #[test]
+    fn a_held_revision_says_it_is_dispatched_nowhere_and_names_each_node_its_capability_and_the_fix()
+     {
+        let c = wanted(
+            &ncr(vec![]),
+            &summary(&[("lab-node-2", "vrf")], true),
+            &t(10),
+        )
+        .unwrap();
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", NODES_LACK_CAPABILITIES)
+        );
+        assert!(
+            c.message
+                .starts_with("revision ncr-a is not dispatched to any node"),
+            "{}",
+            c.message
+        );
+        assert!(
+            c.message
+                .contains("node lab-node-2 lacks vrf (kernel module; load it (modprobe vrf)"),
+            "{}",
+            c.message
+        );
+        assert_eq!(c.observed_generation, Some(3));
+    }
+
+    #[test]
+    fn the_condition_is_written_once_and_turns_true_only_after_it_was_false() {
+        let s = summary(&[("n-1", "dummy")], true);
+        let first = wanted(&ncr(vec![]), &s, &t(10)).unwrap();
+        assert_eq!(
+            wanted(&ncr(vec![first.clone()]), &s, &t(20)),
+            None,
+            "unchanged: no write"
+        );
+        let ok = wanted(&ncr(vec![first]), &summary(&[], false), &t(30)).unwrap();
+        assert_eq!(
+            (ok.status.as_str(), ok.last_transition_time.clone()),
+            ("True", t(30))
+        );
+        assert_eq!(wanted(&ncr(vec![ok]), &summary(&[], false), &t(40)), None);
+        assert_eq!(
+            wanted(&ncr(vec![]), &summary(&[], false), &t(40)),
+            None,
+            "never lacked: none"
+        );
+    }
+}

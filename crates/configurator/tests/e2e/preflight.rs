@@ -1,0 +1,106 @@
+//! Pre-flight: a revision whose config needs what a node's agent reported missing is not
+//! dispatched to any node; the revision says which node lacks what (condition `NodesCapable`
+//! and a Warning Event); once the node reports it, the rollout proceeds on its own.
+
+use std::time::Duration;
+
+use netrollout_api::{
+    NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NodeCapabilities, NodeNetworkConfigStatus,
+};
+
+use crate::agents::{Agents, healthy};
+use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
+use crate::{all_provisioned, assert_event, condition, first_good, names, nodes, succeeded_after};
+
+/// What a node's agent reports: `present` and `missing` capability words.
+fn reports(present: &[&str], missing: &[&str]) -> NodeNetworkConfigStatus {
+    let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect();
+    NodeNetworkConfigStatus {
+        capabilities: Some(NodeCapabilities {
+            present: words(present),
+            missing: words(missing),
+        }),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn a_revision_needing_vrf_waits_for_the_node_that_lacks_it_and_rolls_out_once_it_reports_it()
+-> R {
+    let lab = LabApi::netrollout().await;
+    nodes(&lab, 3).await?;
+    let agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(100)));
+    let cfg = lab.configurator(&["--update-limit=3"]);
+    // Nothing reported yet: the first revision (a routing table: a vrf device) rolls out.
+    let first = first_good(&lab).await?;
+    let first_name = first.metadata.name.clone().unwrap();
+    all_provisioned(&lab, &names(3), &first_name, Duration::from_secs(10)).await?;
+    lab.set_config_status("n-0", reports(&["bridge", "vrf", "vxlan"], &[]))
+        .await;
+    lab.set_config_status("n-1", reports(&["bridge", "vxlan"], &["dummy", "vrf"]))
+        .await;
+    let pickups = agents.pickups().len();
+
+    // A second table needs vrf, which n-1 lacks: no node gets it.
+    lab.set_table("extra", 200).await?;
+    let held = eventually(Duration::from_secs(10), || async {
+        let revs = lab.revisions().await?;
+        let newest = revs
+            .last()
+            .filter(|r| r.spec.sequence > first.spec.sequence);
+        Ok(newest.is_some_and(|r| {
+            r.status.as_ref().is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == NODES_CAPABLE_CONDITION && c.status == "False")
+            })
+        }))
+    })
+    .await;
+    held.map_err(|e| anyhow::anyhow!("the new revision never said NodesCapable=False: {e}"))?;
+    let newest = lab.revisions().await?.pop().unwrap();
+    let name = newest.metadata.name.clone().unwrap();
+    let c = condition(&newest, NODES_CAPABLE_CONDITION);
+    assert_eq!(c.reason, NODES_LACK_CAPABILITIES);
+    assert!(
+        c.message.contains("is not dispatched to any node")
+            && c.message
+                .contains("node n-1 lacks vrf (kernel module; load it (modprobe vrf)")
+            && !c.message.contains("dummy")
+            && !c.message.contains("n-0"),
+        "names the node and only what the revision needs: {}",
+        c.message
+    );
+    let ev = lab
+        .event(
+            "NetworkConfigRevision",
+            &name,
+            NODES_LACK_CAPABILITIES,
+            Duration::from_secs(5),
+        )
+        .await?;
+    assert_event(&ev, true, &["n-1", "vrf"]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(agents.pickups().len(), pickups, "nothing dispatched");
+    assert!(
+        lab.configs()
+            .await?
+            .iter()
+            .all(|c| c.spec.revision == first_name),
+        "every node still runs {first_name}"
+    );
+
+    // n-1's agent loaded vrf: the rollout proceeds on its own.
+    lab.set_config_status("n-1", reports(&["bridge", "vrf", "vxlan"], &["dummy"]))
+        .await;
+    let done = succeeded_after(&lab, first.spec.sequence).await?;
+    assert_eq!(done.metadata.name.as_deref(), Some(name.as_str()));
+    all_provisioned(&lab, &names(3), &name, Duration::from_secs(10)).await?;
+    let c = eventually(Duration::from_secs(5), || async {
+        let r = lab.revision_api().get(&name).await?;
+        Ok(condition(&r, NODES_CAPABLE_CONDITION).status == "True")
+    })
+    .await;
+    c.map_err(|e| anyhow::anyhow!("NodesCapable never turned True: {e}"))?;
+    cfg.stop().await
+}
