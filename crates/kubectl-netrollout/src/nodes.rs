@@ -38,6 +38,10 @@ pub struct NodeRow {
     pub message: Option<String>,
     /// When the agent last finished (or started, while applying).
     pub since: Option<Time>,
+    /// The capabilities the node's agent reported missing (`vrf`, `bgpd`, …); `None` when it
+    /// reported none yet. A revision whose config for this node needs one of them is not
+    /// dispatched (docs/contract.md, "Pre-flight").
+    pub missing_capabilities: Option<Vec<String>>,
 }
 
 impl NodeRow {
@@ -78,6 +82,9 @@ impl NodeRow {
             reason: status.and_then(|s| s.reason.clone()),
             message: status.and_then(|s| s.message.clone()),
             since: status.and_then(|s| s.finished_at.clone().or_else(|| s.started_at.clone())),
+            missing_capabilities: status
+                .and_then(|s| s.capabilities.as_ref())
+                .map(|c| c.missing.clone()),
         }
     }
 
@@ -121,6 +128,7 @@ pub fn table(rows: &[NodeRow], now: jiff::Timestamp) -> String {
         "observed",
         "known-good",
         "since",
+        "lacks",
         "reason",
         "message",
     ]);
@@ -134,6 +142,7 @@ pub fn table(rows: &[NodeRow], now: jiff::Timestamp) -> String {
             or_dash(r.observed_revision.as_ref()),
             or_dash(r.last_known_good_revision.as_ref()),
             age(r.since.as_ref(), now),
+            lacks(r.missing_capabilities.as_deref()),
             or_dash(r.reason.as_ref()),
             or_dash(r.message.as_deref().map(|m| truncate(m, 80))),
         ]);
@@ -142,4 +151,14 @@ pub fn table(rows: &[NodeRow], now: jiff::Timestamp) -> String {
         return "no nodes\n".into();
     }
     t.render()
+}
+
+/// The `lacks` column: the missing capabilities, `none`, or `-` when the agent reported none
+/// yet.
+fn lacks(missing: Option<&[String]>) -> String {
+    match missing {
+        None => "-".into(),
+        Some([]) => "none".into(),
+        Some(m) => m.join(","),
+    }
 }

@@ -89,3 +89,52 @@ async fn nodes_flag_a_stale_config_condition_where_kubectl_wait_does_not_count_i
     assert!(line.contains("True") && !line.contains("stale"), "{line}");
     assert_eq!(wait_ready(&lab).await, 0, "kubectl wait agrees: ready");
 }
+
+#[tokio::test]
+async fn nodes_name_the_capabilities_each_agent_reported_missing() {
+    let lab = LabApi::netrollout().await;
+    for n in ["node-a", "node-b", "node-c"] {
+        lab.node(n, true).await;
+    }
+    let caps = |missing: &[&str]| netrollout_api::NodeCapabilities {
+        present: vec!["bridge".into(), "vxlan".into()],
+        missing: missing.iter().map(|s| s.to_string()).collect(),
+    };
+    let mut lacking = node_status("ncr-one", NodePhase::Provisioned, None);
+    lacking.capabilities = Some(caps(&["dummy", "vrf"]));
+    lab.config("node-a", "ncr-one", Some(lacking)).await;
+    let mut capable = node_status("ncr-one", NodePhase::Provisioned, None);
+    capable.capabilities = Some(caps(&[]));
+    lab.config("node-b", "ncr-one", Some(capable)).await;
+    // node-c's agent reported nothing yet (an older agent).
+    lab.config(
+        "node-c",
+        "ncr-one",
+        Some(node_status("ncr-one", NodePhase::Provisioned, None)),
+    )
+    .await;
+
+    let out = lab.plugin(&["nodes"]).await;
+    let text = out.expect_code(0);
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.contains("LACKS") || header.contains("lacks"),
+        "{header}"
+    );
+    let line = |node: &str| {
+        text.lines()
+            .find(|l| l.starts_with(node))
+            .unwrap_or_else(|| panic!("{node} missing:\n{text}"))
+            .to_string()
+    };
+    assert!(line("node-a").contains(" dummy,vrf "), "{}", line("node-a"));
+    assert!(line("node-b").contains(" none "), "{}", line("node-b"));
+    assert!(!line("node-c").contains("none"), "{}", line("node-c"));
+    let json: serde_json::Value =
+        serde_json::from_str(lab.plugin(&["nodes", "-o", "json"]).await.expect_code(0)).unwrap();
+    assert_eq!(
+        json[0]["missingCapabilities"],
+        serde_json::json!(["dummy", "vrf"])
+    );
+    assert_eq!(json[2]["missingCapabilities"], serde_json::Value::Null);
+}
