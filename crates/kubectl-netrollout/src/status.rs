@@ -122,6 +122,9 @@ pub struct RevisionRow {
     pub message: Option<String>,
     /// Failed nodes with reasons.
     pub failed_nodes: Vec<FailedNode>,
+    /// The pre-flight verdict while nodes lack what it needs (the message of its
+    /// `NodesCapable=False` condition, docs/contract.md "Pre-flight").
+    pub preflight: Option<String>,
     /// Creation time.
     pub created: Option<Time>,
 }
@@ -143,6 +146,11 @@ impl RevisionRow {
             unresponsive: s.unresponsive,
             skipped: s.skipped,
             message: s.message,
+            preflight: s
+                .conditions
+                .iter()
+                .find(|c| c.type_ == netrollout_api::NODES_CAPABLE_CONDITION && c.status == "False")
+                .map(|c| c.message.clone()),
             failed_nodes: s.failed_nodes,
             created: rev.metadata.creation_timestamp.clone(),
         }
@@ -272,6 +280,9 @@ impl StatusReport {
             }
             if let Some(line) = r.guard_line() {
                 out.push_str(&format!("  {line}\n"));
+            }
+            if let Some(p) = &r.preflight {
+                out.push_str(&format!("  pre-flight: {p}\n"));
             }
         }
         out.push('\n');

@@ -419,3 +419,26 @@ async fn status_watch_rides_out_api_errors_and_still_reports_the_outcome() {
         run.stderr
     );
 }
+
+#[tokio::test]
+async fn status_shows_the_pre_flight_verdict_of_a_revision_waiting_for_a_node() {
+    let lab = LabApi::netrollout().await;
+    lab.node("node-a", true).await;
+    let verdict = "revision ncr-one is not dispatched to any node: its config needs what 1 node(s) lack: node node-a lacks vrf (kernel module; load it (modprobe vrf) or install the kernel's modules package)";
+    let mut status = netrollout_api::NetworkConfigRevisionStatus::default();
+    status.conditions = vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+        type_: netrollout_api::NODES_CAPABLE_CONDITION.into(),
+        status: "False".into(),
+        reason: netrollout_api::NODES_LACK_CAPABILITIES.into(),
+        message: verdict.into(),
+        last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            jiff::Timestamp::UNIX_EPOCH,
+        ),
+        observed_generation: Some(1),
+    }];
+    lab.revision("ncr-one", 1, snapshot(1500, false), status)
+        .await;
+    let out = lab.plugin(&["status"]).await;
+    let text = out.stdout.clone();
+    assert!(text.contains(&format!("  pre-flight: {verdict}")), "{text}");
+}
