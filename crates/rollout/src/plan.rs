@@ -28,11 +28,7 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
     let in_flight = p.in_flight_at.len();
     let free = p.limit.saturating_sub(in_flight);
     let (unmet, held) = p.preflight(&d);
-    let (dispatches, dispatched, goal_dispatched) = if !held {
-        p.dispatch(&d, free)
-    } else {
-        (Vec::new(), 0, 0)
-    };
+    let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free, held);
     p.progress(&d, goal_dispatched);
     let pruned = p.prune(&d);
     let on_goal = d.goal.map(|g| p.tally[g]).unwrap_or_default();

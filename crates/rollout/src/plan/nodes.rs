@@ -57,13 +57,19 @@ impl<'a> Pass<'a> {
         }
     }
 
-    /// Up to `free` nodes get the goal (or, joining, the newest Succeeded) revision. Returns the
-    /// actions, the number of nodes dispatched, and how many of them got the goal.
-    pub(super) fn dispatch(&self, d: &Decision, free: usize) -> (Vec<Action>, usize, usize) {
+    /// Up to `free` nodes get the goal (or, joining, the newest Succeeded) revision; none while
+    /// pre-flight `held` it. Returns the actions, the number of nodes dispatched, and how many
+    /// of them got the goal.
+    pub(super) fn dispatch(
+        &self,
+        d: &Decision,
+        free: usize,
+        held: bool,
+    ) -> (Vec<Action>, usize, usize) {
         let (Some(g), Mode::RollingOut | Mode::RollingBack) = (d.goal, &d.mode) else {
             return (Vec::new(), 0, 0);
         };
-        if free == 0 {
+        if free == 0 || held {
             return (Vec::new(), 0, 0);
         }
         let goal = self.revs[g].name.as_str();
