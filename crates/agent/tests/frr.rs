@@ -30,6 +30,21 @@ async fn layer2_vnis_reach_frr_and_the_peer_and_an_unchanged_frr_text_makes_no_w
     let nnc = w.lab.wait_finished("rev-1", 60).await;
     let status = nnc.status.unwrap();
     assert_eq!(status.phase, Some(NodePhase::Provisioned), "{status:?}");
+    // With FRR on, the agent's capabilities name bgpd (FRR's `show daemons` lists it).
+    let caps = w
+        .lab
+        .wait_nnc(20, "capabilities naming bgpd", |o| {
+            o.status
+                .as_ref()
+                .and_then(|s| s.capabilities.as_ref())
+                .is_some_and(|c| !c.present.is_empty() || !c.missing.is_empty())
+        })
+        .await;
+    let caps = caps.status.unwrap().capabilities.unwrap();
+    assert!(
+        caps.present.iter().any(|c| c == "bgpd") && !caps.missing.iter().any(|c| c == "bgpd"),
+        "{caps:?}"
+    );
 
     // frr.conf is base + managed; FRR runs it; BGP knows the VNIs; the peer gets type-3 routes.
     let text = std::fs::read_to_string(&w.conf).unwrap();
