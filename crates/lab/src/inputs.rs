@@ -26,6 +26,34 @@ const SAMPLES: [(&str, &str); 3] = [
 pub fn samples(vrf: bool) -> Result<(Vec<DynamicObject>, Vec<String>)> {
     let mut keep = Vec::new();
     let mut skipped = Vec::new();
+    for (needs_vrf, doc) in parsed_samples()? {
+        if needs_vrf && !vrf {
+            skipped.push(format!(
+                "{}/{}",
+                doc["kind"].as_str().unwrap_or_default(),
+                doc["metadata"]["name"].as_str().unwrap_or_default()
+            ));
+            continue;
+        }
+        keep.push(object(doc)?);
+    }
+    Ok((keep, skipped))
+}
+
+/// The samples [`samples`] leaves out without VRF support: on such a kernel the lab applies
+/// them after its first rollout to show the configurator's pre-flight verdict (the revision
+/// is dispatched to no node; every node lacks `vrf`).
+pub fn vrf_samples() -> Result<Vec<DynamicObject>> {
+    parsed_samples()?
+        .into_iter()
+        .filter(|(needs_vrf, _)| *needs_vrf)
+        .map(|(_, doc)| object(doc))
+        .collect()
+}
+
+/// Every sample document, with whether it needs a VRF device.
+fn parsed_samples() -> Result<Vec<(bool, Value)>> {
+    let mut out = Vec::new();
     for (file, text) in SAMPLES {
         for doc in serde_saphyr::from_str_multiple::<Value, Vec<Value>>(text)
             .with_context(|| format!("parsing config/samples/{file}"))?
@@ -35,19 +63,19 @@ pub fn samples(vrf: bool) -> Result<(Vec<DynamicObject>, Vec<String>)> {
             }
             let kind = doc["kind"].as_str().unwrap_or_default();
             let needs_vrf = kind != "Layer2NetworkConfiguration" || doc["spec"]["vrf"].is_string();
-            if needs_vrf && !vrf {
-                skipped.push(format!(
-                    "{kind}/{}",
-                    doc["metadata"]["name"].as_str().unwrap_or_default()
-                ));
-                continue;
-            }
-            keep.push(
-                serde_json::from_value(doc).with_context(|| format!("config/samples/{file}"))?,
-            );
+            out.push((needs_vrf, doc));
         }
     }
-    Ok((keep, skipped))
+    Ok(out)
+}
+
+fn object(doc: Value) -> Result<DynamicObject> {
+    let name = format!(
+        "{}/{}",
+        doc["kind"].as_str().unwrap_or_default(),
+        doc["metadata"]["name"].as_str().unwrap_or_default()
+    );
+    serde_json::from_value(doc).with_context(|| format!("config/samples: {name}"))
 }
 
 /// A layer-2 network in the default VRF: a bridge, a VXLAN device and a gateway address.

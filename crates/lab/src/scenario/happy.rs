@@ -1,4 +1,5 @@
-//! `happy`: the samples roll out; traffic flows; a one-network change costs nothing on the others.
+//! `happy`: the samples roll out; traffic flows; a one-network change costs nothing on the others;
+//! on a kernel without VRFs, the VRF samples meet the configurator's pre-flight.
 
 use anyhow::Result;
 use futures::future::BoxFuture;
@@ -22,7 +23,8 @@ impl Scenario for Happy {
     fn about(&self) -> &'static str {
         "the samples and the lab's tenant network roll out with at most\n\
          --update-limit nodes in flight; tenant traffic then flows between every node's\n\
-         workloads, and a change to one network costs no probe on the others"
+         workloads, and a change to one network costs no probe on the others; without\n\
+         VRFs, the VRF samples are then applied and pre-flight dispatches them to no node"
     }
 
     fn play<'a>(&'a self, story: &'a mut Story<'_>) -> BoxFuture<'a, Result<()>> {
@@ -87,5 +89,10 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
     let t1 = traffic::now_ms();
     all_provisioned(summary, m, lab, &next);
     traffic_report(summary, m, lab, (t0, t1), &[changed.as_str()], &[]).await;
+    // Only where the kernel lacks VRFs: with --without-vrfs on a kernel that has them, the
+    // agents report vrf and the samples would simply roll out.
+    if !lab.vrf && !lab.options().without_vrfs {
+        super::preflight::vrf_verdict(summary, m, lab, &next).await?;
+    }
     Ok(())
 }

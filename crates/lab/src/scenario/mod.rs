@@ -18,6 +18,7 @@ mod configurator_crash;
 mod happy;
 mod monitor;
 mod node_join;
+mod preflight;
 mod steps;
 mod tenant_break;
 mod traffic_checks;
@@ -148,7 +149,7 @@ pub async fn run(scenario: &dyn Scenario, lab: &mut Cluster) -> Result<Summary> 
     let (samples, skipped) = inputs::initial(lab.vrf)?;
     if !skipped.is_empty() {
         m.say(&format!(
-            "no VRFs (no vrf module, or --without-vrfs): leaving out {}",
+            "no VRFs (no vrf module, or --without-vrfs): leaving out {} (without the vrf module, `happy` applies them at its end to show the pre-flight verdict)",
             skipped.join(", ")
         ));
     }
