@@ -71,6 +71,7 @@ pub fn fill(
                 });
             }
         }
+        r.unmet.sort_by(|a, b| a.node.cmp(&b.node));
     }
 }
 
