@@ -250,6 +250,24 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_write_names_the_file_its_directory_the_errno_and_what_to_do() {
+        let err = StoreError::Io {
+            op: "write",
+            dir: "/var/lib/netrollout".into(),
+            path: "/var/lib/netrollout/.journal.json.tmp".into(),
+            source: std::io::Error::from_raw_os_error(28),
+        };
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(
+                "cannot write state file /var/lib/netrollout/.journal.json.tmp: No space left on \
+                 device (os error 28, ENOSPC). "
+            ) && msg.contains("free space in /var/lib/netrollout or make it writable"),
+            "{msg}"
+        );
+    }
+
+    #[test]
     fn a_truncated_file_is_reported_corrupt_with_its_path() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
