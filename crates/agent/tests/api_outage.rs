@@ -8,6 +8,8 @@
 //! Minutes of outage in CI are too long: 20 s is four times the watch's backoff cap (5 s) and
 //! ten times the status writer's (2 s), so every retry loop reaches its cap and stays there.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers: a failed step is the test failure
+
 mod common;
 
 use std::time::{Duration, Instant};

@@ -7,6 +7,8 @@
 //! clock looks like) counts as time passed: the hold ends at the next probe round, never
 //! endlessly.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers: a failed step is the test failure
+
 mod common;
 
 use std::path::PathBuf;

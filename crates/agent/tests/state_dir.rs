@@ -5,6 +5,8 @@
 //! `StateUnavailable`, the directory, the errno, what to do), leaves no half-written file, and
 //! applies on its own once the directory takes writes again.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers: a failed step is the test failure
+
 mod common;
 
 use std::io::Write as _;

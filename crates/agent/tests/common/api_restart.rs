@@ -3,7 +3,7 @@
 //! them to a data file (its tokens beside it), so that [`stop`] and [`start`] (the same port,
 //! the same data) bring back the objects, their resourceVersions and the agent's kubeconfig.
 
-#![allow(clippy::expect_used, dead_code)] // test helpers: a failed step is the test failure
+#![allow(clippy::expect_used)] // test helpers: a failed step is the test failure
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -83,6 +83,9 @@ fn outcomes(failing: &[&'static str]) -> Vec<Outcome> {
         .collect()
 }
 
+/// A clock jump at a sleep: the sleep's number and the clocks, to move.
+pub type Jump = Box<dyn FnMut(u32, &mut Now)>;
+
 /// One node: model kernel, model FRR, model disk, the status it reported, virtual time.
 pub struct Node {
     pub kernel: ModelKernel,
@@ -104,7 +107,7 @@ pub struct Node {
     pub crash_at: Option<u64>,
     /// Called at every sleep (numbered from 0 within a transaction), after the clocks moved
     /// on by the interval: a test makes a clock jump here.
-    pub on_sleep: Option<Box<dyn FnMut(u32, &mut Now)>>,
+    pub on_sleep: Option<Jump>,
     after_rounds: u32,
     sleeps: u32,
     managed: Managed,
