@@ -59,8 +59,15 @@ async fn stop_mid_apply(lab: &mut Lab, args: &[&str], probed: bool) -> (u16, (us
 }
 
 /// Through the rest of the outage: the kernel holds `config` and no other apply starts;
-/// then the attempts made during the outage are within bounds.
-async fn ride_out(lab: &Lab, since: Instant, before: (usize, usize), holds: &[u16]) {
+/// then the attempts made during the outage are within bounds (at least `min_watch` watch
+/// reconnects: a watch whose packets are dropped hangs on its connection instead).
+async fn ride_out(
+    lab: &Lab,
+    since: Instant,
+    before: (usize, usize),
+    holds: &[u16],
+    min_watch: usize,
+) {
     let journals = lab.log().matches("\"step\":\"journal\"").count();
     while since.elapsed() < OUTAGE {
         assert!(
@@ -80,7 +87,10 @@ async fn ride_out(lab: &Lab, since: Instant, before: (usize, usize), holds: &[u1
     // Backoff 0.2 s doubling to 2 s: about 13 writes in 20 s; 0.5 s doubling to 5 s with
     // jitter: about 6 reconnects. A loop without backoff would make thousands.
     assert!((2..=25).contains(&status), "{status} status writes");
-    assert!((2..=20).contains(&watch), "{watch} watch reconnects");
+    assert!(
+        (min_watch..=20).contains(&watch),
+        "{watch} watch reconnects"
+    );
 }
 
 #[tokio::test]
@@ -98,7 +108,7 @@ async fn an_apply_under_way_when_the_api_server_stops_commits_and_is_reported_wh
     // The commit needs no API server.
     lab.wait_log("\"step\":\"commit\"", 2, 10).await;
     assert!(logged(&lab, "commit", "rev-2"));
-    ride_out(&lab, since, before, &[110, 2]).await;
+    ride_out(&lab, since, before, &[110, 2], 2).await;
 
     api_restart::start(&mut lab, port).await;
     let back = Instant::now();
@@ -132,7 +142,7 @@ async fn an_apply_whose_probe_needs_the_stopped_api_server_restores_and_is_repor
     let since = Instant::now();
     lab.wait_log("\"step\":\"failed\"", 1, 15).await;
     assert!(logged(&lab, "failed", "rev-2"));
-    ride_out(&lab, since, before, &[100, 2]).await;
+    ride_out(&lab, since, before, &[100, 2], 2).await;
 
     api_restart::start(&mut lab, port).await;
     let back = Instant::now();
@@ -151,4 +161,46 @@ async fn an_apply_whose_probe_needs_the_stopped_api_server_restores_and_is_repor
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(lab.log().matches("\"step\":\"journal\"").count(), 2);
     assert!(lab.holds(&layer2s(100, 2)).await);
+}
+
+#[tokio::test]
+async fn an_apply_under_way_when_the_api_server_is_blackholed_commits_and_new_dispatches_arrive_after()
+ {
+    let mut lab = common::lab().await;
+    lab.extra_args = [
+        "--probe-api-server=false",
+        "--probe-interval",
+        "100ms",
+        "--probe-hold",
+        "2s",
+    ]
+    .map(String::from)
+    .to_vec();
+    lab.set_spec("rev-1", layer2s(100, 2)).await;
+    lab.start_agent();
+    lab.wait_finished("rev-1", 30).await;
+    lab.set_spec("rev-2", layer2s(110, 2)).await;
+    lab.wait_applying(Duration::from_secs(30)).await;
+    // Packets to the server are dropped: open connections hang, new ones fail.
+    let before = attempts(&lab);
+    let route = format!("blackhole {}/32", lab.host_ip);
+    lab.ip(&format!("route add {route}"));
+    let since = Instant::now();
+    lab.wait_log("\"step\":\"commit\"", 2, 10).await;
+    assert!(logged(&lab, "commit", "rev-2"));
+    ride_out(&lab, since, before, &[110, 2], 0).await;
+
+    lab.ip(&format!("route del {route}"));
+    let back = Instant::now();
+    let nnc = lab.wait_finished("rev-2", 30).await;
+    eprintln!("reported {:?} after the route returned", back.elapsed());
+    assert_eq!(nnc.status.unwrap().phase, Some(NodePhase::Provisioned));
+    common::wait_node_condition(&lab, "True", "Applied").await;
+    // The watch did not stay stuck on a dead connection: the next dispatch is applied.
+    lab.set_spec("rev-3", layer2s(120, 2)).await;
+    let dispatched = Instant::now();
+    let nnc = lab.wait_finished("rev-3", 30).await;
+    eprintln!("next dispatch applied after {:?}", dispatched.elapsed());
+    assert_eq!(nnc.status.unwrap().phase, Some(NodePhase::Provisioned));
+    assert!(lab.holds(&layer2s(120, 2)).await);
 }
