@@ -33,14 +33,44 @@ pub enum StoreError {
         /// What is wrong with it.
         reason: String,
     },
-    /// The file system refused a read or write.
-    #[error("state file {path}: {source}")]
+    /// The file system refused a read or write (full, read-only, no permission, ...). The
+    /// message names the file, its directory and the errno, and says what to do.
+    #[error(
+        "cannot {op} state file {path}: {}. The agent changes the network only with its \
+         last-known-good backup and journal safely on disk, so it stops here and changes \
+         nothing; free space in {} or make it writable (the agent tries again every 5 s)",
+        errno(source),
+        dir.display()
+    )]
     Io {
+        /// What was done: `read`, `write`, `sync`, `rename`, `remove`, `create`.
+        op: &'static str,
+        /// The state directory.
+        dir: PathBuf,
         /// The file or directory.
         path: PathBuf,
         /// The system error.
         source: std::io::Error,
     },
+}
+
+/// The system error with its errno's name, e.g. `No space left on device (os error 28,
+/// ENOSPC)`.
+fn errno(e: &std::io::Error) -> String {
+    let name = match e.raw_os_error() {
+        Some(1) => "EPERM",
+        Some(5) => "EIO",
+        Some(13) => "EACCES",
+        Some(28) => "ENOSPC",
+        Some(30) => "EROFS",
+        Some(122) => "EDQUOT",
+        _ => return e.to_string(),
+    };
+    let text = e.to_string();
+    match text.strip_suffix(')') {
+        Some(t) => format!("{t}, {name})"),
+        None => format!("{text} ({name})"),
+    }
 }
 
 /// The state directory.
@@ -54,6 +84,8 @@ impl Store {
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let dir = dir.into();
         fs::create_dir_all(&dir).map_err(|source| StoreError::Io {
+            op: "create",
+            dir: dir.clone(),
             path: dir.clone(),
             source,
         })?;
@@ -110,19 +142,25 @@ impl Store {
         let bytes = match fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(StoreError::Io { path, source }),
+            Err(source) => return Err(self.io("read", path)(source)),
         };
         state::decode(&bytes)
             .map(Some)
             .map_err(|reason| StoreError::Corrupt { path, reason })
     }
 
+    /// Replaces `name` by `value` through its write plan. A plan that fails leaves the old
+    /// whole record: the temporary file it may have half-written (a full disk) is removed.
     fn write<T: Serialize>(&self, name: &str, value: &T) -> Result<(), StoreError> {
-        let bytes = state::encode(value).map_err(|e| StoreError::Io {
-            path: self.dir.join(name),
-            source: std::io::Error::other(e),
-        })?;
-        self.run(state::write_steps(name, bytes))
+        let bytes = state::encode(value)
+            .map_err(|e| self.io("encode", self.dir.join(name))(std::io::Error::other(e)))?;
+        let written = self.run(state::write_steps(name, bytes));
+        if written.is_err() {
+            // Best effort: on a read-only directory there is nothing to remove, and a leftover
+            // temporary file is never read (the next write truncates it).
+            let _ = fs::remove_file(self.dir.join(state::temp_name(name)));
+        }
+        written
     }
 
     /// Runs a plan's steps in order; the first that fails stops it.
@@ -133,14 +171,24 @@ impl Store {
         Ok(())
     }
 
+    /// The error of `op` on `path` in this directory.
+    fn io(&self, op: &'static str, path: PathBuf) -> impl FnOnce(std::io::Error) -> StoreError {
+        let dir = self.dir.clone();
+        move |source| StoreError::Io {
+            op,
+            dir,
+            path,
+            source,
+        }
+    }
+
     fn step(&self, step: DiskStep) -> Result<(), StoreError> {
-        let io = |path: PathBuf| move |source| StoreError::Io { path, source };
         match step {
             DiskStep::Write { file, bytes } => {
                 let path = self.dir.join(file);
                 File::create(&path)
                     .and_then(|mut f| f.write_all(&bytes))
-                    .map_err(io(path))
+                    .map_err(self.io("write", path))
             }
             DiskStep::Sync { file } => {
                 let path = self.dir.join(file);
@@ -148,21 +196,22 @@ impl Store {
                     .write(true)
                     .open(&path)
                     .and_then(|f| f.sync_all())
-                    .map_err(io(path))
+                    .map_err(self.io("sync", path))
             }
-            DiskStep::Rename { from, to } => {
-                fs::rename(self.dir.join(from), self.dir.join(&to)).map_err(io(self.dir.join(to)))
-            }
+            DiskStep::Rename { from, to } => fs::rename(self.dir.join(from), self.dir.join(&to))
+                .map_err(self.io("rename", self.dir.join(to))),
             DiskStep::Remove { file } => {
                 let path = self.dir.join(file);
                 match fs::remove_file(&path) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(path)(e)),
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        Err(self.io("remove", path)(e))
+                    }
                     _ => Ok(()),
                 }
             }
             DiskStep::SyncDir => File::open(&self.dir)
                 .and_then(|d| d.sync_all())
-                .map_err(io(self.dir.clone())),
+                .map_err(self.io("sync", self.dir.clone())),
         }
     }
 }
@@ -198,6 +247,24 @@ mod tests {
         assert_eq!(store.journal().unwrap(), Some(journal));
         store.clear_journal().unwrap();
         assert_eq!(store.journal().unwrap(), None);
+    }
+
+    #[test]
+    fn a_refused_write_names_the_file_its_directory_the_errno_and_what_to_do() {
+        let err = StoreError::Io {
+            op: "write",
+            dir: "/var/lib/netrollout".into(),
+            path: "/var/lib/netrollout/.journal.json.tmp".into(),
+            source: std::io::Error::from_raw_os_error(28),
+        };
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(
+                "cannot write state file /var/lib/netrollout/.journal.json.tmp: No space left on \
+                 device (os error 28, ENOSPC). "
+            ) && msg.contains("free space in /var/lib/netrollout or make it writable"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -16,3 +16,28 @@ pub async fn lab() -> Lab {
 /// The FRR world (only the FRR test files use it).
 #[allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 pub mod frr;
+
+/// Stopping and restarting the lab API server under a running agent.
+#[allow(dead_code)]
+pub mod api_restart;
+
+/// Waits until the Node's `NetworkConfigReady` condition has `status` and `reason` (the agent
+/// writes it right after the object's status); panics with what it saw after 10 s.
+#[allow(dead_code, clippy::unwrap_used)]
+pub async fn wait_node_condition(lab: &Lab, status: &str, reason: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let seen = lab.node_condition().await;
+        if seen
+            .as_ref()
+            .is_some_and(|(s, r, _)| s == status && r == reason)
+        {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the Node's condition is {seen:?}, not {status} {reason}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

@@ -83,6 +83,9 @@ fn outcomes(failing: &[&'static str]) -> Vec<Outcome> {
         .collect()
 }
 
+/// A clock jump at a sleep: the sleep's number and the clocks, to move.
+pub type Jump = Box<dyn FnMut(u32, &mut Now)>;
+
 /// One node: model kernel, model FRR, model disk, the status it reported, virtual time.
 pub struct Node {
     pub kernel: ModelKernel,
@@ -102,7 +105,11 @@ pub struct Node {
     pub points: u64,
     /// Crash when `points` reaches this.
     pub crash_at: Option<u64>,
+    /// Called at every sleep (numbered from 0 within a transaction), after the clocks moved
+    /// on by the interval: a test makes a clock jump here.
+    pub on_sleep: Option<Jump>,
     after_rounds: u32,
+    sleeps: u32,
     managed: Managed,
 }
 
@@ -135,7 +142,9 @@ impl Node {
             },
             points: 0,
             crash_at: None,
+            on_sleep: None,
             after_rounds: 0,
+            sleeps: 0,
             managed: convert::managed().expect("the API's prefixes"),
         }
     }
@@ -189,6 +198,7 @@ impl Node {
     pub fn drive(&mut self, first: Event) -> Result<End, Crashed> {
         let mut core = Core::new(self.settings.clone());
         self.after_rounds = 0;
+        self.sleeps = 0;
         let mut queue: std::collections::VecDeque<Effect> = match core.handle(self.now, first) {
             Ok(effects) => effects.into(),
             Err(e) => return Ok(End::Stopped(e)),
@@ -300,6 +310,10 @@ impl Node {
             }
             Effect::Sleep(d) => {
                 self.advance(d);
+                if let Some(jump) = &mut self.on_sleep {
+                    jump(self.sleeps, &mut self.now);
+                }
+                self.sleeps += 1;
                 return Ok(Some(Event::TimerFired));
             }
         }

@@ -1,7 +1,8 @@
 //! The transaction core against the model world ([`harness`]): every rule of the agent's part
-//! of docs/contract.md as a unit test ([`rules`], [`rules_recovery`]), and every crash point
-//! ([`crash`]).
+//! of docs/contract.md as a unit test ([`rules`], [`rules_recovery`]), clock jumps during the
+//! probe hold ([`clock`]), and every crash point ([`crash`]).
 
+mod clock;
 mod crash;
 mod disk;
 mod harness;

@@ -1,0 +1,140 @@
+//! The real agent in a network namespace against the lab API server, run under libfaketime
+//! (Debian package `faketime`, installed by hack/install-deps.sh) with a timestamp file the test
+//! rewrites in the middle of a probe hold. A wall-clock jump of an hour, forward or back,
+//! changes neither the hold's length nor its outcome (the hold is measured on the monotonic
+//! clock), while the status times follow the wall clock (which also proves the jump took
+//! effect). A jump of the monotonic clock itself (faked too: what a suspend counted by the
+//! clock looks like) counts as time passed: the hold ends at the next probe round, never
+//! endlessly.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers: a failed step is the test failure
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use common::{Lab, layer2s};
+use netrollout_api::NodePhase;
+
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+const HOLD: Duration = Duration::from_secs(3);
+
+/// A lab whose agent runs under libfaketime reading the offset from a file (`+0` at first);
+/// `monotonic`: whether the monotonic clock is faked too. Returns the file.
+async fn faked_lab(monotonic: bool) -> (Lab, PathBuf) {
+    assert!(
+        std::path::Path::new(LIBFAKETIME).exists(),
+        "{LIBFAKETIME} is missing: install Debian's faketime package (hack/install-deps.sh)"
+    );
+    let mut lab = common::lab().await;
+    let offset = lab.dir.path().join("faketime");
+    std::fs::write(&offset, "+0\n").unwrap();
+    let wrapper = lab.dir.path().join("agent-under-faketime");
+    let script = format!(
+        "#!/bin/sh\nexport LD_PRELOAD={LIBFAKETIME} FAKETIME_TIMESTAMP_FILE={} \
+         FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC={}\nexec {} \"$@\"\n",
+        offset.display(),
+        if monotonic { 0 } else { 1 },
+        lab.agent_bin.display()
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&wrapper)
+        .status()
+        .unwrap();
+    lab.agent_bin = wrapper;
+    lab.extra_args = ["--probe-interval", "100ms", "--probe-hold", "3s"]
+        .map(String::from)
+        .to_vec();
+    lab.set_spec("rev-1", layer2s(100, 2)).await;
+    lab.start_agent();
+    lab.wait_finished("rev-1", 30).await;
+    (lab, offset)
+}
+
+/// Dispatches rev-2, writes `jump` into the offset file one second after the agent applied it
+/// (inside the hold), and waits for the verdict. Returns the status, the agent's own figure
+/// ("applied and probed in N ms") and the time from its apply to the verdict seen by the test.
+async fn jump_during_hold(
+    lab: &Lab,
+    offset: &PathBuf,
+    jump: &str,
+) -> (netrollout_api::NodeNetworkConfigStatus, u64, Duration) {
+    lab.set_spec("rev-2", layer2s(110, 2)).await;
+    lab.wait_log("\"step\":\"apply\"", 2, 30).await;
+    let applied = Instant::now();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    std::fs::write(offset, format!("{jump}\n")).unwrap();
+    let nnc = lab.wait_finished("rev-2", 30).await;
+    let took = applied.elapsed();
+    let status = nnc.status.unwrap();
+    let message = status.message.clone().unwrap_or_default();
+    let figure = message
+        .strip_prefix("applied and probed in ")
+        .and_then(|m| m.strip_suffix(" ms"))
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("no duration in {message:?}: {status:?}"));
+    (status, figure, took)
+}
+
+/// `finishedAt - startedAt` in seconds (the wall clock).
+fn wall_span(status: &netrollout_api::NodeNetworkConfigStatus) -> i64 {
+    let (Some(start), Some(end)) = (&status.started_at, &status.finished_at) else {
+        panic!("no status times: {status:?}");
+    };
+    end.0.as_second() - start.0.as_second()
+}
+
+/// The hold ran its length on the monotonic clock and the change committed.
+fn check_hold(status: &netrollout_api::NodeNetworkConfigStatus, figure: u64, took: Duration) {
+    assert_eq!(status.phase, Some(NodePhase::Provisioned), "{status:?}");
+    let hold = HOLD.as_millis() as u64;
+    assert!(
+        (hold..hold + 3000).contains(&figure),
+        "the agent measured {figure} ms for a {hold} ms hold"
+    );
+    // Seen from outside: no early commit, no endless hold.
+    assert!(
+        took >= HOLD - Duration::from_millis(500) && took < HOLD + Duration::from_secs(5),
+        "committed {took:?} after the apply, with a {HOLD:?} hold"
+    );
+}
+
+#[tokio::test]
+async fn a_wall_clock_jump_an_hour_forward_during_the_probe_hold_neither_shortens_nor_fails_it() {
+    let (lab, offset) = faked_lab(false).await;
+    let (status, figure, took) = jump_during_hold(&lab, &offset, "+1h").await;
+    eprintln!(
+        "+1h: agent {figure} ms, seen {took:?}, wall span {} s",
+        wall_span(&status)
+    );
+    check_hold(&status, figure, took);
+    // The status times are wall-clock times: the hour shows between start and finish.
+    assert!((3600..3610).contains(&wall_span(&status)), "{status:?}");
+}
+
+#[tokio::test]
+async fn a_wall_clock_jump_an_hour_back_during_the_probe_hold_neither_lengthens_nor_fails_it() {
+    let (lab, offset) = faked_lab(false).await;
+    let (status, figure, took) = jump_during_hold(&lab, &offset, "-1h").await;
+    eprintln!(
+        "-1h: agent {figure} ms, seen {took:?}, wall span {} s",
+        wall_span(&status)
+    );
+    check_hold(&status, figure, took);
+    assert!((-3600..-3590).contains(&wall_span(&status)), "{status:?}");
+}
+
+#[tokio::test]
+async fn a_monotonic_clock_jump_during_the_probe_hold_counts_as_time_passed_and_ends_the_hold() {
+    let (lab, offset) = faked_lab(true).await;
+    let (status, figure, took) = jump_during_hold(&lab, &offset, "+1h").await;
+    eprintln!("monotonic +1h: agent {figure} ms, seen {took:?}");
+    assert_eq!(status.phase, Some(NodePhase::Provisioned), "{status:?}");
+    // The agent's monotonic clock says an hour passed (the jump took effect)...
+    assert!(figure >= 3_600_000, "the agent measured {figure} ms");
+    // ...so the hold ended at the next probe round, before its length in real time.
+    assert!(took < HOLD, "committed {took:?} after the apply");
+}
