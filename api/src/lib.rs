@@ -46,8 +46,9 @@ pub use inputs::{
     RoutingTable, RoutingTableSpec, VRFRouteConfiguration, VRFRouteConfigurationSpec, VrfLoopback,
 };
 pub use node::{
-    Layer2Config, LoopbackConfig, NodeConfig, NodeHealth, NodeNetworkConfig, NodeNetworkConfigSpec,
-    NodeNetworkConfigStatus, NodePhase, RoutingTableConfig, VrfConfig, VrfPolicy,
+    FailedCheck, Layer2Config, LoopbackConfig, NodeConfig, NodeHealth, NodeNetworkConfig,
+    NodeNetworkConfigSpec, NodeNetworkConfigStatus, NodePhase, RoutingTableConfig, VrfConfig,
+    VrfPolicy,
 };
 pub use revision::{
     FailedNode, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION, NamedInput,

@@ -237,11 +237,28 @@ pub struct NodeNetworkConfigStatus {
     /// absent until an agent that detects them reports (docs/contract.md, "Pre-flight").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<crate::capabilities::NodeCapabilities>,
+    /// The checks that already failed before the last change, with their errors: reported, not
+    /// judged (a change cannot be blamed for them) and not run again until the next change.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub preexisting_failures: Vec<FailedCheck>,
     /// Standard conditions, one per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16), schema_with = "crate::schema::conditions")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
+}
+
+/// A check that failed, and why.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedCheck {
+    /// What was checked, e.g. `icmp 10.0.0.1` or `interfaces l2.*`.
+    #[schemars(length(max = 256))]
+    pub name: String,
+    /// Why it failed, e.g. `no echo reply within 1s`.
+    #[schemars(length(max = 1024))]
+    pub error: String,
 }
 
 /// The agent's continuous health checks, as of their last transition.

@@ -197,35 +197,50 @@ impl HealthCheck {
 
     /// Runs every check, each bounded by the file's timeout or `default_timeout`.
     pub async fn run(&self, default_timeout: Duration) -> Vec<Outcome> {
+        self.run_except(default_timeout, &[]).await
+    }
+
+    /// Runs every check except the reachability checks named in `skip` (the interface checks
+    /// read sysfs and cost nothing, so they always run).
+    pub async fn run_except(&self, default_timeout: Duration, skip: &[String]) -> Vec<Outcome> {
         let t = self.timeout.unwrap_or(default_timeout);
         let mut out = interfaces_up(&self.interfaces, Path::new("/sys/class/net"));
-        let checks = self.reachability.iter().map(|r| r.probe(t));
+        let checks = self
+            .reachability
+            .iter()
+            .filter(|r| !skip.contains(&r.name()))
+            .map(|r| r.probe(t));
         out.extend(futures::future::join_all(checks).await);
         out
     }
 }
 
 impl Reachability {
-    async fn probe(&self, t: Duration) -> Outcome {
+    /// The check's name in outcomes, e.g. `icmp 10.0.0.1 via vr.m2m`.
+    fn name(&self) -> String {
         let via = self
             .vrf
             .as_ref()
             .map(|v| format!(" via {v}"))
             .unwrap_or_default();
-        let (name, error) = match self.protocol {
-            Protocol::Icmp => (
-                format!("icmp {}{via}", self.host),
-                match self.host.parse() {
-                    Ok(addr) => icmp::ping_via(addr, t, self.vrf.clone()).await.err(),
-                    Err(_) => Some(format!("{:?} is not an address", self.host)),
-                },
-            ),
-            Protocol::Tcp => (
-                format!("tcp {}:{}{via}", self.host, self.port),
-                tcp(&self.host, self.port, self.vrf.clone(), t).await.err(),
-            ),
+        match self.protocol {
+            Protocol::Icmp => format!("icmp {}{via}", self.host),
+            Protocol::Tcp => format!("tcp {}:{}{via}", self.host, self.port),
+        }
+    }
+
+    async fn probe(&self, t: Duration) -> Outcome {
+        let error = match self.protocol {
+            Protocol::Icmp => match self.host.parse() {
+                Ok(addr) => icmp::ping_via(addr, t, self.vrf.clone()).await.err(),
+                Err(_) => Some(format!("{:?} is not an address", self.host)),
+            },
+            Protocol::Tcp => tcp(&self.host, self.port, self.vrf.clone(), t).await.err(),
         };
-        Outcome { name, error }
+        Outcome {
+            name: self.name(),
+            error,
+        }
     }
 }
 
@@ -419,5 +434,36 @@ mod tests {
         drop(listener);
         let o = r.probe(Duration::from_secs(1)).await;
         assert!(!o.passed(), "{o:?}");
+    }
+
+    #[tokio::test]
+    async fn a_skipped_check_is_not_run_and_the_others_are() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let tcp = |port| Reachability {
+            host: "127.0.0.1".into(),
+            port,
+            protocol: Protocol::Tcp,
+            vrf: None,
+        };
+        let hc = HealthCheck {
+            interfaces: vec!["lo".into()],
+            reachability: vec![tcp(port), tcp(1)],
+            taints: Vec::new(),
+            timeout: None,
+        };
+        let all = hc.run(Duration::from_secs(1)).await;
+        let names = |o: &[Outcome]| o.iter().map(|o| o.name.clone()).collect::<Vec<_>>();
+        let skipped = format!("tcp 127.0.0.1:{port}");
+        assert!(names(&all).contains(&skipped), "{all:?}");
+        let rest = hc
+            .run_except(Duration::from_secs(1), std::slice::from_ref(&skipped))
+            .await;
+        assert!(!names(&rest).contains(&skipped), "{rest:?}");
+        assert!(
+            names(&rest).contains(&"tcp 127.0.0.1:1".to_string()),
+            "{rest:?}"
+        );
+        assert!(names(&rest).iter().any(|n| n.contains("lo")), "{rest:?}");
     }
 }

@@ -59,11 +59,18 @@ impl Prober {
         Self { cfg, client }
     }
 
-    /// Runs the connectivity checks (TCP, ICMP, gateway, API server).
+    /// Runs the connectivity checks (TCP, ICMP, gateway, API server, the health-check file's).
     pub async fn connectivity(&self) -> Vec<Outcome> {
+        self.connectivity_except(&[]).await
+    }
+
+    /// Runs the connectivity checks except those named in `skip` (checks that already failed
+    /// before a change are not judged after it, so they are not waited for either).
+    pub async fn connectivity_except(&self, skip: &[String]) -> Vec<Outcome> {
         let t = self.cfg.each_timeout;
+        let run = |name: &str| !skip.iter().any(|s| s == name);
         let mut checks: Vec<futures::future::BoxFuture<'_, Outcome>> = Vec::new();
-        for target in &self.cfg.tcp {
+        for target in self.cfg.tcp.iter().filter(|t| run(&format!("tcp {t}"))) {
             checks.push(Box::pin(async move {
                 let r =
                     tokio::time::timeout(t, tokio::net::TcpStream::connect(target.as_str())).await;
@@ -78,7 +85,7 @@ impl Prober {
                 }
             }));
         }
-        for addr in &self.cfg.icmp {
+        for addr in self.cfg.icmp.iter().filter(|a| run(&format!("icmp {a}"))) {
             checks.push(Box::pin(async move {
                 Outcome {
                     name: format!("icmp {addr}"),
@@ -86,7 +93,7 @@ impl Prober {
                 }
             }));
         }
-        if self.cfg.gateway {
+        if self.cfg.gateway && run("gateway") {
             checks.push(Box::pin(async move {
                 let error = match default_gateway() {
                     Ok(gw) => icmp::ping(IpAddr::V4(gw), t)
@@ -101,7 +108,7 @@ impl Prober {
                 }
             }));
         }
-        if self.cfg.api_server {
+        if self.cfg.api_server && run("api-server") {
             checks.push(Box::pin(async move {
                 let error = match tokio::time::timeout(t, self.client.apiserver_version()).await {
                     // Any HTTP answer, an error status included, proves the path to the API
@@ -119,7 +126,7 @@ impl Prober {
         }
         let mut out = join_all(checks).await;
         if let Some(hc) = &self.cfg.healthcheck {
-            out.extend(hc.run(t).await);
+            out.extend(hc.run_except(t, skip).await);
         }
         out
     }

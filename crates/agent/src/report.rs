@@ -26,4 +26,7 @@ pub struct Report {
     /// condition's `observedGeneration`); `None` keeps the one last written (agent-level
     /// problems, and crash recovery before the object is seen).
     pub generation: Option<i64>,
+    /// `status.preexistingFailures`: the checks that failed before the change (not judged);
+    /// `None` leaves the list alone.
+    pub preexisting_failures: Option<Vec<netrollout_api::FailedCheck>>,
 }

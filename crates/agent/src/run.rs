@@ -183,6 +183,7 @@ fn report_error(agent: &Agent, e: &Error) {
         finished_at: None,
         last_known_good: None,
         ready: false,
+        preexisting_failures: None,
     });
 }
 

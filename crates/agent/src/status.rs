@@ -51,6 +51,9 @@ impl Report {
         if let Some(lkg) = &self.last_known_good {
             status["lastKnownGoodRevision"] = json!(lkg);
         }
+        if let Some(checks) = &self.preexisting_failures {
+            status["preexistingFailures"] = json!(checks);
+        }
         json!({ "status": status })
     }
 

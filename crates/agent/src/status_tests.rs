@@ -13,6 +13,7 @@ fn report(phase: Option<NodePhase>) -> Report {
         last_known_good: Some("rev-0".into()),
         ready: false,
         generation: phase.map(|_| 4),
+        preexisting_failures: None,
     }
 }
 

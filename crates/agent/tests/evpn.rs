@@ -120,11 +120,17 @@ async fn a_layer2_vni_frr_already_did_not_know_before_the_change_is_reported_not
     w.lab.set_spec("rev-2", next.clone()).await;
     let status = w.lab.wait_finished("rev-2", 60).await.status.unwrap();
     assert_eq!(status.phase, Some(NodePhase::Provisioned), "{status:?}");
-    let message = status.message.unwrap_or_default();
+    let message = status.message.clone().unwrap_or_default();
     assert!(
-        message.contains("probes already failing before the change (not enforced)")
-            && message.contains("evpn vni 20301: layer-2 network net-301"),
+        message.contains("not judged, as it already failed before the change: evpn vni 20301"),
         "{message}"
+    );
+    assert!(
+        status
+            .preexisting_failures
+            .iter()
+            .any(|c| c.name == "evpn vni 20301" && c.error.contains("layer-2 network net-301")),
+        "{status:?}"
     );
     assert!(w.lab.holds(&next).await);
     assert_eq!(evpn_type(&w, 20302).as_deref(), Some("L2"));

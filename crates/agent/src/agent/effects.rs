@@ -142,7 +142,11 @@ impl Agent {
     /// A probe round: connectivity, plus the links (after a change) and the routing checks.
     async fn probe(&self, run: &mut Run, round: Round) -> Vec<probe::Outcome> {
         let t = Instant::now();
-        let mut out = self.prober.connectivity().await;
+        let skip = match &round {
+            Round::After { skip, .. } => skip.as_slice(),
+            Round::Before { .. } | Round::Restored { .. } => &[],
+        };
+        let mut out = self.prober.connectivity_except(skip).await;
         match round {
             Round::Before { current } => {
                 if let Some(frr) = &self.frr {
@@ -154,7 +158,7 @@ impl Agent {
                 tracing::info!(step = "probe-before", revision = %run.rev, duration_ms = ms(t),
                     failing = %probe::describe(&failing), "probed before the change");
             }
-            Round::After { links, config } => {
+            Round::After { links, config, .. } => {
                 out.extend(probe::links_up(&links));
                 self.routing_after(run, &config, &mut out).await;
             }

@@ -162,10 +162,7 @@ impl Core {
             (Phase::Sleeping, Event::TimerFired) => {
                 let a = self.attempt_mut();
                 a.round = now.instant;
-                out.push(Effect::Probe(Round::After {
-                    links: convert::link_names(&a.desired),
-                    config: a.spec.config.clone(),
-                }));
+                out.push(Effect::Probe(a.after_round()));
                 self.phase = Phase::ProbingAfter;
             }
             (Phase::RestoringFrr, Event::FrrApplied) => self.restore_kernel(&mut out),

@@ -169,6 +169,10 @@ pub enum Round {
         links: Vec<String>,
         /// The config applied.
         config: NodeConfig,
+        /// The checks not to run: they failed before the change, so they are not judged, and
+        /// waiting for them (a ping that cannot be answered takes its whole timeout) would
+        /// only slow every round down.
+        skip: Vec<String>,
     },
     /// After a restore: connectivity and the routing checks of the restored config.
     Restored {

@@ -23,6 +23,7 @@ pub(super) fn provisioned(
         last_known_good: Some(rev.to_string()),
         ready: true,
         generation,
+        preexisting_failures: Some(Vec::new()),
     }
 }
 
@@ -44,6 +45,7 @@ pub(super) fn failed(
         last_known_good: lkg.revision.clone(),
         ready: false,
         generation,
+        preexisting_failures: None,
     }
 }
 
@@ -65,5 +67,6 @@ pub(super) fn provisioning(
         last_known_good: lkg.revision.clone(),
         ready: false,
         generation,
+        preexisting_failures: Some(Vec::new()),
     }
 }

@@ -1,6 +1,7 @@
 //! The second half of a transaction: probing after the change, commit, restore, and recording
 //! a failure.
 
+use netrollout_api::FailedCheck;
 use netrollout_dataplane::Desired;
 
 use super::super::verdict::{failed, provisioned};
@@ -19,10 +20,7 @@ impl Core {
         a.deadline = now.instant + timeout;
         a.round = now.instant;
         a.passed_at = None;
-        out.push(Effect::Probe(Round::After {
-            links: convert::link_names(&a.desired),
-            config: a.spec.config.clone(),
-        }));
+        out.push(Effect::Probe(a.after_round()));
         self.phase = Phase::ProbingAfter;
     }
 
@@ -88,20 +86,15 @@ impl Core {
         };
         let took = now.instant.saturating_duration_since(a.t0);
         let mut message = format!("applied and probed in {} ms", took.as_millis());
-        let failing: Vec<&Outcome> = a.before.iter().filter(|o| !o.passed()).collect();
-        if !failing.is_empty() {
-            message.push_str(&format!(
-                "; probes already failing before the change (not enforced): {}",
-                describe(&failing)
-            ));
-        }
-        let report = provisioned(
+        message.push_str(&not_judged(&a.before));
+        let mut report = provisioned(
             &a.spec.revision,
             a.spec.generation,
             message,
             Some(a.started),
             now.wall,
         );
+        report.preexisting_failures = Some(preexisting_failures(&a.before));
         out.push(Effect::WriteLastKnownGood(lkg.clone()));
         out.push(Effect::ClearJournal);
         out.push(Effect::Record(Metric::Provisioned));
@@ -215,4 +208,53 @@ impl Core {
         out.push(Effect::Publish(report));
         self.phase = Phase::Done;
     }
+}
+
+impl Attempt {
+    /// The probe round after the change: the checks that failed before it are not run.
+    pub(super) fn after_round(&self) -> Round {
+        Round::After {
+            links: convert::link_names(&self.desired),
+            config: self.spec.config.clone(),
+            skip: self
+                .before
+                .iter()
+                .filter(|o| !o.passed())
+                .map(|o| o.name.clone())
+                .collect(),
+        }
+    }
+}
+
+/// The sentence of a commit message about the checks that were not judged: which, and why.
+/// Their errors are in `status.preexistingFailures` (`kubectl netrollout nodes -o wide`).
+fn not_judged(before: &[Outcome]) -> String {
+    let names: Vec<&str> = before
+        .iter()
+        .filter(|o| !o.passed())
+        .map(|o| o.name.as_str())
+        .collect();
+    match names.len() {
+        0 => String::new(),
+        n => format!(
+            "; {n} check{s} not judged, as {they} already failed before the change: {} \
+             (why: kubectl netrollout nodes -o wide)",
+            names.join(", "),
+            s = if n == 1 { "" } else { "s" },
+            they = if n == 1 { "it" } else { "they" },
+        ),
+    }
+}
+
+/// The checks that failed before the change, with their errors, for the status.
+pub(super) fn preexisting_failures(before: &[Outcome]) -> Vec<FailedCheck> {
+    before
+        .iter()
+        .filter_map(|o| {
+            Some(FailedCheck {
+                name: o.name.clone(),
+                error: o.error.clone()?,
+            })
+        })
+        .collect()
 }

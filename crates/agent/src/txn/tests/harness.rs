@@ -291,10 +291,11 @@ impl Node {
             Effect::Probe(round) => {
                 let out = match round {
                     Round::Before { .. } => outcomes(&self.probes.before),
-                    Round::After { links, .. } => {
+                    Round::After { links, skip, .. } => {
                         let n = self.after_rounds;
                         self.after_rounds += 1;
                         let mut out = outcomes(&(self.probes.after)(n));
+                        out.retain(|o| !skip.contains(&o.name));
                         out.extend(links.iter().map(|l| {
                             Outcome {
                                 name: format!("link {l}"),

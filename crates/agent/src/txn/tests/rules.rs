@@ -229,11 +229,50 @@ fn a_probe_that_failed_before_the_change_is_reported_not_enforced() {
     let last = node.last();
     assert_eq!(last.phase, Some(NodePhase::Provisioned));
     assert!(
-        last.message
-            .contains("probes already failing before the change (not enforced): tcp 10.9.9.9:443"),
+        last.message.ends_with(
+            "; 1 check not judged, as it already failed before the change: tcp 10.9.9.9:443 \
+             (why: kubectl netrollout nodes -o wide)"
+        ),
         "{}",
         last.message
     );
+    let listed = last.preexisting_failures.as_deref().unwrap_or_default();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].name, "tcp 10.9.9.9:443");
+    assert!(!listed[0].error.is_empty());
+}
+
+#[test]
+fn checks_that_failed_before_the_change_are_not_run_after_it() {
+    let mut node = at_rev1();
+    node.probes = Probes {
+        before: vec!["tcp 10.9.9.9:443", "icmp 10.9.9.8"],
+        after: Box::new(|_| vec![]),
+    };
+    node.see_rev("rev-2", &[10, 30], None);
+    let rounds: Vec<&Vec<String>> = node
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Probe(Round::After { skip, .. }) => Some(skip),
+            _ => None,
+        })
+        .collect();
+    assert!(!rounds.is_empty(), "{:#?}", node.effects);
+    for skip in rounds {
+        assert_eq!(skip, &["icmp 10.9.9.8", "tcp 10.9.9.9:443"]);
+    }
+    assert_eq!(node.phase(), Some(NodePhase::Provisioned));
+}
+
+#[test]
+fn a_change_with_every_check_passing_before_reports_no_preexisting_failures() {
+    let mut node = at_rev1();
+    node.see_rev("rev-2", &[10, 30], None);
+    let last = node.last();
+    assert_eq!(last.phase, Some(NodePhase::Provisioned));
+    assert!(!last.message.contains("not judged"), "{}", last.message);
+    assert_eq!(last.preexisting_failures.as_deref(), Some(&[][..]));
 }
 
 #[test]
