@@ -16,3 +16,8 @@ pub async fn lab() -> Lab {
 /// The FRR world (only the FRR test files use it).
 #[allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 pub mod frr;
+
+/// `kill -9` of the agent's process tree, its log per start, where a kill landed (the kill
+/// tests use it).
+#[allow(dead_code)]
+pub mod kills;
