@@ -124,6 +124,20 @@ pub fn kill_tree<T>(lab: &mut Lab, inspect: impl FnOnce(&[Proc]) -> T) -> T {
     seen
 }
 
+/// The processes the running agent started (e.g. `frr-reload.py`), with their command lines.
+pub fn helpers(lab: &Lab) -> Vec<Proc> {
+    let Some(agent) = &lab.agent else {
+        return Vec::new();
+    };
+    descendants(agent.id())
+        .into_iter()
+        .map(|pid| Proc {
+            pid,
+            cmdline: cmdline(pid),
+        })
+        .collect()
+}
+
 /// `kill -SIG PIDS`.
 fn signal(sig: &str, pids: &[u32]) {
     let pids: Vec<String> = pids.iter().map(u32::to_string).collect();

@@ -21,3 +21,7 @@ pub mod frr;
 /// tests use it).
 #[allow(dead_code)]
 pub mod kills;
+
+/// A supervisor's view of FRR: one daemon killed, later started again.
+#[allow(dead_code)]
+pub mod supervisor;
