@@ -4,7 +4,8 @@
 //! the agent does not commit, says in the status that FRR (naming the daemon) is not running
 //! while it waits, restores last-known-good in FRR and the kernel once FRR is back, and reports
 //! the revision `Failed` naming the daemon. FRR down when an apply would start: nothing is
-//! touched, the status says so, and the revision is applied once FRR is back. Needs root and FRR.
+//! touched, the status says so, and the revision is applied once FRR is back. Also: the FRR dump
+//! the VM suites print on a failed wait answers every command. Needs root and FRR.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -13,12 +14,13 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::AgentLab as _;
-use common::frr::World;
+use common::frr::{NODE_IP, PEER_IP, World};
 use common::kills::{LogTail, helpers};
 use common::layer2s;
 use common::supervisor::{crash, restart};
 use netrollout_agent::store::{JOURNAL_FILE, Store};
 use netrollout_api::{NodeConfig, NodePhase};
+use netrollout_testkit::frr::DUMP;
 
 /// When the daemon dies.
 #[derive(Clone, Copy, Debug)]
@@ -112,7 +114,7 @@ async fn frr_daemon_dies_during_an_apply(daemon: &str, moment: Moment) {
             .contains("\"step\":\"commit\",\"revision\":\"rev-2\"")
     );
     w.node.wait(30, "the session to the peer again", |f| {
-        f.established(common::frr::PEER_IP)
+        f.established(PEER_IP)
     });
 }
 
@@ -181,6 +183,42 @@ async fn frr_down_when_an_apply_would_start_touches_nothing_and_the_revision_is_
     assert!(w.node.running().contains("advertise-all-vni"));
     let (ready, _, _) = w.lab.node_condition().await.unwrap();
     assert_eq!(ready, "True");
+}
+
+/// The dump every FRR wait of the VM suites prints when it times out (the test kit's
+/// `Daemons::dump`): on a real FRR with a session and a received route, each command answers,
+/// bgpd's next-hop table shows the peer, and zebra's interfaces show the underlay address.
+#[tokio::test]
+async fn the_failure_dump_shows_bgp_next_hops_type_5_routes_and_zebras_view() {
+    let w = World::new("10s").await;
+    w.node.wait(30, "the peer's route and its next hop", |f| {
+        f.vtysh("show bgp nexthop").contains(PEER_IP)
+    });
+    let dump = w.node.daemons.dump(&["show bgp summary"]);
+    let section = |cmd: &str| -> String {
+        let header = format!("--- {} {cmd}\n", w.lab.ns);
+        let start = dump
+            .find(&header)
+            .unwrap_or_else(|| panic!("no {cmd:?} in:\n{dump}"));
+        let rest = &dump[start + header.len()..];
+        rest[..rest.find("\n--- ").unwrap_or(rest.len())].to_string()
+    };
+    for cmd in DUMP
+        .iter()
+        .chain(&["show bgp summary", "show running-config"])
+    {
+        assert!(
+            !section(cmd).starts_with("(vtysh failed)"),
+            "{cmd:?} did not answer:\n{dump}"
+        );
+    }
+    assert!(section("show bgp nexthop").contains(PEER_IP), "{dump}");
+    assert!(section("show ip nht vrf all").contains(PEER_IP), "{dump}");
+    assert!(section("show interface brief").contains(NODE_IP), "{dump}");
+    assert!(
+        section("show ip route vrf all").contains("198.51.100.0/24"),
+        "{dump}"
+    );
 }
 
 /// Waits until the Node's `NetworkConfigReady` condition has `reason`; returns it.
