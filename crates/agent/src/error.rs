@@ -16,7 +16,8 @@ pub enum Error {
     /// Restoring the last-known-good config failed in the kernel.
     #[error("restoring the last-known-good config failed: {0}")]
     Restore(#[source] netrollout_dataplane::Error),
-    /// FRR support is on but its base config is unusable (unreadable, no ASN or router id).
+    /// FRR support is on but its base config is unusable (unreadable, no ASN or router id), or
+    /// FRR is not running when an apply would start ([`FrrError::Unavailable`]).
     #[error(transparent)]
     Frr(FrrError),
     /// Restoring the last-known-good FRR config failed.
@@ -41,6 +42,7 @@ impl Error {
             Error::Store(StoreError::Io { .. }) => "StateUnavailable",
             Error::LastKnownGood(_) => "LastKnownGoodInvalid",
             Error::Restore(_) | Error::FrrRestore(_) => "RestoreFailed",
+            Error::Frr(FrrError::Unavailable { .. }) => "FrrUnavailable",
             Error::Frr(_) => "FrrBaseInvalid",
             Error::Netlink(_) => "NetlinkUnavailable",
             Error::Transaction(crate::txn::CoreError::Restore(_)) => "RestoreFailed",

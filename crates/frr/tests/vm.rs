@@ -398,11 +398,7 @@ fn evpn_type5_routes_follow_export_and_import_filters_between_two_nodes() {
         eprintln!("vm-frr: ok: node 2 has no route to lo.b ({lo_b})");
     });
     if result.is_err() {
-        let extra = [
-            "show bgp summary",
-            "show bgp l2vpn evpn route type prefix",
-            "show bgp vrf vr.t1 ipv4 unicast",
-        ];
+        let extra = ["show bgp summary", "show bgp vrf vr.t1 ipv4 unicast"];
         eprintln!("{}\n{}", frr[0].dump(&extra), frr[1].dump(&extra));
     }
     // FRR stops before its namespaces go.

@@ -34,6 +34,23 @@ const RUN: &str = "/var/run/frr";
 /// The daemons, in start order.
 const DAEMONS: [&str; 2] = ["zebra", "bgpd"];
 
+/// The commands of [`Daemons::dump`], in order: bgpd's sessions, the next hops it tracks (and
+/// whether zebra resolved them), the EVPN type-5 routes it holds, then zebra's view: its
+/// next-hop tracking, interfaces (the underlay address among them), routes and VNIs.
+pub const DUMP: [&str; 11] = [
+    "show bgp vrf all summary",
+    "show bgp nexthop",
+    "show bgp vrf all nexthop",
+    "show bgp l2vpn evpn route type prefix",
+    "show ip nht vrf all",
+    "show interface brief",
+    "show ip route vrf all",
+    "show evpn vni",
+    "show evpn rmac vni all",
+    "show evpn next-hops vni all",
+    "show vrf vni",
+];
+
 /// What can go wrong while FRR starts.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -342,20 +359,14 @@ impl Daemons {
             .unwrap_or_else(|| panic!("vtysh -N {} -c {cmd:?} failed", self.pathspace))
     }
 
-    /// What to print when a test fails: the sessions, the next hops bgpd tracks (a route
-    /// whose next hop zebra has not resolved stays not valid), the EVPN and VRF state, the
-    /// `extra` commands, the running config and the daemons' log files.
+    /// What to print when a test fails: [`DUMP`] (the sessions, the next hops bgpd tracks and
+    /// zebra resolves — a route whose next hop zebra has not resolved stays not valid —, the
+    /// received type-5 routes, zebra's interfaces, routes and VNIs), the `extra` commands, the
+    /// running config and the daemons' log files. Every wait of the VM suites prints it when it
+    /// times out, so a slow route names its cause.
     pub fn dump(&self, extra: &[&str]) -> String {
         let mut out = String::new();
-        let common = [
-            "show bgp vrf all summary",
-            "show bgp nexthop",
-            "show bgp vrf all nexthop",
-            "show evpn vni",
-            "show vrf vni",
-            "show ip route vrf all",
-        ];
-        for cmd in common.iter().chain(extra).chain(&["show running-config"]) {
+        for cmd in DUMP.iter().chain(extra).chain(&["show running-config"]) {
             let text = self
                 .try_vtysh(cmd)
                 .unwrap_or_else(|| "(vtysh failed)".into());

@@ -2,14 +2,19 @@
 //! restore the kernel or FRR refuses, ends the transaction with an [`Error`] (the agent reports
 //! it cannot proceed); every other answer goes back to the core as an event.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::Agent;
 use crate::error::{Error, Result};
-use crate::frr::FrrError;
+use crate::frr::{Frr, FrrError};
 use crate::probe;
+use crate::report::Report;
 use crate::routing::{self, RoutingState};
 use crate::txn::{Effect, Event, FrrText, Metric, Purpose, Round};
+
+/// First and longest pause of a restore waiting for FRR to answer again.
+const RESTORE_WAIT_MIN: Duration = Duration::from_millis(500);
+const RESTORE_WAIT_MAX: Duration = Duration::from_secs(5);
 
 /// What the driver keeps between the effects of one transaction: the routing state seen
 /// before the change (the routing probes after it compare with it), and when it started.
@@ -55,6 +60,9 @@ impl Agent {
                 let Some(frr) = &self.frr else {
                     return Ok(Some(Event::FrrRendered(Err("FRR support is off".into()))));
                 };
+                // FRR down before anything is touched: no verdict on the revision; the agent
+                // reports it and tries again (nothing written, no journal).
+                frr.require_running().await.map_err(Error::Frr)?;
                 // A config this node cannot route is the revision's problem; a base file that
                 // cannot be read is the node's (the agent stops before touching anything).
                 let text = match frr.managed(&config) {
@@ -108,7 +116,10 @@ impl Agent {
                 .full(&frr.managed(&config).map_err(Error::Frr)?)
                 .map_err(Error::Frr)?,
         };
-        let applied = frr.apply(&full).await;
+        let applied = match purpose {
+            Purpose::Apply => frr.apply(&full).await,
+            Purpose::Restore => self.restore_frr(run, frr, &full).await,
+        };
         let writes = match &applied {
             Ok(w) => *w,
             Err(FrrError::Rejected { wrote, .. }) => u32::from(*wrote),
@@ -136,6 +147,50 @@ impl Agent {
             }
             (Err(e), Purpose::Apply) => Ok(Some(Event::FrrFailed(e.to_string()))),
             (Err(e), Purpose::Restore) => Err(Error::FrrRestore(e)),
+        }
+    }
+
+    /// Loads the last-known-good text; while zebra or bgpd does not answer (FRR down or being
+    /// restarted), says so in the status and tries again (every 0.5 s, backing off to 5 s) until
+    /// FRR is back: the restore is the node's way back to a whole config, and nothing else can
+    /// be done meanwhile. Any other answer ends the wait.
+    async fn restore_frr(&self, run: &Run, frr: &Frr, full: &str) -> Result<u32, FrrError> {
+        let mut delay = RESTORE_WAIT_MIN;
+        let mut said: Option<String> = None;
+        loop {
+            // Asked even when FRR's text would not change: "restored" means FRR runs it.
+            let restored = match frr.require_running().await {
+                Ok(()) => frr.apply(full).await,
+                Err(e) => Err(e),
+            };
+            match restored {
+                Err(e @ FrrError::Unavailable { .. }) => {
+                    let message = format!(
+                        "restoring last-known-good after {} waits for FRR: {e}",
+                        run.rev
+                    );
+                    if said.as_deref() != Some(message.as_str()) {
+                        tracing::warn!(step = "restore-frr-wait", revision = %run.rev,
+                            error = %e, "FRR is not running; the restore waits for it");
+                        self.publish(Report {
+                            revision: None,
+                            phase: None,
+                            reason: "FrrUnavailable".into(),
+                            message: message.clone(),
+                            started_at: None,
+                            finished_at: None,
+                            last_known_good: None,
+                            ready: false,
+                            generation: None,
+                            preexisting_failures: None,
+                        });
+                        said = Some(message);
+                    }
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(RESTORE_WAIT_MAX);
+                }
+                other => return other,
+            }
         }
     }
 

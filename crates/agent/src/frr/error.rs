@@ -57,6 +57,21 @@ pub enum FrrError {
         /// The system error.
         source: std::io::Error,
     },
+    /// A daemon the agent needs (zebra, bgpd) does not answer: FRR is down or restarting.
+    /// `frr-reload.py` skips the lines of a daemon that is not running and still succeeds, so
+    /// the agent asks each daemon before and after a reload.
+    #[error(
+        "FRR is not running: {} not answering ({detail}); the agent changes nothing in FRR \
+         until it answers: start or restart FRR (e.g. `systemctl restart frr`; watchfrr does it \
+         on its own)",
+        daemons.join(" and ")
+    )]
+    Unavailable {
+        /// The daemons that do not answer, e.g. `["bgpd"]`.
+        daemons: Vec<&'static str>,
+        /// What vtysh said when asked.
+        detail: String,
+    },
     /// FRR refused the config; `line` is FRR's own error output.
     #[error("FRR rejected the config: {line}")]
     Rejected {

@@ -25,11 +25,16 @@ impl Frr {
     }
 
     /// Makes FRR run `full`; returns the number of FRR writes (0 when FRR already runs it).
+    /// [`FrrError::Unavailable`] when zebra or bgpd does not answer before or after the reload
+    /// (nothing is written when it is before).
     pub async fn apply(&self, full: &str) -> Result<u32, FrrError> {
         let mut loaded = self.loaded.lock().await;
         if loaded.as_deref() == Some(full) {
             return Ok(0);
         }
+        // A daemon that is down would miss its lines without an error (frr-reload.py skips
+        // it): ask first, and again after the reload.
+        self.require_running().await?;
         let dir = self.confdir();
         let name = self
             .settings
@@ -52,8 +57,14 @@ impl Frr {
         }
         // From here FRR may hold part of the text: forget what it held.
         *loaded = None;
-        self.add_new_vrf_vnis(full).await?;
-        self.reload().await?;
+        let reloaded = match self.add_new_vrf_vnis(full).await {
+            Ok(()) => self.reload().await,
+            Err(e) => Err(e),
+        };
+        // A daemon that died during the reload explains its failure better than the reload's
+        // own output; one that died and left the reload "successful" is found here too.
+        self.require_running().await?;
+        reloaded?;
         *loaded = Some(full.to_string());
         Ok(1)
     }

@@ -41,3 +41,12 @@ pub async fn wait_node_condition(lab: &Lab, status: &str, reason: &str) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// `kill -9` of the agent's process tree, its log per start, where a kill landed (the kill
+/// tests use it).
+#[allow(dead_code)]
+pub mod kills;
+
+/// A supervisor's view of FRR: one daemon killed, later started again.
+#[allow(dead_code)]
+pub mod supervisor;

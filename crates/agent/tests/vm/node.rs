@@ -215,7 +215,6 @@ impl Node {
     pub fn debug(&self) -> String {
         let mut out = self.daemons.as_ref().map_or_else(String::new, |d| {
             d.dump(&[
-                "show bgp l2vpn evpn route type prefix",
                 "show bgp vrf vr.t1 ipv4 unicast",
                 "show bgp vrf vr.t1 ipv4 unicast 10.50.1.0/24",
             ])
