@@ -49,6 +49,8 @@ pub struct Options {
     pub without_vrfs: bool,
     /// Start a Prometheus scraping the configurators and agents ([`crate::prometheus`]).
     pub prometheus: bool,
+    /// What the lab rolls out first: the samples or the user's manifests.
+    pub inputs: crate::inputs::Source,
 }
 
 /// A running lab.

@@ -47,15 +47,23 @@ impl Cluster {
         Ok(())
     }
 
+    /// Applies every object, after a dry run of every object: one the API server refuses (a
+    /// schema or CEL rule) stops the set before anything of it is stored.
     async fn apply_each(&self, objects: &[DynamicObject]) -> Result<()> {
         let pp = PatchParams::apply("netrollout-lab").force();
-        for obj in objects {
-            let ar = api_resource(obj)?;
-            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
-            let name = obj.metadata.name.clone().unwrap_or_default();
-            api.patch(&name, &pp, &Patch::Apply(obj))
-                .await
-                .with_context(|| format!("applying {} {name}", ar.kind))?;
+        let dry = PatchParams {
+            dry_run: true,
+            ..pp.clone()
+        };
+        for params in [&dry, &pp] {
+            for obj in objects {
+                let ar = api_resource(obj)?;
+                let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+                let name = obj.metadata.name.clone().unwrap_or_default();
+                api.patch(&name, params, &Patch::Apply(obj))
+                    .await
+                    .with_context(|| format!("applying {} {name}", ar.kind))?;
+            }
         }
         Ok(())
     }
