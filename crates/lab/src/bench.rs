@@ -17,7 +17,7 @@ use crate::traffic;
 /// measured, baseline, ratio, goal).
 pub async fn run(lab: &mut Cluster) -> Result<Vec<[String; 6]>> {
     let mut m = Monitor::new(lab);
-    let (objects, _) = inputs::initial(lab.vrf)?;
+    let (objects, _) = inputs::initial(&inputs::Source::Samples, lab.vrf)?;
     let good = scenario::rollout(&mut m, lab, &objects, "the samples").await?;
     lab.start_traffic(&objects).await?;
     let missing = lab

@@ -5,20 +5,22 @@
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
-use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::ApiResource;
+use k8s_openapi::api::core::v1::{Namespace, Node};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use netrollout_lab_apiserver::{Config, LabServer};
 use serde_json::json;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 use crate::fabric;
-use crate::settings::flag;
+
+mod apply;
+mod configurator;
+mod node;
+
+pub use node::{STARTUP_TAINT, healthcheck};
 
 /// How to build a lab.
 #[derive(Clone, Debug)]
@@ -47,6 +49,8 @@ pub struct Options {
     pub without_vrfs: bool,
     /// Start a Prometheus scraping the configurators and agents ([`crate::prometheus`]).
     pub prometheus: bool,
+    /// What the lab rolls out first: the samples or the user's manifests.
+    pub inputs: crate::inputs::Source,
 }
 
 /// A running lab.
@@ -235,203 +239,6 @@ impl Cluster {
         Ok(())
     }
 
-    /// Adds a node: namespace on the fabric, Node object (Ready), and its agent. Returns its name.
-    pub async fn add_node(&mut self) -> Result<String> {
-        let index = self.next_index;
-        self.next_index += 1;
-        let name = format!("lab-node-{index}");
-        let frr_config = crate::frr::node_config(&name, fabric::node_ip(index));
-        if self.vm.is_none() {
-            fabric::add_node(&name, index)?;
-            let ns = fabric::netns(&name);
-            let pids = crate::frr::start(&ns, &ns, &frr_config)
-                .with_context(|| format!("starting FRR on {name}"))?;
-            crate::pids::record_pids(&self.opts.state_dir, &pids)?;
-        }
-        let nodes: Api<Node> = Api::all(self.client.clone());
-        let zone = format!("zone-{}", (index - 1) % 2);
-        let node: Node = serde_json::from_value(json!({
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {
-                "kubernetes.io/hostname": name,
-                netrollout_api::ZONE_LABEL: zone,
-            }},
-            "spec": {"taints": [{"key": STARTUP_TAINT, "effect": "NoSchedule"}]},
-        }))?;
-        nodes
-            .create(&PostParams::default(), &node)
-            .await
-            .with_context(|| format!("creating Node {name}"))?;
-        let now = k8s_openapi::jiff::Timestamp::now().to_string();
-        let status = json!({"status": {
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "lab node", "lastHeartbeatTime": now, "lastTransitionTime": now}],
-            "addresses": [{"type": "InternalIP", "address": fabric::node_ip(index).to_string()}],
-        }});
-        nodes
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-            .await
-            .with_context(|| format!("marking Node {name} Ready"))?;
-        let agent = self.agent(&name, index)?;
-        let child = match &self.vm {
-            Some(vm) => {
-                vm.call(crate::vm::Op::AddNode {
-                    name: name.clone(),
-                    index,
-                    frr_config,
-                    agent,
-                })
-                .await
-                .with_context(|| format!("starting {name} in the VM"))?;
-                None
-            }
-            None => {
-                let child = agent
-                    .command()?
-                    .spawn()
-                    .with_context(|| format!("starting the agent of {name}"))?;
-                crate::pids::record_pids(&self.opts.state_dir, child.id().as_slice())?;
-                Some(child)
-            }
-        };
-        self.nodes.insert(name.clone(), (index, child));
-        if let Some(p) = &self.prometheus {
-            let agents: Vec<_> = (self.nodes.iter())
-                .map(|(n, (i, _))| {
-                    (
-                        n.clone(),
-                        SocketAddr::from((fabric::node_ip(*i), AGENT_METRICS_PORT)),
-                    )
-                })
-                .collect();
-            p.set_agents(&agents)?;
-        }
-        Ok(name)
-    }
-
-    /// The agent of `node`: its command line in the node's namespace.
-    fn agent(&self, node: &str, index: usize) -> Result<crate::vm::Spawn> {
-        let state = self.opts.state_dir.join("nodes").join(node);
-        std::fs::create_dir_all(&state)?;
-        // The fabric address of the API server (in VM mode, the guest's relay there).
-        let api = SocketAddr::from((fabric::HOST_IP, self.server.addr().port()));
-        let path = |p: &Path| p.to_string_lossy().into_owned();
-        let mut args: Vec<String> = vec![
-            "--node-name".into(),
-            node.into(),
-            "--state-dir".into(),
-            path(&state),
-            "--vtep-ip".into(),
-            fabric::node_ip(index).to_string(),
-        ];
-        args.extend(crate::agent_probe_args(&api, &flag(self.opts.probe_hold)));
-        // The tenant probe, a health-check file: from the node's own port on the lab's tenant
-        // network, every other node's workload must answer (checks that fail before a change
-        // are not enforced, so the first rollout, before workloads exist, is not held up).
-        // Once Provisioned with the checks passing, the agent removes the startup taint.
-        let file = state.join("healthcheck.yaml");
-        std::fs::write(&file, healthcheck(index, self.opts.nodes.max(index))?)
-            .with_context(|| format!("writing {}", file.display()))?;
-        args.extend(["--healthcheck-config".into(), path(&file)]);
-        // The agent manages the node's FRR: the lab's base file (fabric session, ASN, router id)
-        // plus the managed sections, applied with frr-reload.py in the node's pathspace.
-        let pathspace = fabric::netns(node);
-        args.extend([
-            "--frr-base-config".into(),
-            path(&crate::frr::base_config(&pathspace)),
-            "--frr-config".into(),
-            path(&crate::frr::config_dir(&pathspace).join("frr.conf")),
-            "--frr-pathspace".into(),
-            pathspace.clone(),
-        ]);
-        // The managed instances' router id must differ from the base file's (the VTEP address
-        // here): each VRF peers with the default VRF over iBGP. Never routed, only an id.
-        let id = fabric::node_ip(index).octets();
-        args.extend(["--router-id".into(), format!("10.78.{}.{}", id[2], id[3])]);
-        let kubeconfig = crate::identities::agent_kubeconfig(
-            &self.server,
-            &self.opts.state_dir,
-            NAMESPACE,
-            node,
-        )?;
-        Ok(crate::vm::Spawn {
-            netns: pathspace,
-            program: self.opts.bin_dir.join("netrollout-agent"),
-            args,
-            env: vec![
-                ("KUBECONFIG".into(), path(&kubeconfig)),
-                ("RUST_LOG".into(), "info".into()),
-            ],
-            log: self.log_path(node),
-        })
-    }
-
-    fn spawn(&self, cmd: &mut Command, name: &str) -> Result<Child> {
-        let log = std::fs::File::create(self.log_path(name))?;
-        cmd.env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .kill_on_drop(true);
-        let child = cmd.spawn().with_context(|| format!("starting {name}"))?;
-        crate::pids::record_pids(&self.opts.state_dir, child.id().as_slice())?;
-        Ok(child)
-    }
-
-    /// Starts a configurator replica with the lab's rollout settings.
-    pub fn start_configurator(&mut self, id: &str) -> Result<()> {
-        let mut cmd = Command::new(self.opts.bin_dir.join("netrollout-configurator"));
-        cmd.env("POD_NAME", id)
-            .args(["--update-limit", &self.opts.update_limit.to_string()])
-            .args(["--apply-timeout", &flag(self.opts.apply_timeout)])
-            .args(["--pickup-timeout", &flag(self.opts.pickup_timeout)])
-            .args(["--max-failures", &self.opts.max_failures.to_string()])
-            .args(["--lease-namespace", NAMESPACE, "--lease-name", LEASE])
-            .args(["--health-addr", "127.0.0.1:0"]);
-        // With a Prometheus, each replica's metrics port is known (and kept when it restarts).
-        let metrics = match &self.prometheus {
-            Some(_) => match self.configurator_metrics.get(id) {
-                Some(addr) => *addr,
-                None => SocketAddr::from((Ipv4Addr::LOCALHOST, crate::prometheus::free_port()?)),
-            },
-            None => SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-        };
-        cmd.args(["--metrics-addr", &metrics.to_string()]);
-        let kubeconfig = crate::identities::configurator_kubeconfig(
-            &self.server,
-            &self.opts.state_dir,
-            NAMESPACE,
-            id,
-        )?;
-        let child = self.spawn(cmd.env("KUBECONFIG", kubeconfig), id)?;
-        self.configurators.insert(id.to_string(), child);
-        if let Some(p) = &self.prometheus {
-            self.configurator_metrics.insert(id.to_string(), metrics);
-            let t: Vec<_> = (self.configurator_metrics.iter())
-                .map(|(id, addr)| (id.clone(), *addr))
-                .collect();
-            p.set_configurators(&t)?;
-        }
-        Ok(())
-    }
-
-    /// The configurator replica holding the Lease, if any.
-    pub async fn leader(&self) -> Result<Option<String>> {
-        let leases: Api<Lease> = Api::namespaced(self.client.clone(), NAMESPACE);
-        Ok(leases
-            .get_opt(LEASE)
-            .await?
-            .and_then(|l| l.spec?.holder_identity))
-    }
-
-    /// Kills a configurator replica with SIGKILL.
-    pub async fn kill_configurator(&mut self, id: &str) -> Result<()> {
-        let mut child = self
-            .configurators
-            .remove(id)
-            .with_context(|| format!("no configurator {id}"))?;
-        child.kill().await.with_context(|| format!("killing {id}"))
-    }
-
     /// (Re)starts tenant traffic on the default-VRF layer-2 networks among `objects`: attaches
     /// workloads on every node that carries them and starts the ping streams.
     pub async fn start_traffic(&mut self, objects: &[DynamicObject]) -> Result<()> {
@@ -484,67 +291,6 @@ impl Cluster {
         self.nodes.keys().cloned().collect()
     }
 
-    /// Applies input objects (VRF, Layer2, RoutingTable) with server-side apply. In VM mode a
-    /// set of objects goes out as one revision: the rollout is paused (the control ConfigMap)
-    /// while they are applied, so no node gets a revision with only some of them (a VRF's
-    /// routing config without its networks), which the slow VM would spend minutes on.
-    pub async fn apply(&self, objects: &[DynamicObject]) -> Result<()> {
-        let pause = self.vm.is_some() && objects.len() > 1;
-        if pause {
-            self.set_paused(true).await?;
-        }
-        self.apply_each(objects).await?;
-        if pause {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            self.set_paused(false).await?;
-        }
-        Ok(())
-    }
-
-    async fn set_paused(&self, paused: bool) -> Result<()> {
-        let cms: Api<ConfigMap> = Api::namespaced(self.client.clone(), NAMESPACE);
-        let name = netrollout_api::CONTROL_CONFIGMAP;
-        let cm = json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": NAMESPACE},
-            "data": {netrollout_api::CONTROL_PAUSED_KEY: paused.to_string()},
-        });
-        cms.patch(
-            name,
-            &PatchParams::apply("netrollout-lab").force(),
-            &Patch::Apply(&cm),
-        )
-        .await
-        .with_context(|| format!("setting paused={paused} in ConfigMap {name}"))?;
-        Ok(())
-    }
-
-    async fn apply_each(&self, objects: &[DynamicObject]) -> Result<()> {
-        let pp = PatchParams::apply("netrollout-lab").force();
-        for obj in objects {
-            let ar = api_resource(obj)?;
-            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
-            let name = obj.metadata.name.clone().unwrap_or_default();
-            api.patch(&name, &pp, &Patch::Apply(obj))
-                .await
-                .with_context(|| format!("applying {} {name}", ar.kind))?;
-        }
-        Ok(())
-    }
-
-    /// Deletes input objects.
-    pub async fn delete(&self, objects: &[DynamicObject]) -> Result<()> {
-        for obj in objects {
-            let ar = api_resource(obj)?;
-            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
-            let name = obj.metadata.name.clone().unwrap_or_default();
-            api.delete(&name, &Default::default())
-                .await
-                .with_context(|| format!("deleting {} {name}", ar.kind))?;
-        }
-        Ok(())
-    }
-
     /// Stops every process and removes the fabric.
     pub async fn shutdown(mut self) -> Result<()> {
         self.traffic.stop().await;
@@ -583,21 +329,6 @@ impl std::fmt::Debug for Cluster {
     }
 }
 
-fn api_resource(obj: &DynamicObject) -> Result<ApiResource> {
-    let types = obj
-        .types
-        .as_ref()
-        .context("object without apiVersion/kind")?;
-    let plural = match types.kind.as_str() {
-        "VRFRouteConfiguration" => "vrfrouteconfigurations",
-        "Layer2NetworkConfiguration" => "layer2networkconfigurations",
-        "RoutingTable" => "routingtables",
-        other => bail!("the lab applies only netrollout.io inputs, not {other}"),
-    };
-    let gvk = kube::core::GroupVersionKind::try_from(types)?;
-    Ok(ApiResource::from_gvk_with_plural(&gvk, plural))
-}
-
 /// Ends every process a lab recorded and every FRR it started, removes its namespaces, links
 /// and FRR directories; returns what it did. It writes nothing to stdout or stderr, so it
 /// works when those are gone (a `| tee` ended by the same Ctrl-C).
@@ -610,22 +341,4 @@ pub fn cleanup(state_dir: &Path) -> Vec<String> {
         done.push("the VM's initramfs".into());
     }
     done
-}
-
-/// The taint every lab Node starts with; its agent removes it once the node's network works.
-pub const STARTUP_TAINT: &str = "node.netrollout.io/network-unavailable";
-
-/// Node `index`'s health-check file: its links up, and ICMP from its port on the tenant network
-/// to the workloads of nodes `1..=nodes` but itself; the startup taint to remove.
-pub fn healthcheck(index: usize, nodes: usize) -> Result<String> {
-    let tenant =
-        crate::workload::networks(&[crate::inputs::tenant(crate::inputs::TENANT_VNI)?], false);
-    let mut text = String::from("interfaces: [eth0, \"l2.*\"]\nreachability:\n");
-    for net in &tenant {
-        for j in (1..=nodes).filter(|j| *j != index) {
-            text.push_str(&format!("  - host: {}\n    protocol: icmp\n", net.addr(j)));
-        }
-    }
-    text.push_str(&format!("taints: [{STARTUP_TAINT}]\n"));
-    Ok(text)
 }

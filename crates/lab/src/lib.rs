@@ -9,7 +9,8 @@
 //! - [`bench`]: the lab benchmark (a one-network change under tenant traffic).
 //! - [`cluster`]: [`cluster::Cluster`]: API server, Node objects, agents and configurators.
 //! - [`identities`]: the bundle's RBAC and admission policies in the lab; a token per process.
-//! - [`inputs`]: the samples and the scenarios' configs.
+//! - [`inputs`]: the samples (or the user's manifests) and the scenarios' configs.
+//! - [`manifests`]: `--manifests DIR`: reading and checking the user's own input files.
 //! - [`progress`]: observing revisions and node configs; tables.
 //! - [`prometheus`]: `--prometheus`: a real Prometheus scraping the lab with the shipped rules.
 //! - [`traffic`]: the host's table of ping streams between the workloads, loss per window.
@@ -33,6 +34,7 @@ pub mod frr;
 pub mod guest;
 pub mod identities;
 pub mod inputs;
+pub mod manifests;
 pub mod pids;
 pub mod pinger;
 pub mod progress;

@@ -10,6 +10,7 @@ use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
 use netrollout_api::RevisionPhase;
 use netrollout_lab::cluster::{Cluster, Options};
+use netrollout_lab::manifests::Manifests;
 use netrollout_lab::progress::Observed;
 use netrollout_lab::scenario::Scenario;
 use netrollout_lab::settings::{self, UpdateLimit};
@@ -118,6 +119,13 @@ struct Settings {
     /// with --vm.
     #[arg(long)]
     prometheus: bool,
+    /// Roll out your own manifests instead of config/samples: every *.yaml, *.yml and *.json
+    /// file directly in DIR (VRFRouteConfiguration, Layer2NetworkConfiguration, RoutingTable;
+    /// netrollout.io/v1alpha1 or the Go operator's v1alpha1 groups, converted as `kubectl
+    /// netrollout migrate` does). Checked before the lab starts; the lab's own tenant network is
+    /// added for the traffic measure.
+    #[arg(long, value_name = "DIR")]
+    manifests: Option<PathBuf>,
 }
 
 impl Settings {
@@ -144,6 +152,10 @@ impl Settings {
             vm: self.vm,
             without_vrfs: self.without_vrfs,
             prometheus: self.prometheus,
+            inputs: match &self.manifests {
+                Some(dir) => inputs::Source::Manifests(Manifests::read(dir)?),
+                None => inputs::Source::Samples,
+            },
         })
     }
 }
@@ -321,7 +333,18 @@ async fn up(opts: Options, stop: &mut Stop) -> Result<()> {
 /// Applies the samples and the lab's tenant network, then shows the rollout and the tenant
 /// traffic until a signal.
 async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
-    let (objects, skipped) = inputs::initial(lab.vrf)?;
+    let source = &lab.options().inputs;
+    let (objects, skipped) = inputs::initial(source, lab.vrf)?;
+    if let inputs::Source::Manifests(m) = source
+        && m.converted > 0
+    {
+        out!(
+            "{}: {} object(s) in the Go operator's API group, applied as netrollout.io/v1alpha1 \
+             (`kubectl netrollout migrate` converts a cluster's)",
+            source.describe(),
+            m.converted
+        );
+    }
     if !skipped.is_empty() {
         out!(
             "no VRFs (no vrf module, or --without-vrfs): leaving out {}",
@@ -330,7 +353,8 @@ async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
     }
     lab.apply(&objects).await?;
     out!(
-        "applied config/samples and the lab's tenant network {}; kubeconfig: {}",
+        "applied {} and the lab's tenant network {}; kubeconfig: {}",
+        source.describe(),
         inputs::TENANT,
         lab.kubeconfig().display()
     );

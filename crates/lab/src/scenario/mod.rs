@@ -146,7 +146,7 @@ impl std::str::FromStr for Choice {
 /// never exceeded the update limit.
 pub async fn run(scenario: &dyn Scenario, lab: &mut Cluster) -> Result<Summary> {
     let m = Monitor::new(lab);
-    let (samples, skipped) = inputs::initial(lab.vrf)?;
+    let (samples, skipped) = inputs::initial(&lab.options().inputs, lab.vrf)?;
     if !skipped.is_empty() {
         m.say(&format!(
             "no VRFs (no vrf module, or --without-vrfs): leaving out {} (without the vrf module, `happy` applies them at its end to show the pre-flight verdict)",
@@ -198,6 +198,7 @@ mod tests {
             vm: false,
             without_vrfs: false,
             prometheus: false,
+            inputs: Default::default(),
         }
     }
 

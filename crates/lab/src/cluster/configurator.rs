@@ -1,0 +1,82 @@
+//! The configurator replicas: start one with the lab's rollout settings, find the leader, kill
+//! one.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::Stdio;
+
+use anyhow::{Context as _, Result};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::Api;
+use tokio::process::{Child, Command};
+
+use super::{Cluster, LEASE, NAMESPACE};
+use crate::settings::flag;
+
+impl Cluster {
+    fn spawn(&self, cmd: &mut Command, name: &str) -> Result<Child> {
+        let log = std::fs::File::create(self.log_path(name))?;
+        cmd.env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .kill_on_drop(true);
+        let child = cmd.spawn().with_context(|| format!("starting {name}"))?;
+        crate::pids::record_pids(&self.opts.state_dir, child.id().as_slice())?;
+        Ok(child)
+    }
+
+    /// Starts a configurator replica with the lab's rollout settings.
+    pub fn start_configurator(&mut self, id: &str) -> Result<()> {
+        let mut cmd = Command::new(self.opts.bin_dir.join("netrollout-configurator"));
+        cmd.env("POD_NAME", id)
+            .args(["--update-limit", &self.opts.update_limit.to_string()])
+            .args(["--apply-timeout", &flag(self.opts.apply_timeout)])
+            .args(["--pickup-timeout", &flag(self.opts.pickup_timeout)])
+            .args(["--max-failures", &self.opts.max_failures.to_string()])
+            .args(["--lease-namespace", NAMESPACE, "--lease-name", LEASE])
+            .args(["--health-addr", "127.0.0.1:0"]);
+        // With a Prometheus, each replica's metrics port is known (and kept when it restarts).
+        let metrics = match &self.prometheus {
+            Some(_) => match self.configurator_metrics.get(id) {
+                Some(addr) => *addr,
+                None => SocketAddr::from((Ipv4Addr::LOCALHOST, crate::prometheus::free_port()?)),
+            },
+            None => SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        };
+        cmd.args(["--metrics-addr", &metrics.to_string()]);
+        let kubeconfig = crate::identities::configurator_kubeconfig(
+            &self.server,
+            &self.opts.state_dir,
+            NAMESPACE,
+            id,
+        )?;
+        let child = self.spawn(cmd.env("KUBECONFIG", kubeconfig), id)?;
+        self.configurators.insert(id.to_string(), child);
+        if let Some(p) = &self.prometheus {
+            self.configurator_metrics.insert(id.to_string(), metrics);
+            let t: Vec<_> = (self.configurator_metrics.iter())
+                .map(|(id, addr)| (id.clone(), *addr))
+                .collect();
+            p.set_configurators(&t)?;
+        }
+        Ok(())
+    }
+
+    /// The configurator replica holding the Lease, if any.
+    pub async fn leader(&self) -> Result<Option<String>> {
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), NAMESPACE);
+        Ok(leases
+            .get_opt(LEASE)
+            .await?
+            .and_then(|l| l.spec?.holder_identity))
+    }
+
+    /// Kills a configurator replica with SIGKILL.
+    pub async fn kill_configurator(&mut self, id: &str) -> Result<()> {
+        let mut child = self
+            .configurators
+            .remove(id)
+            .with_context(|| format!("no configurator {id}"))?;
+        child.kill().await.with_context(|| format!("killing {id}"))
+    }
+}

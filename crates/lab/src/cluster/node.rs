@@ -1,0 +1,164 @@
+//! Adding a lab node (namespace, FRR, Node object, agent) and its agent: the command line (probes, health-check file, FRR flags, identity) and
+//! the health-check file the lab writes for it.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+use super::{AGENT_METRICS_PORT, Cluster, NAMESPACE};
+use crate::fabric;
+use crate::settings::flag;
+
+impl Cluster {
+    /// Adds a node: namespace on the fabric, Node object (Ready), and its agent. Returns its name.
+    pub async fn add_node(&mut self) -> Result<String> {
+        let index = self.next_index;
+        self.next_index += 1;
+        let name = format!("lab-node-{index}");
+        let frr_config = crate::frr::node_config(&name, fabric::node_ip(index));
+        if self.vm.is_none() {
+            fabric::add_node(&name, index)?;
+            let ns = fabric::netns(&name);
+            let pids = crate::frr::start(&ns, &ns, &frr_config)
+                .with_context(|| format!("starting FRR on {name}"))?;
+            crate::pids::record_pids(&self.opts.state_dir, &pids)?;
+        }
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let zone = format!("zone-{}", (index - 1) % 2);
+        let node: Node = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {
+                "kubernetes.io/hostname": name,
+                netrollout_api::ZONE_LABEL: zone,
+            }},
+            "spec": {"taints": [{"key": STARTUP_TAINT, "effect": "NoSchedule"}]},
+        }))?;
+        nodes
+            .create(&PostParams::default(), &node)
+            .await
+            .with_context(|| format!("creating Node {name}"))?;
+        let now = k8s_openapi::jiff::Timestamp::now().to_string();
+        let status = json!({"status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "lab node", "lastHeartbeatTime": now, "lastTransitionTime": now}],
+            "addresses": [{"type": "InternalIP", "address": fabric::node_ip(index).to_string()}],
+        }});
+        nodes
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+            .await
+            .with_context(|| format!("marking Node {name} Ready"))?;
+        let agent = self.agent(&name, index)?;
+        let child = match &self.vm {
+            Some(vm) => {
+                vm.call(crate::vm::Op::AddNode {
+                    name: name.clone(),
+                    index,
+                    frr_config,
+                    agent,
+                })
+                .await
+                .with_context(|| format!("starting {name} in the VM"))?;
+                None
+            }
+            None => {
+                let child = agent
+                    .command()?
+                    .spawn()
+                    .with_context(|| format!("starting the agent of {name}"))?;
+                crate::pids::record_pids(&self.opts.state_dir, child.id().as_slice())?;
+                Some(child)
+            }
+        };
+        self.nodes.insert(name.clone(), (index, child));
+        if let Some(p) = &self.prometheus {
+            let agents: Vec<_> = (self.nodes.iter())
+                .map(|(n, (i, _))| {
+                    (
+                        n.clone(),
+                        SocketAddr::from((fabric::node_ip(*i), AGENT_METRICS_PORT)),
+                    )
+                })
+                .collect();
+            p.set_agents(&agents)?;
+        }
+        Ok(name)
+    }
+
+    /// The agent of `node`: its command line in the node's namespace.
+    fn agent(&self, node: &str, index: usize) -> Result<crate::vm::Spawn> {
+        let state = self.opts.state_dir.join("nodes").join(node);
+        std::fs::create_dir_all(&state)?;
+        // The fabric address of the API server (in VM mode, the guest's relay there).
+        let api = SocketAddr::from((fabric::HOST_IP, self.server.addr().port()));
+        let path = |p: &Path| p.to_string_lossy().into_owned();
+        let mut args: Vec<String> = vec![
+            "--node-name".into(),
+            node.into(),
+            "--state-dir".into(),
+            path(&state),
+            "--vtep-ip".into(),
+            fabric::node_ip(index).to_string(),
+        ];
+        args.extend(crate::agent_probe_args(&api, &flag(self.opts.probe_hold)));
+        // The tenant probe, a health-check file: from the node's own port on the lab's tenant
+        // network, every other node's workload must answer (checks that fail before a change
+        // are not enforced, so the first rollout, before workloads exist, is not held up).
+        // Once Provisioned with the checks passing, the agent removes the startup taint.
+        let file = state.join("healthcheck.yaml");
+        std::fs::write(&file, healthcheck(index, self.opts.nodes.max(index))?)
+            .with_context(|| format!("writing {}", file.display()))?;
+        args.extend(["--healthcheck-config".into(), path(&file)]);
+        // The agent manages the node's FRR: the lab's base file (fabric session, ASN, router id)
+        // plus the managed sections, applied with frr-reload.py in the node's pathspace.
+        let pathspace = fabric::netns(node);
+        args.extend([
+            "--frr-base-config".into(),
+            path(&crate::frr::base_config(&pathspace)),
+            "--frr-config".into(),
+            path(&crate::frr::config_dir(&pathspace).join("frr.conf")),
+            "--frr-pathspace".into(),
+            pathspace.clone(),
+        ]);
+        // The managed instances' router id must differ from the base file's (the VTEP address
+        // here): each VRF peers with the default VRF over iBGP. Never routed, only an id.
+        let id = fabric::node_ip(index).octets();
+        args.extend(["--router-id".into(), format!("10.78.{}.{}", id[2], id[3])]);
+        let kubeconfig = crate::identities::agent_kubeconfig(
+            &self.server,
+            &self.opts.state_dir,
+            NAMESPACE,
+            node,
+        )?;
+        Ok(crate::vm::Spawn {
+            netns: pathspace,
+            program: self.opts.bin_dir.join("netrollout-agent"),
+            args,
+            env: vec![
+                ("KUBECONFIG".into(), path(&kubeconfig)),
+                ("RUST_LOG".into(), "info".into()),
+            ],
+            log: self.log_path(node),
+        })
+    }
+}
+
+/// The taint every lab Node starts with; its agent removes it once the node's network works.
+pub const STARTUP_TAINT: &str = "node.netrollout.io/network-unavailable";
+
+/// Node `index`'s health-check file: its links up, and ICMP from its port on the tenant network
+/// to the workloads of nodes `1..=nodes` but itself; the startup taint to remove.
+pub fn healthcheck(index: usize, nodes: usize) -> Result<String> {
+    let tenant =
+        crate::workload::networks(&[crate::inputs::tenant(crate::inputs::TENANT_VNI)?], false);
+    let mut text = String::from("interfaces: [eth0, \"l2.*\"]\nreachability:\n");
+    for net in &tenant {
+        for j in (1..=nodes).filter(|j| *j != index) {
+            text.push_str(&format!("  - host: {}\n    protocol: icmp\n", net.addr(j)));
+        }
+    }
+    text.push_str(&format!("taints: [{STARTUP_TAINT}]\n"));
+    Ok(text)
+}
