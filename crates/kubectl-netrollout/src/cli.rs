@@ -161,7 +161,11 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> Result<u8> {
         }
         Command::Nodes => {
             let rows = nodes::NodeRow::all(&cluster.observe().await?);
-            write_out(out, &format.render(&rows, || nodes::table(&rows, now))?)?;
+            let wide = format == Format::Wide;
+            write_out(
+                out,
+                &format.render(&rows, || nodes::table(&rows, now, wide))?,
+            )?;
         }
         Command::Diff { first, second } => {
             let observed = cluster.observe().await?;

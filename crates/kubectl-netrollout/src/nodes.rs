@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use netrollout_api::{NODE_CONDITION, NodeNetworkConfig, NodePhase};
+use netrollout_api::{FailedCheck, NODE_CONDITION, NodeNetworkConfig, NodePhase};
 use serde::Serialize;
 
 use crate::cluster::Observed;
@@ -42,6 +42,10 @@ pub struct NodeRow {
     /// reported none yet. A revision whose config for this node needs one of them is not
     /// dispatched (docs/contract.md, "Pre-flight").
     pub missing_capabilities: Option<Vec<String>>,
+    /// The checks that already failed before the node's last change, with their errors: the
+    /// agent did not judge the change by them (`-o wide` shows them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub preexisting_failures: Vec<FailedCheck>,
 }
 
 impl NodeRow {
@@ -85,6 +89,9 @@ impl NodeRow {
             missing_capabilities: status
                 .and_then(|s| s.capabilities.as_ref())
                 .map(|c| c.missing.clone()),
+            preexisting_failures: status
+                .map(|s| s.preexisting_failures.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -117,9 +124,10 @@ impl NodeRow {
     }
 }
 
-/// The aligned table of node rows; `since` is the age of the last finish (or start).
-pub fn table(rows: &[NodeRow], now: jiff::Timestamp) -> String {
-    let mut t = Table::new(&[
+/// The aligned table of node rows; `since` is the age of the last finish (or start). `wide`
+/// adds the checks not judged (name: error) and prints the whole message.
+pub fn table(rows: &[NodeRow], now: jiff::Timestamp, wide: bool) -> String {
+    let mut columns = vec![
         "node",
         "ready",
         "config-ready",
@@ -130,10 +138,18 @@ pub fn table(rows: &[NodeRow], now: jiff::Timestamp) -> String {
         "since",
         "lacks",
         "reason",
-        "message",
-    ]);
+    ];
+    if wide {
+        columns.push("not-judged");
+    }
+    columns.push("message");
+    let mut t = Table::new(&columns);
     for r in rows {
-        t.row(vec![
+        let message =
+            r.message
+                .as_deref()
+                .map(|m| if wide { m.to_string() } else { truncate(m, 80) });
+        let mut row = vec![
             r.node.clone(),
             or_dash(r.node_ready.as_ref()),
             or_dash(r.config_condition.as_ref()),
@@ -144,8 +160,12 @@ pub fn table(rows: &[NodeRow], now: jiff::Timestamp) -> String {
             age(r.since.as_ref(), now),
             lacks(r.missing_capabilities.as_deref()),
             or_dash(r.reason.as_ref()),
-            or_dash(r.message.as_deref().map(|m| truncate(m, 80))),
-        ]);
+        ];
+        if wide {
+            row.push(not_judged(&r.preexisting_failures));
+        }
+        row.push(or_dash(message.as_ref()));
+        t.row(row);
     }
     if t.is_empty() {
         return "no nodes\n".into();
@@ -161,4 +181,16 @@ fn lacks(missing: Option<&[String]>) -> String {
         Some([]) => "none".into(),
         Some(m) => m.join(","),
     }
+}
+
+/// The `not-judged` column: each check that failed before the last change, with its error.
+fn not_judged(checks: &[FailedCheck]) -> String {
+    if checks.is_empty() {
+        return "-".into();
+    }
+    checks
+        .iter()
+        .map(|c| format!("{}: {}", c.name, c.error))
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -13,6 +13,9 @@ pub enum Format {
     /// Aligned columns for people.
     #[default]
     Table,
+    /// The table with more detail (`nodes`: the checks each agent did not judge, and why; the
+    /// whole message); the other commands print their usual table.
+    Wide,
     /// One JSON document (one per line with `--watch`).
     Json,
     /// YAML.
@@ -26,7 +29,7 @@ impl Format {
     /// [`Error::Output`] if the value cannot be serialised.
     pub fn render<T: Serialize>(self, value: &T, table: impl FnOnce() -> String) -> Result<String> {
         match self {
-            Self::Table => Ok(table()),
+            Self::Table | Self::Wide => Ok(table()),
             Self::Json => serde_json::to_string_pretty(value)
                 .map(|s| s + "\n")
                 .map_err(|e| Error::Output(e.to_string())),

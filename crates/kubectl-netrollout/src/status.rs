@@ -294,7 +294,7 @@ impl StatusReport {
             .partition(|n| n.up_to_date && n.node_ready.as_deref() == Some("True"));
         if !open.is_empty() {
             let open: Vec<NodeRow> = open.into_iter().cloned().collect();
-            out.push_str(&nodes::table(&open, now));
+            out.push_str(&nodes::table(&open, now, false));
         }
         let mut by_revision: std::collections::BTreeMap<&str, usize> =
             std::collections::BTreeMap::new();
@@ -369,7 +369,7 @@ pub async fn watch(
                                 + "\n"
                         }
                         Format::Yaml => format!("---\n{}", format.render(&report, String::new)?),
-                        Format::Table => format!(
+                        Format::Table | Format::Wide => format!(
                             "== {}\n{}",
                             jiff::Timestamp::now().strftime("%H:%M:%S"),
                             report.table(jiff::Timestamp::now())

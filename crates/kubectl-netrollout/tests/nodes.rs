@@ -138,3 +138,43 @@ async fn nodes_name_the_capabilities_each_agent_reported_missing() {
     );
     assert_eq!(json[2]["missingCapabilities"], serde_json::Value::Null);
 }
+
+#[tokio::test]
+async fn nodes_wide_shows_the_checks_an_agent_did_not_judge_and_why() {
+    let lab = LabApi::netrollout().await;
+    lab.node("node-a", true).await;
+    let mut status = node_status("ncr-one", NodePhase::Provisioned, None);
+    status.message = Some(
+        "applied and probed in 812 ms; 1 check not judged, as it already failed before the \
+         change: icmp 172.31.88.102 (why: kubectl netrollout nodes -o wide)"
+            .into(),
+    );
+    status.preexisting_failures = vec![netrollout_api::FailedCheck {
+        name: "icmp 172.31.88.102".into(),
+        error: "no echo reply within 1s".into(),
+    }];
+    lab.config("node-a", "ncr-one", Some(status)).await;
+
+    let narrow = lab.plugin(&["nodes"]).await;
+    let narrow = narrow.expect_code(0);
+    assert!(!narrow.contains("no echo reply"), "{narrow}");
+    let wide = lab.plugin(&["nodes", "-o", "wide"]).await;
+    let wide = wide.expect_code(0);
+    let header = wide.lines().next().unwrap();
+    assert!(header.contains("NOT-JUDGED"), "{header}");
+    let line = wide.lines().find(|l| l.starts_with("node-a")).unwrap();
+    assert!(
+        line.contains("icmp 172.31.88.102: no echo reply within 1s"),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("(why: kubectl netrollout nodes -o wide)"),
+        "{line}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(lab.plugin(&["nodes", "-o", "json"]).await.expect_code(0)).unwrap();
+    assert_eq!(
+        json[0]["preexistingFailures"][0]["error"],
+        "no echo reply within 1s"
+    );
+}
