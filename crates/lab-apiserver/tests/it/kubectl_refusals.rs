@@ -1,10 +1,8 @@
 //! What the lab API server refuses, driven by the real kubectl: malformed bodies, unknown
 //! kinds and versions, invalid names, schema violations, unknown fields, and server-side
 //! apply conflicts. Every refusal is the right Status, the server stays up, nothing is stored.
-// Test helpers outside #[test] functions may unwrap too (clippy.toml allows it in tests).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::LabApi;
 

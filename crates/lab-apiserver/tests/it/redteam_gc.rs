@@ -3,9 +3,8 @@
 //! finalizer keeps it from going. The lab API server collects such objects as
 //! kube-controller-manager does; the bundle's policies keep the agent and the operator from
 //! setting either, and each test shows the delete happening once the policy is gone.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-mod common;
+use crate::common;
 
 use common::LabApi;
 use common::cluster::{Cluster, owner};

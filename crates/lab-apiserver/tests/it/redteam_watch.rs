@@ -1,9 +1,8 @@
 //! Red team, slow watchers: a watcher that does not keep up is dropped, and its client recovers
 //! by watching again and, when its resourceVersion is gone from the window, by listing again.
 //! (The memory such watchers hold is measured alone in `redteam_watch_memory.rs`.)
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,9 +3,8 @@
 //! JSON or nest too deep, 415 for an unknown content type, 431 for oversized headers and
 //! paths, as Go's HTTP server answers), and the server keeps answering afterwards. The
 //! `Bearer` scheme is read in any case.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-mod common;
+use crate::common;
 
 use common::LabApi;
 use common::raw::{self, Answer};

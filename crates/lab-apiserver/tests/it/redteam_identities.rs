@@ -4,9 +4,8 @@
 //! kind that matters, with the RBAC roles and admission policies of `deploy/netrollout.yaml`.
 //! Each case lists who may do it; everyone else must be refused (401 or 403). The garbage
 //! collector back door is tried end to end in `redteam_gc.rs`.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-mod common;
+use crate::common;
 
 use common::cluster::{Cluster, HASH, NS, identity, nnc, owner};
 use common::raw;

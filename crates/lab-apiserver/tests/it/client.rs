@@ -1,10 +1,8 @@
 //! The lab API server driven by kube::Client: a Controller, server-side apply, conflicts,
 //! finalizers, garbage collection, the status subresource and lists. Watches are in
 //! `client_watch.rs`.
-// Test helpers outside #[test] functions may unwrap too (clippy.toml allows it in tests).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

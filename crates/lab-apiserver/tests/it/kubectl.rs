@@ -1,8 +1,6 @@
 //! The lab API server driven by the real kubectl.
-// Test helpers outside #[test] functions may unwrap too (clippy.toml allows it in tests).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::LabApi;
 

@@ -2,10 +2,8 @@
 //! kube-lease-manager, fault injection (in process and over HTTP), persistence across a
 //! restart, the binary with its kubeconfig, events from a Recorder seen by kubectl, and
 //! namespace and CRD deletion.
-// Test helpers outside #[test] functions may unwrap too (clippy.toml allows it in tests).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

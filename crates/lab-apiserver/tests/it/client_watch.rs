@@ -2,10 +2,8 @@
 //! and 410 Gone, a slow watcher under a burst, label-selected and streaming-list watches. The
 //! other client behaviours (a Controller, server-side apply, conflicts, finalizers, garbage
 //! collection, status, lists) are in `client.rs`.
-// Test helpers outside #[test] functions may unwrap too (clippy.toml allows it in tests).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,10 +1,8 @@
 //! The bounded watch history and the CEL program caches, driven by kube::Client: a watch from
 //! a resourceVersion the byte-bounded window no longer holds gets 410 Gone, and a changed CRD
 //! rule or admission policy is enforced from the next write on (no stale compiled program).
-// Test helpers outside #[test] functions may unwrap too (clippy.toml allows it in tests).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::LabApi;
 use common::objects::*;

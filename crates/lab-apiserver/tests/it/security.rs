@@ -3,9 +3,8 @@
 //! each component gets its own token (agents with the node-name claim), and the real kubectl
 //! and kube client act as each identity. Every test here fails if the protection it names is
 //! removed from the bundle (or the server stops enforcing it).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-mod common;
+use crate::common;
 
 use common::cluster::{Cluster, NS, nnc, ready, run_kubectl, status_patch};
 use k8s_openapi::api::core::v1::Node;
