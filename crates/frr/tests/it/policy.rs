@@ -1,9 +1,7 @@
 //! The rendered text of the export policy's extras: communities (standard and large) and VRF
 //! loopbacks, from the inputs through render to the FRR text.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
-
-mod common;
+use crate::common;
 
 use netrollout_api::{
     NodeConfig, PrefixAction, PrefixItem, VRFRouteConfiguration, VRFRouteConfigurationSpec,

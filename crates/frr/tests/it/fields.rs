@@ -11,9 +11,7 @@
 //!
 //! A new field without an entry, or an entry whose consumer does not react, fails the test.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
-
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

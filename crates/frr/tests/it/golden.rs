@@ -2,9 +2,7 @@
 //! third-party ones of `NETROLLOUT_COMPAT_DIR` where a golden text exists) render to the FRR text
 //! stored under `tests/golden/`. Re-bless with `NETROLLOUT_BLESS=1 cargo test -p netrollout-frr`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
-
-mod common;
+use crate::common;
 
 use netrollout_frr::{render, with_base};
 

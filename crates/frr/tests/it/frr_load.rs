@@ -2,9 +2,7 @@
 //! bgpd in a network namespace, `vtysh -N`) without a single error line, and FRR then holds it.
 //! Needs root and FRR (hack/install-deps.sh); fails loudly without.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
-
-mod common;
+use crate::common;
 
 use common::frr::Frr;
 use netrollout_frr::{render, with_base};
