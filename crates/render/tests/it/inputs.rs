@@ -2,8 +2,6 @@
 //! of `NETROLLOUT_COMPAT_DIR` when set) parse, validate and render; the same inputs in any
 //! order give the same revision.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
-
 use std::path::{Path, PathBuf};
 
 use netrollout_api::{Layer2NetworkConfiguration, RoutingTable, VRFRouteConfiguration};

@@ -1,8 +1,6 @@
 //! Invalid inputs: every problem is reported at once, naming the object, the field and a fix.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
-
-mod common;
+use crate::common;
 
 use common::{fields, l2, problems, vrf};
 use netrollout_api::{PrefixItem, RoutingTable, RoutingTableSpec, VrfLoopback};

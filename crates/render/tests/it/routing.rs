@@ -2,9 +2,7 @@
 //! host routes their policy exports, communities (standard and large) are checked against what
 //! FRR takes, and layer-2 settings netrollout does not implement are refused naming the field.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
-
-mod common;
+use crate::common;
 
 use common::{fields, node, vrf};
 use netrollout_api::{

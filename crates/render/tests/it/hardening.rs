@@ -3,9 +3,7 @@
 //! the field each problem names, and that a clash is blamed on the input that is new since the
 //! last revision (`compile_against`), not on the one already accepted.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
-
-mod common;
+use crate::common;
 
 use common::{fields, l2_with, problems, vrf};
 use netrollout_api::{
