@@ -2,9 +2,8 @@
 //! written for an older spec as stale, agreeing with the real
 //! `kubectl wait --for=condition=NetworkConfigReady nnc/NODE` (which ignores a condition whose
 //! `observedGeneration` is behind the object's generation).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-mod common;
+use crate::common;
 
 use common::{LabApi, PluginLab as _, node_status};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};

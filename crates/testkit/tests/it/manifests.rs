@@ -1,8 +1,7 @@
 //! The workloads and roles of the deploy bundle keep their security promises: the agent's
 //! capabilities and host access, the configurator's hardening, least-privilege RBAC.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

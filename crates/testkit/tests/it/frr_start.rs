@@ -5,7 +5,6 @@
 //! The daemons are started through small wrapper scripts (the start's `bin_dir`) around the real
 //! ones: the zebra wrapper returns at once and starts zebra two seconds later in the background
 //! (as a slow machine would), the bgpd wrapper writes down whether zebra was up when it ran.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;

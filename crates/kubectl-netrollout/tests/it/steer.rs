@@ -1,8 +1,7 @@
 //! `pause`, `resume`, `retry`, `diff` and `undo` against a lab API server: what they write is
 //! what the configurator and agents read.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-mod common;
+use crate::common;
 
 use common::{LabApi, PluginLab as _, failed_status, node_status, rev_status, snapshot};
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -1,8 +1,7 @@
 //! The kustomize bases under `config/` and the rendered bundle `deploy/netrollout.yaml`: no
 //! drift, and the bundle applies to the lab API server with the real kubectl.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -1,8 +1,7 @@
 //! `status`, `history` and `nodes` against a lab API server holding objects in the shapes the
 //! configurator and the agents write; exit codes gate pipelines.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

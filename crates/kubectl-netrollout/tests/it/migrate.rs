@@ -2,9 +2,8 @@
 //! `tests/data/go-operator/`; the third-party ones of `NETROLLOUT_COMPAT_DIR` too when set)
 //! convert with `kubectl netrollout migrate`, apply unchanged but for `apiVersion` to the lab API server with kubectl (strict
 //! field validation against the CRD schemas), and render for a fleet.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-mod common;
+use crate::common;
 
 use common::PluginLab as _;
 
