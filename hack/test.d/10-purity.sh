@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # The pure core stays pure in Cargo too: the normal dependency tree of the renderer, the rollout
-# crate (the planner and the revision lifecycle) and (once the workspace has it) the FRR renderer
-# holds no async runtime, no HTTP stack, no Kubernetes client and no netlink. A shared workspace
-# dependency entry that switches on a client feature, or a new dependency that drags one in,
-# fails here with the path to it. The decision modules of the rollout crate are also checked in
-# their source: they read no clock and touch no file, socket or thread (the caller passes `now`).
+# crate (the planner and the revision lifecycle), the FRR renderer and the CRD checks (schema and
+# CEL rules, which the kubectl plugin links) holds no async runtime, no HTTP stack, no Kubernetes
+# client and no netlink. A shared workspace dependency entry that switches on a client feature,
+# or a new dependency that drags one in, fails here with the path to it. The decision modules of
+# the rollout crate are also checked in their source: they read no clock and touch no file,
+# socket or thread (the caller passes `now`).
 # The agent's transaction core, a module of an I/O crate, is checked on its source too (below).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 forbidden='tokio hyper kube-client rtnetlink netlink-sys'
-candidates='netrollout-render netrollout-rollout netrollout-frr'
+candidates='netrollout-render netrollout-rollout netrollout-frr netrollout-crdcheck'
 
 # The workspace's package names, from cargo metadata (so a package that does not exist yet is
 # skipped by name, and a renamed one is noticed).

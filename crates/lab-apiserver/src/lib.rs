@@ -29,8 +29,8 @@
 //!   `watch`: the streaming watch response with bookmarks.
 //! - [`resources`]: built-in kinds and kinds defined by CRDs.
 //! - `admission`: CEL admission (CRD `x-kubernetes-validations`, ValidatingAdmissionPolicies);
-//!   `cel_rules`: a CRD's rules compiled without the rule-free subtrees, walked to where they are.
-//! - `schema`: CRD `openAPIV3Schema` validation; `builtin`: typed checks of built-in kinds.
+//!   the CRD `openAPIV3Schema` and CEL-rule checks themselves are `netrollout_crdcheck`'s,
+//!   shared with the kubectl plugin; `builtin`: typed checks of built-in kinds.
 //! - `patch`: merge, JSON, strategic-merge and apply patches; `managed`: field ownership
 //!   (`managedFields`) and server-side apply conflicts.
 //! - `discovery`: discovery documents and OpenAPI v3; `table`: Table responses and JSONPath.
@@ -45,7 +45,6 @@ mod admission;
 mod app;
 pub mod auth;
 mod builtin;
-mod cel_rules;
 mod convert;
 mod discovery;
 pub mod error;
@@ -60,7 +59,6 @@ mod persist;
 mod protobuf;
 mod rbac;
 pub mod resources;
-mod schema;
 mod selector;
 pub mod server;
 mod store;
@@ -70,7 +68,6 @@ mod verbs;
 mod watch;
 mod watchers;
 
-pub use admission::check_custom_object;
 pub use auth::Identity;
 pub use error::{ApiError, Error, Result};
 pub use faults::{ErrorRule, FaultConfig, Faults, Outage};

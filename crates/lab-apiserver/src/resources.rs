@@ -375,7 +375,7 @@ pub fn from_crd(crd: &Value) -> Vec<ResourceType> {
             status_subresource: v["subresources"]["status"].is_object(),
             columns,
             schema: Some(v["schema"]["openAPIV3Schema"].clone()),
-            cel: Some(Arc::new(crate::cel_rules::compile(
+            cel: Some(Arc::new(netrollout_crdcheck::cel_rules::compile(
                 &v["schema"]["openAPIV3Schema"],
             ))),
             builtin: None,

@@ -26,7 +26,7 @@ pub(super) fn check_limits(kind: &str, name: &str, spec: &Value) -> Vec<String> 
     let object = serde_json::json!({
         "apiVersion": TARGET_API_VERSION, "kind": kind, "metadata": {"name": name}, "spec": spec,
     });
-    netrollout_lab_apiserver::check_custom_object(&schema, &object)
+    netrollout_crdcheck::check_custom_object(&schema, &object)
         .into_iter()
         .map(|(field, message)| format!("{field}: {message}"))
         .collect()

@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use kube_cel::KubeCelExt;
 use kube_cel::cel::objects::{Key, Map};
 use kube_cel::cel::{Context, ExecutionError, Program, Value as CelValue};
-use kube_cel::{KubeCelExt, Validator};
 use serde_json::Value;
 
 /// Distinct policy expressions kept compiled; past this the cache starts over.
@@ -21,9 +21,8 @@ pub(super) fn program_cache() -> &'static Mutex<HashMap<String, Compiled>> {
 }
 
 thread_local! {
-    /// The Kubernetes CEL function library, registered once per thread: for CRD rules, and as
-    /// the parent scope of every policy evaluation.
-    pub(super) static VALIDATOR: Validator = Validator::new();
+    /// The Kubernetes CEL function library, registered once per thread: the parent scope of
+    /// every policy evaluation (CRD rules run in `netrollout_crdcheck`).
     pub(super) static LIBRARY: Context<'static> = Context::default().with_all();
 }
 

@@ -11,7 +11,6 @@
 
 use std::borrow::Cow;
 
-use kube_cel::CompiledSchema;
 use kube_cel::cel::{Context, Value as CelValue};
 use serde_json::{Value, json};
 
@@ -23,7 +22,8 @@ use crate::store::State;
 
 mod cel;
 
-use cel::{LIBRARY, VALIDATOR, bind, eval, eval_bool};
+use cel::{LIBRARY, bind, eval, eval_bool};
+use netrollout_crdcheck::cel_causes;
 
 const POLICIES: &str = "admissionregistration.k8s.io/validatingadmissionpolicies";
 const BINDINGS: &str = "admissionregistration.k8s.io/validatingadmissionpolicybindings";
@@ -95,21 +95,6 @@ fn as_seen<'a>(
     seen
 }
 
-/// Checks a custom object against its CRD version's `openAPIV3Schema` as the server does on
-/// create: the schema (types, ranges, patterns, lengths, item limits) and the CEL rules. Returns
-/// `(field path, message)` for every failure, e.g. `("spec.import[0].cidr", "Invalid value:
-/// \"string\": cidr must be a network ...")`; empty when the object is valid.
-pub fn check_custom_object(schema: &Value, object: &Value) -> Vec<(String, String)> {
-    let mut copy = object.clone();
-    let out = crate::schema::validate(schema, &mut copy, false);
-    let mut causes = out.invalid;
-    if causes.is_empty() {
-        let compiled = crate::cel_rules::compile(schema);
-        causes.extend(cel_causes(&compiled, object, None));
-    }
-    causes
-}
-
 /// `x-kubernetes-validations` of a custom resource's schema; 422 naming each failing field.
 fn crd_rules(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
     let Some(compiled) = &rt.cel else {
@@ -121,54 +106,6 @@ fn crd_rules(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<(
     }
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
     Err(ApiError::invalid(&rt.group, &rt.kind, name, &causes))
-}
-
-fn cel_causes(
-    compiled: &CompiledSchema,
-    object: &Value,
-    old: Option<&Value>,
-) -> Vec<(String, String)> {
-    let errors = VALIDATOR.with(|v| crate::cel_rules::validate(v, compiled, object, old));
-    errors
-        .iter()
-        .map(|e| {
-            let field = if e.field_path.is_empty() {
-                "<root>".to_string()
-            } else {
-                e.field_path.clone()
-            };
-            let value = e
-                .field_path
-                .split('.')
-                .try_fold(object, |v, seg| step(v, seg))
-                .map(type_name)
-                .unwrap_or("object");
-            (field, format!("Invalid value: \"{value}\": {}", e.message))
-        })
-        .collect()
-}
-
-/// One path segment (`import[0]` or `cidr`) into a JSON value.
-fn step<'v>(v: &'v Value, seg: &str) -> Option<&'v Value> {
-    match seg.split_once('[') {
-        Some((key, idx)) => {
-            let base = if key.is_empty() { v } else { v.get(key)? };
-            let i: usize = idx.trim_end_matches(']').parse().ok()?;
-            base.get(i)
-        }
-        None => v.get(seg),
-    }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::String(_) => "string",
-        Value::Number(_) => "integer",
-        Value::Bool(_) => "boolean",
-        Value::Array(_) => "array",
-        Value::Null => "null",
-        Value::Object(_) => "object",
-    }
 }
 
 /// Every binding whose policy matches the request, evaluated in name order.

@@ -5,6 +5,10 @@
 //! Objects are held as their JSON bytes ([`Stored`]), shared with the event window and the
 //! watchers; [`State::get`] decodes. The window is bounded by a number of events and a number
 //! of bytes; a watch from a resourceVersion older than it gets 410 Gone and relists.
+//!
+//! Here: create and update, reads, the window. `lifecycle`: deletion, finalizers, garbage
+//! collection, CRD registration; `objects`: the map of one type's objects; `snapshot`: the
+//! persistence format.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -16,70 +20,18 @@ use crate::event::{Event, EventType};
 use crate::object::{
     finalizers, meta_mut, meta_str, new_uid, now_timestamp, same_but_status, same_spec,
 };
-use crate::resources::{Builtin, Registry, ResourceType, TypeKey, from_crd};
-use crate::stored::{Stored, keeps_tree};
+use crate::resources::{Builtin, Registry, ResourceType, TypeKey};
+use crate::stored::Stored;
 use crate::watchers::Watchers;
 
 mod lifecycle;
+mod objects;
+mod snapshot;
+
+use objects::Objects;
 
 /// An object's namespace (empty for cluster-scoped objects) and name.
 pub type Id<'a> = (&'a str, &'a str);
-
-/// The objects of one type, by namespace and then by name: a lookup hashes the two `&str`s it
-/// is given (no key is built, no name compared byte by byte down a tree; at 10,000 objects of a
-/// type the ordered map's lookups were 7 % of a write). Listings sort, as the API returns
-/// objects in key order.
-#[derive(Debug, Default)]
-struct Objects(HashMap<String, HashMap<String, Stored>>);
-
-impl Objects {
-    fn get(&self, ns: &str, name: &str) -> Option<&Stored> {
-        self.0.get(ns)?.get(name)
-    }
-
-    fn insert(&mut self, ns: &str, name: &str, stored: Stored) {
-        if let Some(names) = self.0.get_mut(ns) {
-            match names.get_mut(name) {
-                Some(slot) => *slot = stored,
-                None => {
-                    names.insert(name.to_string(), stored);
-                }
-            }
-        } else {
-            let names = HashMap::from([(name.to_string(), stored)]);
-            self.0.insert(ns.to_string(), names);
-        }
-    }
-
-    fn remove(&mut self, ns: &str, name: &str) -> Option<Stored> {
-        let names = self.0.get_mut(ns)?;
-        let removed = names.remove(name);
-        if names.is_empty() {
-            self.0.remove(ns);
-        }
-        removed
-    }
-
-    fn len(&self) -> usize {
-        self.0.values().map(HashMap::len).sum()
-    }
-
-    /// The objects (of namespace `ns`, if given) sorted by namespace and name.
-    fn sorted<'a>(&'a self, ns: Option<&str>) -> Vec<(Id<'a>, &'a Stored)> {
-        let mut out: Vec<(Id<'a>, &'a Stored)> = self
-            .0
-            .iter()
-            .filter(|(n, _)| ns.is_none_or(|ns| n.as_str() == ns))
-            .flat_map(|(ns, names)| {
-                names
-                    .iter()
-                    .map(move |(n, o)| ((ns.as_str(), n.as_str()), o))
-            })
-            .collect();
-        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        out
-    }
-}
 
 /// Default bound of the event window in bytes of encoded events.
 pub const DEFAULT_WINDOW_BYTES: usize = 64 << 20;
@@ -342,55 +294,6 @@ impl State {
         self.watchers.dispatch(&ev, object, prev_tree.as_deref());
         self.dirty = true;
         Ok(ev.object.clone())
-    }
-
-    /// The resourceVersion and every object, CRDs first, for persistence.
-    pub fn snapshot(&self) -> (u64, Vec<Stored>) {
-        let mut keys: Vec<&TypeKey> = self.objects.keys().collect();
-        keys.sort_by_key(|k| (!k.ends_with("/customresourcedefinitions"), &***k));
-        let objects = keys
-            .into_iter()
-            .flat_map(|k| self.objects[k].sorted(None))
-            .map(|(_, o)| o.clone())
-            .collect();
-        (self.rv, objects)
-    }
-
-    /// Loads a [`State::snapshot`], keeping each object's metadata as it was saved.
-    pub fn restore(&mut self, snap: &Value) -> Result<(), String> {
-        let objs = snap["objects"].as_array().ok_or("no \"objects\" array")?;
-        for o in objs {
-            let (av, kind) = (
-                o["apiVersion"].as_str().unwrap_or_default(),
-                o["kind"].as_str().unwrap_or_default(),
-            );
-            let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
-            let rt = self
-                .registry
-                .all()
-                .find(|t| t.group == group && t.version == version && t.kind == kind)
-                .cloned();
-            let rt = rt.ok_or_else(|| format!("object of unknown kind {av} {kind}"))?;
-            if rt.builtin == Some(Builtin::Crd) {
-                for t in from_crd(o) {
-                    self.registry.insert(t);
-                }
-            }
-            let key = rt.key();
-            let stored = Stored::encode(Arc::new(o.clone()), keeps_tree(&key));
-            self.objects.entry(key).or_default().insert(
-                meta_str(o, "namespace"),
-                meta_str(o, "name"),
-                stored,
-            );
-        }
-        self.rv = snap["resourceVersion"]
-            .as_u64()
-            .ok_or("no resourceVersion")?;
-        self.compacted = self.rv;
-        self.window.clear();
-        self.window_bytes = 0;
-        Ok(())
     }
 }
 

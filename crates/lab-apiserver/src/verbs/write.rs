@@ -15,7 +15,7 @@ use crate::managed::{self, Writer};
 use crate::object::{invalid_name, meta_mut, meta_str, parse_body, random_suffix};
 use crate::patch::{self, PatchKind};
 use crate::resources::{Builtin, ResourceType};
-use crate::schema;
+use netrollout_crdcheck::schema;
 
 fn body_object(r: &Req) -> Result<Value, ApiError> {
     let ct = r.header(header::CONTENT_TYPE);

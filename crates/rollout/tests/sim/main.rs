@@ -22,6 +22,7 @@ mod regressions_failure;
 mod regressions_guard;
 mod regressions_known_good;
 mod regressions_preflight;
+mod regressions_waves;
 mod scenario;
 
 // The simulator itself lives in the test kit (the benchmark uses it too).

@@ -1,17 +1,14 @@
-//! Named regression scenarios, one per rule of the contract (docs/contract.md) "The plan" (failure handling is in
-//! `regressions_failure`). Each builds the API-visible state by hand (or drives the simulated
-//! fleet) and checks the planner's decision.
+//! Named regression scenarios, one per rule of the contract (docs/contract.md) "The plan"
+//! (failure handling is in `regressions_failure`, the two rollout strategies in
+//! `regressions_waves`). Each builds the API-visible state by hand (or drives the simulated
+//! fleet) and checks the planner's decision. The builders here serve every `regressions_*`.
 
 use std::time::Duration;
 
 use netrollout_rollout::{
     Action, DispatchKind, DispatchRecord, Mode, Node, NodePhase, NodeStatus, Plan, Revision,
-    RevisionPhase, RolloutStrategy, Settings, State, Timestamp, UpdateLimit, plan,
+    RevisionPhase, Settings, State, Timestamp, UpdateLimit, plan,
 };
-
-use crate::agent::{Agent, Behavior};
-use crate::lifecycle::Inputs;
-use crate::world::World;
 
 pub fn t(secs: u64) -> Timestamp {
     Timestamp::from_millis(1_700_000_000_000).saturating_add(Duration::from_secs(secs))
@@ -323,84 +320,6 @@ fn a_paused_revision_or_a_global_pause_stops_new_dispatches_while_in_flight_node
     assert_eq!(
         dispatched(&plan(&state, t(1), &limit(5))),
         pairs(&[("r2", "b")])
-    );
-}
-
-#[test]
-fn a_healthy_fleet_of_twenty_nodes_with_limit_five_takes_four_waves() {
-    let mut w = World::new(7, limit(5));
-    for i in 0..20 {
-        w.add_node(i % 3, false, Agent::new(Behavior::Healthy, 1));
-    }
-    let base = w.change_inputs(0);
-    w.converge_on(&base);
-    let target = w.change_inputs(1);
-    let mut waves = 0;
-    for _ in 0..40 {
-        w.step_agents();
-        let (p, _) = w.configurator_pass();
-        waves += usize::from(dispatched(&p).iter().any(|d| d.0 == target));
-        w.advance();
-    }
-    assert_eq!(waves, 4);
-    assert!(
-        w.state
-            .nodes
-            .iter()
-            .all(|n| n.spec_revision.as_ref() == Some(&target))
-    );
-    assert_eq!(
-        w.state
-            .revisions
-            .iter()
-            .find(|r| r.name == target)
-            .map(|r| r.phase),
-        Some(RevisionPhase::Succeeded)
-    );
-}
-
-#[test]
-fn waves_wait_for_the_slowest_node_while_a_window_fills_each_slot_as_it_frees() {
-    // Two of four nodes moved to r2: a finished, b still applying; c and d still on r1.
-    let state = State {
-        revisions: vec![
-            rev("r1", 1, RevisionPhase::Succeeded),
-            rev("r2", 2, RevisionPhase::Progressing),
-        ],
-        nodes: vec![
-            on("a", "r2", NodePhase::Provisioned),
-            on("b", "r2", NodePhase::Provisioning),
-            on("c", "r1", NodePhase::Provisioned),
-            on("d", "r1", NodePhase::Provisioned),
-        ],
-    };
-    let waves = Settings {
-        strategy: RolloutStrategy::Waves,
-        ..limit(2)
-    };
-    assert_eq!(limit(2).strategy, RolloutStrategy::Window, "the default");
-    assert_eq!(dispatched(&plan(&state, t(1), &waves)), vec![]);
-    let window = Settings {
-        strategy: RolloutStrategy::Window,
-        ..limit(2)
-    };
-    let p = plan(&state, t(1), &window);
-    assert_eq!(dispatched(&p), pairs(&[("r2", "c")]));
-    assert_eq!(p.summary.in_flight, 2);
-    // The limit still holds: with both slots taken nothing more moves.
-    let mut full = state.clone();
-    full.nodes[0] = on("a", "r2", NodePhase::Provisioning);
-    assert_eq!(dispatched(&plan(&full, t(1), &window)), vec![]);
-    // Once b finishes too, waves move the next whole wave, as the window would.
-    let mut done = state;
-    done.nodes[1] = on("b", "r2", NodePhase::Provisioned);
-    assert_eq!(
-        dispatched(&plan(&done, t(1), &waves)),
-        pairs(&[("r2", "c"), ("r2", "d")])
-    );
-    assert_eq!(
-        dispatched(&plan(&done, t(1), &window)),
-        pairs(&[("r2", "c"), ("r2", "d")])
     );
 }
 

@@ -1,0 +1,11 @@
+//! The FRR renderer's integration tests, one module per concern, in one test binary (one link
+//! instead of one per file). The real-FRR tests in a VM are `tests/vm.rs`, behind the `vm`
+//! feature.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+mod common;
+
+mod fields;
+mod frr_load;
+mod golden;
+mod policy;

@@ -1,0 +1,10 @@
+//! The plugin's integration tests, one module per command family, in one test binary: each
+//! binary links kube, tokio and the lab API server, so one link instead of one per file.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+mod common;
+
+mod migrate;
+mod nodes;
+mod status;
+mod steer;

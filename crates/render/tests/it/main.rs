@@ -1,0 +1,10 @@
+//! The renderer's integration tests, one module per concern, in one test binary (one link
+//! instead of one per file).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+mod common;
+
+mod hardening;
+mod inputs;
+mod routing;
+mod validation;
