@@ -39,6 +39,8 @@ pub struct Options {
     pub pickup_timeout: Duration,
     /// `--max-failures` of the configurator.
     pub max_failures: u32,
+    /// `--guard` of the configurator (the fleet guard: `revert`, `halt` or `off`).
+    pub guard: crate::settings::GuardMode,
     /// `--probe-hold` of the agents.
     pub probe_hold: Duration,
     /// Directory holding the `netrollout-agent` and `netrollout-configurator` binaries.
@@ -282,6 +284,13 @@ impl Cluster {
             })
             .filter_map(|n| n.metadata.name)
             .collect())
+    }
+
+    /// The running nodes with their numbers.
+    pub fn node_indices(&self) -> Vec<(String, usize)> {
+        (self.nodes.iter())
+            .map(|(name, (index, _))| (name.clone(), *index))
+            .collect()
     }
 
     /// Names of the running nodes.

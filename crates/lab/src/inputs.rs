@@ -77,11 +77,17 @@ pub const TENANT: &str = "lab-tenant";
 /// Its VNI.
 pub const TENANT_VNI: u32 = 100_600;
 
-/// What `up` and the scenarios start from: the samples this kernel can carry and the lab's
-/// tenant network; the left-out samples are listed in the second value.
-pub fn initial(vrf: bool) -> Result<(Vec<DynamicObject>, Vec<String>)> {
-    let (mut objects, skipped) = samples(vrf)?;
+/// What `up` and the scenarios start from: the samples this kernel can carry, the lab's
+/// tenant network and, with VRFs, the routed tenant of `nodes` nodes ([`routed`]); the
+/// left-out inputs are listed in the second value.
+pub fn initial(vrf: bool, nodes: usize) -> Result<(Vec<DynamicObject>, Vec<String>)> {
+    let (mut objects, mut skipped) = samples(vrf)?;
     objects.push(tenant(TENANT_VNI)?);
+    if vrf {
+        objects.extend(routed(nodes)?);
+    } else {
+        skipped.push(format!("the routed tenant (VRF {ROUTED_VRF})"));
+    }
     Ok((objects, skipped))
 }
 
@@ -93,4 +99,86 @@ pub fn connectivity_breaker() -> Result<DynamicObject> {
         666,
         &format!("{}/24", crate::fabric::HOST_IP),
     )
+}
+
+/// The routed tenant's VRF (VM mode: the nodes' kernel has VRFs): its device is `vr.labr`.
+pub const ROUTED_VRF: &str = "labr";
+/// Its layer-3 VNI (the VNI of its EVPN type-5 routes).
+pub const ROUTED_VNI: u32 = 2_000_700;
+/// The layer-2 network, only on the border, that the outside namespace is attached to.
+pub const OUTSIDE: &str = "lab-outside";
+/// The outside network: the border exports it into the routed VRF (the route every other node
+/// uses to leave the fabric); the outside namespace answers at `.(10+border)`.
+pub const OUTSIDE_SUBNET: &str = "10.252.0.0/24";
+/// Number of the border node: the first wave of a rollout with `--update-limit 1` (first by
+/// name in the first zone).
+pub const BORDER_INDEX: usize = 1;
+
+/// The border node's name.
+pub fn border() -> String {
+    format!("lab-node-{BORDER_INDEX}")
+}
+
+/// The routed tenant of a lab with `nodes` nodes: the VRF `labr` on every node, exporting its
+/// workloads' subnets (`10.251.0.0/16 le 24`) as EVPN type-5 routes; per node N a layer-2
+/// network `lab-routed-N` in it, only on that node, with the gateway `10.251.N.1/24` (so its
+/// workload reaches the others' only through type-5 routes); and the border's network
+/// `lab-outside` with the border's own export policy ([`border_policy`]).
+pub fn routed(nodes: usize) -> Result<Vec<DynamicObject>> {
+    let mut out = vec![vrf_policy(
+        "lab-routed",
+        json!({
+            "vrf": ROUTED_VRF, "seq": 10, "vni": ROUTED_VNI, "routeTarget": "65000:700",
+            "import": [],
+            "export": [{"cidr": "10.251.0.0/16", "le": 24, "action": "permit"}],
+        }),
+    )?];
+    out.push(border_policy(true)?);
+    out.push(routed_network(OUTSIDE, 790, "10.252.0.1/24", &border())?);
+    for n in 1..=nodes {
+        out.push(routed_network(
+            &format!("lab-routed-{n}"),
+            700 + n as u32,
+            &format!("10.251.{n}.1/24"),
+            &format!("lab-node-{n}"),
+        )?);
+    }
+    Ok(out)
+}
+
+/// The border's export policy for the routed VRF (`lab-border`, only on the border node):
+/// `announce` permits the outside network into EVPN, otherwise the filter denies it: the
+/// border itself still reaches the outside (a connected network), every other node loses it.
+pub fn border_policy(announce: bool) -> Result<DynamicObject> {
+    let action = if announce { "permit" } else { "deny" };
+    vrf_policy(
+        "lab-border",
+        json!({
+            "vrf": ROUTED_VRF, "seq": 20,
+            "export": [{"cidr": OUTSIDE_SUBNET, "action": action}],
+            "nodeSelector": {"matchLabels": {"kubernetes.io/hostname": border()}},
+        }),
+    )
+}
+
+fn vrf_policy(name: &str, spec: Value) -> Result<DynamicObject> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "netrollout.io/v1alpha1",
+        "kind": "VRFRouteConfiguration",
+        "metadata": {"name": name},
+        "spec": spec,
+    }))?)
+}
+
+fn routed_network(name: &str, id: u32, gateway: &str, node: &str) -> Result<DynamicObject> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "netrollout.io/v1alpha1",
+        "kind": "Layer2NetworkConfiguration",
+        "metadata": {"name": name},
+        "spec": {
+            "id": id, "vni": 100_000 + id, "mtu": 1500, "vrf": ROUTED_VRF,
+            "anycastMac": "1a:ee:cf:00:00:02", "anycastGateways": [gateway],
+            "nodeSelector": {"matchLabels": {"kubernetes.io/hostname": node}},
+        },
+    }))?)
 }

@@ -96,6 +96,11 @@ struct Settings {
     /// Failed nodes tolerated before a revision fails.
     #[arg(long, default_value_t = 0)]
     max_failures: u32,
+    /// The configurator's fleet guard (`--guard`): `revert` (its default), `halt` or `off`
+    /// (judge a rollout by the nodes it touched only; `remote-break` then shows the rollout
+    /// going on).
+    #[arg(long, default_value = "revert", value_parser = settings::parse_guard)]
+    guard: settings::GuardMode,
     /// How long each agent keeps probing after its probes pass before it commits a change (the
     /// agent's `--probe-hold`); it also makes a rollout easy to follow.
     #[arg(long, default_value = "1s", value_parser = settings::parse_duration)]
@@ -139,6 +144,7 @@ impl Settings {
                 .unwrap_or(Duration::from_secs(if self.vm { 90 } else { 30 })),
             pickup_timeout: self.pickup_timeout,
             max_failures: self.max_failures,
+            guard: self.guard,
             probe_hold: self.probe_hold,
             bin_dir,
             vm: self.vm,
@@ -321,7 +327,7 @@ async fn up(opts: Options, stop: &mut Stop) -> Result<()> {
 /// Applies the samples and the lab's tenant network, then shows the rollout and the tenant
 /// traffic until a signal.
 async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
-    let (objects, skipped) = inputs::initial(lab.vrf)?;
+    let (objects, skipped) = inputs::initial(lab.vrf, lab.node_names().len())?;
     if !skipped.is_empty() {
         out!(
             "no VRFs (no vrf module, or --without-vrfs): leaving out {}",

@@ -6,7 +6,7 @@
 //!   story itself); [`ALL`] lists them by name for the command line and `--help`; [`run`] plays
 //!   one on a started lab and adds the checks every story shares.
 //! - one file per story: `happy`, `bad_config`, `node_join`, `configurator_crash`, `api_outage`,
-//!   `tenant_break`.
+//!   `tenant_break`, `remote_break`.
 //! - `monitor`: the timeline ([`Monitor`]: a watch on node configs, polled revisions).
 //! - `checks`: the [`Summary`] and the checks stories share; `steps`: apply and wait for a
 //!   revision to succeed or fail; `traffic_checks`: tenant traffic and its loss report.
@@ -18,6 +18,7 @@ mod configurator_crash;
 mod happy;
 mod monitor;
 mod node_join;
+mod remote_break;
 mod steps;
 mod tenant_break;
 mod traffic_checks;
@@ -76,13 +77,14 @@ impl Story<'_> {
 }
 
 /// Every scenario, in the order `all` runs them and `--help` lists them.
-pub const ALL: [&dyn Scenario; 6] = [
+pub const ALL: [&dyn Scenario; 7] = [
     &happy::Happy,
     &bad_config::BadConfig,
     &node_join::NodeJoin,
     &configurator_crash::ConfiguratorCrash,
     &api_outage::ApiOutage,
     &tenant_break::TenantBreak,
+    &remote_break::RemoteBreak,
 ];
 
 /// The scenario called `name`.
@@ -145,7 +147,7 @@ impl std::str::FromStr for Choice {
 /// never exceeded the update limit.
 pub async fn run(scenario: &dyn Scenario, lab: &mut Cluster) -> Result<Summary> {
     let m = Monitor::new(lab);
-    let (samples, skipped) = inputs::initial(lab.vrf)?;
+    let (samples, skipped) = inputs::initial(lab.vrf, lab.node_names().len())?;
     if !skipped.is_empty() {
         m.say(&format!(
             "no VRFs (no vrf module, or --without-vrfs): leaving out {}",
@@ -192,6 +194,7 @@ mod tests {
             apply_timeout: Duration::from_secs(30),
             pickup_timeout: Duration::from_secs(30),
             max_failures: 0,
+            guard: crate::settings::GuardMode::Revert,
             probe_hold: Duration::from_secs(2),
             bin_dir: PathBuf::from("bin"),
             vm: false,
@@ -217,7 +220,8 @@ mod tests {
                 "node-join",
                 "configurator-crash",
                 "api-outage",
-                "tenant-break"
+                "tenant-break",
+                "remote-break"
             ]
         );
     }
@@ -270,6 +274,7 @@ mod tests {
             let expected = match s.name() {
                 "configurator-crash" => (2, 2, UpdateLimit::Count(1)),
                 "node-join" => (3, 1, UpdateLimit::Count(1)),
+                "remote-break" => (2, 1, UpdateLimit::Count(1)),
                 _ => (2, 1, UpdateLimit::Count(2)),
             };
             assert_eq!(

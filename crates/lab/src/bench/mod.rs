@@ -1,7 +1,11 @@
 //! The lab benchmark (`netrollout-lab bench`, a `hack/bench.sh` row source): a rollout of a
 //! one-network change (MTU on `vlan502`) across a lab with tenant traffic flowing. It reports the
 //! wall time against the ideal — waves × the agents' mean apply+probe time, both measured in
-//! the same run — and the tenant probes lost per node on the changed and the untouched networks.
+//! the same run — and the tenant probes lost per node on the changed and the untouched networks;
+//! then the API writes of the healthy fleet's continuous health over a steady window
+//! ([`writes`]).
+
+pub mod writes;
 
 use std::time::Instant;
 
@@ -13,11 +17,14 @@ use crate::inputs;
 use crate::scenario::{self, Monitor};
 use crate::traffic;
 
+/// How long the healthy fleet's writes are counted.
+const STEADY: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Runs the benchmark on a started lab; returns `hack/bench.sh` rows (area, benchmark,
 /// measured, baseline, ratio, goal).
 pub async fn run(lab: &mut Cluster) -> Result<Vec<[String; 6]>> {
     let mut m = Monitor::new(lab);
-    let (objects, _) = inputs::initial(lab.vrf)?;
+    let (objects, _) = inputs::initial(lab.vrf, lab.node_names().len())?;
     let good = scenario::rollout(&mut m, lab, &objects, "the samples").await?;
     lab.start_traffic(&objects).await?;
     let missing = lab
@@ -89,7 +96,31 @@ pub async fn run(lab: &mut Cluster) -> Result<Vec<[String; 6]>> {
             .sent
     };
     let name = format!("{nodes}-node one-network change, limit {limit}");
+    let steady = writes::steady(lab, STEADY).await?;
+    let per_hour = steady.per_node_hour();
     Ok(vec![
+        [
+            "guard".into(),
+            format!(
+                "healthy fleet, continuous health on: API writes per node per hour ({} s steady, {nodes} real agents)",
+                STEADY.as_secs()
+            ),
+            format!("{per_hour:.1}"),
+            format!(
+                "{} writes to node configs and Nodes in {} health rounds; {} writes of any object (lease renewals)",
+                steady.node_writes, steady.rounds, steady.all_writes
+            ),
+            "-".into(),
+            "0".into(),
+        ],
+        [
+            "guard".into(),
+            "healthy 10,000-node fleet, continuous health on: API writes per hour (per node x 10,000)".into(),
+            format!("{:.0}", per_hour * 10_000.0),
+            format!("{per_hour:.1} per node per hour"),
+            "-".into(),
+            "0".into(),
+        ],
         [
             "lab".into(),
             format!("{name}: wall time"),
