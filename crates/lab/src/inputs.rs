@@ -182,3 +182,40 @@ fn routed_network(name: &str, id: u32, gateway: &str, node: &str) -> Result<Dyna
         },
     }))?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_break_turns_the_borders_export_of_the_outside_into_a_deny_on_the_border_only() {
+        for (announce, action) in [(true, "permit"), (false, "deny")] {
+            let p = border_policy(announce).unwrap();
+            let spec = &p.data["spec"];
+            assert_eq!(spec["vrf"], ROUTED_VRF);
+            assert_eq!(spec["export"][0]["cidr"], OUTSIDE_SUBNET);
+            assert_eq!(spec["export"][0]["action"], action);
+            assert_eq!(
+                spec["nodeSelector"]["matchLabels"]["kubernetes.io/hostname"],
+                border()
+            );
+        }
+    }
+
+    #[test]
+    fn the_routed_tenant_comes_only_with_vrfs_and_says_so_without() {
+        let (with, _) = initial(true, 3).unwrap();
+        let (without, skipped) = initial(false, 3).unwrap();
+        let named = |objs: &[DynamicObject], name: &str| {
+            objs.iter()
+                .any(|o| o.metadata.name.as_deref() == Some(name))
+        };
+        assert!(named(&with, "lab-routed") && named(&with, "lab-border"));
+        assert!(named(&with, "lab-routed-3") && named(&with, OUTSIDE));
+        assert!(!named(&without, "lab-routed") && !named(&without, OUTSIDE));
+        assert!(
+            skipped.iter().any(|s| s.contains(ROUTED_VRF)),
+            "{skipped:?}"
+        );
+    }
+}

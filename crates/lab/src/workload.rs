@@ -339,5 +339,32 @@ mod tests {
         assert!(nets[0].macvlan && nets[0].subnet == [172, 31, 246]);
         assert_eq!(nets[1].addr(3), Ipv4Addr::new(192, 168, 60, 13));
         assert_eq!(nets[1].netns(3), "nrlab-w3-600");
+        assert!(
+            with_vrf.iter().all(|n| n.routed_via.is_none()),
+            "only the routed tenant's networks are routed: {with_vrf:?}"
+        );
+    }
+
+    #[test]
+    fn the_routed_tenant_gives_each_node_a_subnet_behind_its_gateway_and_the_border_the_outside() {
+        let nets = networks(&crate::inputs::routed(3).unwrap(), true);
+        let names: Vec<&str> = nets.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "lab-routed-1",
+                "lab-routed-2",
+                "lab-routed-3",
+                "lab-outside"
+            ]
+        );
+        assert_eq!(nets[1].routed_via, Some(Ipv4Addr::new(10, 251, 2, 1)));
+        assert_eq!(nets[1].addr(2), Ipv4Addr::new(10, 251, 2, 12));
+        assert_eq!(nets[3].routed_via, Some(Ipv4Addr::new(10, 252, 0, 1)));
+        assert_eq!(nets[3].netns(1), "nrlab-outside");
+        assert!(
+            networks(&crate::inputs::routed(3).unwrap(), false).is_empty(),
+            "without VRFs the routed tenant is left out"
+        );
     }
 }

@@ -148,17 +148,50 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
         secs(reverted),
         secs(loss.last_lost.unwrap_or(broke)),
     ));
-    crate::out!(
-        "bench remote-break: break-to-halt {:.1} s, break-to-revert {:.1} s, outside probes lost \
-         per untouched node {}",
-        secs(halted),
-        secs(reverted),
-        loss.per_node
-            .iter()
-            .map(|(n, l)| format!("{n}={}", l.lost))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    // The border's wave: from its dispatch of the bad revision to its end (its commit).
+    let wave = m.windows(&border, t0, reverted).first().copied();
+    let wave_s = wave.map_or(0.0, |(a, b)| b.saturating_sub(a) as f64 / 1000.0);
+    let worst = loss.per_node.iter().map(|(_, l)| l.lost).max().unwrap_or(0);
+    let sent: usize = loss.per_node.iter().map(|(_, l)| l.sent).sum();
+    let nodes = lab.node_names().len();
+    let rows = [
+        [
+            "guard".to_string(),
+            format!("remote-break ({nodes} nodes, VM): break to halt"),
+            format!("{:.1} s", secs(halted)),
+            format!("the border's wave {wave_s:.1} s (dispatch to commit)"),
+            format!("{:.2}", secs(halted) / wave_s.max(f64::EPSILON)),
+            "within the wave".into(),
+        ],
+        [
+            "guard".into(),
+            format!("remote-break ({nodes} nodes, VM): break to revert"),
+            format!("{:.1} s", secs(reverted)),
+            format!(
+                "traffic back {:.1} s after the break",
+                secs(loss.last_lost.unwrap_or(broke))
+            ),
+            "-".into(),
+            "-".into(),
+        ],
+        [
+            "guard".into(),
+            format!("remote-break ({nodes} nodes, VM): outside probes lost per untouched node"),
+            worst.to_string(),
+            format!(
+                "of {sent} sent ({})",
+                (loss.per_node.iter())
+                    .map(|(n, l)| format!("{n} {l}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "-".into(),
+            "-".into(),
+        ],
+    ];
+    for row in rows {
+        crate::out!("{}", row.join("\t"));
+    }
     traffic_report(summary, m, lab, (t0, reverted), &[inputs::ROUTED_VRF], &[]).await;
     Ok(())
 }
