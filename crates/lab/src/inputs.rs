@@ -107,9 +107,14 @@ pub const ROUTED_VRF: &str = "labr";
 pub const ROUTED_VNI: u32 = 2_000_700;
 /// The layer-2 network, only on the border, that the outside namespace is attached to.
 pub const OUTSIDE: &str = "lab-outside";
-/// The outside network: the border exports it into the routed VRF (the route every other node
-/// uses to leave the fabric); the outside namespace answers at `.(10+border)`.
-pub const OUTSIDE_SUBNET: &str = "10.252.0.0/24";
+/// The outside network, behind the outside namespace (its loopback has [`OUTSIDE_ADDR`]): the
+/// border routes it there (a kernel route in its VRF) and exports it into EVPN as a type-5
+/// route, the route every other node uses to leave the fabric. Only that route leads there (no
+/// EVPN type-2 host route does), so the border's export filter decides whether the others
+/// reach it.
+pub const OUTSIDE_SUBNET: &str = "203.0.113.0/24";
+/// The address the outside answers at, in [`OUTSIDE_SUBNET`].
+pub const OUTSIDE_ADDR: std::net::Ipv4Addr = std::net::Ipv4Addr::new(203, 0, 113, 1);
 /// Number of the border node: the first wave of a rollout with `--update-limit 1` (first by
 /// name in the first zone).
 pub const BORDER_INDEX: usize = 1;

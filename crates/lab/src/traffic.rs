@@ -109,7 +109,7 @@ impl Traffic {
             if net.routed_via.is_some() {
                 for (node, index) in ring {
                     match net.name == crate::inputs::OUTSIDE {
-                        true => outside = Some((node, net.addr(index))),
+                        true => outside = Some((node, crate::inputs::OUTSIDE_ADDR)),
                         false => routed.push((node, net.netns(index), net.addr(index))),
                     }
                 }

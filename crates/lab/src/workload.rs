@@ -172,6 +172,26 @@ pub fn attach(node: &str, index: usize, net: &Network) -> Result<bool> {
         ])
         .with_context(|| format!("routing {wl} through {gateway} on {node}"))?;
     }
+    if net.name == crate::inputs::OUTSIDE {
+        // The outside network behind the outside namespace, routed there by the border's VRF
+        // (a kernel route the border's FRR redistributes through its export filter).
+        let outside = format!("{}/32", crate::inputs::OUTSIDE_ADDR);
+        ip(&["-n", &wl, "addr", "add", &outside, "dev", "lo"])?;
+        let vrf = format!("vr.{}", crate::inputs::ROUTED_VRF);
+        let via = net.addr(index).to_string();
+        ip(&[
+            "-n",
+            &node_ns,
+            "route",
+            "add",
+            crate::inputs::OUTSIDE_SUBNET,
+            "via",
+            &via,
+            "vrf",
+            &vrf,
+        ])
+        .with_context(|| format!("routing the outside through {wl} in {vrf} on {node}"))?;
+    }
     Ok(true)
 }
 

@@ -158,8 +158,8 @@ pub const STARTUP_TAINT: &str = "node.netrollout.io/network-unavailable";
 /// to the workloads of nodes `1..=nodes` but itself; with the routed tenant (`routed`: the
 /// nodes have VRFs), ICMP from its VRF `vr.labr` to the outside and, but on the border, to the
 /// other nodes' routed workloads (the border probes only the outside: its VRF's source address
-/// may be the outside network's gateway, which the other nodes reach only through the border's
-/// own export); the startup taint to remove.
+/// for them may be its link to the outside, which its own change may stop exporting); the
+/// startup taint to remove.
 pub fn healthcheck(index: usize, nodes: usize, routed: bool) -> Result<String> {
     use crate::inputs::{BORDER_INDEX, OUTSIDE, ROUTED_VRF};
     let tenant =
@@ -174,14 +174,15 @@ pub fn healthcheck(index: usize, nodes: usize, routed: bool) -> Result<String> {
         let vrf = format!("vr.{ROUTED_VRF}");
         for net in crate::workload::networks(&crate::inputs::routed(nodes)?, true) {
             let target = match net.name.strip_prefix("lab-routed-") {
-                _ if net.name == OUTSIDE => Some(BORDER_INDEX),
-                Some(j) if index != BORDER_INDEX => j.parse().ok().filter(|j| *j != index),
+                _ if net.name == OUTSIDE => Some(crate::inputs::OUTSIDE_ADDR),
+                Some(j) if index != BORDER_INDEX => {
+                    j.parse().ok().filter(|j| *j != index).map(|j| net.addr(j))
+                }
                 _ => None,
             };
-            if let Some(j) = target {
+            if let Some(host) = target {
                 text.push_str(&format!(
-                    "  - host: {}\n    protocol: icmp\n    vrf: {vrf}\n",
-                    net.addr(j)
+                    "  - host: {host}\n    protocol: icmp\n    vrf: {vrf}\n"
                 ));
             }
         }
@@ -220,7 +221,7 @@ mod tests {
                 "172.31.88.13@-",
                 "10.251.1.11@vr.labr",
                 "10.251.3.13@vr.labr",
-                "10.252.0.11@vr.labr",
+                "203.0.113.1@vr.labr",
             ]
         );
     }
@@ -230,7 +231,7 @@ mod tests {
         let hc = checks(&healthcheck(1, 3, true).unwrap());
         assert_eq!(
             hc,
-            ["172.31.88.12@-", "172.31.88.13@-", "10.252.0.11@vr.labr"]
+            ["172.31.88.12@-", "172.31.88.13@-", "203.0.113.1@vr.labr"]
         );
     }
 

@@ -29,6 +29,10 @@ pub struct RemoteBreak;
 /// report), so the guard decides while the border's wave is still in flight.
 const HOLD: Duration = Duration::from_secs(15);
 
+/// The border's apply (a `frr-reload.py` under TCG, then the hold) must not hit the apply
+/// timeout: then the revision would fail for that, not for the guard.
+const APPLY_TIMEOUT: Duration = Duration::from_secs(300);
+
 impl Scenario for RemoteBreak {
     fn name(&self) -> &'static str {
         "remote-break"
@@ -47,6 +51,7 @@ impl Scenario for RemoteBreak {
         Options {
             update_limit: UpdateLimit::Count(1),
             probe_hold: base.probe_hold.max(HOLD),
+            apply_timeout: base.apply_timeout.max(APPLY_TIMEOUT),
             ..base
         }
     }
