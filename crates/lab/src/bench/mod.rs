@@ -97,30 +97,10 @@ pub async fn run(lab: &mut Cluster) -> Result<Vec<[String; 6]>> {
     };
     let name = format!("{nodes}-node one-network change, limit {limit}");
     let steady = writes::steady(lab, STEADY).await?;
-    let per_hour = steady.per_node_hour();
+    let [writes_node, writes_fleet] = steady.rows("lab bench");
     Ok(vec![
-        [
-            "guard".into(),
-            format!(
-                "healthy fleet, continuous health on: API writes per node per hour ({} s steady, {nodes} real agents)",
-                STEADY.as_secs()
-            ),
-            format!("{per_hour:.1}"),
-            format!(
-                "{} writes to node configs and Nodes in {} health rounds; {} writes of any object (lease renewals)",
-                steady.node_writes, steady.rounds, steady.all_writes
-            ),
-            "-".into(),
-            "0".into(),
-        ],
-        [
-            "guard".into(),
-            "healthy 10,000-node fleet, continuous health on: API writes per hour (per node x 10,000)".into(),
-            format!("{:.0}", per_hour * 10_000.0),
-            format!("{per_hour:.1} per node per hour"),
-            "-".into(),
-            "0".into(),
-        ],
+        writes_node,
+        writes_fleet,
         [
             "lab".into(),
             format!("{name}: wall time"),

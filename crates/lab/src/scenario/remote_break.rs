@@ -29,6 +29,9 @@ pub struct RemoteBreak;
 /// report), so the guard decides while the border's wave is still in flight.
 const HOLD: Duration = Duration::from_secs(15);
 
+/// How long the healthy fleet's writes are counted before the break.
+const STEADY: Duration = Duration::from_secs(20);
+
 /// The border's apply (a `frr-reload.py` under TCG, then the hold) must not hit the apply
 /// timeout: then the revision would fail for that, not for the guard.
 const APPLY_TIMEOUT: Duration = Duration::from_secs(300);
@@ -78,6 +81,15 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
         .await?;
     let good = known_good_with_traffic(summary, m, lab, samples).await?;
     every_node_reachable(summary, m, lab).await?;
+    // The healthy fleet's write cost, before the break: every agent probes every 2 s.
+    let steady = crate::bench::writes::steady(lab, STEADY).await?;
+    m.say(&format!(
+        "healthy fleet for {} s: {} writes to node configs and Nodes ({:.1} per node per hour)",
+        STEADY.as_secs(),
+        steady.node_writes,
+        steady.per_node_hour()
+    ));
+    let writes_rows = steady.rows("remote-break, VM");
     let guard = lab.options().guard;
     m.say(&format!(
         "the border {border} stops announcing the outside {} (its export filter denies it), \
@@ -194,7 +206,7 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
             "-".into(),
         ],
     ];
-    for row in rows {
+    for row in rows.into_iter().chain(writes_rows) {
         crate::out!("{}", row.join("\t"));
     }
     traffic_report(summary, m, lab, (t0, reverted), &[inputs::ROUTED_VRF], &[]).await;
