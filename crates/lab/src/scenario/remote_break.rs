@@ -48,6 +48,10 @@ impl Scenario for RemoteBreak {
          rollout goes on); prints loss per flow and the time to the halt and revert"
     }
 
+    fn needs_vrf(&self) -> bool {
+        true
+    }
+
     /// Limit 1 and the border first (first by name in the first zone, and a canary): its wave
     /// is the first and holds it alone.
     fn options(&self, base: Options) -> Options {
