@@ -289,13 +289,20 @@ fn outside_lost(
             .collect::<Vec<_>>()
             .join(", "),
     );
+    // The border's FRR withdraws and re-announces its VRF's type-5 routes when its export
+    // route map changes (the break and the revert): a blip of a probe or two on the ring, not
+    // a loss of the route. One second of probes per pair bounds it.
+    let ring_pairs = (t.pairs().iter())
+        .filter(|p| p.kind == traffic::Kind::Routed && !to_outside(p))
+        .count();
     let ring = t.loss(t0, t1, |p| {
         p.kind == traffic::Kind::Routed && !to_outside(p)
     });
+    let bound = ring_pairs * traffic::RATE as usize;
     summary.check(
-        "the routed workloads still reached each other, the border's too (only the outside route went)",
-        ring.sent > 0 && ring.lost == 0,
-        format!("{ring} lost/sent"),
+        "the routed workloads kept reaching each other, the border's too (only the outside route went)",
+        ring.sent > 0 && ring.lost <= bound,
+        format!("{ring} lost/sent on {ring_pairs} pair(s); at most {bound} (1 s per pair: the border re-announces its type-5 routes)"),
     );
     OutsideLoss {
         per_node,
