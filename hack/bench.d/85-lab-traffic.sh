@@ -13,4 +13,4 @@ mkdir -p "$state"
 flock /tmp/netrollout-lab.lock target/release/netrollout-lab --state-dir "$state" \
   bench --nodes 20 --update-limit 5 --probe-hold 1s >"$state/bench.log" 2>&1 \
   || { tail -30 "$state/bench.log" >&2; echo "85-lab-traffic: the lab bench failed" >&2; exit 1; }
-grep -P '^lab\t' "$state/bench.log"
+grep -P '^(lab|guard)\t' "$state/bench.log"

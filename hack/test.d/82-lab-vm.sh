@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The lab in VM mode (docs/lab.md "VM mode"): `scenario --vm happy` and `scenario --vm
-# tenant-break` with 3 nodes running inside Debian's kernel under qemu (hack/vm/lab.sh), the lab
+# tenant-break` with 3 nodes running inside Debian's kernel under qemu (hack/vm/lab.sh), with
+# the VRF samples and the routed tenant (bridged and routed flows, the outside), the lab
 # API server and the configurator on this machine. Each prints its timeline, the tenant probes
 # lost per network and node, and a checked summary; a broken promise exits non-zero. Afterwards
 # nothing of the lab may be left on this machine: no qemu, no namespace, no link. Lab runs hold
@@ -16,7 +17,7 @@ exec 9>/tmp/netrollout-lab.lock
 flock 9
 lab() { target/debug/netrollout-lab --state-dir "$state" "$@"; }
 lab down >/dev/null
-# The full samples, VRFs included (the reason for VM mode).
+# The full samples, VRFs included (the reason for VM mode), and the routed tenant.
 lab scenario happy --vm --nodes 3
 # Limit 1: with 3 nodes in a ring, a first wave of one leaves a pair that must lose nothing.
 lab scenario tenant-break --vm --nodes 3 --update-limit 1

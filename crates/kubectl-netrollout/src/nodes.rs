@@ -145,10 +145,10 @@ pub fn table(rows: &[NodeRow], now: jiff::Timestamp, wide: bool) -> String {
     columns.push("message");
     let mut t = Table::new(&columns);
     for r in rows {
-        let message =
-            r.message
-                .as_deref()
-                .map(|m| if wide { m.to_string() } else { truncate(m, 80) });
+        let message = r
+            .message
+            .as_deref()
+            .map(|m| if wide { m.to_string() } else { truncate(m, 80) });
         let mut row = vec![
             r.node.clone(),
             or_dash(r.node_ready.as_ref()),

@@ -39,6 +39,8 @@ pub struct Options {
     pub pickup_timeout: Duration,
     /// `--max-failures` of the configurator.
     pub max_failures: u32,
+    /// `--guard` of the configurator (the fleet guard: `revert`, `halt` or `off`).
+    pub guard: crate::settings::GuardMode,
     /// `--probe-hold` of the agents.
     pub probe_hold: Duration,
     /// Directory holding the `netrollout-agent` and `netrollout-configurator` binaries.
@@ -118,8 +120,13 @@ impl Cluster {
     /// configurators.
     pub async fn start(mut opts: Options) -> Result<Self> {
         Self::preflight(&opts)?;
-        let mut leftovers = crate::frr::teardown();
-        leftovers.extend(fabric::teardown());
+        // A VM lab creates nothing on this machine but its processes: what an earlier local lab
+        // left here is not its to remove (and may be another lab's, running).
+        let mut leftovers = Vec::new();
+        if !opts.vm {
+            leftovers.extend(crate::frr::teardown());
+            leftovers.extend(fabric::teardown());
+        }
         if !leftovers.is_empty() {
             crate::err!(
                 "removed leftovers of an earlier lab: {}",
@@ -286,6 +293,13 @@ impl Cluster {
             .collect())
     }
 
+    /// The running nodes with their numbers.
+    pub fn node_indices(&self) -> Vec<(String, usize)> {
+        (self.nodes.iter())
+            .map(|(name, (index, _))| (name.clone(), *index))
+            .collect()
+    }
+
     /// Names of the running nodes.
     pub fn node_names(&self) -> Vec<String> {
         self.nodes.keys().cloned().collect()
@@ -302,13 +316,17 @@ impl Cluster {
                 let _ = child.kill().await;
             }
         }
+        let in_vm = self.vm.is_some();
         if let Some(vm) = self.vm.take() {
             vm.shutdown().await;
         }
         if let Some(p) = self.prometheus.take() {
             p.stop().await;
         }
-        cleanup(&self.opts.state_dir);
+        match in_vm {
+            true => cleanup_vm(&self.opts.state_dir),
+            false => cleanup(&self.opts.state_dir),
+        };
         tokio::time::timeout(Duration::from_secs(5), self.server.shutdown())
             .await
             .ok();
@@ -337,6 +355,17 @@ pub fn cleanup(state_dir: &Path) -> Vec<String> {
     let mut done = vec![format!("stopped {killed} process(es)")];
     done.extend(crate::frr::teardown());
     done.extend(fabric::teardown());
+    if std::fs::remove_dir_all(state_dir.join("vm")).is_ok() {
+        done.push("the VM's initramfs".into());
+    }
+    done
+}
+
+/// [`cleanup`] of a VM lab: its recorded processes (qemu among them) and the VM's initramfs.
+/// Its namespaces, links and FRR were inside the VM; the host's are another lab's.
+fn cleanup_vm(state_dir: &Path) -> Vec<String> {
+    let killed = crate::pids::kill_recorded(state_dir);
+    let mut done = vec![format!("stopped {killed} process(es)")];
     if std::fs::remove_dir_all(state_dir.join("vm")).is_ok() {
         done.push("the VM's initramfs".into());
     }

@@ -127,9 +127,14 @@ pub const TENANT_VNI: u32 = 100_600;
 
 /// What `up` and the scenarios start from: the inputs of `source` this kernel can carry and
 /// the lab's tenant network; the left-out inputs are listed in the second value. A user's input
-/// named like the tenant network is refused: the lab's traffic measure needs its own.
-pub fn initial(source: &Source, vrf: bool) -> Result<(Vec<DynamicObject>, Vec<String>)> {
-    let (mut objects, skipped) = select(source, vrf)?;
+/// named like the tenant network is refused: the lab's traffic measure needs its own. With VRFs
+/// the routed tenant of `nodes` nodes ([`routed`]) is added too.
+pub fn initial(
+    source: &Source,
+    vrf: bool,
+    nodes: usize,
+) -> Result<(Vec<DynamicObject>, Vec<String>)> {
+    let (mut objects, mut skipped) = select(source, vrf)?;
     let clash = objects.iter().any(|o| {
         o.metadata.name.as_deref() == Some(TENANT)
             && o.types.as_ref().map(|t| t.kind.as_str()) == Some("Layer2NetworkConfiguration")
@@ -142,6 +147,11 @@ pub fn initial(source: &Source, vrf: bool) -> Result<(Vec<DynamicObject>, Vec<St
         );
     }
     objects.push(tenant(TENANT_VNI)?);
+    if vrf {
+        objects.extend(routed(nodes)?);
+    } else {
+        skipped.push(format!("the routed tenant (VRF {ROUTED_VRF})"));
+    }
     Ok((objects, skipped))
 }
 
@@ -153,4 +163,128 @@ pub fn connectivity_breaker() -> Result<DynamicObject> {
         666,
         &format!("{}/24", crate::fabric::HOST_IP),
     )
+}
+
+/// The routed tenant's VRF (VM mode: the nodes' kernel has VRFs): its device is `vr.labr`.
+pub const ROUTED_VRF: &str = "labr";
+/// Its layer-3 VNI (the VNI of its EVPN type-5 routes).
+pub const ROUTED_VNI: u32 = 2_000_700;
+/// The layer-2 network, only on the border, that the outside namespace is attached to.
+pub const OUTSIDE: &str = "lab-outside";
+/// The outside network, behind the outside namespace (its loopback has [`OUTSIDE_ADDR`]): the
+/// border routes it there (a kernel route in its VRF) and exports it into EVPN as a type-5
+/// route, the route every other node uses to leave the fabric. Only that route leads there (no
+/// EVPN type-2 host route does), so the border's export filter decides whether the others
+/// reach it.
+pub const OUTSIDE_SUBNET: &str = "203.0.113.0/24";
+/// The address the outside answers at, in [`OUTSIDE_SUBNET`].
+pub const OUTSIDE_ADDR: std::net::Ipv4Addr = std::net::Ipv4Addr::new(203, 0, 113, 1);
+/// Number of the border node: the first wave of a rollout with `--update-limit 1` (first by
+/// name in the first zone).
+pub const BORDER_INDEX: usize = 1;
+
+/// The border node's name.
+pub fn border() -> String {
+    format!("lab-node-{BORDER_INDEX}")
+}
+
+/// The routed tenant of a lab with `nodes` nodes: the VRF `labr` on every node, exporting its
+/// workloads' subnets (`10.251.0.0/16 le 24`) as EVPN type-5 routes; per node N a layer-2
+/// network `lab-routed-N` in it, only on that node, with the gateway `10.251.N.1/24` (so its
+/// workload reaches the others' only through type-5 routes); and the border's network
+/// `lab-outside` with the border's own export policy ([`border_policy`]).
+pub fn routed(nodes: usize) -> Result<Vec<DynamicObject>> {
+    let mut out = vec![vrf_policy(
+        "lab-routed",
+        json!({
+            "vrf": ROUTED_VRF, "seq": 10, "vni": ROUTED_VNI, "routeTarget": "65000:700",
+            "import": [],
+            "export": [{"cidr": "10.251.0.0/16", "le": 24, "action": "permit"}],
+        }),
+    )?];
+    out.push(border_policy(true)?);
+    out.push(routed_network(OUTSIDE, 790, "10.252.0.1/24", &border())?);
+    for n in 1..=nodes {
+        out.push(routed_network(
+            &format!("lab-routed-{n}"),
+            700 + n as u32,
+            &format!("10.251.{n}.1/24"),
+            &format!("lab-node-{n}"),
+        )?);
+    }
+    Ok(out)
+}
+
+/// The border's export policy for the routed VRF (`lab-border`, only on the border node):
+/// `announce` permits the outside network into EVPN, otherwise the filter denies it: the
+/// border itself still reaches the outside (a connected network), every other node loses it.
+pub fn border_policy(announce: bool) -> Result<DynamicObject> {
+    let action = if announce { "permit" } else { "deny" };
+    vrf_policy(
+        "lab-border",
+        json!({
+            "vrf": ROUTED_VRF, "seq": 20,
+            "export": [{"cidr": OUTSIDE_SUBNET, "action": action}],
+            "nodeSelector": {"matchLabels": {"kubernetes.io/hostname": border()}},
+        }),
+    )
+}
+
+fn vrf_policy(name: &str, spec: Value) -> Result<DynamicObject> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "netrollout.io/v1alpha1",
+        "kind": "VRFRouteConfiguration",
+        "metadata": {"name": name},
+        "spec": spec,
+    }))?)
+}
+
+fn routed_network(name: &str, id: u32, gateway: &str, node: &str) -> Result<DynamicObject> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "netrollout.io/v1alpha1",
+        "kind": "Layer2NetworkConfiguration",
+        "metadata": {"name": name},
+        "spec": {
+            "id": id, "vni": 100_000 + id, "mtu": 1500, "vrf": ROUTED_VRF,
+            "anycastMac": "1a:ee:cf:00:00:02", "anycastGateways": [gateway],
+            "nodeSelector": {"matchLabels": {"kubernetes.io/hostname": node}},
+        },
+    }))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_break_turns_the_borders_export_of_the_outside_into_a_deny_on_the_border_only() {
+        for (announce, action) in [(true, "permit"), (false, "deny")] {
+            let p = border_policy(announce).unwrap();
+            let spec = &p.data["spec"];
+            assert_eq!(spec["vrf"], ROUTED_VRF);
+            assert_eq!(spec["export"][0]["cidr"], OUTSIDE_SUBNET);
+            assert_eq!(spec["export"][0]["action"], action);
+            assert_eq!(
+                spec["nodeSelector"]["matchLabels"]["kubernetes.io/hostname"],
+                border()
+            );
+        }
+    }
+
+    #[test]
+    fn the_routed_tenant_comes_only_with_vrfs_and_says_so_without() {
+        let (with, _) = initial(&Source::Samples, true, 3).unwrap();
+        let (without, skipped) = initial(&Source::Samples, false, 3).unwrap();
+        let named = |objs: &[DynamicObject], name: &str| {
+            objs.iter()
+                .any(|o| o.metadata.name.as_deref() == Some(name))
+        };
+        assert!(named(&with, "lab-routed") && named(&with, "lab-border"));
+        assert!(named(&with, "lab-routed-3") && named(&with, OUTSIDE));
+        assert!(!named(&without, "lab-routed") && !named(&without, OUTSIDE));
+        assert!(
+            skipped.iter().any(|s| s.contains(ROUTED_VRF)),
+            "{skipped:?}"
+        );
+    }
 }

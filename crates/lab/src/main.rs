@@ -97,6 +97,11 @@ struct Settings {
     /// Failed nodes tolerated before a revision fails.
     #[arg(long, default_value_t = 0)]
     max_failures: u32,
+    /// The configurator's fleet guard (`--guard`): `revert` (its default), `halt` or `off`
+    /// (judge a rollout by the nodes it touched only; `remote-break` then shows the rollout
+    /// going on).
+    #[arg(long, default_value = "revert", value_parser = settings::parse_guard)]
+    guard: settings::GuardMode,
     /// How long each agent keeps probing after its probes pass before it commits a change (the
     /// agent's `--probe-hold`); it also makes a rollout easy to follow.
     #[arg(long, default_value = "1s", value_parser = settings::parse_duration)]
@@ -147,6 +152,7 @@ impl Settings {
                 .unwrap_or(Duration::from_secs(if self.vm { 90 } else { 30 })),
             pickup_timeout: self.pickup_timeout,
             max_failures: self.max_failures,
+            guard: self.guard,
             probe_hold: self.probe_hold,
             bin_dir,
             vm: self.vm,
@@ -334,7 +340,7 @@ async fn up(opts: Options, stop: &mut Stop) -> Result<()> {
 /// traffic until a signal.
 async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
     let source = &lab.options().inputs;
-    let (objects, skipped) = inputs::initial(source, lab.vrf)?;
+    let (objects, skipped) = inputs::initial(source, lab.vrf, lab.node_names().len())?;
     if let inputs::Source::Manifests(m) = source
         && m.converted > 0
     {

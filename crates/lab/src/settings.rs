@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 pub use netrollout_rollout::UpdateLimit;
+pub use netrollout_rollout::guard::GuardMode;
 
 /// Parses a duration with the grammar every netrollout binary uses (`90s`, `1m30s`, `500ms`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -20,6 +21,12 @@ pub fn flag(d: Duration) -> String {
 pub fn parse_limit(s: &str) -> Result<UpdateLimit, String> {
     s.parse()
         .map_err(|e: netrollout_rollout::ParseUpdateLimitError| e.to_string())
+}
+
+/// Parses a fleet guard mode (`revert`, `halt`, `off`) with the planner's own parser.
+pub fn parse_guard(s: &str) -> Result<GuardMode, String> {
+    s.parse()
+        .map_err(|e: <GuardMode as std::str::FromStr>::Err| e.to_string())
 }
 
 #[cfg(test)]

@@ -20,8 +20,31 @@ use anyhow::Result;
 use tokio::process::Child;
 
 pub use crate::workload::{
-    Network, PROBE_TIMEOUT, Pair, Probe, RATE, Recorder, attach, networks, now_ms, spawn_pinger,
+    Kind, Network, OUTSIDE_PEER, PROBE_TIMEOUT, Pair, Probe, RATE, Recorder, attach, networks,
+    now_ms, spawn_pinger,
 };
+
+/// Attaches node `index`'s workload to `net`, here or in the VM; false when the node does not
+/// carry the network.
+async fn attach_to(
+    vm: Option<&crate::vm::VmHost>,
+    node: &str,
+    index: usize,
+    net: &Network,
+) -> Result<bool> {
+    Ok(match vm {
+        Some(vm) => vm
+            .call(crate::vm::Op::Attach {
+                node: node.to_string(),
+                index,
+                network: net.clone(),
+            })
+            .await?
+            .as_bool()
+            .unwrap_or(false),
+        None => attach(node, index, net)?,
+    })
+}
 
 /// Probes sent and lost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,9 +78,10 @@ impl Traffic {
         self.recorder.clone()
     }
 
-    /// Attaches workloads on `nodes` (name, index) to `networks` and (re)starts the ring of
-    /// ping streams among the attached ones, here or (`vm`) inside the VM. Earlier probes are
-    /// kept.
+    /// Attaches workloads on `nodes` (name, index) to `networks` and (re)starts the ping
+    /// streams among the attached ones, here or (`vm`) inside the VM: per bridged network a
+    /// ring over its nodes; for the routed tenant a ring over the nodes' routed workloads and,
+    /// from every node but the border, a stream to the outside. Earlier probes are kept.
     pub async fn start(
         &mut self,
         networks: &[Network],
@@ -71,24 +95,25 @@ impl Traffic {
         }
         self.current.clear();
         self.networks = networks.to_vec();
+        // (pair, the source's namespace, the target) of every stream.
+        let mut streams = Vec::new();
+        let mut routed = Vec::new();
+        let mut outside = None;
         for net in networks {
             let mut ring = Vec::new();
             for (node, index) in nodes {
-                let attached = match vm {
-                    Some(vm) => vm
-                        .call(crate::vm::Op::Attach {
-                            node: node.clone(),
-                            index: *index,
-                            network: net.clone(),
-                        })
-                        .await?
-                        .as_bool()
-                        .unwrap_or(false),
-                    None => attach(node, *index, net)?,
-                };
-                if attached {
+                if attach_to(vm, node, *index, net).await? {
                     ring.push((node.clone(), *index));
                 }
+            }
+            if net.routed_via.is_some() {
+                for (node, index) in ring {
+                    match net.name == crate::inputs::OUTSIDE {
+                        true => outside = Some((node, crate::inputs::OUTSIDE_ADDR)),
+                        false => routed.push((node, net.netns(index), net.addr(index))),
+                    }
+                }
+                continue;
             }
             if ring.len() < 2 {
                 continue;
@@ -96,48 +121,88 @@ impl Traffic {
             for (i, (node, index)) in ring.iter().enumerate() {
                 let (to, to_index) = &ring[(i + 1) % ring.len()];
                 let pair = Pair {
+                    kind: Kind::Bridged,
                     network: net.name.clone(),
                     from: node.clone(),
                     to: to.clone(),
                 };
-                self.current.push(pair.clone());
-                let pair_id = {
-                    let mut r = self
-                        .recorder
-                        .record
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    match r.pairs.iter().position(|p| *p == pair) {
-                        Some(i) => i,
-                        None => {
-                            r.pairs.push(pair);
-                            r.pairs.len() - 1
-                        }
-                    }
-                };
-                let netns = net.netns(*index);
-                let log = state_dir.join("logs").join(format!("pinger-{netns}.log"));
-                let addr = net.addr(*to_index);
-                if let Some(vm) = vm {
-                    vm.call(crate::vm::Op::Pinger {
-                        netns,
-                        pair: pair_id,
-                        addr,
-                        log,
-                    })
-                    .await?;
-                    continue;
-                }
-                let recorder = self.recorder.clone();
-                let child = spawn_pinger(&netns, pair_id, addr, &log, move |p, at, ok| {
-                    recorder.push(p, at, ok)
-                })?;
-                if let Some(pid) = child.id() {
-                    crate::pids::record_pids(state_dir, &[pid])?;
-                }
-                self.pingers.push(child);
+                streams.push((pair, net.netns(*index), net.addr(*to_index)));
             }
         }
+        routed.sort();
+        let vrf = crate::inputs::ROUTED_VRF.to_string();
+        for (i, (node, netns, _)) in routed.iter().enumerate() {
+            let (to, _, addr) = &routed[(i + 1) % routed.len()];
+            if routed.len() >= 2 {
+                let pair = Pair {
+                    kind: Kind::Routed,
+                    network: vrf.clone(),
+                    from: node.clone(),
+                    to: to.clone(),
+                };
+                streams.push((pair, netns.clone(), *addr));
+            }
+            if let Some((_, addr)) = outside.as_ref().filter(|(border, _)| border != node) {
+                let pair = Pair {
+                    kind: Kind::Routed,
+                    network: vrf.clone(),
+                    from: node.clone(),
+                    to: OUTSIDE_PEER.into(),
+                };
+                streams.push((pair, netns.clone(), *addr));
+            }
+        }
+        for (pair, netns, addr) in streams {
+            self.stream(pair, netns, addr, state_dir, vm).await?;
+        }
+        Ok(())
+    }
+
+    /// Starts one ping stream from `netns` to `addr`, recorded as `pair`.
+    async fn stream(
+        &mut self,
+        pair: Pair,
+        netns: String,
+        addr: std::net::Ipv4Addr,
+        state_dir: &Path,
+        vm: Option<&crate::vm::VmHost>,
+    ) -> Result<()> {
+        self.current.push(pair.clone());
+        let pair_id = {
+            let mut r = self
+                .recorder
+                .record
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            match r.pairs.iter().position(|p| *p == pair) {
+                Some(i) => i,
+                None => {
+                    r.pairs.push(pair);
+                    r.pairs.len() - 1
+                }
+            }
+        };
+        let log = state_dir
+            .join("logs")
+            .join(format!("pinger-{netns}-{addr}.log"));
+        if let Some(vm) = vm {
+            vm.call(crate::vm::Op::Pinger {
+                netns,
+                pair: pair_id,
+                addr,
+                log,
+            })
+            .await?;
+            return Ok(());
+        }
+        let recorder = self.recorder.clone();
+        let child = spawn_pinger(&netns, pair_id, addr, &log, move |p, at, ok| {
+            recorder.push(p, at, ok)
+        })?;
+        if let Some(pid) = child.id() {
+            crate::pids::record_pids(state_dir, &[pid])?;
+        }
+        self.pingers.push(child);
         Ok(())
     }
 
@@ -163,6 +228,17 @@ impl Traffic {
             .clone()
     }
 
+    /// The flows carried so far: each network's (a routed flow: its VRF's) name with its kind,
+    /// bridged first.
+    pub fn flows(&self) -> Vec<(Kind, String)> {
+        let mut flows: Vec<(Kind, String)> = (self.pairs().into_iter())
+            .map(|p| (p.kind, p.network))
+            .collect();
+        flows.sort();
+        flows.dedup();
+        flows
+    }
+
     /// Probes sent in `[from, to)` (Unix ms) by pairs that `which` selects.
     pub fn loss(&self, from: u64, to: u64, which: impl Fn(&Pair) -> bool) -> Loss {
         let r = self
@@ -181,6 +257,28 @@ impl Traffic {
             loss.lost += usize::from(!p.ok);
         }
         loss
+    }
+
+    /// The send times of the first and the last lost probe in `[from, to)` of the pairs that
+    /// `which` selects.
+    pub fn lost_between(
+        &self,
+        from: u64,
+        to: u64,
+        which: impl Fn(&Pair) -> bool,
+    ) -> (Option<u64>, Option<u64>) {
+        let r = self
+            .recorder
+            .record
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let chosen: Vec<bool> = r.pairs.iter().map(&which).collect();
+        let lost = r
+            .probes
+            .iter()
+            .filter(|p| !p.ok && p.at >= from && p.at < to && chosen.get(p.pair) == Some(&true));
+        let first = lost.clone().map(|p| p.at).min();
+        (first, lost.map(|p| p.at).max())
     }
 
     /// Loss of pairs of `network` that touch `node` (as source or destination).
@@ -222,17 +320,19 @@ impl Traffic {
     pub fn render(&self) -> String {
         let now = now_ms().saturating_sub(PROBE_TIMEOUT.as_millis() as u64);
         let mut rows = vec![vec![
-            "NETWORK".to_string(),
+            "KIND".to_string(),
+            "NETWORK".into(),
             "NODE".into(),
             "LOST/SENT LAST 10s".into(),
             "LOST/SENT TOTAL".into(),
         ]];
         let mut seen = BTreeMap::new();
         for p in self.pairs() {
-            seen.insert((p.network.clone(), p.from.clone()), ());
+            seen.insert((p.kind, p.network.clone(), p.from.clone()), ());
         }
-        for (network, node) in seen.keys() {
+        for (kind, network, node) in seen.keys() {
             rows.push(vec![
+                kind.to_string(),
                 network.clone(),
                 node.clone(),
                 self.node_loss(network, node, now.saturating_sub(10_000), now)
@@ -258,11 +358,13 @@ mod tests {
             let mut r = t.recorder.record.lock().unwrap();
             r.pairs = vec![
                 Pair {
+                    kind: Kind::Bridged,
                     network: "a".into(),
                     from: "n1".into(),
                     to: "n2".into(),
                 },
                 Pair {
+                    kind: Kind::Routed,
                     network: "b".into(),
                     from: "n1".into(),
                     to: "n2".into(),

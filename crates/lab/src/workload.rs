@@ -39,6 +39,10 @@ pub struct Network {
     /// Whether each node gets a port of its own on the network (`tpID`, address
     /// `.(100+N)`), from which its agent's tenant probe pings the other nodes' workloads.
     pub node_port: bool,
+    /// A network of the routed tenant ([`crate::inputs::ROUTED_VRF`]): its workload's default
+    /// route goes through this gateway (the network's anycast gateway), so it reaches the
+    /// other nodes' routed workloads and the outside through the VRF's EVPN type-5 routes.
+    pub routed_via: Option<Ipv4Addr>,
 }
 
 impl Network {
@@ -54,8 +58,11 @@ impl Network {
         Ipv4Addr::new(a, b, c, 100 + index as u8)
     }
 
-    /// Namespace of node number `index`'s workload.
+    /// Namespace of node number `index`'s workload (the outside's: `nrlab-outside`).
     pub fn netns(&self, index: usize) -> String {
+        if self.name == crate::inputs::OUTSIDE {
+            return format!("{}outside", fabric::NETNS_PREFIX);
+        }
         format!("{}w{index}-{}", fabric::NETNS_PREFIX, self.id)
     }
 }
@@ -80,6 +87,7 @@ pub fn networks(objects: &[DynamicObject], vrf: bool) -> Vec<Network> {
                 .flatten()
                 .filter_map(|g| g.as_str()?.split('/').next()?.parse::<Ipv4Addr>().ok())
                 .next();
+            let routed = spec["vrf"].as_str() == Some(crate::inputs::ROUTED_VRF);
             let subnet = match gateway {
                 Some(g) => [g.octets()[0], g.octets()[1], g.octets()[2]],
                 None => [172, 31, (id % 256) as u8],
@@ -90,6 +98,7 @@ pub fn networks(objects: &[DynamicObject], vrf: bool) -> Vec<Network> {
                 macvlan: spec["createMacVLANInterface"].as_bool() == Some(true),
                 subnet,
                 node_port: o.metadata.name.as_deref() == Some(crate::inputs::TENANT),
+                routed_via: gateway.filter(|_| routed),
             })
         })
         .collect();
@@ -151,19 +160,74 @@ pub fn attach(node: &str, index: usize, net: &Network) -> Result<bool> {
     let addr = format!("{}/24", net.addr(index));
     ip(&["-n", &wl, "addr", "add", &addr, "dev", "eth0"])?;
     ip(&["-n", &wl, "link", "set", "eth0", "up"])?;
+    if let Some(gateway) = net.routed_via {
+        ip(&[
+            "-n",
+            &wl,
+            "route",
+            "add",
+            "default",
+            "via",
+            &gateway.to_string(),
+        ])
+        .with_context(|| format!("routing {wl} through {gateway} on {node}"))?;
+    }
+    if net.name == crate::inputs::OUTSIDE {
+        // The outside network behind the outside namespace, routed there by the border's VRF
+        // (a kernel route the border's FRR redistributes through its export filter).
+        let outside = format!("{}/32", crate::inputs::OUTSIDE_ADDR);
+        ip(&["-n", &wl, "addr", "add", &outside, "dev", "lo"])?;
+        let vrf = format!("vr.{}", crate::inputs::ROUTED_VRF);
+        let via = net.addr(index).to_string();
+        ip(&[
+            "-n",
+            &node_ns,
+            "route",
+            "add",
+            crate::inputs::OUTSIDE_SUBNET,
+            "via",
+            &via,
+            "vrf",
+            &vrf,
+        ])
+        .with_context(|| format!("routing the outside through {wl} in {vrf} on {node}"))?;
+    }
     Ok(true)
+}
+
+/// How a flow crosses the fabric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// Within one layer-2 network stretched over its VNI (EVPN type-2/3 routes).
+    Bridged,
+    /// Between subnets of a VRF, through its layer-3 VNI (EVPN type-5 routes).
+    Routed,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kind::Bridged => "bridged",
+            Kind::Routed => "routed",
+        })
+    }
 }
 
 /// Who pings whom.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Pair {
-    /// The network's input name.
+    /// Bridged or routed.
+    pub kind: Kind,
+    /// The network's input name (a routed flow: its VRF's).
     pub network: String,
     /// Source node.
     pub from: String,
-    /// Destination node.
+    /// Destination node ([`OUTSIDE_PEER`] for the outside namespace).
     pub to: String,
 }
+
+/// The destination of a routed flow to the outside namespace.
+pub const OUTSIDE_PEER: &str = "outside";
 
 /// One probe: which pair, when it was sent (Unix ms), whether the reply came.
 #[derive(Clone, Copy, Debug)]
@@ -295,5 +359,32 @@ mod tests {
         assert!(nets[0].macvlan && nets[0].subnet == [172, 31, 246]);
         assert_eq!(nets[1].addr(3), Ipv4Addr::new(192, 168, 60, 13));
         assert_eq!(nets[1].netns(3), "nrlab-w3-600");
+        assert!(
+            with_vrf.iter().all(|n| n.routed_via.is_none()),
+            "only the routed tenant's networks are routed: {with_vrf:?}"
+        );
+    }
+
+    #[test]
+    fn the_routed_tenant_gives_each_node_a_subnet_behind_its_gateway_and_the_border_the_outside() {
+        let nets = networks(&crate::inputs::routed(3).unwrap(), true);
+        let names: Vec<&str> = nets.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "lab-routed-1",
+                "lab-routed-2",
+                "lab-routed-3",
+                "lab-outside"
+            ]
+        );
+        assert_eq!(nets[1].routed_via, Some(Ipv4Addr::new(10, 251, 2, 1)));
+        assert_eq!(nets[1].addr(2), Ipv4Addr::new(10, 251, 2, 12));
+        assert_eq!(nets[3].routed_via, Some(Ipv4Addr::new(10, 252, 0, 1)));
+        assert_eq!(nets[3].netns(1), "nrlab-outside");
+        assert!(
+            networks(&crate::inputs::routed(3).unwrap(), false).is_empty(),
+            "without VRFs the routed tenant is left out"
+        );
     }
 }

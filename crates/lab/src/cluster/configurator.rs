@@ -33,6 +33,7 @@ impl Cluster {
             .args(["--apply-timeout", &flag(self.opts.apply_timeout)])
             .args(["--pickup-timeout", &flag(self.opts.pickup_timeout)])
             .args(["--max-failures", &self.opts.max_failures.to_string()])
+            .args(["--guard", self.opts.guard.as_str()])
             .args(["--lease-namespace", NAMESPACE, "--lease-name", LEASE])
             .args(["--health-addr", "127.0.0.1:0"]);
         // With a Prometheus, each replica's metrics port is known (and kept when it restarts).

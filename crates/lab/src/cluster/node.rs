@@ -108,9 +108,15 @@ impl Cluster {
         // are not enforced, so the first rollout, before workloads exist, is not held up).
         // Once Provisioned with the checks passing, the agent removes the startup taint.
         let file = state.join("healthcheck.yaml");
-        std::fs::write(&file, healthcheck(index, self.opts.nodes.max(index))?)
-            .with_context(|| format!("writing {}", file.display()))?;
+        std::fs::write(
+            &file,
+            healthcheck(index, self.opts.nodes.max(index), self.vrf)?,
+        )
+        .with_context(|| format!("writing {}", file.display()))?;
         args.extend(["--healthcheck-config".into(), path(&file)]);
+        // Continuous health (the fleet guard's input) every 2 s, so a remote break shows well
+        // within a wave.
+        args.extend(["--watch-interval".into(), "2s".into()]);
         // The agent manages the node's FRR: the lab's base file (fabric session, ASN, router id)
         // plus the managed sections, applied with frr-reload.py in the node's pathspace.
         let pathspace = fabric::netns(node);
@@ -149,8 +155,13 @@ impl Cluster {
 pub const STARTUP_TAINT: &str = "node.netrollout.io/network-unavailable";
 
 /// Node `index`'s health-check file: its links up, and ICMP from its port on the tenant network
-/// to the workloads of nodes `1..=nodes` but itself; the startup taint to remove.
-pub fn healthcheck(index: usize, nodes: usize) -> Result<String> {
+/// to the workloads of nodes `1..=nodes` but itself; with the routed tenant (`routed`: the
+/// nodes have VRFs), ICMP from its VRF `vr.labr` to the outside and, but on the border, to the
+/// other nodes' routed workloads (the border probes only the outside: its VRF's source address
+/// for them may be its link to the outside, which its own change may stop exporting); the
+/// startup taint to remove.
+pub fn healthcheck(index: usize, nodes: usize, routed: bool) -> Result<String> {
+    use crate::inputs::{BORDER_INDEX, OUTSIDE, ROUTED_VRF};
     let tenant =
         crate::workload::networks(&[crate::inputs::tenant(crate::inputs::TENANT_VNI)?], false);
     let mut text = String::from("interfaces: [eth0, \"l2.*\"]\nreachability:\n");
@@ -159,6 +170,74 @@ pub fn healthcheck(index: usize, nodes: usize) -> Result<String> {
             text.push_str(&format!("  - host: {}\n    protocol: icmp\n", net.addr(j)));
         }
     }
+    if routed {
+        let vrf = format!("vr.{ROUTED_VRF}");
+        for net in crate::workload::networks(&crate::inputs::routed(nodes)?, true) {
+            let target = match net.name.strip_prefix("lab-routed-") {
+                _ if net.name == OUTSIDE => Some(crate::inputs::OUTSIDE_ADDR),
+                Some(j) if index != BORDER_INDEX => {
+                    j.parse().ok().filter(|j| *j != index).map(|j| net.addr(j))
+                }
+                _ => None,
+            };
+            if let Some(host) = target {
+                text.push_str(&format!(
+                    "  - host: {host}\n    protocol: icmp\n    vrf: {vrf}\n"
+                ));
+            }
+        }
+    }
     text.push_str(&format!("taints: [{STARTUP_TAINT}]\n"));
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checks(text: &str) -> Vec<String> {
+        let doc: serde_json::Value = serde_saphyr::from_str(text).unwrap();
+        doc["reachability"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}@{}",
+                    c["host"].as_str().unwrap(),
+                    c["vrf"].as_str().unwrap_or("-")
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_node_but_the_border_probes_the_other_routed_workloads_and_the_outside_in_its_vrf() {
+        let hc = checks(&healthcheck(2, 3, true).unwrap());
+        assert_eq!(
+            hc,
+            [
+                "172.31.88.11@-",
+                "172.31.88.13@-",
+                "10.251.1.11@vr.labr",
+                "10.251.3.13@vr.labr",
+                "203.0.113.1@vr.labr",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_border_probes_only_the_outside_in_its_vrf() {
+        let hc = checks(&healthcheck(1, 3, true).unwrap());
+        assert_eq!(
+            hc,
+            ["172.31.88.12@-", "172.31.88.13@-", "203.0.113.1@vr.labr"]
+        );
+    }
+
+    #[test]
+    fn without_vrfs_only_the_bridged_tenant_is_probed() {
+        let hc = checks(&healthcheck(1, 2, false).unwrap());
+        assert_eq!(hc, ["172.31.88.12@-"]);
+    }
 }

@@ -6,7 +6,7 @@
 //!   story itself); [`ALL`] lists them by name for the command line and `--help`; [`run`] plays
 //!   one on a started lab and adds the checks every story shares.
 //! - one file per story: `happy`, `bad_config`, `node_join`, `configurator_crash`, `api_outage`,
-//!   `tenant_break`.
+//!   `tenant_break`, `remote_break`.
 //! - `monitor`: the timeline ([`Monitor`]: a watch on node configs, polled revisions).
 //! - `checks`: the [`Summary`] and the checks stories share; `steps`: apply and wait for a
 //!   revision to succeed or fail; `traffic_checks`: tenant traffic and its loss report.
@@ -19,6 +19,7 @@ mod happy;
 mod monitor;
 mod node_join;
 mod preflight;
+mod remote_break;
 mod steps;
 mod tenant_break;
 mod traffic_checks;
@@ -41,6 +42,12 @@ pub trait Scenario: std::fmt::Debug + Send + Sync {
 
     /// The story and what it checks, as `scenario --help` prints it (one line per help line).
     fn about(&self) -> &'static str;
+
+    /// Whether the story needs the routed tenant's VRF (`--vm`); `all` leaves such stories out
+    /// (they have suites of their own).
+    fn needs_vrf(&self) -> bool {
+        false
+    }
 
     /// Lab settings for the story; most keep the user's.
     fn options(&self, base: Options) -> Options {
@@ -76,14 +83,15 @@ impl Story<'_> {
     }
 }
 
-/// Every scenario, in the order `all` runs them and `--help` lists them.
-pub const ALL: [&dyn Scenario; 6] = [
+/// Every scenario, in the order `--help` lists them and `all` runs those that need no VRF.
+pub const ALL: [&dyn Scenario; 7] = [
     &happy::Happy,
     &bad_config::BadConfig,
     &node_join::NodeJoin,
     &configurator_crash::ConfiguratorCrash,
     &api_outage::ApiOutage,
     &tenant_break::TenantBreak,
+    &remote_break::RemoteBreak,
 ];
 
 /// The scenario called `name`.
@@ -103,7 +111,10 @@ pub fn help() -> String {
     text.push_str(
         "  Every scenario checks tenant traffic (loss per node and network, full reachability at the end).\n",
     );
-    text.push_str(&format!("  {:<20}each of the above, one lab each", "all"));
+    text.push_str(&format!(
+        "  {:<20}each of the above but those that need --vm, one lab each",
+        "all"
+    ));
     text
 }
 
@@ -120,7 +131,7 @@ impl Choice {
     /// The scenarios to run.
     pub fn scenarios(self) -> Vec<&'static dyn Scenario> {
         match self {
-            Choice::All => ALL.to_vec(),
+            Choice::All => ALL.into_iter().filter(|s| !s.needs_vrf()).collect(),
             Choice::One(s) => vec![s],
         }
     }
@@ -146,7 +157,8 @@ impl std::str::FromStr for Choice {
 /// never exceeded the update limit.
 pub async fn run(scenario: &dyn Scenario, lab: &mut Cluster) -> Result<Summary> {
     let m = Monitor::new(lab);
-    let (samples, skipped) = inputs::initial(&lab.options().inputs, lab.vrf)?;
+    let nodes = lab.node_names().len();
+    let (samples, skipped) = inputs::initial(&lab.options().inputs, lab.vrf, nodes)?;
     if !skipped.is_empty() {
         m.say(&format!(
             "no VRFs (no vrf module, or --without-vrfs): leaving out {} (without the vrf module, `happy` applies them at its end to show the pre-flight verdict)",
@@ -193,6 +205,7 @@ mod tests {
             apply_timeout: Duration::from_secs(30),
             pickup_timeout: Duration::from_secs(30),
             max_failures: 0,
+            guard: crate::settings::GuardMode::Revert,
             probe_hold: Duration::from_secs(2),
             bin_dir: PathBuf::from("bin"),
             vm: false,
@@ -207,7 +220,7 @@ mod tests {
     }
 
     #[test]
-    fn all_runs_every_scenario_once_in_the_documented_order() {
+    fn all_runs_every_scenario_that_needs_no_vm_once_in_the_documented_order() {
         let Ok(all) = "all".parse::<Choice>() else {
             panic!("`all` is refused");
         };
@@ -219,7 +232,7 @@ mod tests {
                 "node-join",
                 "configurator-crash",
                 "api-outage",
-                "tenant-break"
+                "tenant-break",
             ]
         );
     }
@@ -260,7 +273,7 @@ mod tests {
         assert!(lines.next().is_some_and(|l| l.contains("tenant traffic")));
         assert_eq!(
             lines.next(),
-            Some("  all                 each of the above, one lab each")
+            Some("  all                 each of the above but those that need --vm, one lab each")
         );
         assert_eq!(lines.next(), None);
     }
@@ -272,6 +285,7 @@ mod tests {
             let expected = match s.name() {
                 "configurator-crash" => (2, 2, UpdateLimit::Count(1)),
                 "node-join" => (3, 1, UpdateLimit::Count(1)),
+                "remote-break" => (2, 1, UpdateLimit::Count(1)),
                 _ => (2, 1, UpdateLimit::Count(2)),
             };
             assert_eq!(

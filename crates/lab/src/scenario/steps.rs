@@ -14,9 +14,16 @@ use crate::cluster::Cluster;
 use crate::progress::Observed;
 use crate::traffic;
 
-/// How long a rollout may take to settle: 2 min, 5 min with the nodes in the VM (TCG).
+/// How long a rollout may take to settle: 2 min, with the nodes in the VM (TCG) 5 min or
+/// 150 s per wave, whichever is longer (a VM node's apply took up to 100 s on a loaded
+/// machine, so 3 waves of limit 1 outgrew 5 min).
 pub(super) fn settle(lab: &Cluster) -> Duration {
-    Duration::from_secs(if lab.in_vm() { 300 } else { 120 })
+    if !lab.in_vm() {
+        return Duration::from_secs(120);
+    }
+    let nodes = lab.node_names().len();
+    let waves = nodes.div_ceil(super::checks::limit(lab).max(1)) as u64;
+    Duration::from_secs(300.max(150 * waves))
 }
 
 /// The opening of a story that breaks something: the samples roll out (the known-good

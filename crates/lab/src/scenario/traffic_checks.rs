@@ -92,7 +92,8 @@ pub(super) async fn traffic_report(
     let end = traffic::now_ms().saturating_sub(traffic::PROBE_TIMEOUT.as_millis() as u64);
     let t = &lab.traffic;
     let mut rows = vec![vec![
-        "NETWORK".to_string(),
+        "KIND".to_string(),
+        "NETWORK".into(),
         "NODE".into(),
         "BEFORE".into(),
         "WHILE IT APPLIED".into(),
@@ -102,44 +103,39 @@ pub(super) async fn traffic_report(
     let mut nodes: Vec<String> = t.pairs().into_iter().map(|p| p.from).collect();
     nodes.sort();
     nodes.dedup();
-    for net in &t.networks {
+    let flows = t.flows();
+    for (kind, net) in &flows {
         for node in &nodes {
             let applied =
                 m.windows(node, t0, t1)
                     .into_iter()
                     .fold(Loss::default(), |acc, (a, b)| {
-                        let l = t.node_loss(&net.name, node, a, b);
+                        let l = t.node_loss(net, node, a, b);
                         Loss {
                             sent: acc.sent + l.sent,
                             lost: acc.lost + l.lost,
                         }
                     });
             rows.push(vec![
-                net.name.clone(),
+                kind.to_string(),
+                net.clone(),
                 node.clone(),
-                t.node_loss(&net.name, node, 0, t0).to_string(),
+                t.node_loss(net, node, 0, t0).to_string(),
                 applied.to_string(),
-                t.node_loss(&net.name, node, t0, t1).to_string(),
-                t.node_loss(&net.name, node, t1, end).to_string(),
+                t.node_loss(net, node, t0, t1).to_string(),
+                t.node_loss(net, node, t1, end).to_string(),
             ]);
         }
     }
-    m.say("tenant probes lost/sent per network and node (a node counts the pairs it sends or answers):");
+    m.say("tenant probes lost/sent per kind, network and node (a node counts the pairs it sends or answers; routed: the VRF's type-5 flows, to the other nodes' routed workloads and to the outside):");
     for line in progress::table(&rows).lines() {
         crate::out!("           {line}");
     }
-    for net in t
-        .networks
-        .iter()
-        .filter(|n| !changed.contains(&n.name.as_str()))
-    {
-        let l = t.loss(t0, t1, |p| p.network == net.name);
+    for (kind, net) in flows.iter().filter(|(_, n)| !changed.contains(&n.as_str())) {
+        let l = t.loss(t0, t1, |p| p.network == *net);
         if !changed.is_empty() {
             summary.check(
-                &format!(
-                    "untouched network {} lost no probe during the rollout",
-                    net.name
-                ),
+                &format!("untouched network {net} ({kind}) lost no probe during the rollout"),
                 l.lost == 0 && l.sent > 0,
                 format!("{l} lost/sent"),
             );

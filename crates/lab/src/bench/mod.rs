@@ -1,7 +1,11 @@
 //! The lab benchmark (`netrollout-lab bench`, a `hack/bench.sh` row source): a rollout of a
 //! one-network change (MTU on `vlan502`) across a lab with tenant traffic flowing. It reports the
 //! wall time against the ideal — waves × the agents' mean apply+probe time, both measured in
-//! the same run — and the tenant probes lost per node on the changed and the untouched networks.
+//! the same run — and the tenant probes lost per node on the changed and the untouched networks;
+//! then the API writes of the healthy fleet's continuous health over a steady window
+//! ([`writes`]).
+
+pub mod writes;
 
 use std::time::Instant;
 
@@ -13,11 +17,14 @@ use crate::inputs;
 use crate::scenario::{self, Monitor};
 use crate::traffic;
 
+/// How long the healthy fleet's writes are counted.
+const STEADY: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Runs the benchmark on a started lab; returns `hack/bench.sh` rows (area, benchmark,
 /// measured, baseline, ratio, goal).
 pub async fn run(lab: &mut Cluster) -> Result<Vec<[String; 6]>> {
     let mut m = Monitor::new(lab);
-    let (objects, _) = inputs::initial(&inputs::Source::Samples, lab.vrf)?;
+    let (objects, _) = inputs::initial(&inputs::Source::Samples, lab.vrf, lab.node_names().len())?;
     let good = scenario::rollout(&mut m, lab, &objects, "the samples").await?;
     lab.start_traffic(&objects).await?;
     let missing = lab
@@ -89,7 +96,11 @@ pub async fn run(lab: &mut Cluster) -> Result<Vec<[String; 6]>> {
             .sent
     };
     let name = format!("{nodes}-node one-network change, limit {limit}");
+    let steady = writes::steady(lab, STEADY).await?;
+    let [writes_node, writes_fleet] = steady.rows("lab bench");
     Ok(vec![
+        writes_node,
+        writes_fleet,
         [
             "lab".into(),
             format!("{name}: wall time"),
