@@ -177,10 +177,19 @@ async fn probes_that_failed_before_the_change_are_reported_not_enforced() {
     let nnc = lab.wait_finished("rev-c", 30).await;
     let status = nnc.status.unwrap();
     assert_eq!(status.phase, Some(NodePhase::Provisioned), "{status:?}");
-    let message = status.message.unwrap_or_default();
+    let message = status.message.clone().unwrap_or_default();
     assert!(
-        message.contains("not enforced") && message.contains(&closed),
+        message.contains(&format!(
+            "1 check not judged, as it already failed before the change: tcp {closed}"
+        )),
         "{message}"
+    );
+    assert!(
+        status
+            .preexisting_failures
+            .iter()
+            .any(|c| c.name == format!("tcp {closed}") && !c.error.is_empty()),
+        "{status:?}"
     );
     assert!(lab.holds(&layer2s(400, 2)).await);
 }
