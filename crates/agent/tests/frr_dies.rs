@@ -191,8 +191,11 @@ async fn frr_down_when_an_apply_would_start_touches_nothing_and_the_revision_is_
 #[tokio::test]
 async fn the_failure_dump_shows_bgp_next_hops_type_5_routes_and_zebras_view() {
     let w = World::new("10s").await;
+    // The next hop is registered when the session comes up, the route a moment later: wait
+    // for both, or the dump may be taken in between.
     w.node.wait(30, "the peer's route and its next hop", |f| {
         f.vtysh("show bgp nexthop").contains(PEER_IP)
+            && f.vtysh("show ip route vrf all").contains("198.51.100.0/24")
     });
     let dump = w.node.daemons.dump(&["show bgp summary"]);
     let section = |cmd: &str| -> String {
