@@ -17,23 +17,35 @@ use std::time::{Duration, Instant};
 use common::{Lab, layer2s};
 use netrollout_api::NodePhase;
 
-const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+/// Debian's libfaketime (package `faketime`), in the multiarch directory of this machine.
+fn libfaketime() -> PathBuf {
+    std::fs::read_dir("/usr/lib")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("faketime/libfaketimeMT.so.1"))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| {
+            panic!(
+                "no /usr/lib/*/faketime/libfaketimeMT.so.1: install Debian's faketime package \
+                 (hack/install-deps.sh)"
+            )
+        })
+}
 const HOLD: Duration = Duration::from_secs(3);
 
 /// A lab whose agent runs under libfaketime reading the offset from a file (`+0` at first);
 /// `monotonic`: whether the monotonic clock is faked too. Returns the file.
 async fn faked_lab(monotonic: bool) -> (Lab, PathBuf) {
-    assert!(
-        std::path::Path::new(LIBFAKETIME).exists(),
-        "{LIBFAKETIME} is missing: install Debian's faketime package (hack/install-deps.sh)"
-    );
+    let lib = libfaketime();
     let mut lab = common::lab().await;
     let offset = lab.dir.path().join("faketime");
     std::fs::write(&offset, "+0\n").unwrap();
     let wrapper = lab.dir.path().join("agent-under-faketime");
     let script = format!(
-        "#!/bin/sh\nexport LD_PRELOAD={LIBFAKETIME} FAKETIME_TIMESTAMP_FILE={} \
+        "#!/bin/sh\nexport LD_PRELOAD={} FAKETIME_TIMESTAMP_FILE={} \
          FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC={}\nexec {} \"$@\"\n",
+        lib.display(),
         offset.display(),
         if monotonic { 0 } else { 1 },
         lab.agent_bin.display()
