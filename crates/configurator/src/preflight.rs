@@ -146,17 +146,10 @@ pub fn wanted(ncr: &NetworkConfigRevision, summary: &Summary, now: &Time) -> Opt
 /// # Errors
 /// The condition's write failed (the pass is retried).
 pub async fn tell(ctx: &Context, told: &NotedMemo, summary: &Summary) -> Result<()> {
-    let Some(target) = summary.target.as_deref() else {
+    let Some(ncr) = crate::reconcile::target_revision(ctx, summary) else {
         return Ok(());
     };
-    let Some(ncr) = ctx
-        .read()
-        .revisions()
-        .into_iter()
-        .find(|r| r.metadata.name.as_deref() == Some(target))
-    else {
-        return Ok(());
-    };
+    let target = ncr.metadata.name.as_deref().unwrap_or_default();
     let Some(condition) = wanted(&ncr, summary, &convert::to_time(convert::now())) else {
         return Ok(());
     };

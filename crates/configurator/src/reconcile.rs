@@ -160,11 +160,7 @@ async fn halted_rollback(ctx: &Context, told: &NotedMemo, summary: &Summary, max
                 failed = summary.target_failed,
                 "rollback halted"
             );
-            let revisions = ctx.read().revisions();
-            if let Some(ncr) = revisions
-                .iter()
-                .find(|r| r.metadata.name.as_deref() == Some(target))
-            {
+            if let Some(ncr) = target_revision(ctx, summary) {
                 ctx.writer()
                     .event(ncr.as_ref(), true, "RollbackHalted", "Rollback", &note)
                     .await;
@@ -180,6 +176,18 @@ async fn halted_rollback(ctx: &Context, told: &NotedMemo, summary: &Summary, max
 /// the plan sets a phase (`urgent`), otherwise at most every
 /// [`PROGRESS_INTERVAL`](crate::memo::PROGRESS_INTERVAL) (a later pass writes the last counts;
 /// the resync guarantees one).
+/// The summary's target revision as the reader last saw it.
+pub(crate) fn target_revision(
+    ctx: &Context,
+    summary: &Summary,
+) -> Option<Arc<NetworkConfigRevision>> {
+    let target = summary.target.as_deref()?;
+    ctx.read()
+        .revisions()
+        .into_iter()
+        .find(|r| r.metadata.name.as_deref() == Some(target))
+}
+
 async fn progress(
     ctx: &Context,
     memo: &ProgressMemo,
@@ -187,17 +195,10 @@ async fn progress(
     unresponsive: usize,
     urgent: bool,
 ) -> Result<()> {
-    let Some(target) = summary.target.as_deref() else {
+    let Some(ncr) = target_revision(ctx, summary) else {
         return Ok(());
     };
-    let Some(ncr) = ctx
-        .read()
-        .revisions()
-        .into_iter()
-        .find(|r| r.metadata.name.as_deref() == Some(target))
-    else {
-        return Ok(());
-    };
+    let target = ncr.metadata.name.as_deref().unwrap_or_default();
     let i = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let total = summary.managed;
     let queued = total
