@@ -7,8 +7,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 
 use crate::{
-    Layer2NetworkConfiguration, NetworkConfigRevision, NodeNetworkConfig, RoutingTable,
-    VRFRouteConfiguration,
+    Layer2NetworkConfiguration, NetworkConfigRevision, NodeNetworkConfig, RolloutAnalysis,
+    RoutingTable, VRFRouteConfiguration,
 };
 
 /// Every CRD, in a stable order.
@@ -19,6 +19,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         RoutingTable::crd(),
         NetworkConfigRevision::crd(),
         NodeNetworkConfig::crd(),
+        RolloutAnalysis::crd(),
     ]
 }
 

@@ -1,4 +1,4 @@
-//! The `netrollout.io/v1alpha1` API: the five custom resource kinds and the CRD generator.
+//! The `netrollout.io/v1alpha1` API: the six custom resource kinds and the CRD generator.
 //!
 //! Users write the three input kinds; their field names, types and ranges match the Go network
 //! operator's `v1alpha1` API, so its manifests migrate by changing `apiVersion` alone. The
@@ -9,6 +9,8 @@
 //! - [`inputs`]: `VRFRouteConfiguration`, `Layer2NetworkConfiguration`, `RoutingTable`.
 //! - [`revision`]: `NetworkConfigRevision`, the immutable merged snapshot and its rollout status.
 //! - [`node`]: `NodeNetworkConfig`, the rendered config of one node and its apply status.
+//! - [`analysis`]: `RolloutAnalysis`, checks against Prometheus that gate each wave, and the
+//!   verdict a revision carries.
 //! - [`capabilities`]: what a node's config needs from the node and what its agent found.
 //! - [`crds`]: every CRD of the group, and their YAML as committed under `config/crd/`.
 //! - The wire contract beyond the kinds: [`labels`], [`annotations`] (every key with its typed
@@ -20,6 +22,7 @@
 // for duplicated attributes.
 #![allow(clippy::duplicated_attributes)]
 
+pub mod analysis;
 pub mod annotations;
 pub mod capabilities;
 pub mod crds;
@@ -30,6 +33,10 @@ pub mod node;
 pub mod revision;
 mod schema;
 
+pub use analysis::{
+    ANALYSIS_CONDITION, AnalysisCheck, AnalysisPhase, CheckResult, RevisionAnalysis,
+    RolloutAnalysis, RolloutAnalysisSpec,
+};
 pub use annotations::{
     DISPATCH_ANNOTATION, Dispatch, NODE_RETRY_ANNOTATION, RETRIED_ANNOTATION, RETRY_ANNOTATION,
     UNRESPONSIVE_ANNOTATION,

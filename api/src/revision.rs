@@ -6,6 +6,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::{RevisionAnalysis, RolloutAnalysisSpec};
 use crate::inputs::{Layer2NetworkConfigurationSpec, RoutingTableSpec, VRFRouteConfigurationSpec};
 
 /// A merged snapshot of all inputs. Only `spec.sequence` and `spec.paused` ever change.
@@ -54,6 +55,12 @@ pub struct NetworkConfigRevisionSpec {
     pub paused: bool,
     /// Every input, canonically sorted.
     pub snapshot: Snapshot,
+    /// The `RolloutAnalysis` objects when the revision was created, by name: the checks that
+    /// gate each of its waves. Not part of the content hash: changing an analysis gates the
+    /// next revision, it does not make one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub analysis: Vec<NamedInput<RolloutAnalysisSpec>>,
 }
 
 /// Every input object at one moment, sorted by name.
@@ -138,6 +145,10 @@ pub struct NetworkConfigRevisionStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 10000))]
     pub failed_nodes: Vec<FailedNode>,
+    /// The verdict of the checks in `spec.analysis` for its latest wave (absent: not measured
+    /// yet, or no checks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<RevisionAnalysis>,
     /// Standard conditions, one per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16), schema_with = "crate::schema::conditions")]

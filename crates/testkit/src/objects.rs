@@ -147,6 +147,7 @@ pub fn revision(name: &str, sequence: i64, snapshot: Snapshot) -> NetworkConfigR
             hash,
             paused: false,
             snapshot,
+            analysis: Vec::new(),
         },
     )
 }

@@ -120,6 +120,7 @@ async fn a_revision_name_taken_by_different_content_is_reported_and_never_overwr
             hash: format!("sha256:{}", "0".repeat(64)),
             paused: true,
             snapshot: netrollout_api::Snapshot::default(),
+            analysis: Vec::new(),
         },
     );
     let api = Api::<NetworkConfigRevision>::all(lab.client.clone());
