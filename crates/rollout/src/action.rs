@@ -1,5 +1,6 @@
 //! What the planner asks the configurator to do, each with a human-readable reason.
 
+use crate::analysis::Gate;
 use crate::guard::GuardTrip;
 use crate::state::{DispatchRecord, RevisionPhase, Unmet};
 use crate::time::Timestamp;
@@ -158,6 +159,9 @@ pub struct Summary {
     /// Pre-flight holds the target: it is rolling out (Pending or Progressing) and `unmet`
     /// is not empty, so it is dispatched to no node.
     pub held: bool,
+    /// The target's analysis gate, when it has checks and is rolling out: whether the
+    /// configurator must measure now ([`Gate::due`]) and whether it holds the target.
+    pub analysis: Option<Gate>,
 }
 
 /// The overall decision of a pass.

@@ -23,6 +23,8 @@
 //! - [`settings`]: update limit (`"5"` / `"20%"`), strategy (waves or window), timeouts,
 //!   failure budget, history limits.
 //! - [`action`]: the plan, its actions and summary.
+//! - [`analysis`]: analysis gates: a revision with checks rolls out wave by wave, each wave
+//!   only after the checks passed with the ones before (`plan/analysis.rs` is its step).
 //! - `plan`: the planning pass ([`plan()`]), which reads the fleet once into per-revision tallies
 //!   and an index of the nodes that may move; `plan/nodes.rs` holds its node-level half.
 //! - `assess`: each node's condition relative to its spec revision.
@@ -38,6 +40,7 @@
 #![forbid(unsafe_code)]
 
 pub mod action;
+pub mod analysis;
 mod assess;
 pub mod guard;
 pub mod lifecycle;

@@ -22,13 +22,16 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
     let mut p = Pass::new(state, now, settings);
     p.block_duplicates_of_failed();
     p.detect_failures();
+    p.fail_by_analysis();
     p.guard();
     let d = p.decide();
     p.supersede(&d);
     let in_flight = p.in_flight_at.len();
     let free = p.limit.saturating_sub(in_flight);
     let (unmet, held) = p.preflight(&d);
-    let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free, held);
+    let analysis = p.analysis_gate(&d);
+    let gated = analysis.as_ref().is_some_and(|g| g.held);
+    let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free, held || gated);
     p.progress(&d, goal_dispatched);
     let pruned = p.prune(&d);
     let on_goal = d.goal.map(|g| p.tally[g]).unwrap_or_default();
@@ -45,6 +48,7 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
         guard: p.trip.take(),
         unmet,
         held,
+        analysis,
     };
     let mut actions = p.phase_actions;
     actions.extend(p.withdrawals);
@@ -444,6 +448,7 @@ impl<'a> Pass<'a> {
     }
 }
 
+mod analysis;
 mod guard;
 mod nodes;
 mod preflight;

@@ -3,6 +3,9 @@
 //! A reason is one CamelCase word, as Kubernetes condition and Event reasons are (tools match
 //! on it); the sentence for people goes into the message beside it.
 
+/// A revision's analysis checks failed (the reason of the Event; see [`crate::analysis`]).
+pub const ANALYSIS_FAILED: &str = "AnalysisFailed";
+
 /// A node's apply did not finish within `--apply-timeout` after its agent started it.
 pub const APPLY_TIMEOUT: &str = "ApplyTimeout";
 
@@ -40,6 +43,7 @@ mod tests {
     #[test]
     fn reason_words_are_camel_case_words_and_sentences_are_not() {
         for ok in [
+            ANALYSIS_FAILED,
             APPLY_TIMEOUT,
             FAILED,
             GUARD_TRIPPED,

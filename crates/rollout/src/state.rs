@@ -3,6 +3,7 @@
 //! The configurator converts `NetworkConfigRevision`, `Node` and `NodeNetworkConfig` objects
 //! (including the dispatch record it persisted as an annotation) into these.
 
+use crate::analysis::Analysis;
 use crate::guard::Health;
 use crate::time::Timestamp;
 
@@ -37,6 +38,9 @@ pub struct Revision {
     /// No node listed here gets this revision, and while a managed node that does not run it
     /// yet is listed, it is not rolled out to any node.
     pub unmet: Vec<Unmet>,
+    /// Its analysis checks and their last verdict (the configurator measures them when a pass
+    /// says so and fills this in; [`crate::analysis`]).
+    pub analysis: Analysis,
 }
 
 /// A node that lacks capabilities a revision's config for it needs.
@@ -59,6 +63,7 @@ impl Revision {
             paused: false,
             guard_tripped: false,
             unmet: Vec::new(),
+            analysis: Analysis::default(),
         }
     }
 }

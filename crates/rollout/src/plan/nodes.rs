@@ -58,7 +58,7 @@ impl<'a> Pass<'a> {
     }
 
     /// Up to `free` nodes get the goal (or, joining, the newest Succeeded) revision; none while
-    /// pre-flight `held` it. Returns the actions, the number of nodes dispatched, and how many
+    /// pre-flight or the analysis gate `held` it. Returns the actions, the number of nodes dispatched, and how many
     /// of them got the goal.
     pub(super) fn dispatch(
         &self,
@@ -175,7 +175,8 @@ impl<'a> Pass<'a> {
         (actions, eligible.len(), to_goal)
     }
 
-    /// Mark the goal Progressing, or Succeeded once every counted node runs it. A Succeeded
+    /// Mark the goal Progressing, or Succeeded once every counted node runs it (and, with
+    /// analysis checks, they passed with all of them: [`Pass::analysis_passed`]). A Succeeded
     /// goal that counted nodes with another revision must move to (an undo raised its
     /// sequence) is Progressing again: it is not Ready until they run it.
     pub(super) fn progress(&mut self, d: &Decision, goal_dispatched: usize) {
@@ -203,7 +204,7 @@ impl<'a> Pass<'a> {
         let t = self.tally[g];
         let (succeeded, failed) = (t.counted_settled, t.counted_failed);
         let waiting = goal_dispatched > 0 || self.counted > succeeded + failed;
-        if !waiting && succeeded > 0 {
+        if !waiting && succeeded > 0 && self.analysis_passed(g) {
             let reason = format!(
                 "all {} counted managed Ready node(s) run revision {goal} ({failed} failed, within --max-failures={})",
                 succeeded + failed,

@@ -110,8 +110,8 @@ pub fn check_window(p: &Plan, after: &State, now: Timestamp, s: &Settings) -> Re
     else {
         return Ok(());
     };
-    // Held by pre-flight: nothing moves to the target.
-    if p.summary.held {
+    // Held by pre-flight or the analysis gate: nothing moves to the target.
+    if p.summary.held || p.summary.analysis.as_ref().is_some_and(|g| g.held) {
         return Ok(());
     }
     // Pre-flight: a node never gets a revision that lists it as lacking (a joining node may
@@ -305,8 +305,12 @@ impl Checker {
                     revision,
                     phase: RevisionPhase::Failed,
                     failed_nodes,
+                    reason,
                     ..
-                } if !crate::guard::is_guard_failure(failed_nodes) => {
+                } if !crate::guard::is_guard_failure(failed_nodes)
+                    // A failed analysis fails no node (the analysis simulator checks it).
+                    && !reason.starts_with("analysis of revision") =>
+                {
                     for f in failed_nodes {
                         // Reasons are words tools match on; sentences go into the message.
                         if !is_reason_word(&f.reason) || f.message.is_empty() {

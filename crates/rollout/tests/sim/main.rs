@@ -8,11 +8,13 @@
 //! `regressions` (one named scenario per rule of the contract (docs/contract.md)), `lifecycle`
 //! (the revision lifecycle decides the revisions when the simulated inputs change, and its
 //! invariants are checked at every decision), `guard` (the fleet guard's world and invariants),
-//! `preflight` (nodes lacking what a revision needs, and its invariants).
+//! `preflight` (nodes lacking what a revision needs, and its invariants), `analysis` (revisions
+//! gated by analysis checks that pass, fail or are inconclusive, and its invariants).
 
 // A test harness: panicking on a bad SIM_SEED or a crashed worker thread is the right failure.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod analysis;
 mod check;
 mod guard;
 mod lifecycle;
@@ -243,6 +245,27 @@ fn fleets_with_nodes_lacking_a_capability_never_get_a_revision_that_needs_it() {
             "joins lacking vrf",
             "(Rollout)",
             "(Join)",
+            "-> Succeeded",
+            "-> converged on",
+        ],
+    );
+}
+
+#[test]
+fn fleets_with_analysis_gates_never_pass_a_wave_whose_analysis_has_not_passed() {
+    run_all(
+        "fleets_with_analysis_gates_never_pass_a_wave_whose_analysis_has_not_passed",
+        "SIM_SCENARIOS",
+        300,
+        analysis::scenario,
+        &[
+            "inconclusive",
+            "passed with 1 node(s)",
+            "passed with 2 node(s)",
+            "failed with",
+            "analysis of revision",
+            "(Rollout)",
+            "(Rollback)",
             "-> Succeeded",
             "-> converged on",
         ],

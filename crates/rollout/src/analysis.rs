@@ -1,0 +1,71 @@
+//! Analysis gates (docs/contract.md, "Analysis"): a revision that carries checks against
+//! Prometheus is rolled out wave by wave, and no wave is dispatched before the checks passed
+//! for every node that already runs it; a failed analysis fails the revision like a failed node.
+//!
+//! The planner does not measure anything: the configurator runs the queries when a pass says an
+//! analysis is due ([`Gate::due`]) and hands the verdict back as data ([`Analysis::verdict`]).
+//! The planning step itself is `plan/analysis.rs`; this module holds its data.
+
+/// A revision's analysis: whether it has checks, and the last verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Analysis {
+    /// How many checks gate the revision (0: no gate, the revision rolls out as any other).
+    pub checks: usize,
+    /// The last verdict the configurator reached.
+    pub verdict: Verdict,
+}
+
+/// The last verdict of a revision's analysis.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Verdict {
+    /// Not measured yet.
+    #[default]
+    None,
+    /// Every check passed while `nodes` managed nodes ran the revision: the rollout may go on
+    /// past them; once more nodes run it, they are analysed again.
+    Passed {
+        /// Managed nodes that ran the revision when it was measured.
+        nodes: usize,
+    },
+    /// A check failed: the revision fails (reason [`crate::reason::ANALYSIS_FAILED`]) and,
+    /// as after any failure, its nodes return to the known-good revision.
+    Failed {
+        /// What failed, for people (the check, its value and its condition).
+        message: String,
+    },
+    /// The checks cannot be measured (no Prometheus is configured): the revision is not
+    /// dispatched to any node, as pre-flight holds a revision.
+    Unavailable {
+        /// Why, and what to do.
+        message: String,
+    },
+}
+
+impl Analysis {
+    /// Whether the revision is gated at all.
+    pub fn gated(&self) -> bool {
+        self.checks > 0
+    }
+
+    /// Whether the checks passed with at least `nodes` nodes on the revision.
+    pub fn passed_for(&self, nodes: usize) -> bool {
+        matches!(self.verdict, Verdict::Passed { nodes: n } if n >= nodes)
+    }
+}
+
+/// Where the target's analysis gate stands after a pass ([`crate::Summary::analysis`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gate {
+    /// The revision rolling out.
+    pub revision: String,
+    /// Managed nodes that run it now.
+    pub nodes: usize,
+    /// Its nodes have all finished (none in flight) and the checks have not passed for them:
+    /// the configurator measures now and writes the verdict.
+    pub due: bool,
+    /// No node is dispatched this revision in this pass because of the gate (a wave in flight
+    /// or awaiting its analysis, or no Prometheus).
+    pub held: bool,
+    /// Why it holds, for people (empty when it does not).
+    pub reason: String,
+}
