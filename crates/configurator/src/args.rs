@@ -47,6 +47,11 @@ pub struct Args {
     /// for a fleet whose links flap.
     #[arg(long, default_value_t = 1)]
     pub guard_threshold: usize,
+    /// Base URL of the Prometheus server that analysis checks (`RolloutAnalysis`) are measured
+    /// against, e.g. `http://prometheus.monitoring:9090`. Without it, a revision that carries
+    /// checks is not rolled out (its `AnalysisPassed` condition says why).
+    #[arg(long)]
+    pub prometheus_url: Option<String>,
     /// Label selector of the managed nodes, e.g. `node-role.kubernetes.io/worker`.
     #[arg(long, default_value = "")]
     pub node_selector: String,

@@ -102,10 +102,16 @@ pub async fn run(
         debounce: args.debounce,
         window: args.rollout_strategy == RolloutStrategy::Window,
     };
+    let prometheus = args
+        .prometheus_url
+        .as_deref()
+        .map(|url| crate::analysis::Prometheus::new(url, args.api_timeout))
+        .transpose()?;
     let passes = Passes::new(
         args.settings(false),
         args.node_name.clone(),
         changes.clone(),
+        prometheus,
     );
     let ctx = Arc::new(Context::new(
         client,

@@ -125,6 +125,8 @@ pub fn revision(ncr: &NetworkConfigRevision) -> Revision {
         paused: ncr.spec.paused,
         guard_tripped: crate::health::guard_tripped(ncr),
         unmet: Vec::new(),
+        // Filled by the analysis step (it knows whether Prometheus is configured).
+        analysis: Default::default(),
     }
 }
 

@@ -8,6 +8,9 @@
 //! Layout (private modules but `controller`; the crate exports [`run`], [`Args`],
 //! [`Metrics`], [`Error`] and what `main` and the end-to-end tests use):
 //! - `args`: command-line flags and the planner settings they give.
+//! - `analysis`: analysis gates: the `RolloutAnalysis` objects a new revision copies, each
+//!   revision's checks and verdict for the planner, and the checks measured against Prometheus
+//!   after a wave (verdict in `status.analysis`, condition `AnalysisPassed`, Event).
 //! - [`controller`]: [`run`] — watches, leader election (kube-lease-manager), HTTP endpoints
 //!   and the debounced reconcile loop.
 //! - `reconcile`: `Passes`, what passes keep between them (the planner settings, the fleet,
@@ -47,6 +50,7 @@
 #![forbid(unsafe_code)]
 
 mod accepted;
+mod analysis;
 mod args;
 mod conditions;
 mod context;

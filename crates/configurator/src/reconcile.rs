@@ -37,13 +37,19 @@ pub struct Passes {
     progress: ProgressMemo,
     halts: NotedMemo,
     preflight: NotedMemo,
+    analyst: crate::analysis::Analyst,
 }
 
 impl Passes {
     /// Passes planned with `settings` (its `paused` is replaced by the global pause each pass)
     /// over the nodes whose `changes` the watches mark; `own_node` is the node this replica runs
-    /// on (dispatched last).
-    pub fn new(settings: Settings, own_node: Option<String>, changes: Arc<Changes>) -> Self {
+    /// on (dispatched last); `prometheus` is where analysis checks are measured.
+    pub fn new(
+        settings: Settings,
+        own_node: Option<String>,
+        changes: Arc<Changes>,
+        prometheus: Option<crate::analysis::Prometheus>,
+    ) -> Self {
         Self {
             settings,
             fleet: Fleet::new(own_node, changes),
@@ -52,6 +58,7 @@ impl Passes {
             progress: ProgressMemo::default(),
             halts: NotedMemo::default(),
             preflight: NotedMemo::default(),
+            analyst: crate::analysis::Analyst::new(prometheus),
         }
     }
 
@@ -81,6 +88,7 @@ impl Passes {
             view.state.revisions = convert::revisions(&ncrs);
             let nncs = ctx.read().node_configs();
             crate::preflight::fill(&mut view.state.revisions, &ncrs, &nncs, &self.renders);
+            self.analyst.fill(&mut view.state.revisions, &ncrs);
             let plan = netrollout_rollout::plan(&view.state, convert::now(), &settings);
             let mut nodes = HashMap::new();
             let mut nncs = HashMap::new();
@@ -131,6 +139,7 @@ impl Passes {
         halted_rollback(ctx, &self.halts, &plan.summary, settings.max_failures).await;
         crate::conditions::sync(ctx, refusal.as_ref()).await?;
         crate::preflight::tell(ctx, &self.preflight, &plan.summary).await?;
+        self.analyst.run(ctx, &plan.summary).await?;
         gauges(ctx.metrics(), &plan.summary, &ncrs);
         Ok(plan)
     }

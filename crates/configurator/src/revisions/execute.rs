@@ -151,6 +151,8 @@ impl<'a> Executor<'a> {
             "phase": RevisionPhase::Pending,
             "message": message,
             "failedNodes": [],
+            // The analysis is measured afresh: a retry rolls it out again from its first wave.
+            "analysis": null,
             "conditions": fields["conditions"],
             "observedGeneration": fields["observedGeneration"],
         }});
@@ -256,6 +258,7 @@ impl<'a> Executor<'a> {
             return Err(Error::UnknownRevision(name));
         }
         let snapshot = snapshot.clone();
+        let analysis = crate::analysis::snapshot(self.ctx).await?;
         let obj = NetworkConfigRevision {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
@@ -273,6 +276,7 @@ impl<'a> Executor<'a> {
                 hash,
                 paused: false,
                 snapshot,
+                analysis,
             },
             status: None,
         };
@@ -284,8 +288,20 @@ impl<'a> Executor<'a> {
                 self.api().create(&PostParams::default(), &obj),
             )
             .await?;
-        let msg =
-            format!("created revision {name} (sequence {sequence}, {size} bytes) from the inputs");
+        let gates: Vec<&str> = created
+            .spec
+            .analysis
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        let gated = if gates.is_empty() {
+            String::new()
+        } else {
+            format!(", each wave gated by RolloutAnalysis {}", gates.join(", "))
+        };
+        let msg = format!(
+            "created revision {name} (sequence {sequence}, {size} bytes) from the inputs{gated}"
+        );
         tracing::info!(revision = %name, sequence, "{msg}");
         self.ctx
             .writer()
