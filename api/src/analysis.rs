@@ -30,11 +30,7 @@ pub const CHECK_NAME_PATTERN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
     plural = "rolloutanalyses",
     shortname = "analysis",
     category = "netrollout",
-    printcolumn(
-        name = "Checks",
-        type_ = "string",
-        json_path = ".spec.checks[*].name"
-    ),
+    printcolumn(name = "Checks", type_ = "string", json_path = ".spec.checks[*].name"),
     printcolumn(
         name = "Age",
         type_ = "date",

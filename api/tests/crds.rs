@@ -53,7 +53,10 @@ fn every_crd_is_cluster_scoped_with_short_name_status_and_printer_columns() {
         );
         short_names.extend(crd.spec.names.short_names.clone().unwrap());
     }
-    assert_eq!(short_names, ["vrf", "layer2", "taas", "ncr", "nnc", "analysis"]);
+    assert_eq!(
+        short_names,
+        ["vrf", "layer2", "taas", "ncr", "nnc", "analysis"]
+    );
 }
 
 #[test]

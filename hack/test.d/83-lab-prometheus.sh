@@ -7,6 +7,11 @@
 # - every query of deploy/monitoring/dashboard.json returns at least one series at some point;
 # - `promtool check metrics` accepts what the configurator and an agent serve at /metrics.
 # The scenario itself must pass, and its teardown must end Prometheus.
+# Then, on an `up --prometheus` lab, analysis gates (docs/operations.md, "Analysis gates"): a
+# RolloutAnalysis over the agents' tenant-loss metrics that passes lets a revision complete
+# (AnalysisPassed Events), one that cannot pass fails it after its first wave
+# (AnalysisFailed Event, the `kubectl netrollout status` line, nodes back on the known-good
+# revision), and a success condition outside the grammar is refused by the API server.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --locked --bins -q
@@ -125,7 +130,7 @@ if pgrep -af -- "prometheus --config.file=$state" ; then
 fi
 
 # A crashed lab (SIGKILL: no teardown of its own): `down` ends its Prometheus too.
-$lab --state-dir "$state" up --nodes 2 --prometheus >"$state/up.log" 2>&1 &
+$lab --state-dir "$state" up --nodes 2 --update-limit 1 --prometheus >"$state/up.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 60); do
   grep -q "^prometheus: http://" "$state/up.log" && break
@@ -134,6 +139,113 @@ for _ in $(seq 1 60); do
 done
 grep -q "^prometheus: http://" "$state/up.log" || { cat "$state/up.log"; echo "FAIL: up --prometheus printed no URL" >&2; exit 1; }
 pgrep -f -- "prometheus --config.file=$state" >/dev/null || { echo "FAIL: no Prometheus running under up" >&2; exit 1; }
+
+up_start=$(date +%s)
+# Analysis gates on the same lab (its configurator has --prometheus-url): a check over the
+# agents' tenant-loss metrics that passes lets a new revision complete wave by wave; one that
+# cannot pass fails the revision after its first wave, which returns to the known-good one.
+for _ in $(seq 1 90); do
+  grep -q "^rollout succeeded" "$state/up.log" && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 1
+done
+grep -q "^rollout succeeded" "$state/up.log" || { cat "$state/up.log"; echo "FAIL: the lab's first rollout did not succeed" >&2; exit 1; }
+analysis_start=$(date +%s)
+echo "analysis gates: the lab's first rollout took $((analysis_start - up_start))s after the Prometheus URL"
+python3 - "$state/up.log" <<'PY'
+import json, os, re, subprocess, sys, time
+env = dict(os.environ)
+m = re.search(r"export KUBECONFIG=(\S+) PATH=(\S+):\$PATH", open(sys.argv[1]).read())
+env["KUBECONFIG"], env["PATH"] = m.group(1), m.group(2) + ":" + env["PATH"]
+
+def kubectl(*args, stdin=None):
+    r = subprocess.run(["kubectl", *args], input=stdin, text=True, capture_output=True, env=env)
+    if r.returncode != 0:
+        sys.exit(f"FAIL: kubectl {' '.join(args)}: {r.stderr}")
+    return r.stdout
+
+def newest():
+    items = json.loads(kubectl("get", "ncr", "-o", "json"))["items"]
+    return max(items, key=lambda r: r["spec"]["sequence"])
+
+LOSS = "sum((1 - netrollout_agent_tenant_reachable) and on (instance) (netrollout_agent_health_rounds_total > 0))"
+
+def analysis(condition):
+    kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "netrollout.io/v1alpha1", "kind": "RolloutAnalysis",
+        "metadata": {"name": "tenants"},
+        "spec": {"checks": [{"name": "tenant-loss", "query": LOSS, "successCondition": condition,
+                             "intervalSeconds": 1, "inconclusiveLimit": 5}]}}))
+
+def roll_out(mtu, want):
+    before = newest()["metadata"]["name"]
+    kubectl("patch", "layer2", "vlan502", "--type", "merge", "-p", json.dumps({"spec": {"mtu": mtu}}))
+    for _ in range(120):
+        r = newest()
+        if r["metadata"]["name"] != before and r.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            break
+        time.sleep(0.5)
+    name, status = r["metadata"]["name"], r.get("status", {})
+    if status.get("phase") != want:
+        sys.exit(f"FAIL: revision {name} is {status.get('phase')}, not {want}: {json.dumps(status)}")
+    gated = [a["name"] for a in r["spec"].get("analysis", [])]
+    if gated != ["tenants"]:
+        sys.exit(f"FAIL: revision {name} did not copy the RolloutAnalysis: {gated}")
+    return name, status
+
+bad = subprocess.run(["kubectl", "apply", "-f", "-"], text=True, capture_output=True, env=env, input=json.dumps({
+    "apiVersion": "netrollout.io/v1alpha1", "kind": "RolloutAnalysis", "metadata": {"name": "typo"},
+    "spec": {"checks": [{"name": "x", "query": "up", "successCondition": "result = 0"}]}}))
+if bad.returncode == 0 or "successCondition" not in bad.stderr:
+    sys.exit(f"FAIL: a success condition outside the grammar was not refused naming the field: {bad.stderr}")
+print("refused:", bad.stderr.strip())
+
+analysis("result == 0")
+name, status = roll_out(1400, "Succeeded")
+a = status.get("analysis", {})
+nodes = status["total"]
+if a.get("phase") != "Passed" or a.get("nodes") != nodes or a["checks"][0]["value"] != "0":
+    sys.exit(f"FAIL: {name} succeeded without its analysis passing with all {nodes} nodes: {a}")
+print(f"{name} Succeeded; analysis: {a['message']}")
+def events(name):
+    items = json.loads(kubectl("get", "events.v1.events.k8s.io", "-n", "default", "-o", "json"))["items"]
+    return [e for e in items if (e.get("regarding") or {}).get("name") == name]
+
+passed = [e for e in events(name) if e["reason"] == "AnalysisPassed"]
+if not passed:
+    sys.exit(f"FAIL: no AnalysisPassed Event on {name}: {[e['reason'] for e in events(name)]}")
+good = name
+
+analysis("result > 1000")
+name, status = roll_out(1450, "Failed")
+a = status.get("analysis", {})
+if a.get("phase") != "Failed" or "tenants/tenant-loss" not in a.get("message", ""):
+    sys.exit(f"FAIL: {name} failed, but not by its analysis: {json.dumps(status)}")
+if a.get("nodes") != 1 or not status.get("message", "").startswith(f"analysis of revision {name} failed"):
+    sys.exit(f"FAIL: {name} was not halted after its first wave by the analysis: {json.dumps(status)}")
+failed = [e for e in events(name) if e["reason"] == "AnalysisFailed" and e["type"] == "Warning"]
+if not failed:
+    sys.exit(f"FAIL: no AnalysisFailed Warning Event on {name}: {[e['reason'] for e in events(name)]}")
+print(f"{name} Failed; Event AnalysisFailed: {failed[0].get('note')}")
+for _ in range(60):
+    specs = {n["metadata"]["name"]: n["spec"]["revision"] for n in json.loads(kubectl("get", "nnc", "-o", "json"))["items"]}
+    if set(specs.values()) == {good}:
+        break
+    time.sleep(0.5)
+else:
+    sys.exit(f"FAIL: the nodes did not return to known-good revision {good}: {specs}")
+# Exit 3: the newest revision failed (docs/kubectl-netrollout.md).
+st = subprocess.run(["kubectl", "netrollout", "status"], text=True, capture_output=True, env=env)
+if st.returncode != 3:
+    sys.exit(f"FAIL: kubectl netrollout status exited {st.returncode}, not 3 (failed): {st.stderr}")
+out = st.stdout
+line = [l for l in out.splitlines() if l.strip().startswith(f"analysis of {name}: Failed")]
+if not line:
+    sys.exit(f"FAIL: kubectl netrollout status has no analysis line for {name}:\n{out}")
+print("status:", line[0].strip())
+kubectl("delete", "rolloutanalysis", "tenants")
+PY
+echo "analysis gates: passed in $(( $(date +%s) - analysis_start ))s"
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true
 $lab --state-dir "$state" down

@@ -125,6 +125,9 @@ pub struct RevisionRow {
     /// The pre-flight verdict while nodes lack what it needs (the message of its
     /// `NodesCapable=False` condition, docs/contract.md "Pre-flight").
     pub preflight: Option<String>,
+    /// The verdict of its analysis checks (`status.analysis`, docs/contract.md "Analysis"):
+    /// the phase and the configurator's message (which says how many nodes ran it).
+    pub analysis: Option<String>,
     /// Creation time.
     pub created: Option<Time>,
 }
@@ -151,6 +154,10 @@ impl RevisionRow {
                 .iter()
                 .find(|c| c.type_ == netrollout_api::NODES_CAPABLE_CONDITION && c.status == "False")
                 .map(|c| c.message.clone()),
+            analysis: s
+                .analysis
+                .as_ref()
+                .map(|a| format!("{:?}: {}", a.phase, a.message)),
             failed_nodes: s.failed_nodes,
             created: rev.metadata.creation_timestamp.clone(),
         }
@@ -283,6 +290,9 @@ impl StatusReport {
             }
             if let Some(p) = &r.preflight {
                 out.push_str(&format!("  pre-flight: {p}\n"));
+            }
+            if let Some(a) = &r.analysis {
+                out.push_str(&format!("  analysis of {}: {a}\n", r.name));
             }
         }
         out.push('\n');

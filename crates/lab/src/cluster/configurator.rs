@@ -45,6 +45,10 @@ impl Cluster {
             None => SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         };
         cmd.args(["--metrics-addr", &metrics.to_string()]);
+        // With a Prometheus, analysis checks (`RolloutAnalysis`) are measured against it.
+        if let Some(p) = &self.prometheus {
+            cmd.args(["--prometheus-url", &p.url()]);
+        }
         let kubeconfig = crate::identities::configurator_kubeconfig(
             &self.server,
             &self.opts.state_dir,
