@@ -30,8 +30,8 @@ pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
     let free = p.limit.saturating_sub(in_flight);
     let (unmet, held) = p.preflight(&d);
     let analysis = p.analysis_gate(&d);
-    let gated = analysis.as_ref().is_some_and(|g| g.held);
-    let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free, held || gated);
+    let held_any = held || analysis.as_ref().is_some_and(|g| g.held);
+    let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free, held_any);
     p.progress(&d, goal_dispatched);
     let pruned = p.prune(&d);
     let on_goal = d.goal.map(|g| p.tally[g]).unwrap_or_default();
