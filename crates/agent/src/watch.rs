@@ -13,8 +13,12 @@
 //!   `status.health`, only when the verdict differs from what the object says (a status flip
 //!   or another set of failing checks); a healthy node makes none. The apply merges the
 //!   condition by type, so the agent's other status writes are untouched.
+//! - **Confirmation**: a failing verdict is reported only when the next round fails too
+//!   ([`confirmed`]): one round whose probes time out (a loaded node, one lost echo) is noise,
+//!   and the fleet guard fails a whole revision on what this reports. A passing round is
+//!   reported at once.
 //! - **Metrics**: `netrollout_agent_tenant_reachable` (1/0), `_health_rounds_total`,
-//!   `_health_transitions_total{to="reachable"|"unreachable"}`.
+//!   `_health_transitions_total{to="reachable"|"unreachable"}` (of the reported verdict).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -110,6 +114,15 @@ pub fn to_write(verdict: &Verdict, seen: Option<&(Verdict, Time)>, now: Time) ->
     }
 }
 
+/// The verdict a round reports, given the round before it (`previous`, unconfirmed): a passing
+/// round at once; a failing round only when `previous` failed too (two failing rounds in a row),
+/// else nothing yet. A single round of timeouts on a busy node never reaches the fleet guard;
+/// a real loss shows one `--watch-interval` later.
+pub fn confirmed(previous: Option<&Verdict>, verdict: &Verdict) -> Option<Verdict> {
+    let confirmed = verdict.reachable() || previous.is_some_and(|p| !p.reachable());
+    confirmed.then(|| verdict.clone())
+}
+
 /// The watcher's metrics, registered into the agent's registry.
 #[derive(Debug, Default)]
 pub struct HealthMetrics {
@@ -165,7 +178,10 @@ pub struct Watcher {
     node: String,
     metrics: Arc<crate::metrics::Metrics>,
     next: tokio::time::Instant,
+    /// The verdict of the last round (confirmed or not).
     last: Option<Verdict>,
+    /// The last confirmed verdict.
+    reported: Option<Verdict>,
     written: Option<(Verdict, Instant)>,
 }
 
@@ -199,6 +215,7 @@ impl Watcher {
             metrics,
             next: tokio::time::Instant::now(),
             last: None,
+            reported: None,
             written: None,
         }
     }
@@ -233,17 +250,25 @@ impl Watcher {
             .collect();
         failing.sort();
         failing.dedup();
-        let verdict = Verdict { failing };
+        let round = Verdict { failing };
+        let Some(verdict) = confirmed(self.last.as_ref(), &round) else {
+            tracing::info!(node = %self.node, failing = ?round.failing,
+                "health checks failed once; reported if the next round fails too");
+            self.health_metrics().rounds.inc();
+            self.last = Some(round);
+            return;
+        };
+        self.last = Some(round);
         let flipped = self
-            .last
+            .reported
             .as_ref()
             .is_some_and(|l| l.reachable() != verdict.reachable());
         self.health_metrics().round(&verdict, flipped);
-        if flipped || self.last.as_ref() != Some(&verdict) {
+        if flipped || self.reported.as_ref() != Some(&verdict) {
             tracing::info!(node = %self.node, reachable = verdict.reachable(),
                 failing = ?verdict.failing, "continuous health changed");
         }
-        self.last = Some(verdict.clone());
+        self.reported = Some(verdict.clone());
         let Some(seen) = seen else {
             return;
         };
@@ -295,6 +320,21 @@ mod tests {
 
     fn t(s: i64) -> Time {
         Time(jiff::Timestamp::from_second(s).unwrap())
+    }
+
+    #[test]
+    fn a_failing_round_is_reported_only_when_the_round_after_it_fails_too() {
+        // The first failing round after a passing one (or at start) reports nothing yet.
+        assert_eq!(confirmed(Some(&v(&[])), &v(&["a"])), None);
+        assert_eq!(confirmed(None, &v(&["a"])), None);
+        // The second in a row reports this round's checks.
+        assert_eq!(
+            confirmed(Some(&v(&["a"])), &v(&["a", "b"])),
+            Some(v(&["a", "b"]))
+        );
+        // A passing round is reported at once, whatever came before.
+        assert_eq!(confirmed(Some(&v(&["a"])), &v(&[])), Some(v(&[])));
+        assert_eq!(confirmed(None, &v(&[])), Some(v(&[])));
     }
 
     #[test]

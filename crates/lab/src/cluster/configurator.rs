@@ -76,6 +76,21 @@ impl Cluster {
             .and_then(|l| l.spec?.holder_identity))
     }
 
+    /// Restarts every configurator replica with `--guard guard`, the lab's other settings kept
+    /// (`remote-break` compares the guard with no guard in one lab). Each replica comes back
+    /// under its own identity, so the Lease it held is its own again.
+    pub async fn restart_configurators(&mut self, guard: crate::settings::GuardMode) -> Result<()> {
+        let ids: Vec<String> = self.configurators.keys().cloned().collect();
+        for id in &ids {
+            self.kill_configurator(id).await?;
+        }
+        self.opts.guard = guard;
+        for id in &ids {
+            self.start_configurator(id)?;
+        }
+        Ok(())
+    }
+
     /// Kills a configurator replica with SIGKILL.
     pub async fn kill_configurator(&mut self, id: &str) -> Result<()> {
         let mut child = self

@@ -110,7 +110,12 @@ impl Cluster {
         let file = state.join("healthcheck.yaml");
         std::fs::write(
             &file,
-            healthcheck(index, self.opts.nodes.max(index), self.vrf)?,
+            healthcheck(
+                index,
+                self.opts.nodes.max(index),
+                self.vrf,
+                self.vm.is_some(),
+            )?,
         )
         .with_context(|| format!("writing {}", file.display()))?;
         args.extend(["--healthcheck-config".into(), path(&file)]);
@@ -154,13 +159,21 @@ impl Cluster {
 /// The taint every lab Node starts with; its agent removes it once the node's network works.
 pub const STARTUP_TAINT: &str = "node.netrollout.io/network-unavailable";
 
+/// How long each health check waits for its answer with the nodes in the VM.
+pub const VM_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Node `index`'s health-check file: its links up, and ICMP from its port on the tenant network
 /// to the workloads of nodes `1..=nodes` but itself; with the routed tenant (`routed`: the
 /// nodes have VRFs), ICMP from its VRF `vr.labr` to the outside and, but on the border, to the
 /// other nodes' routed workloads (the border probes only the outside: its VRF's source address
 /// for them may be its link to the outside, which its own change may stop exporting); the
 /// startup taint to remove.
-pub fn healthcheck(index: usize, nodes: usize, routed: bool) -> Result<String> {
+///
+/// With the nodes in the VM (`slow`), each check waits 3 s for its answer instead of the
+/// agent's 1 s: under TCG on a loaded machine the guest stalls for a second or two at times,
+/// and every check of a round then timed out at once (on peers no change touched), which the
+/// fleet guard took for a regression.
+pub fn healthcheck(index: usize, nodes: usize, routed: bool, slow: bool) -> Result<String> {
     use crate::inputs::{BORDER_INDEX, OUTSIDE, ROUTED_VRF};
     let tenant =
         crate::workload::networks(&[crate::inputs::tenant(crate::inputs::TENANT_VNI)?], false);
@@ -188,6 +201,12 @@ pub fn healthcheck(index: usize, nodes: usize, routed: bool) -> Result<String> {
         }
     }
     text.push_str(&format!("taints: [{STARTUP_TAINT}]\n"));
+    if slow {
+        text.push_str(&format!(
+            "timeout: {}\n",
+            crate::settings::flag(VM_CHECK_TIMEOUT)
+        ));
+    }
     Ok(text)
 }
 
@@ -213,7 +232,7 @@ mod tests {
 
     #[test]
     fn every_node_but_the_border_probes_the_other_routed_workloads_and_the_outside_in_its_vrf() {
-        let hc = checks(&healthcheck(2, 3, true).unwrap());
+        let hc = checks(&healthcheck(2, 3, true, false).unwrap());
         assert_eq!(
             hc,
             [
@@ -228,7 +247,7 @@ mod tests {
 
     #[test]
     fn the_border_probes_only_the_outside_in_its_vrf() {
-        let hc = checks(&healthcheck(1, 3, true).unwrap());
+        let hc = checks(&healthcheck(1, 3, true, false).unwrap());
         assert_eq!(
             hc,
             ["172.31.88.12@-", "172.31.88.13@-", "203.0.113.1@vr.labr"]
@@ -236,8 +255,20 @@ mod tests {
     }
 
     #[test]
+    fn in_the_vm_each_check_waits_longer_for_its_answer() {
+        assert!(
+            !healthcheck(1, 2, false, false)
+                .unwrap()
+                .contains("timeout:")
+        );
+        let slow = healthcheck(1, 2, false, true).unwrap();
+        let file: serde_json::Value = serde_saphyr::from_str(&slow).unwrap();
+        assert_eq!(file["timeout"], "3000ms", "{slow}");
+    }
+
+    #[test]
     fn without_vrfs_only_the_bridged_tenant_is_probed() {
-        let hc = checks(&healthcheck(1, 2, false).unwrap());
+        let hc = checks(&healthcheck(1, 2, false, false).unwrap());
         assert_eq!(hc, ["172.31.88.12@-"]);
     }
 }

@@ -6,13 +6,13 @@
 
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 use futures::future::BoxFuture;
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{RevisionPhase, TENANT_REACHABLE_CONDITION};
 
 use super::checks::{Summary, all_provisioned};
-use super::steps::{known_good_with_traffic, new_revision, settle};
+use super::steps::settle;
 use super::traffic_checks::traffic_report;
 use super::{Monitor, Scenario, Story};
 use crate::cluster::{Cluster, Options};
@@ -27,7 +27,7 @@ pub struct RemoteBreak;
 /// How long each agent keeps probing before it commits: longer than the time from the break
 /// to the guard's trip (the route's withdrawal through the reflector, a watch round, the
 /// report), so the guard decides while the border's wave is still in flight.
-const HOLD: Duration = Duration::from_secs(15);
+const HOLD: Duration = Duration::from_secs(8);
 
 /// How long the healthy fleet's writes are counted before the break.
 const STEADY: Duration = Duration::from_secs(20);
@@ -42,10 +42,12 @@ impl Scenario for RemoteBreak {
     }
 
     fn about(&self) -> &'static str {
-        "(--vm: needs VRFs) the border's export filter stops announcing the outside:\n\
-         its own probes pass, the other nodes lose the outside; the fleet guard halts\n\
-         the rollout within the border's wave and reverts it (with --guard off the\n\
-         rollout goes on); prints loss per flow and the time to the halt and revert"
+        "(--vm: needs VRFs; opens with tenant-break's story) the border's export filter\n\
+         stops announcing the outside: its own probes pass, the other nodes lose the\n\
+         outside; the fleet guard halts the rollout within the border's wave on their\n\
+         loss and reverts it; then the configurator restarts with --guard off and the\n\
+         same break rolls on past the border (with --guard off given: only that);\n\
+         prints loss per flow and the time to the halt and revert"
     }
 
     fn needs_vrf(&self) -> bool {
@@ -83,7 +85,9 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
     nodes
         .patch(&border, &PatchParams::default(), &Patch::Merge(&canary))
         .await?;
-    let good = known_good_with_traffic(summary, m, lab, samples).await?;
+    // The opening is tenant-break's whole story (its checks included): one VM boot and one
+    // rollout of the samples serve both in the VM suite.
+    let good = super::tenant_break::story_of(summary, m, lab, samples).await?;
     every_node_reachable(summary, m, lab).await?;
     // The healthy fleet's write cost, before the break: every agent probes every 2 s.
     let steady = crate::bench::writes::steady(lab, STEADY).await?;
@@ -101,66 +105,121 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
         inputs::OUTSIDE_SUBNET
     ));
     let t0 = traffic::now_ms();
-    lab.apply(&[inputs::border_policy(false)?]).await?;
-    let bad = new_revision(m, lab, &good).await?;
-    let others = |o: &crate::progress::Observed| {
-        o.configs
-            .iter()
-            .any(|c| c.spec.revision == bad && c.metadata.name.as_deref() != Some(border.as_str()))
-    };
+    // tenant-break left its wrong VNI in the inputs (its revision Failed): the right one goes
+    // back with the break, one set, one revision.
+    let before: Vec<String> = (m.now.revisions.iter())
+        .filter_map(|r| r.metadata.name.clone())
+        .collect();
+    let set = [
+        inputs::tenant(inputs::TENANT_VNI)?,
+        inputs::border_policy(false)?,
+    ];
+    lab.apply(&set).await?;
+    m.until(lab, "a new revision", settle(lab), |o| {
+        o.newest()
+            .and_then(|r| r.metadata.name.as_ref())
+            .is_some_and(|n| !before.contains(n))
+    })
+    .await?;
+    let bad = (m.now.newest())
+        .and_then(|r| r.metadata.name.clone())
+        .unwrap_or_default();
     if guard == GuardMode::Off {
-        m.until(lab, "the rollout to go past the border", settle(lab), |o| {
-            others(o) || o.phase_of(&bad) == Some(RevisionPhase::Succeeded)
-        })
-        .await?;
-        let given = m.dispatched(&bad);
-        summary.check(
-            "without the guard the rollout went on past the border's wave",
-            given.iter().any(|n| *n != border)
-                && m.now.phase_of(&bad) != Some(RevisionPhase::Failed),
-            format!(
-                "given to {}",
-                given.into_iter().collect::<Vec<_>>().join(", ")
-            ),
-        );
-        let t1 = traffic::now_ms();
-        outside_lost(summary, m, lab, &border, (t0, t1));
-        return Ok(());
+        return without_guard(summary, m, lab, &bad, t0).await;
     }
+    let rows = with_guard(summary, m, lab, &good, &bad, t0).await?;
+    for row in rows.into_iter().chain(writes_rows) {
+        crate::out!("{}", row.join("\t"));
+    }
+    // The same break again without the guard: the comparison. The configurator restarts with
+    // --guard off and the failed revision is retried (as `kubectl netrollout retry` does).
+    m.say(&format!(
+        "restarting the configurator with --guard off and retrying {bad}: the same break, no guard"
+    ));
+    lab.restart_configurators(GuardMode::Off).await?;
+    let t1 = traffic::now_ms();
+    retry(lab, &bad).await?;
+    without_guard(summary, m, lab, &bad, t1).await
+}
+
+/// With the guard: the revision fails within the border's wave, on the outside check of the
+/// others, and every node returns to `good`. Returns the bench rows.
+async fn with_guard(
+    summary: &mut Summary,
+    m: &mut Monitor,
+    lab: &Cluster,
+    good: &str,
+    bad: &str,
+    t0: u64,
+) -> Result<Vec<[String; 6]>> {
+    let border = inputs::border();
+    let border_failures_before = m.failures().get(&border).map_or(0, Vec::len);
     m.until(
         lab,
         "the fleet guard to fail the revision",
         settle(lab),
-        |o| o.phase_of(&bad) == Some(RevisionPhase::Failed),
+        |o| o.phase_of(bad) == Some(RevisionPhase::Failed),
     )
     .await?;
     let halted = traffic::now_ms();
-    let message = (m.now.revisions.iter())
-        .find(|r| r.metadata.name.as_deref() == Some(bad.as_str()))
-        .and_then(|r| r.status.as_ref()?.message.clone())
+    let status = (m.now.revisions.iter())
+        .find(|r| r.metadata.name.as_deref() == Some(bad))
+        .and_then(|r| r.status.clone())
         .unwrap_or_default();
+    let message = status.message.clone().unwrap_or_default();
     summary.check(
         "the fleet guard failed the revision (not the border's own probes)",
-        message.contains("fleet guard tripped") && !m.failures().contains_key(&border),
+        message.contains("fleet guard tripped")
+            && m.failures().get(&border).map_or(0, Vec::len) == border_failures_before,
         message,
     );
-    let given: Vec<String> = m.dispatched(&bad).into_iter().collect();
+    // The cause must be the break: every node the guard counted failed the outside check and
+    // no other (the break touches nothing else; a guard that tripped on a busy node's
+    // timeouts would fail the revision for the wrong reason, as it once did here).
+    let regressed: Vec<String> = (status.failed_nodes.iter())
+        .filter(|f| f.reason == netrollout_rollout::reason::HEALTH_REGRESSED)
+        .map(|f| format!("{}: {}", f.node, f.message))
+        .collect();
+    let outside = OUTSIDE_PEER.to_string();
+    summary.check(
+        "the guard counted only nodes that failed the outside check (and no other), not the border",
+        !regressed.is_empty()
+            && (status.failed_nodes.iter())
+                .filter(|f| f.reason == netrollout_rollout::reason::HEALTH_REGRESSED)
+                .all(|f| {
+                    f.message.contains(&format!("icmp {outside} "))
+                        && f.message.matches("icmp ").count() == 1
+                        && f.node != border
+                }),
+        regressed.join("; "),
+    );
+    let given: Vec<String> = m.dispatched(bad).into_iter().collect();
     summary.check(
         "the rollout halted within one wave: only the border was given the revision",
         given == [border.clone()],
         given.join(", "),
     );
+    // The border finishes its bad apply first (a spec never changes mid-apply), then applies
+    // known-good: two applies, each of which took up to 316 s under TCG on a loaded machine.
     m.until(
         lab,
         "every node back on the known-good revision",
-        settle(lab),
-        |o| o.provisioned_on(&good).len() == o.configs.len(),
+        settle(lab) * 2,
+        |o| o.provisioned_on(good).len() == o.configs.len(),
     )
     .await?;
     let reverted = traffic::now_ms();
-    all_provisioned(summary, m, lab, &good);
+    all_provisioned(summary, m, lab, good);
     let loss = outside_lost(summary, m, lab, &border, (t0, reverted));
     let broke = loss.first_lost.unwrap_or(t0);
+    summary.check(
+        "the guard tripped after the break (the first outside probe lost)",
+        loss.first_lost.is_some_and(|b| b <= halted),
+        format!(
+            "halt seen {} ms after the first loss",
+            halted as i64 - broke as i64
+        ),
+    );
     let secs = |t: u64| t.saturating_sub(broke) as f64 / 1000.0;
     m.say(&format!(
         "from the break (first outside probe lost) to the halt (revision Failed): {:.1} s; \
@@ -175,7 +234,7 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
     let worst = loss.per_node.iter().map(|(_, l)| l.lost).max().unwrap_or(0);
     let sent: usize = loss.per_node.iter().map(|(_, l)| l.sent).sum();
     let nodes = lab.node_names().len();
-    let rows = [
+    let rows = vec![
         [
             "guard".to_string(),
             format!("remote-break ({nodes} nodes, VM): break to halt"),
@@ -210,10 +269,54 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
             "-".into(),
         ],
     ];
-    for row in rows.into_iter().chain(writes_rows) {
-        crate::out!("{}", row.join("\t"));
-    }
     traffic_report(summary, m, lab, (t0, reverted), &[inputs::ROUTED_VRF], &[]).await;
+    Ok(rows)
+}
+
+/// Without the guard: the rollout of `bad` (since `t0`) goes on past the border's wave while
+/// the other nodes lose the outside.
+async fn without_guard(
+    summary: &mut Summary,
+    m: &mut Monitor,
+    lab: &Cluster,
+    bad: &str,
+    t0: u64,
+) -> Result<()> {
+    let border = inputs::border();
+    let others = |o: &crate::progress::Observed| {
+        o.configs
+            .iter()
+            .any(|c| c.spec.revision == bad && c.metadata.name.as_deref() != Some(border.as_str()))
+    };
+    m.until(lab, "the rollout to go past the border", settle(lab), |o| {
+        others(o) || o.phase_of(bad) == Some(RevisionPhase::Succeeded)
+    })
+    .await?;
+    let given = m.dispatched(bad);
+    summary.check(
+        "without the guard the rollout went on past the border's wave",
+        given.iter().any(|n| *n != border) && m.now.phase_of(bad) != Some(RevisionPhase::Failed),
+        format!(
+            "given to {}",
+            given.into_iter().collect::<Vec<_>>().join(", ")
+        ),
+    );
+    let t1 = traffic::now_ms();
+    outside_lost(summary, m, lab, &border, (t0, t1));
+    Ok(())
+}
+
+/// Asks the configurator to retry the Failed revision `name` (its retry annotation, what
+/// `kubectl netrollout retry` sets).
+async fn retry(lab: &Cluster, name: &str) -> Result<()> {
+    let revisions = Api::<netrollout_api::NetworkConfigRevision>::all(lab.client.clone());
+    let at = k8s_openapi::jiff::Timestamp::now().to_string();
+    let patch =
+        serde_json::json!({"metadata": {"annotations": {netrollout_api::RETRY_ANNOTATION: at}}});
+    revisions
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .with_context(|| format!("asking for a retry of revision {name}"))?;
     Ok(())
 }
 

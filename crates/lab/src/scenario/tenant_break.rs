@@ -6,7 +6,8 @@ use futures::future::BoxFuture;
 use super::checks::untainted;
 use super::steps::{fail_and_restore, known_good_with_traffic};
 use super::traffic_checks::traffic_report;
-use super::{Scenario, Story};
+use super::{Monitor, Scenario, Story, Summary};
+use crate::cluster::Cluster;
 use crate::inputs;
 
 /// A wrong VNI on the tenant network.
@@ -31,6 +32,17 @@ impl Scenario for TenantBreak {
 
 async fn play(story: &mut Story<'_>) -> Result<()> {
     let (m, lab, summary, samples) = story.parts();
+    story_of(summary, m, lab, samples).await.map(drop)
+}
+
+/// The story on a fresh lab, with its checks; returns the known-good revision it leaves every
+/// node on (`remote-break` opens with it, so the VM suite boots one VM for both).
+pub(super) async fn story_of(
+    summary: &mut Summary,
+    m: &mut Monitor,
+    lab: &mut Cluster,
+    samples: &[kube::api::DynamicObject],
+) -> Result<String> {
     let good = known_good_with_traffic(summary, m, lab, samples).await?;
     untainted(summary, m, lab, "startup taints removed before the break").await?;
     let wrong = inputs::TENANT_VNI + 1;
@@ -61,5 +73,5 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
         tainted.is_empty(),
         format!("tainted: {tainted:?}"),
     );
-    Ok(())
+    Ok(good)
 }
