@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # frr + frr-pythontools: the routing daemon the agent configures (frr-reload.py applies changes).
-# faketime (libfaketime): the agent's clock-jump test runs the agent under it (crates/agent/tests/clock.rs).
+# faketime (libfaketime): the agent's clock-jump test runs the agent under it (crates/agent/tests/it/clock.rs).
 # prometheus: promtool checks and unit-tests deploy/monitoring/ (hack/test.d/25-monitoring.sh).
 packages=(iproute2 iputils-ping qemu-system-x86 busybox-static cpio kmod frr frr-pythontools prometheus faketime)
 missing=()

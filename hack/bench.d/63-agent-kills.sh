@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Agent kill -9 with real FRR (issue 27; needs root and FRR, hack/install-deps.sh): the agent's
-# `tests/kills.rs` — 200 kills of the real agent (and the helpers it runs, frr-reload.py among
+# `tests/it/kills.rs` — 200 kills of the real agent (and the helpers it runs, frr-reload.py among
 # them) at random moments of applies that change kernel objects and FRR text, in parallel network
 # namespaces, each with zebra + bgpd and an eBGP peer. Rows: kills, half-applied configs found
 # after the restarts, restarts that found a journal and restored, and the recovery time (kill ->
 # settled: recovered, journal removed, final status), median and max. Prints TAB-separated rows.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=$(cargo test --release -q -p netrollout-agent --test kills --locked -- --nocapture 2>&1) || {
+out=$(cargo test --release -q -p netrollout-agent --test it --locked -- kills:: --nocapture 2>&1) || {
   echo "$out" >&2
   echo "agent kills: the kill test failed" >&2
   exit 1

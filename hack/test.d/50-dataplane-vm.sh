@@ -2,6 +2,7 @@
 # The dataplane's real-kernel VM suite: builds the VM-only kernel tests (vrf, 8021q, dummy:
 # drivers this machine's kernel lacks), boots Debian's stock kernel in qemu and runs them there
 # (hack/vm/run.sh). Non-zero when the build fails, the VM cannot boot, or a test fails.
+# test.sh: beside the others (one qemu guest, nothing shared on this machine; hack/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

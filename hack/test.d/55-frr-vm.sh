@@ -4,6 +4,7 @@
 # (hack/vm/run.sh, VM_FRR=1) and runs it: two namespaces with zebra + bgpd exchange type-5
 # routes for a tenant VRF; an export filter change shows on the other node, an import filter
 # stops a prefix. Non-zero when the build fails, the VM cannot boot, or the test fails.
+# test.sh: beside the others (one qemu guest, nothing shared on this machine; hack/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

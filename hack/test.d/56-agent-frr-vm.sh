@@ -4,6 +4,7 @@
 # (hack/vm/run.sh, VM_FRR=1 VM_PYTHON=1) and runs it: two nodes, each an agent lab with FRR,
 # exchange EVPN type-5 routes for a tenant VRF, every change made by the agent's apply cycle.
 # Non-zero when the build fails, the VM cannot boot, or the test fails.
+# test.sh: beside the others (one qemu guest, nothing shared on this machine; hack/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

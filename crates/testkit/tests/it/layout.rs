@@ -14,6 +14,9 @@ const ONE_BINARY: &[(&str, &[&str])] = &[
     ("crates/render", &[]),
     // Behind the `vm` feature, built only for the VM suite (hack/test.d/55-frr-vm.sh).
     ("crates/frr", &["vm.rs"]),
+    // Behind the `vm` feature with its own `main` (it becomes the agent inside the VM), built only
+    // for the VM suite (hack/test.d/56-agent-frr-vm.sh).
+    ("crates/agent", &["vm.rs"]),
 ];
 
 #[test]

@@ -2,7 +2,7 @@
 //! never leaves a half-applied config; a journal left by one crash retries the revision once, one
 //! left by a second crash reports it Failed; corrupt state files are reported and never applied.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The real agent in a network namespace against the lab API server: the happy path, the
 //! field selector, what it writes, metrics and health, and probes that failed before a change.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

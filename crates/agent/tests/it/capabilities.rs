@@ -5,7 +5,7 @@
 //! (docs/testing.md), so the detection must say exactly that.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

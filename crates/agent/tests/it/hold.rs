@@ -2,7 +2,7 @@
 //! change is committed only after its probes kept passing for the hold, and a break that shows
 //! during the hold (probes passed at first) restores last-known-good.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

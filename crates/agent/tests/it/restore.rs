@@ -2,7 +2,7 @@
 //! connectivity are restored and reported Failed, also when the API server is unreachable for
 //! the whole attempt; a failed revision is retried only when a person asks.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! the same status keeps its `lastTransitionTime`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-mod common;
+use crate::common;
 
 use common::{Lab, layer2s};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
