@@ -74,6 +74,11 @@ pub struct Disk {
     pub journal: Option<Journal>,
     /// The revisions that failed on this node.
     pub failures: Failures,
+    /// Not on disk but in the driver's memory: the journal of this process's last transaction
+    /// when it ended with an error (a state write refused, FRR down, a restore refused), not a
+    /// crash. The next attempt of the same revision keeps its number: only crashes count
+    /// towards `AgentCrashed` ([`next_attempt`]). A restart forgets it.
+    pub stopped: Option<Journal>,
 }
 
 /// What was already said about a revision: by this process (the last report published) or in
