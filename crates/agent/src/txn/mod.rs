@@ -217,6 +217,10 @@ pub enum Effect {
     ClearJournal,
     /// Write the memory of failed revisions.
     WriteFailures(Failures),
+    /// Write the memory of failed revisions before a restore, so that the revision stays
+    /// Failed whatever happens to the restore. A write the disk refuses does not stop the
+    /// restore (the network comes first): the driver logs it and goes on.
+    WriteFailuresBeforeRestore(Failures),
     /// Publish a status report (best effort; never waited for).
     Publish(Report),
     /// Count a metric.

@@ -125,7 +125,9 @@ impl Core {
         };
         let rev = a.journal.revision.clone();
         self.disk.failures.record(&rev, failure);
-        out.push(Effect::WriteFailures(self.disk.failures.clone()));
+        out.push(Effect::WriteFailuresBeforeRestore(
+            self.disk.failures.clone(),
+        ));
         self.failure = Some((reason, message));
         self.restore(out);
     }

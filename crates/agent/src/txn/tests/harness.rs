@@ -291,6 +291,13 @@ impl Node {
             Effect::WriteJournal(j) => {
                 self.write(state::write_steps(JOURNAL_FILE, enc(state::encode(&j))))?
             }
+            Effect::WriteFailuresBeforeRestore(f) => {
+                let steps = state::write_steps(FAILED_FILE, enc(state::encode(&f)));
+                match self.write(steps) {
+                    Err(Halt::Refused(_)) => {} // the driver goes on with the restore
+                    other => other?,
+                }
+            }
             Effect::WriteFailures(f) => {
                 self.write(state::write_steps(FAILED_FILE, enc(state::encode(&f))))?
             }

@@ -54,7 +54,9 @@ fn the_failure_is_on_disk_before_the_restore_begins() {
     let written = node
         .effects
         .iter()
-        .position(|e| matches!(e, Effect::WriteFailures(f) if f.revisions.contains_key("rev-2")))
+        .position(
+            |e| matches!(e, Effect::WriteFailuresBeforeRestore(f) if f.revisions.contains_key("rev-2")),
+        )
         .expect("the failure was written");
     let restore = node
         .effects
@@ -166,4 +168,19 @@ fn a_restore_frr_refuses_then_a_restart_finishes_the_restore_and_never_applies_t
         last.message
     );
     assert_eq!(node.disk.state().unwrap().journal, None);
+}
+
+#[test]
+fn a_disk_that_refuses_the_failure_record_does_not_hold_up_the_restore() {
+    let mut node = failing_probes();
+    node.refuse_writes = vec![crate::state::FAILED_FILE];
+    let end = node.see_rev("rev-2", &[10, 30], None);
+    // Restored all the same; only the final record is refused (StateUnavailable).
+    assert!(
+        matches!(&end, End::Refused(e) if e.contains("failed.json")),
+        "{end:?}"
+    );
+    assert!(restored(&node));
+    assert!(node.kernel_runs(&config(&[10, 20])));
+    assert_eq!(node.frr.running, frr_text(&config(&[10, 20])));
 }
