@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::frr::Frr;
 use crate::metrics::Metrics;
 use crate::probe::Prober;
+use crate::state::Journal;
 use crate::status::Report;
 use crate::store::Store;
 use crate::txn::{self, Core, Disk, Event, Said, Spec};
@@ -52,6 +53,9 @@ pub struct Agent {
     frr: Option<Frr>,
     metrics: std::sync::Arc<Metrics>,
     reports: watch::Sender<Option<Report>>,
+    /// The journal of the last transaction when it ended with an error, not a crash: its
+    /// attempt is made again under the same number ([`Disk::stopped`]).
+    stopped: std::sync::Mutex<Option<Journal>>,
 }
 
 impl Agent {
@@ -73,6 +77,7 @@ impl Agent {
             frr,
             metrics,
             reports,
+            stopped: std::sync::Mutex::new(None),
         }
     }
 
@@ -134,12 +139,36 @@ impl Agent {
             has_lkg: self.store.has_last_known_good(),
             journal: self.store.journal()?,
             failures: self.store.failures()?,
+            stopped: self.stopped().clone(),
         })
     }
 
+    /// The memory of the last transaction's stop (a poisoned lock only means a panic elsewhere
+    /// while holding it; the value is a plain `Option` and stays usable).
+    fn stopped(&self) -> std::sync::MutexGuard<'_, Option<Journal>> {
+        self.stopped
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Runs a transaction to its end: each effect in order; the answer of an asking effect is
-    /// the next event.
-    async fn drive(&self, core: &mut Core, mut run: effects::Run, first: Event) -> Result<()> {
+    /// the next event. When it ends with an error, the attempt's journal is remembered: that
+    /// attempt did not crash.
+    async fn drive(&self, core: &mut Core, run: effects::Run, first: Event) -> Result<()> {
+        let result = self.drive_effects(core, run, first).await;
+        *self.stopped() = match &result {
+            Ok(()) => None,
+            Err(_) => core.journal().cloned(),
+        };
+        result
+    }
+
+    async fn drive_effects(
+        &self,
+        core: &mut Core,
+        mut run: effects::Run,
+        first: Event,
+    ) -> Result<()> {
         let mut queue: std::collections::VecDeque<_> =
             core.handle(txn_now(), first).map_err(core_error)?.into();
         while let Some(effect) = queue.pop_front() {

@@ -79,6 +79,13 @@ pub struct Args {
     /// there is nothing to watch.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub watch_interval: Duration,
+    /// Each watch of the node's NodeNetworkConfig asks the API server to end it after this
+    /// (`timeoutSeconds`; the watch then resumes from where it was, without a re-list), and a
+    /// watch that carries nothing for this plus 5 s is taken for dead and opened again. So a
+    /// connection the network silently dropped is noticed within that time, not after TCP
+    /// gives up (minutes). Whole seconds, at least 1 s.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub api_watch_timeout: Duration,
     /// Address of `/metrics`, `/healthz` and `/readyz`.
     #[arg(long, default_value = "0.0.0.0:9101")]
     pub metrics_addr: SocketAddr,
@@ -160,6 +167,7 @@ impl Args {
             }),
             remove_taints: self.remove_taints.clone(),
             watch_interval: self.watch_interval,
+            api_watch_timeout: self.api_watch_timeout,
         }
     }
 }

@@ -40,6 +40,8 @@ pub struct Config {
     pub remove_taints: Vec<String>,
     /// Continuous health interval ([`crate::watch`]; zero: off).
     pub watch_interval: Duration,
+    /// The time limit of each watch of the node's object ([`watch_config`]).
+    pub api_watch_timeout: Duration,
 }
 
 /// Runs the agent until `shutdown` resolves.
@@ -100,9 +102,9 @@ pub async fn run(
         reports_tx,
     );
 
-    let selector = format!("metadata.name={node}");
+    let watch_config = watch_config(&node, cfg.api_watch_timeout);
     let watch = tokio::spawn(async move {
-        let stream = watcher(nnc_api, watcher::Config::default().fields(&selector))
+        let stream = watcher(nnc_api, watch_config)
             .backoff(watch_backoff())
             .applied_objects();
         let mut stream = std::pin::pin!(stream);
@@ -187,6 +189,18 @@ fn report_error(agent: &Agent, e: &Error) {
     });
 }
 
+/// The agent's watch: only its own object, each watch call limited to `timeout` (whole
+/// seconds, at least 1). kube's watcher takes a watch that carries nothing (no event, no
+/// bookmark) for `timeout` + 5 s for dead and opens it again from the last resourceVersion, so
+/// a connection the network dropped without a word (a blackholed path, an API server or load
+/// balancer that lost it) is noticed within that bound rather than when TCP gives up.
+fn watch_config(node: &str, timeout: Duration) -> watcher::Config {
+    let secs = u32::try_from(timeout.as_secs()).unwrap_or(u32::MAX).max(1);
+    watcher::Config::default()
+        .fields(&format!("metadata.name={node}"))
+        .timeout(secs)
+}
+
 /// Backoff of the agent's watch after errors. It watches one small object, so it retries
 /// sooner than kube's default (which grows to 30 s): after the agent's own restore brings the
 /// API server back, or after an outage, a new dispatch is seen within seconds, well inside the
@@ -199,4 +213,22 @@ fn watch_backoff() -> watcher::ExponentialBackoff {
         .with_jitter()
         .without_max_times()
         .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watch_asks_only_for_the_nodes_object_and_is_limited_to_whole_seconds_of_at_least_one() {
+        let c = watch_config("node-1", Duration::from_secs(30));
+        assert_eq!(c.field_selector.as_deref(), Some("metadata.name=node-1"));
+        assert_eq!(c.timeout, Some(30));
+        // Zero would turn kube's dead-watch detection off: never asked for.
+        assert_eq!(watch_config("n", Duration::ZERO).timeout, Some(1));
+        assert_eq!(
+            watch_config("n", Duration::from_millis(1500)).timeout,
+            Some(1)
+        );
+    }
 }

@@ -1,6 +1,7 @@
-//! Running one effect of the transaction core on the real parts. A failed disk write, or a
-//! restore the kernel or FRR refuses, ends the transaction with an [`Error`] (the agent reports
-//! it cannot proceed); every other answer goes back to the core as an event.
+//! Running one effect of the transaction core on the real parts. A failed disk write (but the
+//! failure record before a restore, which is logged: the restore goes on), or a restore the
+//! kernel or FRR refuses, ends the transaction with an [`Error`] (the agent reports it cannot
+//! proceed); every other answer goes back to the core as an event.
 
 use std::time::{Duration, Instant};
 
@@ -48,6 +49,14 @@ impl Agent {
             }
             Effect::ClearJournal => self.store.clear_journal()?,
             Effect::WriteFailures(failures) => self.store.set_failures(&failures)?,
+            Effect::WriteFailuresBeforeRestore(failures) => {
+                if let Err(e) = self.store.set_failures(&failures) {
+                    // The restore must not wait for the disk; the failure is written again
+                    // after it (an error then, the journal kept: the next try restores again).
+                    tracing::error!(step = "record-failure", revision = %run.rev, error = %e,
+                        "cannot record the failure before the restore; restoring anyway");
+                }
+            }
             Effect::Publish(report) => {
                 if let Some(phase) = report.phase {
                     tracing::info!(step = "report", revision = report.revision.as_deref().unwrap_or(""),

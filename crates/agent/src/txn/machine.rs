@@ -145,18 +145,18 @@ impl Core {
             (Phase::Kernel, Event::KernelFailed(e)) => {
                 let rev = &self.attempt_mut().spec.revision;
                 let msg = format!("applying {rev} failed: {e}");
-                self.fail_change(FailureReason::ApplyFailed, msg, &mut out);
+                self.fail_change(now, FailureReason::ApplyFailed, msg, &mut out);
             }
             (Phase::Frr, Event::FrrApplied) => self.probe_after(now, &mut out),
             (Phase::Frr, Event::FrrRejected(line)) => {
                 let rev = &self.attempt_mut().spec.revision;
                 let msg = format!("FRR rejected the routing config of {rev}: {line}");
-                self.fail_change(FailureReason::FrrRejected, msg, &mut out);
+                self.fail_change(now, FailureReason::FrrRejected, msg, &mut out);
             }
             (Phase::Frr, Event::FrrFailed(e)) => {
                 let rev = &self.attempt_mut().spec.revision;
                 let msg = format!("applying the routing config of {rev} failed: {e}");
-                self.fail_change(FailureReason::ApplyFailed, msg, &mut out);
+                self.fail_change(now, FailureReason::ApplyFailed, msg, &mut out);
             }
             (Phase::ProbingAfter, Event::Probed(after)) => self.probed(now, &after, &mut out),
             (Phase::Sleeping, Event::TimerFired) => {
@@ -202,6 +202,12 @@ impl Core {
         Ok(out)
     }
 
+    /// The journal of the attempt under way (or last made), if any. The driver keeps it when
+    /// the transaction ends with an error ([`Disk::stopped`]).
+    pub fn journal(&self) -> Option<&Journal> {
+        self.attempt.as_ref().map(|a| &a.journal)
+    }
+
     fn attempt_mut(&mut self) -> &mut Attempt {
         // Every phase past Rendering is entered with an attempt set (`spec`); recovery never
         // reaches the phases that call this.
@@ -216,7 +222,7 @@ impl Core {
         };
         self.lkg_desired = convert::to_desired(&disk.lkg.config, &self.settings.vtep)
             .map_err(CoreError::LastKnownGood)?;
-        let decision = decide(&journal, &disk.lkg);
+        let decision = decide(&journal, &disk.lkg, &disk.failures);
         self.disk = disk;
         self.recovery = Some((journal, decision));
         self.restore(out);
@@ -249,20 +255,20 @@ impl Core {
         }
         if let Some(f) = self.disk.failures.revisions.get(&rev) {
             if spec.retry.is_none() || spec.retry == f.retry {
+                // A journal of this revision outlived its recorded failure in this process: the
+                // restore that followed the failure ended with an error (on start, recovery
+                // finishes it). The node may still run part of the revision: restore again, then
+                // finish the record. The revision itself is never applied again.
+                if let Some(journal) = self.disk.journal.clone().filter(|j| j.revision == rev) {
+                    self.lkg_desired = convert::to_desired(&lkg.config, &self.settings.vtep)
+                        .map_err(CoreError::LastKnownGood)?;
+                    self.attempt = Some(Attempt::of_journal(journal.clone(), now, Some(spec)));
+                    self.recovery = Some((journal, Recovery::Recorded));
+                    self.restore(out);
+                    return Ok(());
+                }
                 if !reported(&spec, NodePhase::Failed) {
                     out.push(Effect::Publish(failed(&rev, spec.generation, f, lkg)));
-                }
-                // A journal of this revision outlived its recorded failure (a crash between
-                // recording it and removing the journal; recovery has restored since): the
-                // attempt it speaks of is over.
-                if self
-                    .disk
-                    .journal
-                    .as_ref()
-                    .is_some_and(|j| j.revision == rev)
-                {
-                    out.push(Effect::ClearJournal);
-                    self.disk.journal = None;
                 }
                 return Ok(());
             }
@@ -271,7 +277,7 @@ impl Core {
         }
         let journal = Journal {
             revision: rev.clone(),
-            attempt: next_attempt(self.disk.journal.as_ref(), &rev),
+            attempt: next_attempt(self.disk.journal.as_ref(), self.disk.stopped.as_ref(), &rev),
             retry: spec.retry.clone(),
         };
         let desired = convert::to_desired(&spec.config, &self.settings.vtep);

@@ -74,6 +74,11 @@ pub struct Disk {
     pub journal: Option<Journal>,
     /// The revisions that failed on this node.
     pub failures: Failures,
+    /// Not on disk but in the driver's memory: the journal of this process's last transaction
+    /// when it ended with an error (a state write refused, FRR down, a restore refused), not a
+    /// crash. The next attempt of the same revision keeps its number: only crashes count
+    /// towards `AgentCrashed` ([`next_attempt`]). A restart forgets it.
+    pub stopped: Option<Journal>,
 }
 
 /// What was already said about a revision: by this process (the last report published) or in
@@ -212,6 +217,10 @@ pub enum Effect {
     ClearJournal,
     /// Write the memory of failed revisions.
     WriteFailures(Failures),
+    /// Write the memory of failed revisions before a restore, so that the revision stays
+    /// Failed whatever happens to the restore. A write the disk refuses does not stop the
+    /// restore (the network comes first): the driver logs it and goes on.
+    WriteFailuresBeforeRestore(Failures),
     /// Publish a status report (best effort; never waited for).
     Publish(Report),
     /// Count a metric.

@@ -6,11 +6,11 @@ use netrollout_dataplane::Desired;
 
 use super::super::verdict::{failed, provisioned};
 use super::super::{Effect, FrrText, Metric, Now, Purpose, Recovery, Round, Spec};
-use super::{Attempt, Core, Phase, probe_kind};
+use super::{Attempt, Core, Phase, lkg_name, probe_kind};
 use crate::convert;
 use crate::outcome::{Outcome, describe, enforced_failures};
 use crate::reason::FailureReason;
-use crate::state::{Failure, LastKnownGood};
+use crate::state::{Failure, Journal, LastKnownGood};
 
 impl Core {
     pub(super) fn probe_after(&mut self, now: Now, out: &mut Vec<Effect>) {
@@ -73,7 +73,7 @@ impl Core {
         }));
         match result {
             Ok(()) => self.commit(now, out),
-            Err(msg) => self.fail_change(FailureReason::ProbeFailed, msg, out),
+            Err(msg) => self.fail_change(now, FailureReason::ProbeFailed, msg, out),
         }
     }
 
@@ -104,13 +104,30 @@ impl Core {
         self.phase = Phase::Done;
     }
 
-    /// The change failed: restore, then record why.
+    /// The change failed: record the revision Failed on disk first, so that whatever happens to
+    /// the restore (an error, a crash at any point) the revision is never applied again until a
+    /// person asks; then restore, then record the whole story (what was restored, what still
+    /// fails) and report it.
     pub(super) fn fail_change(
         &mut self,
+        now: Now,
         reason: FailureReason,
         message: String,
         out: &mut Vec<Effect>,
     ) {
+        let lkg = lkg_name(&self.disk.lkg).to_string();
+        let a = self.attempt_mut();
+        let failure = Failure {
+            reason,
+            message: format!("{message}{RESTORING}{lkg}"),
+            at: now.wall.to_string(),
+            retry: a.journal.retry.clone(),
+        };
+        let rev = a.journal.revision.clone();
+        self.disk.failures.record(&rev, failure);
+        out.push(Effect::WriteFailuresBeforeRestore(
+            self.disk.failures.clone(),
+        ));
         self.failure = Some((reason, message));
         self.restore(out);
     }
@@ -150,27 +167,24 @@ impl Core {
                     self.disk.journal = None;
                 }
                 Recovery::RetryOnce => {}
-                Recovery::Fail { reason, message } => {
-                    let spec = Spec {
-                        revision: journal.revision.clone(),
-                        generation: None,
-                        config: Default::default(),
-                        retry: journal.retry.clone(),
-                        said: Default::default(),
+                Recovery::Recorded => {
+                    let recorded = self.disk.failures.revisions.get(&journal.revision).cloned();
+                    if self.attempt.is_none() {
+                        self.attempt = Some(Attempt::of_journal(journal, now, None));
+                    }
+                    // `decide` found it recorded; the `else` is a record that vanished meanwhile.
+                    let (reason, message) = match recorded {
+                        Some(f) => (f.reason, restored_message(f.message)),
+                        None => {
+                            let lkg = lkg_name(&self.disk.lkg);
+                            let msg = format!("the change failed; restored last-known-good {lkg}");
+                            (FailureReason::ApplyFailed, msg)
+                        }
                     };
-                    self.attempt = Some(Attempt {
-                        spec,
-                        journal,
-                        desired: Desired::default(),
-                        frr: None,
-                        started: now.wall,
-                        t0: now.instant,
-                        before: Vec::new(),
-                        probing_since: now.instant,
-                        deadline: now.instant,
-                        round: now.instant,
-                        passed_at: None,
-                    });
+                    self.record_failure(now, reason, message, out);
+                }
+                Recovery::Fail { reason, message } => {
+                    self.attempt = Some(Attempt::of_journal(journal, now, None));
                     self.record_failure(now, reason, message, out);
                 }
             }
@@ -211,6 +225,31 @@ impl Core {
 }
 
 impl Attempt {
+    /// The attempt a journal speaks of, to record its outcome: from the spec seen, if any (its
+    /// generation goes into the report), else from the journal alone (on start).
+    pub(super) fn of_journal(journal: Journal, now: Now, spec: Option<Spec>) -> Attempt {
+        let spec = spec.unwrap_or_else(|| Spec {
+            revision: journal.revision.clone(),
+            generation: None,
+            config: Default::default(),
+            retry: journal.retry.clone(),
+            said: Default::default(),
+        });
+        Attempt {
+            spec,
+            journal,
+            desired: Desired::default(),
+            frr: None,
+            started: now.wall,
+            t0: now.instant,
+            before: Vec::new(),
+            probing_since: now.instant,
+            deadline: now.instant,
+            round: now.instant,
+            passed_at: None,
+        }
+    }
+
     /// The probe round after the change: the checks that failed before it are not run.
     pub(super) fn after_round(&self) -> Round {
         Round::After {
@@ -223,6 +262,18 @@ impl Attempt {
                 .map(|o| o.name.clone())
                 .collect(),
         }
+    }
+}
+
+/// How the failure recorded before the restore ends its message: the restore is under way
+/// (followed by the last-known-good revision's name).
+const RESTORING: &str = "; restoring last-known-good ";
+
+/// The message of a failure recorded before its restore, once the restore is done.
+fn restored_message(message: String) -> String {
+    match message.rsplit_once(RESTORING) {
+        Some((what, lkg)) => format!("{what}; restored last-known-good {lkg}"),
+        None => message,
     }
 }
 

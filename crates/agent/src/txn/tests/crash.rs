@@ -5,12 +5,15 @@
 //! ([`CrashMode`]: the page cache, only synced data, or torn unsynced data); the next process
 //! starts on it (recovery), then sees the spec again. Then the kernel's managed objects and
 //! FRR's running text are exactly one whole config (old or new), the backup and journal agree
-//! with it, and the last status report says the truth. The count of crash points is printed and
-//! must stay above a floor, so a refactor cannot drop them silently.
+//! with it, and the last status report says the truth. A crash once the restore of a failed
+//! change began leaves the revision Failed with its own reason, and it is never applied again.
+//! The count of crash points is printed and must stay above a floor, so a refactor cannot drop
+//! them silently.
 
 use netrollout_api::{NodeConfig, NodePhase};
 
 use super::harness::{CrashMode, Crashed, End, Node, config, frr_text};
+use crate::txn::{Effect, Purpose};
 
 /// One story to crash in.
 struct Scenario {
@@ -80,6 +83,40 @@ fn start(sc: &Scenario) -> Node {
     node
 }
 
+/// A settled run: the node, its crashes, and whether the first crash hit the restore of a
+/// failed change (then rev-2 must never be applied again after it).
+struct Settled {
+    node: Node,
+    crashes: u32,
+    in_restore: bool,
+}
+
+fn is_restore(e: &Effect) -> bool {
+    matches!(
+        e,
+        Effect::ApplyFrr {
+            purpose: Purpose::Restore,
+            ..
+        } | Effect::ApplyKernel {
+            purpose: Purpose::Restore,
+            ..
+        }
+    )
+}
+
+fn is_apply(e: &Effect) -> bool {
+    matches!(
+        e,
+        Effect::ApplyFrr {
+            purpose: Purpose::Apply,
+            ..
+        } | Effect::ApplyKernel {
+            purpose: Purpose::Apply,
+            ..
+        }
+    )
+}
+
 /// Runs the scenario, crashing at `first` (and, after the restart, at `second`); `None` when
 /// the run passed its last crash point without crashing.
 fn run(
@@ -87,13 +124,16 @@ fn run(
     first: u64,
     mode: CrashMode,
     second: Option<u64>,
-) -> Result<Option<(Node, u32)>, String> {
+) -> Result<Option<Settled>, String> {
     let mut node = start(sc);
     let spec = node.spec("rev-2", &config(&sc.new), None);
     node.crash_at = Some(first);
+    node.effects.clear();
     if node.see(spec.clone()).is_ok() {
         return Ok(None);
     }
+    let in_restore = node.effects.iter().any(is_restore);
+    node.effects.clear();
     let mut crashes = 0;
     let mut crash_at = second;
     loop {
@@ -111,6 +151,7 @@ fn run(
         match node.start() {
             Err(Crashed) => continue,
             Ok(End::Stopped(e)) => return Err(format!("recovery stopped: {e}")),
+            Ok(End::Refused(e)) => return Err(format!("recovery refused: {e}")),
             Ok(End::Done) => {}
         }
         // After recovery the node runs its last-known-good, whole.
@@ -128,14 +169,34 @@ fn run(
         match node.see(spec) {
             Err(Crashed) => continue,
             Ok(End::Stopped(e)) => return Err(format!("the transaction stopped: {e}")),
-            Ok(End::Done) => return Ok(Some((node, crashes))),
+            Ok(End::Refused(e)) => return Err(format!("the transaction refused: {e}")),
+            Ok(End::Done) => {
+                return Ok(Some(Settled {
+                    node,
+                    crashes,
+                    in_restore,
+                }));
+            }
         }
     }
 }
 
 /// The invariant after the node settled.
-fn check(sc: &Scenario, node: &Node, crashed_twice: bool) -> Result<(), String> {
+fn check(sc: &Scenario, settled: &Settled) -> Result<(), String> {
+    let (node, crashed_twice) = (&settled.node, settled.crashes > 1);
     let disk = node.disk.state()?;
+    if settled.in_restore {
+        if node.effects.iter().any(is_apply) {
+            return Err("rev-2 was applied again after a crash in its restore".into());
+        }
+        let reason = disk.failures.revisions.get("rev-2").map(|f| f.reason);
+        if reason.map(|r| r.as_str()) != sc.fails {
+            return Err(format!(
+                "after a crash in its restore rev-2 is recorded {reason:?}, not {:?}",
+                sc.fails
+            ));
+        }
+    }
     let new = config(&sc.new);
     let old = old_config(sc);
     if disk.journal.is_some() {
@@ -213,6 +274,7 @@ fn points(sc: &Scenario) -> u64 {
 #[test]
 fn every_crash_point_leaves_one_whole_config_a_backup_that_agrees_and_a_true_status() {
     let mut enumerated = 0;
+    let mut in_restore = 0;
     let mut failures = Vec::new();
     for sc in scenarios() {
         let n = points(&sc);
@@ -220,9 +282,10 @@ fn every_crash_point_leaves_one_whole_config_a_backup_that_agrees_and_a_true_sta
         for at in 1..=n {
             for mode in CrashMode::ALL {
                 enumerated += 1;
-                let result = run(&sc, at, mode, None).and_then(|node| {
-                    let (node, _) = node.ok_or("no crash at a counted point")?;
-                    check(&sc, &node, false)
+                let result = run(&sc, at, mode, None).and_then(|settled| {
+                    let settled = settled.ok_or("no crash at a counted point")?;
+                    in_restore += u32::from(settled.in_restore);
+                    check(&sc, &settled)
                 });
                 if let Err(e) = result {
                     failures.push(format!("{} point {at}/{n} {mode:?}: {e}", sc.name));
@@ -236,8 +299,12 @@ fn every_crash_point_leaves_one_whole_config_a_backup_that_agrees_and_a_true_sta
         );
     }
     println!(
-        "crash points enumerated: {enumerated}, passed: {}",
+        "crash points enumerated: {enumerated} ({in_restore} in a restore), passed: {}",
         enumerated - failures.len()
+    );
+    assert!(
+        in_restore >= 100,
+        "only {in_restore} crash points in a restore"
     );
     assert!(
         failures.is_empty(),
@@ -254,6 +321,7 @@ fn every_crash_point_leaves_one_whole_config_a_backup_that_agrees_and_a_true_sta
 #[test]
 fn a_second_crash_at_every_point_of_the_retry_still_leaves_one_whole_config() {
     let mut enumerated = 0;
+    let mut in_restore = 0;
     let mut failures = Vec::new();
     for sc in scenarios() {
         let n = points(&sc);
@@ -261,16 +329,17 @@ fn a_second_crash_at_every_point_of_the_retry_still_leaves_one_whole_config() {
             for second in 1.. {
                 let result = run(&sc, first, CrashMode::Process, Some(second));
                 match result {
-                    Ok(Some((node, 1))) => {
+                    Ok(Some(settled)) if settled.crashes == 1 => {
                         // The restart finished before this point: every later one is too.
-                        if let Err(e) = check(&sc, &node, false) {
+                        if let Err(e) = check(&sc, &settled) {
                             failures.push(format!("{} points {first}+{second}: {e}", sc.name));
                         }
                         break;
                     }
-                    Ok(Some((node, _))) => {
+                    Ok(Some(settled)) => {
                         enumerated += 1;
-                        if let Err(e) = check(&sc, &node, true) {
+                        in_restore += u32::from(settled.in_restore);
+                        if let Err(e) = check(&sc, &settled) {
                             failures.push(format!("{} points {first}+{second}: {e}", sc.name));
                         }
                     }
@@ -284,8 +353,13 @@ fn a_second_crash_at_every_point_of_the_retry_still_leaves_one_whole_config() {
         }
     }
     println!(
-        "double crash points enumerated: {enumerated}, passed: {}",
+        "double crash points enumerated: {enumerated} ({in_restore} first in a restore), \
+         passed: {}",
         enumerated - failures.len()
+    );
+    assert!(
+        in_restore >= 100,
+        "only {in_restore} double crashes in a restore"
     );
     assert!(
         failures.is_empty(),

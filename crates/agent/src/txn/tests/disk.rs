@@ -111,6 +111,7 @@ impl ModelDisk {
             has_lkg: self.read(LKG_FILE).is_some(),
             journal: read(self, JOURNAL_FILE)?,
             failures: read(self, FAILED_FILE)?.unwrap_or_default(),
+            stopped: None,
         })
     }
 }

@@ -13,7 +13,7 @@ pub use super::disk::{CrashMode, ModelDisk};
 use crate::convert::{self, Vtep};
 use crate::outcome::Outcome;
 use crate::report::Report;
-use crate::state::{self, DiskStep, FAILED_FILE, JOURNAL_FILE, LKG_FILE};
+use crate::state::{self, DiskStep, FAILED_FILE, JOURNAL_FILE, Journal, LKG_FILE};
 use crate::txn::{
     Core, CoreError, Effect, Event, FrrText, Metric, Now, Purpose, Round, Said, Settings, Spec,
 };
@@ -22,6 +22,18 @@ use crate::txn::{
 #[derive(Debug, PartialEq, Eq)]
 pub struct Crashed;
 
+/// Why an effect did not finish: the agent was killed, or a state write was refused.
+enum Halt {
+    Crashed,
+    Refused(String),
+}
+
+impl From<Crashed> for Halt {
+    fn from(_: Crashed) -> Self {
+        Halt::Crashed
+    }
+}
+
 /// How the transaction ended.
 #[derive(Debug, PartialEq)]
 pub enum End {
@@ -29,6 +41,9 @@ pub enum End {
     Done,
     /// The core stopped with an error.
     Stopped(CoreError),
+    /// The state directory refused a write (full or read-only): the driver ends the
+    /// transaction (the agent reports `StateUnavailable`).
+    Refused(String),
 }
 
 /// FRR as the agent sees it: the running config, and `frr.conf`.
@@ -99,6 +114,16 @@ pub struct Node {
     pub kernel_fails_at: Option<usize>,
     /// FRR cannot render the config (the node's router id clashes).
     pub unroutable: bool,
+    /// The kernel refuses the restore's first op.
+    pub kernel_restore_fails: bool,
+    /// FRR cannot load the restore's text.
+    pub frr_restore_fails: bool,
+    /// The state directory refuses writing these files (full: a small journal may still fit
+    /// where the backup does not); removals work.
+    pub refuse_writes: Vec<&'static str>,
+    /// The driver's memory: the journal of this process's last transaction when it ended
+    /// with an error, not a crash (cleared by a restart).
+    pub stopped: Option<Journal>,
     pub settings: Settings,
     pub now: Now,
     /// Crash points passed so far.
@@ -135,6 +160,10 @@ impl Node {
             probes: Probes::default(),
             kernel_fails_at: None,
             unroutable: false,
+            kernel_restore_fails: false,
+            frr_restore_fails: false,
+            refuse_writes: Vec::new(),
+            stopped: None,
             settings,
             now: Now {
                 instant: Instant::now(),
@@ -184,19 +213,32 @@ impl Node {
 
     /// Sees `spec` with the state on disk and runs the transaction.
     pub fn see(&mut self, spec: Spec) -> Result<End, Crashed> {
-        let disk = self.disk.state().expect("the state on disk reads back");
+        let mut disk = self.disk.state().expect("the state on disk reads back");
+        disk.stopped = self.stopped.clone();
         self.drive(Event::Spec(spec, disk))
     }
 
-    /// Starts the process on the state on disk (crash recovery).
+    /// Starts a new process on the state on disk (crash recovery): the last process's memory
+    /// is gone.
     pub fn start(&mut self) -> Result<End, Crashed> {
+        self.stopped = None;
         let disk = self.disk.state().expect("the state on disk reads back");
         self.drive(Event::Started(disk))
     }
 
-    /// Runs one transaction from `first` to its end, as the driver does.
+    /// Runs one transaction from `first` to its end, as the driver does; an end with an
+    /// error leaves the attempt's journal in the driver's memory ([`Node::stopped`]).
     pub fn drive(&mut self, first: Event) -> Result<End, Crashed> {
         let mut core = Core::new(self.settings.clone());
+        let end = self.drive_core(&mut core, first)?;
+        self.stopped = match end {
+            End::Done => None,
+            End::Stopped(_) | End::Refused(_) => core.journal().cloned(),
+        };
+        Ok(end)
+    }
+
+    fn drive_core(&mut self, core: &mut Core, first: Event) -> Result<End, Crashed> {
         self.after_rounds = 0;
         self.sleeps = 0;
         let mut queue: std::collections::VecDeque<Effect> = match core.handle(self.now, first) {
@@ -206,7 +248,12 @@ impl Node {
         while let Some(effect) = queue.pop_front() {
             self.point()?;
             self.effects.push(effect.clone());
-            if let Some(event) = self.run(effect)? {
+            let event = match self.run(effect) {
+                Ok(event) => event,
+                Err(Halt::Crashed) => return Err(Crashed),
+                Err(Halt::Refused(e)) => return Ok(End::Refused(e)),
+            };
+            if let Some(event) = event {
                 match core.handle(self.now, event) {
                     Ok(effects) => queue.extend(effects),
                     Err(e) => return Ok(End::Stopped(e)),
@@ -217,17 +264,25 @@ impl Node {
         Ok(End::Done)
     }
 
-    fn write(&mut self, steps: Vec<DiskStep>) -> Result<(), Crashed> {
+    fn write(&mut self, steps: Vec<DiskStep>) -> Result<(), Halt> {
         for (i, step) in steps.iter().enumerate() {
             if i > 0 {
                 self.point()?;
+            }
+            let refused = |f: &String| self.refuse_writes.iter().any(|r| f.contains(r));
+            if let DiskStep::Write { file, .. } = step
+                && refused(file)
+            {
+                return Err(Halt::Refused(format!(
+                    "cannot write state file {file}: No space left on device (os error 28)"
+                )));
             }
             self.disk.apply(step);
         }
         Ok(())
     }
 
-    fn run(&mut self, effect: Effect) -> Result<Option<Event>, Crashed> {
+    fn run(&mut self, effect: Effect) -> Result<Option<Event>, Halt> {
         let enc = |v: Result<Vec<u8>, serde_json::Error>| v.expect("a record encodes");
         match effect {
             Effect::WriteLastKnownGood(l) => {
@@ -235,6 +290,13 @@ impl Node {
             }
             Effect::WriteJournal(j) => {
                 self.write(state::write_steps(JOURNAL_FILE, enc(state::encode(&j))))?
+            }
+            Effect::WriteFailuresBeforeRestore(f) => {
+                let steps = state::write_steps(FAILED_FILE, enc(state::encode(&f)));
+                match self.write(steps) {
+                    Err(Halt::Refused(_)) => {} // the driver goes on with the restore
+                    other => other?,
+                }
             }
             Effect::WriteFailures(f) => {
                 self.write(state::write_steps(FAILED_FILE, enc(state::encode(&f))))?
@@ -252,6 +314,12 @@ impl Node {
             }
             Effect::ApplyKernel { desired, purpose } => {
                 let ops = diff(&desired, &self.kernel.state);
+                if let (Purpose::Restore, true, Some(op)) =
+                    (purpose, self.kernel_restore_fails, ops.first())
+                {
+                    let e = format!("{op}: Device or resource busy (EBUSY)");
+                    return Ok(Some(Event::KernelFailed(e)));
+                }
                 for (i, op) in ops.iter().enumerate() {
                     if i > 0 {
                         self.point()?;
@@ -267,7 +335,11 @@ impl Node {
                 }
                 return Ok(Some(Event::KernelApplied));
             }
-            Effect::ApplyFrr { text, .. } => {
+            Effect::ApplyFrr { text, purpose } => {
+                if purpose == Purpose::Restore && self.frr_restore_fails {
+                    let e = "frr-reload.py: vtysh: connection to zebra refused".into();
+                    return Ok(Some(Event::FrrFailed(e)));
+                }
                 let text = match text {
                     FrrText::Full(t) => t,
                     FrrText::Render(c) => frr_text(&c),

@@ -6,5 +6,7 @@ mod clock;
 mod crash;
 mod disk;
 mod harness;
+mod restore;
 mod rules;
 mod rules_recovery;
+mod stopped;
