@@ -15,6 +15,7 @@ mod capabilities;
 mod clock;
 mod condition;
 mod crash;
+mod dead_watch;
 mod evpn;
 mod frr;
 mod frr_dies;
