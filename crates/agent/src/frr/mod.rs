@@ -32,11 +32,13 @@ use std::path::{Path, PathBuf};
 
 use tokio::sync::Mutex;
 
+mod diff;
 mod error;
 mod identity;
 mod parse;
 mod query;
 mod reload;
+mod sync;
 mod write;
 
 pub use error::FrrError;
