@@ -12,6 +12,7 @@ use tracing::warn;
 
 use super::diff::{Conf, script};
 use super::parse::error_lines;
+use super::query::DAEMONS;
 use super::{Frr, FrrError};
 
 /// Rounds of script and read-back before the agent gives the change to `frr-reload.py`: a `no`
@@ -20,11 +21,41 @@ use super::{Frr, FrrError};
 const ROUNDS: usize = 2;
 
 impl Frr {
-    /// `show running-config no-header`: FRR's own view of its config.
-    pub(super) async fn running_config(&self) -> Result<String, FrrError> {
-        self.vtysh(&["-c", "show running-config no-header"])
+    /// `show running-config no-header`, FRR's own view of its config, read by one vtysh after
+    /// `show daemons`: [`FrrError::Unavailable`] when zebra or bgpd is not among the daemons
+    /// vtysh reached (their config would be missing from the text without an error).
+    pub(super) async fn running_checked(&self) -> Result<String, FrrError> {
+        let out = match self
+            .vtysh(&["-c", "show daemons", "-c", "show running-config no-header"])
             .await
-            .map_err(|line| FrrError::Rejected { line, wrote: false })
+        {
+            Ok(out) => out,
+            Err(line) => {
+                // Which daemon, in `require_running`'s words; else vtysh's own.
+                self.require_running().await?;
+                return Err(FrrError::Rejected { line, wrote: false });
+            }
+        };
+        let (daemons, running) = out.split_once('\n').unwrap_or((&out, ""));
+        let reached: Vec<&str> = daemons.split_whitespace().collect();
+        let missing: Vec<&'static str> = DAEMONS
+            .into_iter()
+            .filter(|d| !reached.contains(d))
+            .collect();
+        if missing.is_empty() {
+            return Ok(running.to_string());
+        }
+        Err(FrrError::Unavailable {
+            detail: format!(
+                "vtysh reached only: {}",
+                if reached.is_empty() {
+                    "none".to_string()
+                } else {
+                    reached.join(" ")
+                }
+            ),
+            daemons: missing,
+        })
     }
 
     /// Makes FRR run `full`, read as `marked` (FRR's parse of the written `frr.conf`, from the check), starting
@@ -40,6 +71,8 @@ impl Frr {
         let new = Conf::parse(marked);
         let mut running = Conf::parse(running);
         let mut writes = 0;
+        // The first round's script is empty when FRR already runs the text; each later round
+        // reads FRR's running config back (and asks the daemons) after a write.
         for round in 0..=ROUNDS {
             let lines = script(&new, &running);
             if lines.is_empty() {
@@ -57,16 +90,18 @@ impl Frr {
                 warn!(error = %e, "the agent's diff of FRR's config failed; applying it with frr-reload.py");
                 break;
             }
-            running = match self.running_config().await {
+            running = match self.running_checked().await {
                 Ok(text) => Conf::parse(&text),
+                Err(e @ FrrError::Unavailable { .. }) => return Err(e),
                 Err(e) => {
                     warn!(error = %e, "reading FRR's running config failed; applying it with frr-reload.py");
                     break;
                 }
             };
         }
-        self.reload_script_apply(full).await?;
-        Ok(1)
+        let reloaded = self.reload_script_apply(full).await;
+        self.require_running().await?;
+        reloaded.map(|()| 1)
     }
 
     /// `vtysh -f SCRIPT`: the lines go to the daemons that own them, as a config file would.

@@ -55,17 +55,17 @@ impl Frr {
         let tmp = dir.join(format!(".{name}.netrollout.tmp"));
         write_synced(&tmp, full)?;
         // A daemon that is down would miss its lines without an error (frr-reload.py skips
-        // it): ask first, and again after the change. The check and FRR's running config are
-        // read meanwhile (reads only).
-        let (up, checked, running) =
-            tokio::join!(self.require_running(), self.check(&tmp), async {
-                match via {
-                    Via::Diff => Some(self.running_config().await),
-                    Via::ReloadScript => None,
-                }
-            });
-        let marked = match up.and(checked) {
-            Ok(marked) => marked,
+        // it): ask first, and again after the change. The diff asks with the read of FRR's
+        // running config, while the check runs (reads only).
+        let (up, checked) = match via {
+            Via::Diff => tokio::join!(self.running_checked(), self.check(&tmp)),
+            Via::ReloadScript => {
+                let (up, checked) = tokio::join!(self.require_running(), self.check(&tmp));
+                (up.map(|()| String::new()), checked)
+            }
+        };
+        let (running, marked) = match up.and_then(|running| checked.map(|m| (running, m))) {
+            Ok(both) => both,
             Err(e) => {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(e);
@@ -80,15 +80,18 @@ impl Frr {
         }
         // From here FRR may hold part of the text: forget what it held.
         *loaded = None;
-        let applied = match running {
-            Some(Ok(running)) => self.sync(full, &marked, &running).await,
-            // No running config to diff against: frr-reload.py reads it itself.
-            Some(Err(_)) | None => self.reload_script_apply(full).await.map(|()| 1),
+        let writes = match via {
+            // Asks the daemons again with each read-back, and after frr-reload.py.
+            Via::Diff => self.sync(full, &marked, &running).await?,
+            Via::ReloadScript => {
+                let reloaded = self.reload_script_apply(full).await;
+                // A daemon that died during the reload explains its failure better than the
+                // reload's own output; one that died and left it "successful" is found here too.
+                self.require_running().await?;
+                reloaded?;
+                1
+            }
         };
-        // A daemon that died during the change explains its failure better than the change's
-        // own output; one that died and left the reload "successful" is found here too.
-        self.require_running().await?;
-        let writes = applied?;
         *loaded = Some(full.to_string());
         Ok(writes)
     }
