@@ -288,4 +288,78 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn an_ipv4_activate_is_sent_when_the_instance_has_no_default_ipv4_unicast() {
+        let new = "router bgp 65000\n no bgp default ipv4-unicast\n neighbor vd.a interface remote-as internal\n \
+            address-family ipv4 unicast\n  neighbor vd.a activate\n exit-address-family\nexit\n";
+        let running = "router bgp 65000\n no bgp default ipv4-unicast\n neighbor vd.a interface remote-as internal\n\
+            exit\n";
+        assert_eq!(
+            diff(new, running),
+            [
+                "router bgp 65000",
+                " address-family ipv4 unicast",
+                "  neighbor vd.a activate",
+                " exit-address-family",
+                "exit",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_removed_vrf_goes_line_by_line_from_kept_contexts_and_whole_contexts_last_written_first() {
+        let new = "router bgp 65000\n bgp router-id 192.0.2.1\nexit\n";
+        let running = "vrf vr.a\n vni 100\nexit-vrf\n!\nip prefix-list pl_a seq 1 permit 10.0.0.0/8\n\
+            route-map rm_a permit 10\n set community 65000:1\nexit\n!\n\
+            router bgp 65000\n bgp router-id 192.0.2.1\n neighbor vd.a interface remote-as internal\n !\n \
+            address-family l2vpn evpn\n  advertise-all-vni\n exit-address-family\nexit\n!\n\
+            router bgp 65000 vrf vr.a\n bgp router-id 192.0.2.101\nexit\n";
+        assert_eq!(
+            diff(new, running),
+            [
+                "router bgp 65000",
+                " no neighbor vd.a interface remote-as internal",
+                "exit",
+                "router bgp 65000",
+                " address-family l2vpn evpn",
+                "  no advertise-all-vni",
+                " exit-address-family",
+                "exit",
+                "no router bgp 65000 vrf vr.a",
+                "no route-map rm_a permit 10",
+                "no ip prefix-list pl_a seq 1 permit 10.0.0.0/8",
+                "no vrf vr.a",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_no_line_frr_has_and_the_text_lacks_is_undone_by_the_line_itself() {
+        let new = "router bgp 65000 vrf vr.a\n bgp router-id 192.0.2.101\nexit\n";
+        let running = "router bgp 65000 vrf vr.a\n bgp router-id 192.0.2.101\n no bgp suppress-duplicates\nexit\n";
+        assert_eq!(
+            diff(new, running),
+            [
+                "router bgp 65000 vrf vr.a",
+                " bgp suppress-duplicates",
+                "exit"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_new_vrf_is_sent_as_whole_contexts_each_left_explicitly() {
+        let new = "vrf vr.b\n vni 200\nexit-vrf\n!\nroute-map rm_b deny 65535\nexit\n";
+        assert_eq!(
+            diff(new, "frr version 8.4.4\n"),
+            [
+                "vrf vr.b",
+                " vni 200",
+                "exit-vrf",
+                "route-map rm_b deny 65535",
+                "exit"
+            ]
+        );
+    }
 }
