@@ -150,7 +150,7 @@ async fn bench(vrfs: u32) {
 
     let (full, changed) = (&full, &changed);
     // One changed VRF, there and back: the agent's diff, then frr-reload.py.
-    let text = |i: usize| if i % 2 == 0 { changed } else { full };
+    let text = |i: usize| if i.is_multiple_of(2) { changed } else { full };
     let (diff, diff_cpu) = median3(&ns, |i| {
         let s = s.clone();
         async move {
