@@ -180,17 +180,9 @@ async fn with_guard(
         .filter(|f| f.reason == netrollout_rollout::reason::HEALTH_REGRESSED)
         .map(|f| format!("{}: {}", f.node, f.message))
         .collect();
-    let outside = OUTSIDE_PEER.to_string();
     summary.check(
         "the guard counted only nodes that failed the outside check (and no other), not the border",
-        !regressed.is_empty()
-            && (status.failed_nodes.iter())
-                .filter(|f| f.reason == netrollout_rollout::reason::HEALTH_REGRESSED)
-                .all(|f| {
-                    f.message.contains(&format!("icmp {outside} "))
-                        && f.message.matches("icmp ").count() == 1
-                        && f.node != border
-                }),
+        counted_only_the_outside(&status.failed_nodes, &border),
         regressed.join("; "),
     );
     let given: Vec<String> = m.dispatched(bad).into_iter().collect();
@@ -320,6 +312,21 @@ async fn retry(lab: &Cluster, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Whether the guard's failed nodes (`HealthRegressed`) are all nodes but `border` whose only
+/// failing check is the outside (the planner's message names the failing checks).
+fn counted_only_the_outside(failed: &[netrollout_api::FailedNode], border: &str) -> bool {
+    let outside = format!("icmp {} ", inputs::OUTSIDE_ADDR);
+    let regressed: Vec<_> = (failed.iter())
+        .filter(|f| f.reason == netrollout_rollout::reason::HEALTH_REGRESSED)
+        .collect();
+    !regressed.is_empty()
+        && regressed.iter().all(|f| {
+            f.message.contains(&outside)
+                && f.message.matches("icmp ").count() == 1
+                && f.node != border
+        })
+}
+
 /// Waits until every node's agent reports `TenantReachable=True` (the guard counts only a
 /// regression it saw begin), and checks that.
 async fn every_node_reachable(summary: &mut Summary, m: &mut Monitor, lab: &Cluster) -> Result<()> {
@@ -405,5 +412,51 @@ fn outside_lost(
         per_node,
         first_lost,
         last_lost,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use netrollout_api::FailedNode;
+
+    use super::*;
+
+    fn regressed(node: &str, checks: &str) -> FailedNode {
+        FailedNode {
+            node: node.into(),
+            reason: netrollout_rollout::reason::HEALTH_REGRESSED.into(),
+            // The planner's sentence (crates/rollout/src/plan/guard.rs).
+            message: format!(
+                "health checks {checks} failing since 3.2s after the current wave of revision ncr-2 started (not dispatched)"
+            ),
+            time: None,
+        }
+    }
+
+    #[test]
+    fn the_guard_is_credited_only_when_every_counted_node_failed_the_outside_check_alone() {
+        let outside = "icmp 203.0.113.1 via vr.labr";
+        assert!(counted_only_the_outside(
+            &[
+                regressed("lab-node-2", outside),
+                regressed("lab-node-3", outside)
+            ],
+            "lab-node-1"
+        ));
+        // A busy node's timeouts on peers the break never touched.
+        let noise = format!("icmp 172.31.88.11, {outside}");
+        assert!(!counted_only_the_outside(
+            &[regressed("lab-node-2", &noise)],
+            "lab-node-1"
+        ));
+        assert!(!counted_only_the_outside(
+            &[regressed("lab-node-2", "icmp 172.31.88.11")],
+            "lab-node-1"
+        ));
+        assert!(!counted_only_the_outside(
+            &[regressed("lab-node-1", outside)],
+            "lab-node-1"
+        ));
+        assert!(!counted_only_the_outside(&[], "lab-node-1"));
     }
 }
