@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::NetworkConfigRevision;
-use netrollout_rollout::{Action, Mode, Plan, RevisionPhase, Settings, Summary};
+use netrollout_rollout::{Action, Mode, Plan, RevisionPhase, Settings, State, Summary};
 
 use crate::context::Context;
 use crate::convert;
@@ -77,11 +77,16 @@ impl Passes {
             ..self.settings.clone()
         };
         let (plan, nodes, nncs, unresponsive) = {
-            let mut view = self.fleet.view();
-            view.state.revisions = convert::revisions(&ncrs);
-            let nncs = ctx.read().node_configs();
-            crate::preflight::fill(&mut view.state.revisions, &ncrs, &nncs, &self.renders);
-            let plan = netrollout_rollout::plan(&view.state, convert::now(), &settings);
+            let view = self.fleet.view();
+            let mut revisions = convert::revisions(&ncrs);
+            crate::preflight::fill(&mut revisions, &ncrs, view.lacking(), &self.renders);
+            // The nodes come from the kept fleet, not `state.nodes`.
+            let state = State {
+                revisions,
+                ..State::default()
+            };
+            let plan =
+                netrollout_rollout::plan_with(&state, &view.nodes, convert::now(), &settings);
             let mut nodes = HashMap::new();
             let mut nncs = HashMap::new();
             for name in execute::nodes_named(&plan.actions) {
