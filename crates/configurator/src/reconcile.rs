@@ -67,7 +67,9 @@ impl Passes {
     /// The first failed write (the caller retries with backoff).
     #[tracing::instrument(skip_all, level = "debug")]
     pub async fn pass(&self, ctx: &Context) -> Result<Plan> {
+        let refreshing = std::time::Instant::now();
         let (generation, render_nodes) = self.fleet.refresh(ctx.read()).render_nodes();
+        let refreshed = refreshing.elapsed();
         self.renders.set_nodes(generation, render_nodes.clone());
         let refusal = revisions::sync(ctx, &self.revisions, generation, &render_nodes).await?;
 
@@ -76,6 +78,7 @@ impl Passes {
             paused: ctx.read().globally_paused(),
             ..self.settings.clone()
         };
+        let planning = std::time::Instant::now();
         let (plan, nodes, nncs, unresponsive) = {
             let view = self.fleet.view();
             let mut revisions = convert::revisions(&ncrs);
@@ -101,6 +104,9 @@ impl Passes {
             }
             (plan, nodes, nncs, view.unresponsive())
         };
+        ctx.metrics()
+            .plan_seconds
+            .inc_by((refreshed + planning.elapsed()).as_secs_f64());
         let world = World {
             nodes,
             nncs,
