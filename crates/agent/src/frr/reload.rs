@@ -11,8 +11,7 @@ use super::{Frr, FrrError};
 
 impl Frr {
     /// `vtysh -m -f FILE`: FRR's parser reads the file; an unknown line fails with its number.
-    /// Returns the file as FRR read it (each context closed explicitly).
-    pub(super) async fn check(&self, file: &Path) -> Result<String, FrrError> {
+    pub(super) async fn check(&self, file: &Path) -> Result<(), FrrError> {
         let program = self.settings.bindir.join("vtysh");
         let out = self
             .vtysh_cmd()
@@ -23,7 +22,7 @@ impl Frr {
             .await
             .map_err(|source| FrrError::Spawn { program, source })?;
         if out.status.success() {
-            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+            return Ok(());
         }
         let mut line = error_lines(&String::from_utf8_lossy(&out.stderr));
         if line.is_empty() {
