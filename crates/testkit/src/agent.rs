@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::PostParams;
-use netrollout_api::{NodeConfig, NodeNetworkConfig, NodeNetworkConfigSpec};
+use netrollout_api::{
+    NodeConfig, NodeNetworkConfig, NodeNetworkConfigSpec, NodeNetworkConfigStatus,
+};
 use netrollout_lab_apiserver::Config;
 
 use crate::apiserver::{LabApi, install_crds};
@@ -184,6 +186,12 @@ impl Lab {
 
     pub fn nnc_api(&self) -> Api<NodeNetworkConfig> {
         Api::all(self.client.clone())
+    }
+
+    /// The status of this node's NodeNetworkConfig as the API server holds it now.
+    pub async fn status(&self) -> NodeNetworkConfigStatus {
+        let nnc = self.nnc_api().get(&self.node).await.unwrap();
+        nnc.status.expect("the agent wrote a status")
     }
 
     /// Creates or replaces the spec of this node's NodeNetworkConfig (a PUT, verb `update`).

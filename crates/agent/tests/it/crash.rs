@@ -197,7 +197,7 @@ async fn a_corrupt_backup_or_journal_is_reported_and_nothing_is_applied_from_it(
         "{message}"
     );
     assert!(lab.holds(&layer2s(700, 2)).await, "something was applied");
-    let status = lab.nnc_api().get(&lab.node).await.unwrap().status.unwrap();
+    let status = lab.status().await;
     assert_eq!(status.observed_revision.as_deref(), Some("rev-1"));
     assert_eq!(status.reason.as_deref(), Some("StateCorrupt"));
     lab.kill_agent();

@@ -72,14 +72,7 @@ async fn frr_daemon_dies_during_an_apply(daemon: &str, moment: Moment) {
         "{reason}: {message}"
     );
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let status = w
-        .lab
-        .nnc_api()
-        .get(&w.lab.node)
-        .await
-        .unwrap()
-        .status
-        .unwrap();
+    let status = w.lab.status().await;
     assert_ne!(status.phase, Some(NodePhase::Provisioned), "{status:?}");
     assert!(w.lab.state_dir().join(JOURNAL_FILE).exists(), "no journal");
     let lkg = Store::open(w.lab.state_dir())
@@ -161,14 +154,7 @@ async fn frr_down_when_an_apply_would_start_touches_nothing_and_the_revision_is_
     assert!(!w.lab.state_dir().join(JOURNAL_FILE).exists(), "a journal");
     assert!(w.lab.holds(&good).await, "the kernel changed");
     assert_eq!(std::fs::read_to_string(&w.conf).unwrap(), conf_good);
-    let status = w
-        .lab
-        .nnc_api()
-        .get(&w.lab.node)
-        .await
-        .unwrap()
-        .status
-        .unwrap();
+    let status = w.lab.status().await;
     assert_eq!(
         status.observed_revision.as_deref(),
         Some("rev-1"),

@@ -338,14 +338,7 @@ async fn check(
     snap: &impl Fn(&NodeConfig) -> Snap,
     t: &mut Tally,
 ) {
-    let status = w
-        .lab
-        .nnc_api()
-        .get(&w.lab.node)
-        .await
-        .unwrap()
-        .status
-        .unwrap();
+    let status = w.lab.status().await;
     let held = match status.phase {
         Some(NodePhase::Provisioned) => rev.to_string(),
         _ => {
