@@ -10,7 +10,8 @@ use std::time::Duration;
 use jiff::SignedDuration;
 use netrollout_api::NodePhase;
 
-use super::harness::{Node, Probes, config};
+use super::configs::config;
+use super::harness::{Node, Probes};
 use super::rules::at_rev1;
 use crate::txn::{Effect, Round};
 

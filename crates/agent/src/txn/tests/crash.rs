@@ -12,7 +12,8 @@
 
 use netrollout_api::{NodeConfig, NodePhase};
 
-use super::harness::{CrashMode, Crashed, End, Node, config, frr_text};
+use super::configs::{config, frr_text};
+use super::harness::{CrashMode, Crashed, End, Node};
 use crate::txn::{Effect, Purpose};
 
 /// One story to crash in.

@@ -6,8 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use netrollout_api::{Layer2Config, NodeConfig, NodePhase};
-use netrollout_dataplane::{Desired, Managed, ModelKernel, diff};
+use super::configs::{config, desired, frr_text};
+use netrollout_api::{NodeConfig, NodePhase};
+use netrollout_dataplane::{Managed, ModelKernel, diff};
 
 pub use super::disk::{CrashMode, ModelDisk};
 use crate::convert::{self, Vtep};
@@ -57,15 +58,6 @@ pub struct ModelFrr {
     pub reject: Option<String>,
     /// Texts loaded, in order.
     pub loads: Vec<String>,
-}
-
-/// The FRR text of a config: the base, then one block per VRF and layer-2 network.
-pub fn frr_text(config: &NodeConfig) -> String {
-    let mut text = String::from("frr defaults datacenter\nrouter bgp 65000\n");
-    for l2 in &config.layer2s {
-        text.push_str(&format!("! layer2 {} vni {}\n", l2.id, l2.vni));
-    }
-    text
 }
 
 /// The probes a test decides: which checks fail in which round.
@@ -423,33 +415,5 @@ impl Node {
         self.effects
             .iter()
             .any(|e| matches!(e, Effect::ApplyKernel { .. }))
-    }
-}
-
-/// The kernel objects of `config`.
-pub fn desired(config: &NodeConfig) -> Desired {
-    let vtep = Vtep {
-        local: Some("192.0.2.1".parse().expect("an address")),
-        underlay: None,
-    };
-    convert::to_desired(config, &vtep).expect("a config of the tests converts")
-}
-
-/// A config of layer-2 networks with these VLAN ids.
-pub fn config(ids: &[u16]) -> NodeConfig {
-    NodeConfig {
-        layer2s: ids
-            .iter()
-            .map(|&id| Layer2Config {
-                id,
-                vni: 10_000 + u32::from(id),
-                mtu: 1500,
-                bridge_interface: format!("l2.{id}"),
-                vxlan_interface: format!("lx.{id}"),
-                anycast_gateways: vec![format!("10.{}.0.1/24", id % 250)],
-                ..Default::default()
-            })
-            .collect(),
-        ..Default::default()
     }
 }

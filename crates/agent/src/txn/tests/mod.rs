@@ -3,6 +3,7 @@
 //! probe hold ([`clock`]), and every crash point ([`crash`]).
 
 mod clock;
+mod configs;
 mod crash;
 mod disk;
 mod harness;

@@ -4,7 +4,8 @@
 
 use netrollout_api::NodePhase;
 
-use super::harness::{CrashMode, End, Node, Probes, config, frr_text};
+use super::configs::{config, frr_text};
+use super::harness::{CrashMode, End, Node, Probes};
 use super::rules::at_rev1;
 use crate::reason::FailureReason;
 use crate::report::Report;

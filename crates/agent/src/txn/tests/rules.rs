@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use netrollout_api::NodePhase;
 
-use super::harness::{End, Node, Probes, config, frr_text};
+use super::configs::{config, frr_text};
+use super::harness::{End, Node, Probes};
 use crate::reason::FailureReason;
 use crate::txn::{Effect, Metric, Purpose, Round};
 

@@ -2,7 +2,8 @@
 
 use netrollout_api::NodePhase;
 
-use super::harness::{CrashMode, Crashed, End, Node, config, frr_text};
+use super::configs::{config, frr_text};
+use super::harness::{CrashMode, Crashed, End, Node};
 use super::rules::at_rev1;
 use crate::state::{self, JOURNAL_FILE, Journal};
 use crate::txn::{Effect, Event, Purpose};

@@ -4,7 +4,8 @@
 
 use netrollout_api::NodePhase;
 
-use super::harness::{CrashMode, Crashed, End, Node, config};
+use super::configs::config;
+use super::harness::{CrashMode, Crashed, End, Node};
 use super::rules::at_rev1;
 use crate::state::LKG_FILE;
 use crate::txn::{Effect, Purpose};
