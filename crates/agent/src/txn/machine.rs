@@ -281,24 +281,11 @@ impl Core {
             retry: spec.retry.clone(),
         };
         let desired = convert::to_desired(&spec.config, &self.settings.vtep);
-        let started = now.wall;
         let (desired, invalid) = match desired {
             Ok(d) => (d, None),
             Err(e) => (Desired::default(), Some(e)),
         };
-        let attempt = Attempt {
-            journal,
-            desired,
-            frr: None,
-            started,
-            t0: now.instant,
-            before: Vec::new(),
-            probing_since: now.instant,
-            deadline: now.instant,
-            round: now.instant,
-            passed_at: None,
-            spec,
-        };
+        let attempt = Attempt::new(spec, journal, desired, now);
         let config = attempt.spec.config.clone();
         self.attempt = Some(attempt);
         if let Some(e) = invalid {

@@ -235,10 +235,15 @@ impl Attempt {
             retry: journal.retry.clone(),
             said: Default::default(),
         });
+        Attempt::new(spec, journal, Desired::default(), now)
+    }
+
+    /// An attempt of `spec` starting `now`, before its first step.
+    pub(super) fn new(spec: Spec, journal: Journal, desired: Desired, now: Now) -> Attempt {
         Attempt {
             spec,
             journal,
-            desired: Desired::default(),
+            desired,
             frr: None,
             started: now.wall,
             t0: now.instant,
