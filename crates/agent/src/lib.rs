@@ -22,7 +22,8 @@
 //! - [`state`]: the state files' records, encoding and write plans (pure).
 //! - [`store`]: runs those plans in the state directory (last-known-good, journal, failures).
 //! - [`report`]: [`report::Report`], what the agent tells the API.
-//! - [`probe`] (with `icmp`): connectivity and link checks; runs the health-check file's too.
+//! - [`probe`] (with `icmp`, `ticks`): connectivity and link checks; runs the health-check
+//!   file's too. `ticks`: a check's time limit counted in real waiting (clock jumps).
 //! - [`healthcheck`]: the health-check file (interfaces, TCP/ICMP reachability in a VRF).
 //! - `outcome`: [`probe::Outcome`], the result of one check (probe → healthcheck → outcome,
 //!   never back).
@@ -56,6 +57,7 @@ pub mod state;
 pub mod status;
 pub mod store;
 pub mod taints;
+mod ticks;
 pub mod txn;
 pub mod watch;
 

@@ -1,6 +1,7 @@
 //! Probes: is the node still connected after a change?
 //!
-//! Checks, all run concurrently, each bounded by the per-probe timeout:
+//! Checks, all run concurrently, each bounded by the per-probe timeout (the TCP and API server
+//! checks count it in ticks of real waiting, so a clock jump cannot time them out: `ticks`):
 //! - `tcp HOST:PORT`: a TCP connection opens (`--probe-tcp`);
 //! - `icmp ADDR`: an echo reply arrives (`--probe-icmp`);
 //! - `gateway`: the IPv4 default gateway (from `/proc/net/route`) answers a ping
@@ -18,8 +19,8 @@ use std::time::Duration;
 
 use futures::future::join_all;
 
-use crate::icmp;
 pub use crate::outcome::{Outcome, describe, enforced_failures};
+use crate::{icmp, ticks};
 
 /// Which probes to run.
 #[derive(Clone, Debug, Default)]
@@ -72,12 +73,11 @@ impl Prober {
         let mut checks: Vec<futures::future::BoxFuture<'_, Outcome>> = Vec::new();
         for target in self.cfg.tcp.iter().filter(|t| run(&format!("tcp {t}"))) {
             checks.push(Box::pin(async move {
-                let r =
-                    tokio::time::timeout(t, tokio::net::TcpStream::connect(target.as_str())).await;
+                let r = ticks::within(t, tokio::net::TcpStream::connect(target.as_str())).await;
                 let error = match r {
-                    Ok(Ok(_)) => None,
-                    Ok(Err(e)) => Some(e.to_string()),
-                    Err(_) => Some(format!("no connection within {t:?}")),
+                    Some(Ok(_)) => None,
+                    Some(Err(e)) => Some(e.to_string()),
+                    None => Some(format!("no connection within {t:?}")),
                 };
                 Outcome {
                     name: format!("tcp {target}"),
@@ -110,13 +110,13 @@ impl Prober {
         }
         if self.cfg.api_server && run("api-server") {
             checks.push(Box::pin(async move {
-                let error = match tokio::time::timeout(t, self.client.apiserver_version()).await {
+                let error = match ticks::within(t, self.client.apiserver_version()).await {
                     // Any HTTP answer, an error status included, proves the path to the API
                     // server: an API server that is up but failing (etcd down, overloaded) is
                     // no reason to undo a network change.
-                    Ok(Ok(_) | Err(kube::Error::Api(_))) => None,
-                    Ok(Err(e)) => Some(e.to_string()),
-                    Err(_) => Some(format!("no answer within {t:?}")),
+                    Some(Ok(_) | Err(kube::Error::Api(_))) => None,
+                    Some(Err(e)) => Some(e.to_string()),
+                    None => Some(format!("no answer within {t:?}")),
                 };
                 Outcome {
                     name: "api-server".into(),
