@@ -295,6 +295,19 @@ impl Lab {
         .await;
     }
 
+    /// Waits until one whole line of the agent log contains every one of `needles` (a step
+    /// and its revision, say). Only lines ending in a newline count: the agent may be in the
+    /// middle of writing the last one, and a reader can see its first half (`"step":"failed"`)
+    /// without the rest (`"revision":"rev-2"`).
+    pub async fn wait_log_line(&self, needles: &[&str], secs: u64) {
+        let within = Duration::from_secs(secs);
+        let what = format!("a line with {needles:?} in the agent log");
+        self.poll(within, Duration::from_millis(50), &what, || {
+            has_whole_line(&self.log(), needles)
+        })
+        .await;
+    }
+
     /// Checks `done` every `every` until it holds; panics with the agent log after `within`.
     async fn poll(&self, within: Duration, every: Duration, what: &str, done: impl Fn() -> bool) {
         let deadline = Instant::now() + within;
@@ -320,6 +333,12 @@ impl Drop for Lab {
     }
 }
 
+/// Whether a whole line of `log` (one ending in a newline) contains every one of `needles`.
+pub fn has_whole_line(log: &str, needles: &[&str]) -> bool {
+    let whole = &log[..log.rfind('\n').map_or(0, |i| i + 1)];
+    whole.lines().any(|l| needles.iter().all(|n| l.contains(n)))
+}
+
 /// The agent binary next to the running executable's directory (`target/<profile>/`), for a
 /// benchmark (`target/<profile>/examples/agent-bench`), which Cargo gives no binary path.
 pub fn agent_bin_next_to_exe() -> PathBuf {
@@ -328,4 +347,28 @@ pub fn agent_bin_next_to_exe() -> PathBuf {
         .and_then(|p| p.parent())
         .expect("the executable lies in target/<profile>/<dir>/")
         .join("netrollout-agent")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_whole_line;
+
+    const LINE: &str = r#"{"level":"WARN","step":"failed","revision":"rev-2"}"#;
+
+    #[test]
+    fn a_line_the_agent_is_still_writing_does_not_count_until_it_ends() {
+        let needles = ["\"step\":\"failed\"", "\"revision\":\"rev-2\""];
+        let cut = LINE.find("\"revision").unwrap();
+        assert!(!has_whole_line(
+            &format!("start\n{}", &LINE[..cut]),
+            &needles
+        ));
+        // Even once every needle is there, the line counts only when it ends.
+        assert!(!has_whole_line(&format!("start\n{LINE}"), &needles));
+        assert!(has_whole_line(&format!("start\n{LINE}\n"), &needles));
+        assert!(!has_whole_line(
+            &format!("{LINE}\n"),
+            &["\"revision\":\"rev-1\""]
+        ));
+    }
 }
