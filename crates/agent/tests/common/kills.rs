@@ -58,6 +58,26 @@ impl LogTail {
             .any(|l| needles.iter().all(|n| l.contains(n)))
     }
 
+    /// Polls (every 3 ms) until a line contains every one of `needles`, as long as the agent
+    /// makes [`Progress`] (`idle`: how long it may show none); panics with the log when it
+    /// stops.
+    pub async fn wait_line_progressing(&mut self, lab: &Lab, needles: &[&str], idle: Duration) {
+        let mut progress = Progress::new(idle);
+        loop {
+            self.refresh();
+            if self.has_line(needles) {
+                return;
+            }
+            assert!(
+                progress.alive(self, lab),
+                "the agent made no progress for {idle:?} while this test waited for a log line \
+                 with {needles:?}; this start's log:\n{}",
+                self.text
+            );
+            tokio::time::sleep(Duration::from_millis(3)).await;
+        }
+    }
+
     /// Polls (every 3 ms) until a line contains every one of `needles`; panics with the log
     /// after `within`.
     pub async fn wait_line(&mut self, needles: &[&str], within: Duration) {
@@ -75,6 +95,53 @@ impl LogTail {
             );
             tokio::time::sleep(Duration::from_millis(3)).await;
         }
+    }
+}
+
+/// A deadline the agent's progress moves, for waits whose length is the agent's work (an FRR
+/// reload took 30 s on a loaded machine while eight worlds ran theirs): a new line in its log
+/// moves it `idle` on, and so does a helper of its own (`frr-reload.py`, `vtysh`) still running
+/// when it is reached. Without either for `idle` the agent is stuck; after [`Progress::MAX`] in
+/// all, too (a helper that never ends).
+#[derive(Debug)]
+pub struct Progress {
+    idle: Duration,
+    deadline: Instant,
+    give_up: Instant,
+    seen: usize,
+}
+
+impl Progress {
+    /// Longest wait in all, however busy the agent looks.
+    pub const MAX: Duration = Duration::from_secs(600);
+
+    pub fn new(idle: Duration) -> Self {
+        let now = Instant::now();
+        Self {
+            idle,
+            deadline: now + idle,
+            give_up: now + Self::MAX,
+            seen: 0,
+        }
+    }
+
+    /// Whether to keep waiting: the agent made progress within `idle` (`tail` grew) or one of
+    /// its helpers runs now.
+    pub fn alive(&mut self, tail: &LogTail, lab: &Lab) -> bool {
+        let now = Instant::now();
+        if tail.text.len() > self.seen {
+            self.seen = tail.text.len();
+            self.deadline = now + self.idle;
+        }
+        if now < self.deadline {
+            return true;
+        }
+        if now < self.give_up && !helpers(lab).is_empty() {
+            // Look again in a second: the helper may be the agent's last act.
+            self.deadline = now + Duration::from_secs(1);
+            return true;
+        }
+        false
     }
 }
 

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use common::AgentLab as _;
 use common::frr::World;
-use common::kills::{Landed, LogTail, kill_tree, median_max};
+use common::kills::{Landed, LogTail, Progress, kill_tree, median_max};
 use common::layer2s;
 use netrollout_agent::store::{JOURNAL_FILE, Store};
 use netrollout_api::{NodeConfig, NodePhase};
@@ -167,12 +167,14 @@ async fn world(kills: usize, seed: u64) -> Tally {
     let (a, b) = (layer2s(600, 3), NodeConfig::default());
     let mut configs: BTreeMap<String, NodeConfig> = BTreeMap::new();
     let mut tail = LogTail::from_end(&w.lab.log_path());
+    let journal = w.lab.state_dir().join(JOURNAL_FILE);
     w.lab.start_agent();
     let mut snaps = Vec::new();
     for (rev, config) in [("rev-0", &a), ("rev-1", &b)] {
         configs.insert(rev.into(), config.clone());
         w.lab.set_spec(rev, config.clone()).await;
-        let status = w.lab.wait_finished(rev, 60).await.status.unwrap();
+        settle(&w, &mut tail, rev, &journal).await;
+        let status = w.lab.status().await;
         assert_eq!(status.phase, Some(NodePhase::Provisioned), "{status:?}");
         snaps.push(Snap {
             running: strip_header(&w.node.running()),
@@ -181,7 +183,6 @@ async fn world(kills: usize, seed: u64) -> Tally {
     }
     let snap = |c: &NodeConfig| snaps[usize::from(c.layer2s.is_empty())].clone();
     let mut t = Tally::default();
-    let journal = w.lab.state_dir().join(JOURNAL_FILE);
     for i in 2.. {
         if t.kills >= kills {
             break;
@@ -211,13 +212,21 @@ async fn world(kills: usize, seed: u64) -> Tally {
             let wait = Duration::from_secs(60);
             if rng.random_range(0..100) < 15 && j.attempt == 1 && j.revision == rev && !committed {
                 let quoted = format!("\"revision\":\"{rev}\"");
-                tail.wait_line(&["\"step\":\"journal\"", "\"attempt\":2", &quoted], wait)
-                    .await;
+                tail.wait_line_progressing(
+                    &w.lab,
+                    &["\"step\":\"journal\"", "\"attempt\":2", &quoted],
+                    wait,
+                )
+                .await;
                 t.second_attempt += 1;
                 sleep_ms(&mut rng, 300).await;
             } else {
-                tail.wait_line(&["journal says an apply was interrupted"], wait)
-                    .await;
+                tail.wait_line_progressing(
+                    &w.lab,
+                    &["journal says an apply was interrupted"],
+                    wait,
+                )
+                .await;
                 sleep_ms(&mut rng, 900).await;
             }
             last_kill = kill(&mut w, &mut tail, &rev, &new_frr, &mut t);
@@ -238,30 +247,36 @@ async fn aim(rng: &mut impl Rng, tail: &mut LogTail, rev: &str, w: &World, new_f
     let within = Duration::from_secs(60);
     match rng.random_range(0..5) {
         0 => {
-            tail.wait_line(&["\"step\":\"journal\"", &quoted], within)
+            tail.wait_line_progressing(&w.lab, &["\"step\":\"journal\"", &quoted], within)
                 .await;
             sleep_ms(rng, 20).await;
         }
         1 => {
-            tail.wait_line(&["\"step\":\"apply\"", &quoted], within)
+            tail.wait_line_progressing(&w.lab, &["\"step\":\"apply\"", &quoted], within)
                 .await;
             sleep_ms(rng, 60).await;
         }
         2 => {
-            let deadline = Instant::now() + within;
+            let mut progress = Progress::new(within);
             while std::fs::read_to_string(&w.conf).unwrap_or_default() != new_frr {
-                assert!(Instant::now() < deadline, "frr.conf never became {rev}'s");
+                tail.refresh();
+                assert!(
+                    progress.alive(tail, &w.lab),
+                    "frr.conf never became {rev}'s; this start's log:\n{}",
+                    tail.text
+                );
                 tokio::time::sleep(Duration::from_millis(3)).await;
             }
             sleep_ms(rng, 500).await;
         }
         3 => {
-            tail.wait_line(&["\"step\":\"apply-frr\"", &quoted], within)
+            tail.wait_line_progressing(&w.lab, &["\"step\":\"apply-frr\"", &quoted], within)
                 .await;
             sleep_ms(rng, 300).await;
         }
         _ => {
-            tail.wait_line(
+            tail.wait_line_progressing(
+                &w.lab,
                 &["\"step\":\"probe-after\"", "\"passed\":true", &quoted],
                 within,
             )
@@ -305,9 +320,10 @@ fn count_recovery(tail: &LogTail, t: &mut Tally) {
     }
 }
 
-/// Waits until the agent has recovered, removed the journal and reported `rev` finished.
+/// Waits until the agent has recovered, removed the journal and reported `rev` finished, as
+/// long as it makes [`Progress`].
 async fn settle(w: &World, tail: &mut LogTail, rev: &str, journal: &std::path::Path) {
-    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut progress = Progress::new(Duration::from_secs(90));
     loop {
         tail.refresh();
         if tail.text.contains("state recovered") && !journal.exists() {
@@ -320,8 +336,8 @@ async fn settle(w: &World, tail: &mut LogTail, rev: &str, journal: &std::path::P
             }
         }
         assert!(
-            Instant::now() < deadline,
-            "{rev} did not settle; this start's log:\n{}",
+            progress.alive(tail, &w.lab),
+            "{rev} did not settle and the agent made no progress for 90 s; this start's log:\n{}",
             tail.text
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
