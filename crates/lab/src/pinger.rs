@@ -3,6 +3,12 @@
 //! namespace (`netrollout-lab pinger`, hidden) and reads one line per probe from its stdout:
 //! `PAIR SENT_UNIX_MS 1|0` (1: the reply came within the timeout). It exits when its stdout is
 //! gone, so it never outlives the lab that reads it.
+//!
+//! A probe's timeout counts only time the pinger ran ([`Pending`]): when the pinger (or, in VM
+//! mode, the whole guest under TCG on a loaded host) is not scheduled for a while, replies that
+//! arrived meanwhile wait in the socket, and judging them by the wall clock after such a stall
+//! would report every probe in flight lost although the network lost nothing. Each stall is
+//! logged on stderr (the lab keeps it in `logs/pinger-*.log`).
 
 use std::collections::HashMap;
 use std::io::{Read as _, Write as _};
@@ -42,7 +48,7 @@ impl std::str::FromStr for Target {
 }
 
 /// Pings every target `rate` times a second until stdout closes; a probe without a reply after
-/// `timeout` is reported lost.
+/// `timeout` of the pinger's running time is reported lost.
 pub fn run(targets: &[Target], rate: u32, timeout: Duration) -> Result<()> {
     if targets.is_empty() || rate == 0 {
         bail!("pinger: nothing to do (no targets or rate 0)");
@@ -53,48 +59,120 @@ pub fn run(targets: &[Target], rate: u32, timeout: Duration) -> Result<()> {
     let id = (std::process::id() & 0xffff) as u16;
     let period = Duration::from_secs(1) / rate;
     let mut seq: u16 = 0;
-    // (sequence) -> (target index, sent at, unix ms)
-    let mut pending: HashMap<u16, (usize, Instant, u64)> = HashMap::new();
+    let mut pending = Pending::new(timeout, Instant::now());
     let mut next = Instant::now();
     let mut stdout = std::io::stdout().lock();
     let mut buf = [0u8; 1500];
     loop {
         let now = Instant::now();
+        if let Some(stall) = pending.tick(now) {
+            eprintln!(
+                "pinger: not scheduled for {} ms before {} (Unix ms); that time does not count \
+                 toward the probes' timeout",
+                stall.as_millis(),
+                unix_ms()
+            );
+        }
         if now >= next {
             for (i, t) in targets.iter().enumerate() {
                 seq = seq.wrapping_add(1);
                 let packet = echo_request(id, seq);
                 // A send error (no route yet) is a lost probe, reported at its timeout.
                 let _ = socket.send_to(&packet, &SocketAddr::from((t.addr, 0)).into());
-                pending.insert(seq, (i, now, unix_ms()));
+                pending.sent(seq, i, unix_ms());
             }
             next += period;
             if next < now {
                 next = now + period;
             }
         }
-        if let Ok(n) = (&socket).read(&mut buf)
-            && let Some(reply_seq) = parse_reply(&buf[..n], id)
-            && let Some((i, _, sent)) = pending.remove(&reply_seq)
-            && writeln!(stdout, "{} {sent} 1", targets[i].pair).is_err()
-        {
-            return Ok(());
-        }
-        let expired: Vec<u16> = pending
-            .iter()
-            .filter(|(_, (_, at, _))| at.elapsed() > timeout)
-            .map(|(s, _)| *s)
-            .collect();
-        for s in expired {
-            if let Some((i, _, sent)) = pending.remove(&s)
-                && writeln!(stdout, "{} {sent} 0", targets[i].pair).is_err()
+        // Every reply already queued is read before any probe is judged (after a stall the
+        // socket may hold many); bounded, so a flood of other ICMP cannot starve the sends.
+        for _ in 0..MAX_READS {
+            let Ok(n) = (&socket).read(&mut buf) else {
+                break;
+            };
+            if let Some(reply_seq) = parse_reply(&buf[..n], id)
+                && let Some((i, sent)) = pending.replied(reply_seq)
+                && writeln!(stdout, "{} {sent} 1", targets[i].pair).is_err()
             {
+                return Ok(());
+            }
+        }
+        for (i, sent) in pending.expired() {
+            if writeln!(stdout, "{} {sent} 0", targets[i].pair).is_err() {
                 return Ok(());
             }
         }
         if stdout.flush().is_err() {
             return Ok(());
         }
+    }
+}
+
+/// Replies read at most per turn of the pinger's loop.
+const MAX_READS: usize = 64;
+
+/// The longest gap between two turns of the pinger's loop that counts as running time. The loop
+/// turns every few milliseconds (a 5 ms read timeout); a longer gap is a stall: the process or
+/// the guest was not scheduled, and no reply could be read in it.
+pub const STALL: Duration = Duration::from_millis(100);
+
+/// The probes in flight, their timeout counted in the pinger's running time: the time between
+/// turns of its loop, each gap capped at [`STALL`].
+#[derive(Debug)]
+pub struct Pending {
+    timeout: Duration,
+    /// Running time since the pinger started.
+    ran: Duration,
+    last: Instant,
+    /// Sequence -> (target index, running time when sent, Unix ms when sent).
+    probes: HashMap<u16, (usize, Duration, u64)>,
+}
+
+impl Pending {
+    /// No probe in flight; the pinger starts running at `now`.
+    pub fn new(timeout: Duration, now: Instant) -> Self {
+        Self {
+            timeout,
+            ran: Duration::ZERO,
+            last: now,
+            probes: HashMap::new(),
+        }
+    }
+
+    /// A turn of the loop at `now`; returns the gap since the last turn when it was a stall.
+    pub fn tick(&mut self, now: Instant) -> Option<Duration> {
+        let gap = now.saturating_duration_since(self.last);
+        self.last = now;
+        self.ran += gap.min(STALL);
+        (gap > STALL).then_some(gap)
+    }
+
+    /// Probe `seq` to target `target` went out (at `unix_ms`).
+    pub fn sent(&mut self, seq: u16, target: usize, unix_ms: u64) {
+        self.probes.insert(seq, (target, self.ran, unix_ms));
+    }
+
+    /// The reply to `seq` came: its target and send time, unless it was judged already.
+    pub fn replied(&mut self, seq: u16) -> Option<(usize, u64)> {
+        self.probes.remove(&seq).map(|(t, _, at)| (t, at))
+    }
+
+    /// Removes and returns (target, send time) of the probes whose timeout of running time has
+    /// passed without a reply.
+    pub fn expired(&mut self) -> Vec<(usize, u64)> {
+        let (ran, timeout) = (self.ran, self.timeout);
+        let late: Vec<u16> = (self.probes.iter())
+            .filter(|(_, (_, at, _))| ran.saturating_sub(*at) > timeout)
+            .map(|(s, _)| *s)
+            .collect();
+        let mut out: Vec<(usize, u64)> = (late.iter())
+            .filter_map(|s| self.probes.remove(s))
+            .map(|(t, _, at)| (t, at))
+            .collect();
+        out.sort_by_key(|(_, at)| *at);
+        out
     }
 }
 
@@ -152,6 +230,50 @@ mod tests {
         ip.extend_from_slice(&req);
         assert_eq!(parse_reply(&ip, 0x1234), Some(7));
         assert_eq!(parse_reply(&ip, 0x9999), None, "another pinger's reply");
+    }
+
+    /// A loop turning every 5 ms from `start` for `ms` milliseconds.
+    fn run_for(p: &mut Pending, start: Instant, ms: u64) -> Instant {
+        let mut now = start;
+        for _ in 0..ms / 5 {
+            now += Duration::from_millis(5);
+            assert_eq!(p.tick(now), None, "5 ms turns are no stall");
+        }
+        now
+    }
+
+    #[test]
+    fn a_probe_without_a_reply_is_lost_after_the_timeout_of_running_time() {
+        let t0 = Instant::now();
+        let mut p = Pending::new(Duration::from_secs(1), t0);
+        p.sent(1, 0, 100);
+        let now = run_for(&mut p, t0, 900);
+        assert!(p.expired().is_empty(), "not yet: 0.9 s of 1 s");
+        run_for(&mut p, now, 200);
+        assert_eq!(p.expired(), vec![(0, 100)], "lost after 1.1 s of running");
+        assert_eq!(p.replied(1), None, "a late reply does not count twice");
+    }
+
+    #[test]
+    fn a_stall_of_the_pinger_does_not_count_toward_the_timeout() {
+        let t0 = Instant::now();
+        let mut p = Pending::new(Duration::from_secs(1), t0);
+        p.sent(7, 2, 500);
+        let now = run_for(&mut p, t0, 300);
+        // Not scheduled for 3 s (a guest stall under TCG): the reply waits in the socket.
+        let after = now + Duration::from_secs(3);
+        assert_eq!(p.tick(after), Some(Duration::from_secs(3)));
+        assert!(
+            p.expired().is_empty(),
+            "0.4 s of running time: the probe is still in flight"
+        );
+        assert_eq!(p.replied(7), Some((2, 500)), "the queued reply counts");
+        // A real loss still shows, however many stalls come between.
+        p.sent(8, 0, 600);
+        let now = run_for(&mut p, after, 600);
+        assert!(p.tick(now + Duration::from_secs(2)).is_some());
+        run_for(&mut p, now + Duration::from_secs(2), 600);
+        assert_eq!(p.expired(), vec![(0, 600)]);
     }
 
     #[test]
