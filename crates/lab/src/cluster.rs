@@ -270,6 +270,27 @@ impl Cluster {
         }
     }
 
+    /// Writes every node's FRR and VRF routes ([`crate::frr::dump`]) to
+    /// `logs/frr-NODE-WHY.txt` in the state directory; returns the files written.
+    pub async fn dump_frr(&self, why: &str) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        for node in self.node_names() {
+            let netns = fabric::netns(&node);
+            let text = match &self.vm {
+                Some(vm) => match vm.call(crate::vm::Op::Dump { netns }).await {
+                    Ok(v) => v.as_str().unwrap_or_default().to_string(),
+                    Err(e) => format!("asking the guest: {e:#}"),
+                },
+                None => crate::frr::dump(&netns),
+            };
+            let file = (self.opts.state_dir.join("logs")).join(format!("frr-{node}-{why}.txt"));
+            if std::fs::write(&file, text).is_ok() {
+                files.push(file);
+            }
+        }
+        files
+    }
+
     /// Whether the nodes run inside the VM.
     pub fn in_vm(&self) -> bool {
         self.vm.is_some()

@@ -160,6 +160,35 @@ pub fn evpn_established(netns: &str) -> Result<()> {
     Ok(())
 }
 
+/// What a node's FRR and kernel say about EVPN and the routed tenant, for a failure's logs:
+/// FRR's running config, its EVPN VNIs and type-5 routes, and the kernel's VRF routes. A
+/// command that fails leaves its error in the text instead.
+pub fn dump(netns: &str) -> String {
+    let mut out = String::new();
+    for command in [
+        "show running-config",
+        "show evpn vni",
+        "show bgp l2vpn evpn summary",
+        "show bgp l2vpn evpn route type prefix",
+        "show bgp vrf all ipv4 unicast",
+    ] {
+        out.push_str(&format!("## vtysh -c {command:?}\n"));
+        match vtysh(netns, netns, command) {
+            Ok(text) => out.push_str(&text),
+            Err(e) => out.push_str(&format!("{e:#}\n")),
+        }
+    }
+    out.push_str("## ip route show table all type unicast\n");
+    match Command::new("ip")
+        .args(["-n", netns, "route", "show", "table", "all", "type", "unicast"])
+        .output()
+    {
+        Ok(o) => out.push_str(&String::from_utf8_lossy(&o.stdout)),
+        Err(e) => out.push_str(&format!("running ip: {e}\n")),
+    }
+    out
+}
+
 /// Ends every FRR daemon of a lab pathspace (by the pids in its pid files) and removes the
 /// pathspaces' directories; returns what it did.
 pub fn teardown() -> Vec<String> {

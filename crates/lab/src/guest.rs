@@ -159,6 +159,7 @@ impl Guest {
                 crate::frr::evpn_established(&netns)?;
                 Ok(Value::Null)
             }
+            Op::Dump { netns } => Ok(Value::String(crate::frr::dump(&netns))),
         }
     }
 }

@@ -109,6 +109,11 @@ pub enum Op {
         /// The node's namespace.
         netns: String,
     },
+    /// A node's FRR and VRF routes as text ([`crate::frr::dump`]), for a failure's logs.
+    Dump {
+        /// The node's namespace.
+        netns: String,
+    },
 }
 
 /// A host request.

@@ -49,12 +49,27 @@ pub(super) async fn start_traffic(
             format!("{} pair(s) without replies", missing.len())
         }
     ));
+    if !missing.is_empty() {
+        dumped(m, lab, "unreachable-at-start").await;
+    }
     summary.check(
         "full tenant reachability",
         missing.is_empty() && lab.traffic.running() > 0,
         reachability_detail(lab, &missing),
     );
     Ok(())
+}
+
+/// Dumps every node's FRR and VRF routes to the logs and says where.
+async fn dumped(m: &Monitor, lab: &Cluster, why: &str) {
+    let files = lab.dump_frr(why).await;
+    m.say(&format!(
+        "FRR and VRF routes of every node: {}",
+        (files.iter())
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
 }
 
 fn reachability_detail(lab: &Cluster, missing: &[traffic::Pair]) -> String {
@@ -153,6 +168,9 @@ pub(super) async fn traffic_report(
                 first_wave.join(", ")
             ),
         );
+    }
+    if !missing.is_empty() {
+        dumped(m, lab, "unreachable-at-end").await;
     }
     summary.check(
         "full tenant reachability at the end",
