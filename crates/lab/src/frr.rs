@@ -161,10 +161,13 @@ pub fn evpn_established(netns: &str) -> Result<()> {
 }
 
 /// What a node's FRR and kernel say about EVPN and the routed tenant, for a failure's logs:
-/// FRR's running config, its EVPN VNIs and type-5 routes, and the kernel's VRF routes. A
-/// command that fails leaves its error in the text instead.
+/// FRR's running config, its EVPN VNIs and type-5 routes, the VRFs' BGP tables (one vtysh: each
+/// start costs seconds under TCG), and the kernel's routes. A command that fails leaves its
+/// error in the text instead.
 pub fn dump(netns: &str) -> String {
     let mut out = String::new();
+    let mut vtysh = Command::new("ip");
+    vtysh.args(["netns", "exec", netns, "vtysh", "-N", netns]);
     for command in [
         "show running-config",
         "show evpn vni",
@@ -172,19 +175,24 @@ pub fn dump(netns: &str) -> String {
         "show bgp l2vpn evpn route type prefix",
         "show bgp vrf all ipv4 unicast",
     ] {
-        out.push_str(&format!("## vtysh -c {command:?}\n"));
-        match vtysh(netns, netns, command) {
-            Ok(text) => out.push_str(&text),
-            Err(e) => out.push_str(&format!("{e:#}\n")),
-        }
+        vtysh.args(["-c", command]);
     }
-    out.push_str("## ip route show table all type unicast\n");
-    match Command::new("ip")
-        .args(["-n", netns, "route", "show", "table", "all", "type", "unicast"])
-        .output()
-    {
-        Ok(o) => out.push_str(&String::from_utf8_lossy(&o.stdout)),
-        Err(e) => out.push_str(&format!("running ip: {e}\n")),
+    let mut ip = Command::new("ip");
+    ip.args([
+        "-n", netns, "route", "show", "table", "all", "type", "unicast",
+    ]);
+    for (what, mut cmd) in [
+        ("vtysh (running config, EVPN, VRF tables)", vtysh),
+        ("ip route show table all", ip),
+    ] {
+        out.push_str(&format!("## {what}\n"));
+        match cmd.output() {
+            Ok(o) => {
+                out.push_str(&String::from_utf8_lossy(&o.stdout));
+                out.push_str(&String::from_utf8_lossy(&o.stderr));
+            }
+            Err(e) => out.push_str(&format!("running it: {e}\n")),
+        }
     }
     out
 }
