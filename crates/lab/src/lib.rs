@@ -66,14 +66,15 @@ macro_rules! err {
     }};
 }
 
-/// The agent's probe flags in the lab: the API server (through the fabric) must stay reachable;
-/// a break shows within 5 s; probes must keep passing for `hold` before a change is committed.
-pub fn agent_probe_args(api: &SocketAddr, hold: &str) -> Vec<String> {
+/// The agent's probe flags in the lab: the API server (through the fabric) must stay reachable,
+/// each of the agent's own checks (the API server, the TCP probe) answering within `each`; a
+/// break shows within 5 s; probes must keep passing for `hold` before a change is committed.
+pub fn agent_probe_args(api: &SocketAddr, hold: &str, each: &str) -> Vec<String> {
     [
         "--probe-tcp",
         &api.to_string(),
         "--probe-each-timeout",
-        "1s",
+        each,
         "--probe-timeout",
         "5s",
         "--probe-hold",

@@ -102,7 +102,11 @@ impl Cluster {
             "--vtep-ip".into(),
             fabric::node_ip(index).to_string(),
         ];
-        args.extend(crate::agent_probe_args(&api, &flag(self.opts.probe_hold)));
+        args.extend(crate::agent_probe_args(
+            &api,
+            &flag(self.opts.probe_hold),
+            &flag(check_timeout(self.vm.is_some())),
+        ));
         // The tenant probe, a health-check file: from the node's own port on the lab's tenant
         // network, every other node's workload must answer (checks that fail before a change
         // are not enforced, so the first rollout, before workloads exist, is not held up).
@@ -162,6 +166,17 @@ pub const STARTUP_TAINT: &str = "node.netrollout.io/network-unavailable";
 /// How long each health check waits for its answer with the nodes in the VM.
 pub const VM_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
+/// How long each check waits for its answer: the agent's own (the API server through the
+/// relay, the TCP probe) and the health-check file's alike. In the VM [`VM_CHECK_TIMEOUT`]: with
+/// 1 s for its own, a border whose file's checks all passed once failed its apply on
+/// `api-server: no answer within 1s` under load (a guest stall), and restored.
+pub fn check_timeout(in_vm: bool) -> std::time::Duration {
+    match in_vm {
+        true => VM_CHECK_TIMEOUT,
+        false => std::time::Duration::from_secs(1),
+    }
+}
+
 /// Node `index`'s health-check file: its links up, and ICMP from its port on the tenant network
 /// to the workloads of nodes `1..=nodes` but itself; with the routed tenant (`routed`: the
 /// nodes have VRFs), ICMP from its VRF `vr.labr` to the outside and, but on the border, to the
@@ -204,7 +219,7 @@ pub fn healthcheck(index: usize, nodes: usize, routed: bool, slow: bool) -> Resu
     if slow {
         text.push_str(&format!(
             "timeout: {}\n",
-            crate::settings::flag(VM_CHECK_TIMEOUT)
+            crate::settings::flag(check_timeout(true))
         ));
     }
     Ok(text)
@@ -264,6 +279,24 @@ mod tests {
         let slow = healthcheck(1, 2, false, true).unwrap();
         let file: serde_json::Value = serde_saphyr::from_str(&slow).unwrap();
         assert_eq!(file["timeout"], "3000ms", "{slow}");
+    }
+
+    #[test]
+    fn in_the_vm_the_agents_own_checks_wait_as_long_as_the_files() {
+        let api = std::net::SocketAddr::from(([10, 77, 0, 1], 6443));
+        let each = |in_vm| {
+            let args = crate::agent_probe_args(&api, "8s", &flag(check_timeout(in_vm)));
+            let at = args
+                .iter()
+                .position(|a| a == "--probe-each-timeout")
+                .unwrap();
+            args[at + 1].clone()
+        };
+        let file: serde_json::Value =
+            serde_saphyr::from_str(&healthcheck(1, 2, false, true).unwrap()).unwrap();
+        assert_eq!(each(true), file["timeout"].as_str().unwrap());
+        assert_eq!(each(true), "3000ms");
+        assert_eq!(each(false), "1000ms");
     }
 
     #[test]
