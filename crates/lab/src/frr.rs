@@ -162,7 +162,8 @@ pub fn evpn_established(netns: &str) -> Result<()> {
 
 /// What a node's FRR and kernel say about EVPN and the routed tenant, for a failure's logs:
 /// FRR's running config, its EVPN VNIs and type-5 routes, the VRFs' BGP tables (one vtysh: each
-/// start costs seconds under TCG), and the kernel's routes. A command that fails leaves its
+/// start costs seconds under TCG), and the kernel's routes, neighbours and bridge forwarding
+/// entries. A command that fails leaves its
 /// error in the text instead.
 pub fn dump(netns: &str) -> String {
     let mut out = String::new();
@@ -181,9 +182,17 @@ pub fn dump(netns: &str) -> String {
     ip.args([
         "-n", netns, "route", "show", "table", "all", "type", "unicast",
     ]);
+    // What EVPN routing needs beside the routes: the router MACs as neighbours of the VRFs'
+    // bridges and the remote VTEPs in the VXLAN devices' forwarding tables (zebra's entries).
+    let mut neigh = Command::new("ip");
+    neigh.args(["-n", netns, "neigh", "show"]);
+    let mut fdb = Command::new("bridge");
+    fdb.args(["-n", netns, "fdb", "show"]);
     for (what, mut cmd) in [
         ("vtysh (running config, EVPN, VRF tables)", vtysh),
         ("ip route show table all", ip),
+        ("ip neigh show", neigh),
+        ("bridge fdb show", fdb),
     ] {
         out.push_str(&format!("## {what}\n"));
         match cmd.output() {
