@@ -3,8 +3,9 @@
 //! The node operator owns a base file (`--frr-base-config`: underlay sessions, ASN, router id);
 //! the agent owns the managed sections rendered from the `NodeConfig` by `netrollout-frr`. The
 //! full text (base + managed) is written to the `frr.conf` FRR reads (`--frr-config`) atomically
-//! (temporary file, fsync, rename) and applied with FRR's own `frr-reload.py --reload`, which
-//! computes the difference against the running config; FRR is never restarted.
+//! (temporary file, fsync, rename); the agent then sends FRR the difference between its running
+//! config and the text (`sync`, one `vtysh -f`) and reads the running config back, and FRR's own
+//! `frr-reload.py --reload` applies the file when that does not converge; FRR is never restarted.
 //!
 //! Before a write the new text is checked with `vtysh -m -f` (a parse, no change): a line FRR
 //! does not know fails the attempt with FRR's own error line and leaves `frr.conf` and FRR as
@@ -16,12 +17,14 @@
 //! itself before the reload.
 //!
 //! Unchanged text makes no FRR write at all: the process remembers the text FRR last loaded
-//! successfully; after a (re)start the first apply always reloads (`frr-reload.py` then writes
-//! only a difference, if any).
+//! successfully; after a (re)start the first apply compares the text with FRR's running config
+//! and writes only a difference, if any.
 //!
 //! Layout, one file per verb (as rtnetlink splits its handles):
 //! - `write`: render the managed text, join it to the base, write `frr.conf` atomically;
-//! - `reload`: have FRR load it (`vtysh -m -f`, new VRF VNIs, `frr-reload.py --reload`);
+//! - `reload`: check it (`vtysh -m -f`) and the fallback (new VRF VNIs, `frr-reload.py --reload`);
+//! - `sync`: FRR's running config read (with `show daemons`), the diff sent, read back;
+//! - `diff`: texts as FRR's contexts and the script between them (pure);
 //! - `query`: ask FRR (`vtysh -c ...`);
 //! - `parse`: read FRR's texts (error lines, VRF VNIs, the base's `router bgp`);
 //! - `identity`: settle the managed ASN and router id from flags and the base file;
@@ -32,11 +35,13 @@ use std::path::{Path, PathBuf};
 
 use tokio::sync::Mutex;
 
+mod diff;
 mod error;
 mod identity;
 mod parse;
 mod query;
 mod reload;
+mod sync;
 mod write;
 
 pub use error::FrrError;
