@@ -165,12 +165,46 @@ fn within(out: &mut Vec<String>, conf: &Conf, key: &[String], lines: &[String]) 
     }
 }
 
+/// A line of a context: the headers it is under and the line.
+pub(super) type Line = (Vec<String>, String);
+
 /// The `vtysh -f` script that makes `running` (FRR's running config) hold `new` (the rendered
 /// text); empty when FRR already runs it.
+#[allow(dead_code)] // `sync` uses `script_quiet`; this is the diff's plain shape, kept for its callers.
 pub(super) fn script(new: &Conf, running: &Conf) -> Vec<String> {
-    let (mut delete, mut drop, mut add) = (Vec::new(), Vec::new(), Vec::new());
+    script_quiet(new, running, &HashSet::new())
+}
+
+/// The lines of `new` that `running` does not show: what [`script`] adds.
+pub(super) fn missing(new: &Conf, running: &Conf, quiet: &HashSet<Line>) -> Vec<Line> {
+    let mut out = Vec::new();
+    for key in &new.order {
+        if key.len() == 1 && foreign(&key[0]) && !key[0].starts_with("hostname ") {
+            continue;
+        }
+        let have: HashSet<&String> = running.lines_of(key).iter().collect();
+        for line in new.lines_of(key) {
+            let item = (key.clone(), line.clone());
+            if !have.contains(line) && !hidden(running, key, line) && !quiet.contains(&item) {
+                out.push(item);
+            }
+        }
+    }
+    out
+}
+
+/// [`script`] without the lines of `quiet`: lines FRR accepted and does not show (a default of
+/// the `frr defaults` profile, such as `no bgp ebgp-requires-policy` under `datacenter`), which
+/// the running config cannot show either way.
+pub(super) fn script_quiet(new: &Conf, running: &Conf, quiet: &HashSet<Line>) -> Vec<String> {
+    let (mut drop, mut add) = (Vec::new(), Vec::new());
+    // Line deletions per context, with the context's depth: the deepest go first, as a `no`
+    // line of a context takes its nested lines with it (`no neighbor X interface ...` removes
+    // X's `address-family` lines, whose own `no` would then fail).
+    let mut deletes: Vec<(usize, Vec<String>)> = Vec::new();
     for key in &running.order {
         let lines = running.lines_of(key);
+        let mut chunk = Vec::new();
         if new.has(key) {
             let keep: HashSet<&String> = new.lines_of(key).iter().collect();
             let gone: Vec<String> = lines
@@ -179,7 +213,7 @@ pub(super) fn script(new: &Conf, running: &Conf) -> Vec<String> {
                 .map(|l| undo(l))
                 .collect();
             if !gone.is_empty() {
-                within(&mut delete, running, key, &gone);
+                within(&mut chunk, running, key, &gone);
             }
         } else if key.len() == 1 && !foreign(&key[0]) {
             // A whole context (or a top-level line) FRR has and the file does not.
@@ -187,9 +221,14 @@ pub(super) fn script(new: &Conf, running: &Conf) -> Vec<String> {
         } else if key.len() > 1 && new.has(&key[..key.len() - 1]) && !lines.is_empty() {
             // A nested context of a kept one: its lines go one by one.
             let gone: Vec<String> = lines.iter().map(|l| undo(l)).collect();
-            within(&mut delete, running, key, &gone);
+            within(&mut chunk, running, key, &gone);
+        }
+        if !chunk.is_empty() {
+            deletes.push((key.len(), chunk));
         }
     }
+    deletes.sort_by_key(|(depth, _)| std::cmp::Reverse(*depth));
+    let mut delete: Vec<String> = deletes.into_iter().flat_map(|(_, c)| c).collect();
     for key in &new.order {
         if key.len() == 1 && foreign(&key[0]) && !key[0].starts_with("hostname ") {
             continue;
@@ -202,7 +241,11 @@ pub(super) fn script(new: &Conf, running: &Conf) -> Vec<String> {
         let have: HashSet<&String> = running.lines_of(key).iter().collect();
         let missing: Vec<String> = lines
             .iter()
-            .filter(|l| !have.contains(l) && !hidden(running, key, l))
+            .filter(|l| {
+                !have.contains(l)
+                    && !hidden(running, key, l)
+                    && !quiet.contains(&(key.clone(), l.to_string()))
+            })
             .cloned()
             .collect();
         if !missing.is_empty() {
@@ -308,7 +351,8 @@ mod tests {
     }
 
     #[test]
-    fn a_removed_vrf_goes_line_by_line_from_kept_contexts_and_whole_contexts_last_written_first() {
+    fn a_removed_vrf_goes_line_by_line_from_kept_contexts_deepest_first_and_whole_contexts_last_written_first()
+     {
         let new = "router bgp 65000\n bgp router-id 192.0.2.1\nexit\n";
         let running = "vrf vr.a\n vni 100\nexit-vrf\n!\nip prefix-list pl_a seq 1 permit 10.0.0.0/8\n\
             route-map rm_a permit 10\n set community 65000:1\nexit\n!\n\
@@ -319,12 +363,12 @@ mod tests {
             diff(new, running),
             [
                 "router bgp 65000",
-                " no neighbor vd.a interface remote-as internal",
-                "exit",
-                "router bgp 65000",
                 " address-family l2vpn evpn",
                 "  no advertise-all-vni",
                 " exit-address-family",
+                "exit",
+                "router bgp 65000",
+                " no neighbor vd.a interface remote-as internal",
                 "exit",
                 "no router bgp 65000 vrf vr.a",
                 "no route-map rm_a permit 10",
@@ -358,6 +402,45 @@ mod tests {
                 " vni 200",
                 "exit-vrf",
                 "route-map rm_b deny 65535",
+                "exit"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_removed_neighbors_family_lines_go_before_the_neighbor_which_takes_them_with_it() {
+        let new = "router bgp 65000\n bgp router-id 192.0.2.1\nexit\n";
+        let running = "router bgp 65000\n bgp router-id 192.0.2.1\n neighbor vd.a interface remote-as internal\n \
+            !\n address-family ipv6 unicast\n  neighbor vd.a activate\n exit-address-family\nexit\n";
+        assert_eq!(
+            diff(new, running),
+            [
+                "router bgp 65000",
+                " address-family ipv6 unicast",
+                "  no neighbor vd.a activate",
+                " exit-address-family",
+                "exit",
+                "router bgp 65000",
+                " no neighbor vd.a interface remote-as internal",
+                "exit",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_quiet_line_frr_does_not_show_is_no_difference_and_others_still_are() {
+        let new = Conf::parse(
+            "router bgp 65000\n no bgp ebgp-requires-policy\n neighbor 192.0.2.2 remote-as 65100\nexit\n",
+        );
+        let running = Conf::parse("router bgp 65000\nexit\n");
+        let key = vec!["router bgp 65000".to_string()];
+        assert_eq!(missing(&new, &running, &HashSet::new()).len(), 2);
+        let quiet: HashSet<Line> = [(key, "no bgp ebgp-requires-policy".to_string())].into();
+        assert_eq!(
+            script_quiet(&new, &running, &quiet),
+            [
+                "router bgp 65000",
+                " neighbor 192.0.2.2 remote-as 65100",
                 "exit"
             ]
         );

@@ -30,8 +30,10 @@
 //! - `identity`: settle the managed ASN and router id from flags and the base file;
 //! - `error`: [`FrrError`].
 
+use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::Mutex;
 
@@ -86,6 +88,11 @@ pub struct Frr {
     clash: Option<String>,
     /// The full text FRR last loaded successfully from this process.
     loaded: Mutex<Option<String>>,
+    /// Applies the agent's diff did not bring to the text, which `frr-reload.py` then applied.
+    fallbacks: AtomicU64,
+    /// Lines of the text FRR accepted and does not show in its running config (defaults of its
+    /// `frr defaults` profile): learnt by `sync`, then no longer a difference.
+    quiet: std::sync::Mutex<HashSet<diff::Line>>,
 }
 
 impl Frr {
@@ -99,7 +106,15 @@ impl Frr {
             routing,
             clash,
             loaded: Mutex::new(None),
+            fallbacks: AtomicU64::new(0),
+            quiet: std::sync::Mutex::default(),
         })
+    }
+
+    /// How many applies of this process fell back to `frr-reload.py` because the agent's diff
+    /// did not bring FRR's running config to the text (each is logged with what was left).
+    pub fn fallbacks(&self) -> u64 {
+        self.fallbacks.load(Ordering::Relaxed)
     }
 
     /// The ASN and router id of the managed sections.

@@ -8,9 +8,12 @@
 //! diff here reads the same two texts (FRR's parse of the file from the `vtysh -m -f` check, and
 //! `show running-config`), so what is compared is still FRR's own view.
 
-use tracing::warn;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 
-use super::diff::{Conf, script};
+use tracing::{debug, warn};
+
+use super::diff::{Conf, Line, missing, script_quiet};
 use super::parse::error_lines;
 use super::query::DAEMONS;
 use super::{Frr, FrrError};
@@ -58,10 +61,16 @@ impl Frr {
         })
     }
 
-    /// Makes FRR run `full`, read as `marked` (FRR's parse of the written `frr.conf`, from the check), starting
-    /// from `running` (its running config before); returns the FRR writes (0 when it already
-    /// runs it, else 1). Falls back to [`Frr::reload_script_apply`] when a script fails or FRR's
-    /// running config still differs after [`ROUNDS`] rounds.
+    /// Makes FRR run `full`, read as `marked` (FRR's parse of the written `frr.conf`, from the
+    /// check), starting from `running` (its running config before); returns the FRR writes (0
+    /// when it already runs it, else 1). Falls back to [`Frr::reload_script_apply`] (counted in
+    /// [`Frr::fallbacks`], logged with what was left) when a script fails or FRR's running
+    /// config still differs after [`ROUNDS`] rounds.
+    ///
+    /// A line FRR accepted without an error and still does not show when the same script is
+    /// due again is a default of its `frr defaults` profile (`no bgp ebgp-requires-policy` under
+    /// `datacenter`): it is remembered as quiet and no longer a difference. Only lines to add
+    /// can be quiet; a line FRR shows and the text lacks always is one.
     pub(super) async fn sync(
         &self,
         full: &str,
@@ -71,12 +80,27 @@ impl Frr {
         let new = Conf::parse(marked);
         let mut running = Conf::parse(running);
         let mut writes = 0;
+        let mut sent: Option<(Vec<String>, Vec<Line>)> = None;
         // The first round's script is empty when FRR already runs the text; each later round
         // reads FRR's running config back (and asks the daemons) after a write.
         for round in 0..=ROUNDS {
-            let lines = script(&new, &running);
+            let quiet = self.quiet_lines();
+            let lines = script_quiet(&new, &running, &quiet);
             if lines.is_empty() {
                 return Ok(writes);
+            }
+            let adds = missing(&new, &running, &quiet);
+            if let Some((last, last_adds)) = &sent
+                && *last == lines
+                && adds.iter().all(|a| last_adds.contains(a))
+            {
+                let mut all = quiet.clone();
+                all.extend(adds.iter().cloned());
+                if script_quiet(&new, &running, &all).is_empty() {
+                    debug!(lines = ?adds, "FRR accepted these lines and does not show them: defaults");
+                    self.learn_quiet(adds);
+                    return Ok(writes);
+                }
             }
             if round == ROUNDS {
                 warn!(
@@ -90,6 +114,7 @@ impl Frr {
                 warn!(error = %e, "the agent's diff of FRR's config failed; applying it with frr-reload.py");
                 break;
             }
+            sent = Some((lines, adds));
             running = match self.running_checked().await {
                 Ok(text) => Conf::parse(&text),
                 Err(e @ FrrError::Unavailable { .. }) => return Err(e),
@@ -99,9 +124,22 @@ impl Frr {
                 }
             };
         }
+        self.fallbacks.fetch_add(1, Ordering::Relaxed);
         let reloaded = self.reload_script_apply(full).await;
         self.require_running().await?;
         reloaded.map(|()| 1)
+    }
+
+    fn quiet_lines(&self) -> HashSet<Line> {
+        // A poisoned lock only means a panic elsewhere while it was held; the set is still whole.
+        self.quiet.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn learn_quiet(&self, lines: Vec<Line>) {
+        self.quiet
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(lines);
     }
 
     /// `vtysh -f SCRIPT`: the lines go to the daemons that own them, as a config file would.
