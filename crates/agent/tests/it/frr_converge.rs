@@ -23,7 +23,7 @@ use netrollout_testkit::netns::Netns;
 use netrollout_testkit::objects::layer2;
 
 /// The operator's base: the default instance with an EVPN session, as on a real node.
-const BASE: &str = "frr defaults datacenter\nhostname node\n!\nrouter bgp 65000\n \
+pub(crate) const BASE: &str = "frr defaults datacenter\nhostname node\n!\nrouter bgp 65000\n \
     bgp router-id 192.0.2.1\n no bgp ebgp-requires-policy\n neighbor 192.0.2.2 remote-as 65100\n \
     !\n address-family l2vpn evpn\n  neighbor 192.0.2.2 activate\n exit-address-family\nexit\n!\n";
 
@@ -229,7 +229,8 @@ fn lines(text: &str) -> BTreeSet<String> {
     out
 }
 
-fn settings(dir: &Path, ns: &str) -> FrrSettings {
+/// The agent's FRR settings for an FRR in namespace (and pathspace) `ns` whose files are in `dir`.
+pub(crate) fn settings(dir: &Path, ns: &str) -> FrrSettings {
     FrrSettings {
         base_config: dir.join("base.conf"),
         config: dir.join("frr.conf"),
