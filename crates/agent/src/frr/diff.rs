@@ -14,7 +14,8 @@
 //!
 //! What FRR's running config shows differently from the text loaded, and the diff allows for:
 //! - `frr version`, `frr defaults` are not configurable; `hostname` lines in FRR's config that the
-//!   file does not name are vtysh's own, and `[no] ip(v6) forwarding` is the kernel's state.
+//!   file does not name and `username` lines are vtysh's own (`no username ...` is no command a
+//!   daemon knows), and `[no] ip(v6) forwarding` is the kernel's state.
 //! - `neighbor X activate` under `address-family ipv4 unicast` is hidden while the instance has
 //!   `bgp default ipv4-unicast` (FRR's default): it counts as there when FRR has the instance
 //!   without `no bgp default ipv4-unicast`.
@@ -103,6 +104,7 @@ fn foreign(line: &str) -> bool {
         "frr version",
         "frr defaults",
         "hostname ",
+        "username ",
         "service integrated-vtysh-config",
     ]
     .iter()
@@ -286,7 +288,7 @@ mod tests {
     fn running(community: &str, cidr: &str) -> String {
         format!(
             "frr version 8.4.4\nfrr defaults datacenter\nhostname n1\nno ip forwarding\n\
-             hostname vm\n!\nvrf vr.a\n vni 100\nexit-vrf\n!\n\
+             hostname vm\nusername root nopassword\n!\nvrf vr.a\n vni 100\nexit-vrf\n!\n\
              router bgp 65000\n bgp router-id 192.0.2.1\n \
              neighbor vd.a interface remote-as internal\n !\n address-family ipv4 unicast\n  \
              neighbor vd.a allowas-in origin\n exit-address-family\nexit\n!\n\
