@@ -42,9 +42,14 @@ fn config(vrfs: u32, changed: bool) -> NodeConfig {
                     policies: vec![VrfPolicy {
                         source: format!("t{i}"),
                         seq: 10,
-                        import: vec![item(format!("10.{i}.0.0/16"))],
-                        export: vec![item(format!("172.16.{}.0/24", i * 2 + bump))],
-                        aggregate: vec![format!("172.16.{}.0/23", i * 2)],
+                        // Valid addresses for any count: 128 VRFs per /16 of exports.
+                        import: vec![item(format!("10.{}.{}.0/24", i / 256, i % 256))],
+                        export: vec![item(format!(
+                            "172.{}.{}.0/24",
+                            16 + i / 128,
+                            (i % 128) * 2 + bump
+                        ))],
+                        aggregate: vec![format!("172.{}.{}.0/23", 16 + i / 128, (i % 128) * 2)],
                         communities: vec![format!("65000:{}", 100 + i + bump)],
                     }],
                     ..Default::default()
