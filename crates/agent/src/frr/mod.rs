@@ -5,7 +5,9 @@
 //! full text (base + managed) is written to the `frr.conf` FRR reads (`--frr-config`) atomically
 //! (temporary file, fsync, rename); the agent then sends FRR the difference between its running
 //! config and the text (`sync`, one `vtysh -f`) and reads the running config back, and FRR's own
-//! `frr-reload.py --reload` applies the file when that does not converge; FRR is never restarted.
+//! `frr-reload.py --reload` applies the file when that does not converge (counted in
+//! [`Frr::fallbacks`]); FRR is never restarted. Lines FRR accepts and never shows (defaults of
+//! its `frr defaults` profile) are learnt as quiet by `sync` and are no difference after.
 //!
 //! Before a write the new text is checked with `vtysh -m -f` (a parse, no change): a line FRR
 //! does not know fails the attempt with FRR's own error line and leaves `frr.conf` and FRR as
