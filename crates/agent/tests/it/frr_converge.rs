@@ -245,6 +245,18 @@ pub(crate) fn settings(dir: &Path, ns: &str) -> FrrSettings {
     }
 }
 
+/// The threads of the fresh FRRs, joined on drop (also when a step's assertion fails), so each
+/// stops its FRR and deletes its namespace before the test process ends.
+struct Fresh(Vec<std::thread::JoinHandle<BTreeSet<String>>>);
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        for h in self.0.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
 #[tokio::test]
 async fn every_rendered_construct_converges_through_the_diff_forwards_and_back_without_the_fallback()
  {
@@ -265,18 +277,20 @@ async fn every_rendered_construct_converges_through_the_diff_forwards_and_back_w
 
     // What a fresh FRR shows for each text, each started from it in its own namespace, while
     // the steps run (read at the end).
-    let fresh: Vec<_> = texts
-        .iter()
-        .enumerate()
-        .map(|(i, text)| {
-            let (root, text) = (dir.path().to_path_buf(), text.clone());
-            std::thread::spawn(move || {
-                let ns = Netns::new("frrconvo");
-                let fresh = FrrNs::start(&ns.name, &root.join(format!("fresh{i}")), &text);
-                lines(&fresh.running())
+    let mut fresh = Fresh(
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let (root, text) = (dir.path().to_path_buf(), text.clone());
+                std::thread::spawn(move || {
+                    let ns = Netns::new("frrconvo");
+                    let fresh = FrrNs::start(&ns.name, &root.join(format!("fresh{i}")), &text);
+                    lines(&fresh.running())
+                })
             })
-        })
-        .collect();
+            .collect(),
+    );
 
     // Forwards through every step, then back to the first.
     let order: Vec<usize> = (0..steps.len()).chain((0..steps.len() - 1).rev()).collect();
@@ -304,7 +318,10 @@ async fn every_rendered_construct_converges_through_the_diff_forwards_and_back_w
         from = name;
         last = Some(i);
     }
-    let expected: Vec<BTreeSet<String>> = fresh.into_iter().map(|h| h.join().unwrap()).collect();
+    let expected: Vec<BTreeSet<String>> = std::mem::take(&mut fresh.0)
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .collect();
     for (step, i, running) in shown {
         let missing: Vec<_> = expected[i].difference(&running).collect();
         let extra: Vec<_> = running.difference(&expected[i]).collect();
