@@ -15,7 +15,9 @@
 //! What FRR's running config shows differently from the text loaded, and the diff allows for:
 //! - `frr version`, `frr defaults` are not configurable; `hostname` lines in FRR's config that the
 //!   file does not name and `username` lines are vtysh's own (`no username ...` is no command a
-//!   daemon knows), and `[no] ip(v6) forwarding` is the kernel's state.
+//!   daemon knows). `no ip forwarding` / `no ipv6 forwarding` (FRR shows the kernel's forwarding
+//!   only when it is off) are deleted, which turns forwarding on, as `frr-reload.py` does: a
+//!   node that routes tenant VRFs must forward.
 //! - `neighbor X activate` under `address-family ipv4 unicast` is hidden while the instance has
 //!   `bgp default ipv4-unicast` (FRR's default): it counts as there when FRR has the instance
 //!   without `no bgp default ipv4-unicast`.
@@ -109,10 +111,7 @@ fn foreign(line: &str) -> bool {
     ]
     .iter()
     .any(|p| line.starts_with(p))
-        || matches!(
-            line,
-            "ip forwarding" | "ipv6 forwarding" | "no ip forwarding" | "no ipv6 forwarding"
-        )
+        || matches!(line, "ip forwarding" | "ipv6 forwarding")
 }
 
 /// Whether `line` of the rendered context `key` is one FRR does not show although it has it
@@ -283,11 +282,11 @@ mod tests {
         )
     }
 
-    /// What FRR 8.4 shows for `managed(..)`: its version, vtysh's hostname, the kernel's
-    /// forwarding, one merged default instance without its hidden `activate`.
+    /// What FRR 8.4 shows for `managed(..)` on a node that forwards: its version, vtysh's
+    /// hostname, one merged default instance without its hidden `activate`.
     fn running(community: &str, cidr: &str) -> String {
         format!(
-            "frr version 8.4.4\nfrr defaults datacenter\nhostname n1\nno ip forwarding\n\
+            "frr version 8.4.4\nfrr defaults datacenter\nhostname n1\n\
              hostname vm\nusername root nopassword\n!\nvrf vr.a\n vni 100\nexit-vrf\n!\n\
              router bgp 65000\n bgp router-id 192.0.2.1\n \
              neighbor vd.a interface remote-as internal\n !\n address-family ipv4 unicast\n  \
@@ -304,6 +303,14 @@ mod tests {
 
     fn diff(new: &str, running: &str) -> Vec<String> {
         script(&Conf::parse(new), &Conf::parse(running))
+    }
+
+    #[test]
+    fn forwarding_that_the_kernel_has_off_is_turned_on_as_frr_reload_does() {
+        let new = managed("65000:1", "10.0.0.0/24");
+        let running = running("65000:1", "10.0.0.0/24")
+            .replace("hostname n1\n", "hostname n1\nno ip forwarding\nno ipv6 forwarding\n");
+        assert_eq!(diff(&new, &running), ["ipv6 forwarding", "ip forwarding"]);
     }
 
     #[test]

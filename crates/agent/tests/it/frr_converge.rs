@@ -318,6 +318,19 @@ async fn every_rendered_construct_converges_through_the_diff_forwards_and_back_w
         from = name;
         last = Some(i);
     }
+    // The namespace started without forwarding: the diff turned it on, as frr-reload.py does
+    // (a node that routes tenant VRFs must forward).
+    for sysctl in ["net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding"] {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", &ns.name, "cat", &format!("/proc/sys/{sysctl}")])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "1",
+            "{sysctl} in the node's namespace after the applies"
+        );
+    }
     let expected: Vec<BTreeSet<String>> = std::mem::take(&mut fresh.0)
         .into_iter()
         .map(|h| h.join().unwrap())
