@@ -5,8 +5,10 @@
 //! - `netrollout_agent_restores_total`: restores of the last-known-good config;
 //! - `netrollout_agent_apply_duration_seconds`, `netrollout_agent_probe_duration_seconds`:
 //!   histograms of the netlink apply and of the post-change probing;
-//! - `netrollout_agent_frr_writes_total`: writes to FRR (one per `frr-reload.py` run); an
+//! - `netrollout_agent_frr_writes_total`: writes to FRR (one per apply that changes it); an
 //!   unchanged routing config makes none;
+//! - `netrollout_agent_frr_fallbacks_total`: applies the agent's diff of FRR's config did not
+//!   bring to the text, which `frr-reload.py` then applied (each logged with what was left);
 //! - `netrollout_agent_probe_failures_total{probe}`: enforced probe failures that failed an
 //!   attempt, by kind (`tcp`, `icmp`, `gateway`, `api-server`, `link`, `frr`, `bgp`, `evpn`);
 //! - `netrollout_agent_tenant_reachable`, `netrollout_agent_health_rounds_total`,
@@ -38,6 +40,7 @@ pub struct Metrics {
     failures: Family<Labels, Counter>,
     restores: Counter,
     frr_writes: Counter,
+    frr_fallbacks: Counter,
     probe_failures: Family<Labels, Counter>,
     apply_seconds: Histogram,
     probe_seconds: Histogram,
@@ -53,6 +56,7 @@ impl Default for Metrics {
         let failures = Family::<Labels, Counter>::default();
         let restores = Counter::default();
         let frr_writes = Counter::default();
+        let frr_fallbacks = Counter::default();
         let probe_failures = Family::<Labels, Counter>::default();
         let apply_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
         let probe_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
@@ -73,8 +77,13 @@ impl Default for Metrics {
         );
         registry.register(
             "frr_writes",
-            "Writes to FRR (frr-reload.py runs)",
+            "Writes to FRR (applies that change it)",
             frr_writes.clone(),
+        );
+        registry.register(
+            "frr_fallbacks",
+            "Applies the agent's diff of FRR's config did not converge, applied with frr-reload.py",
+            frr_fallbacks.clone(),
         );
         registry.register(
             "probe_failures",
@@ -99,6 +108,7 @@ impl Default for Metrics {
             failures,
             restores,
             frr_writes,
+            frr_fallbacks,
             probe_failures,
             apply_seconds,
             probe_seconds,
@@ -133,6 +143,11 @@ impl Metrics {
     /// Counts writes to FRR.
     pub fn frr_writes(&self, n: u32) {
         self.frr_writes.inc_by(u64::from(n));
+    }
+
+    /// Counts applies that fell back to `frr-reload.py`.
+    pub fn frr_fallbacks(&self, n: u64) {
+        self.frr_fallbacks.inc_by(n);
     }
 
     /// Counts an enforced probe failure of kind `probe` (e.g. `bgp`).

@@ -125,10 +125,12 @@ impl Agent {
                 .full(&frr.managed(&config).map_err(Error::Frr)?)
                 .map_err(Error::Frr)?,
         };
+        let fallbacks = frr.fallbacks();
         let applied = match purpose {
             Purpose::Apply => frr.apply(&full).await,
             Purpose::Restore => self.restore_frr(run, frr, &full).await,
         };
+        self.metrics.frr_fallbacks(frr.fallbacks() - fallbacks);
         let writes = match &applied {
             Ok(w) => *w,
             Err(FrrError::Rejected { wrote, .. }) => u32::from(*wrote),

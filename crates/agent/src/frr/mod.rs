@@ -3,8 +3,11 @@
 //! The node operator owns a base file (`--frr-base-config`: underlay sessions, ASN, router id);
 //! the agent owns the managed sections rendered from the `NodeConfig` by `netrollout-frr`. The
 //! full text (base + managed) is written to the `frr.conf` FRR reads (`--frr-config`) atomically
-//! (temporary file, fsync, rename) and applied with FRR's own `frr-reload.py --reload`, which
-//! computes the difference against the running config; FRR is never restarted.
+//! (temporary file, fsync, rename); the agent then sends FRR the difference between its running
+//! config and the text (`sync`, one `vtysh -f`) and reads the running config back, and FRR's own
+//! `frr-reload.py --reload` applies the file when that does not converge (counted in
+//! [`Frr::fallbacks`]); FRR is never restarted. Lines FRR accepts and never shows (defaults of
+//! its `frr defaults` profile) are learnt as quiet by `sync` and are no difference after.
 //!
 //! Before a write the new text is checked with `vtysh -m -f` (a parse, no change): a line FRR
 //! does not know fails the attempt with FRR's own error line and leaves `frr.conf` and FRR as
@@ -16,27 +19,33 @@
 //! itself before the reload.
 //!
 //! Unchanged text makes no FRR write at all: the process remembers the text FRR last loaded
-//! successfully; after a (re)start the first apply always reloads (`frr-reload.py` then writes
-//! only a difference, if any).
+//! successfully; after a (re)start the first apply compares the text with FRR's running config
+//! and writes only a difference, if any.
 //!
 //! Layout, one file per verb (as rtnetlink splits its handles):
 //! - `write`: render the managed text, join it to the base, write `frr.conf` atomically;
-//! - `reload`: have FRR load it (`vtysh -m -f`, new VRF VNIs, `frr-reload.py --reload`);
+//! - `reload`: check it (`vtysh -m -f`) and the fallback (new VRF VNIs, `frr-reload.py --reload`);
+//! - `sync`: FRR's running config read (with `show daemons`), the diff sent, read back;
+//! - `diff`: texts as FRR's contexts and the script between them (pure);
 //! - `query`: ask FRR (`vtysh -c ...`);
 //! - `parse`: read FRR's texts (error lines, VRF VNIs, the base's `router bgp`);
 //! - `identity`: settle the managed ASN and router id from flags and the base file;
 //! - `error`: [`FrrError`].
 
+use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::Mutex;
 
+mod diff;
 mod error;
 mod identity;
 mod parse;
 mod query;
 mod reload;
+mod sync;
 mod write;
 
 pub use error::FrrError;
@@ -81,6 +90,11 @@ pub struct Frr {
     clash: Option<String>,
     /// The full text FRR last loaded successfully from this process.
     loaded: Mutex<Option<String>>,
+    /// Applies the agent's diff did not bring to the text, which `frr-reload.py` then applied.
+    fallbacks: AtomicU64,
+    /// Lines of the text FRR accepted and does not show in its running config (defaults of its
+    /// `frr defaults` profile): learnt by `sync`, then no longer a difference.
+    quiet: std::sync::Mutex<HashSet<diff::Line>>,
 }
 
 impl Frr {
@@ -94,7 +108,15 @@ impl Frr {
             routing,
             clash,
             loaded: Mutex::new(None),
+            fallbacks: AtomicU64::new(0),
+            quiet: std::sync::Mutex::default(),
         })
+    }
+
+    /// How many applies of this process fell back to `frr-reload.py` because the agent's diff
+    /// did not bring FRR's running config to the text (each is logged with what was left).
+    pub fn fallbacks(&self) -> u64 {
+        self.fallbacks.load(Ordering::Relaxed)
     }
 
     /// The ASN and router id of the managed sections.

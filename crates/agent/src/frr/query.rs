@@ -8,7 +8,7 @@ use super::parse::error_lines;
 use super::{Frr, FrrError};
 
 /// The FRR daemons the agent configures: zebra (interfaces, VNIs, routes) and bgpd.
-const DAEMONS: [&str; 2] = ["zebra", "bgpd"];
+pub(super) const DAEMONS: [&str; 2] = ["zebra", "bgpd"];
 
 impl Frr {
     /// Runs `vtysh` with `args` (e.g. `-c "show bgp summary json"`); returns stdout.

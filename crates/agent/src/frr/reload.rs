@@ -11,7 +11,8 @@ use super::{Frr, FrrError};
 
 impl Frr {
     /// `vtysh -m -f FILE`: FRR's parser reads the file; an unknown line fails with its number.
-    pub(super) async fn check(&self, file: &Path) -> Result<(), FrrError> {
+    /// Returns the file as FRR read it (each context closed explicitly).
+    pub(super) async fn check(&self, file: &Path) -> Result<String, FrrError> {
         let program = self.settings.bindir.join("vtysh");
         let out = self
             .vtysh_cmd()
@@ -22,7 +23,7 @@ impl Frr {
             .await
             .map_err(|source| FrrError::Spawn { program, source })?;
         if out.status.success() {
-            return Ok(());
+            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
         }
         let mut line = error_lines(&String::from_utf8_lossy(&out.stderr));
         if line.is_empty() {

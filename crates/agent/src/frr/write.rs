@@ -25,16 +25,26 @@ impl Frr {
     }
 
     /// Makes FRR run `full`; returns the number of FRR writes (0 when FRR already runs it).
-    /// [`FrrError::Unavailable`] when zebra or bgpd does not answer before or after the reload
+    /// [`FrrError::Unavailable`] when zebra or bgpd does not answer before or after the change
     /// (nothing is written when it is before).
+    ///
+    /// The change is the agent's diff of FRR's running config against the text (see `sync`);
+    /// `frr-reload.py` applies it when the diff does not bring FRR to the text.
     pub async fn apply(&self, full: &str) -> Result<u32, FrrError> {
+        self.apply_by(full, Via::Diff).await
+    }
+
+    /// [`Frr::apply`] through `frr-reload.py` alone, as the agent applied before its own diff:
+    /// the FRR benchmark's baseline (`hack/bench.d/62-frr-apply.sh`).
+    pub async fn apply_with_reload_script(&self, full: &str) -> Result<u32, FrrError> {
+        self.apply_by(full, Via::ReloadScript).await
+    }
+
+    async fn apply_by(&self, full: &str, via: Via) -> Result<u32, FrrError> {
         let mut loaded = self.loaded.lock().await;
         if loaded.as_deref() == Some(full) {
             return Ok(0);
         }
-        // A daemon that is down would miss its lines without an error (frr-reload.py skips
-        // it): ask first, and again after the reload.
-        self.require_running().await?;
         let dir = self.confdir();
         let name = self
             .settings
@@ -44,10 +54,23 @@ impl Frr {
             .unwrap_or_else(|| "frr.conf".into());
         let tmp = dir.join(format!(".{name}.netrollout.tmp"));
         write_synced(&tmp, full)?;
-        if let Err(e) = self.check(&tmp).await {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
+        // A daemon that is down would miss its lines without an error (frr-reload.py skips
+        // it): ask first, and again after the change. The diff asks with the read of FRR's
+        // running config, while the check runs (reads only).
+        let (up, checked) = match via {
+            Via::Diff => tokio::join!(self.running_checked(), self.check(&tmp)),
+            Via::ReloadScript => {
+                let (up, checked) = tokio::join!(self.require_running(), self.check(&tmp));
+                (up.map(|()| String::new()), checked)
+            }
+        };
+        let (running, marked) = match up.and_then(|running| checked.map(|m| (running, m))) {
+            Ok(both) => both,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
         std::fs::rename(&tmp, &self.settings.config).map_err(|source| FrrError::Write {
             path: self.settings.config.clone(),
             source,
@@ -57,17 +80,30 @@ impl Frr {
         }
         // From here FRR may hold part of the text: forget what it held.
         *loaded = None;
-        let reloaded = match self.add_new_vrf_vnis(full).await {
-            Ok(()) => self.reload().await,
-            Err(e) => Err(e),
+        let writes = match via {
+            // Asks the daemons again with each read-back, and after frr-reload.py.
+            Via::Diff => self.sync(full, &marked, &running).await?,
+            Via::ReloadScript => {
+                let reloaded = self.reload_script_apply(full).await;
+                // A daemon that died during the reload explains its failure better than the
+                // reload's own output; one that died and left it "successful" is found here too.
+                self.require_running().await?;
+                reloaded?;
+                1
+            }
         };
-        // A daemon that died during the reload explains its failure better than the reload's
-        // own output; one that died and left the reload "successful" is found here too.
-        self.require_running().await?;
-        reloaded?;
         *loaded = Some(full.to_string());
-        Ok(1)
+        Ok(writes)
     }
+}
+
+/// How [`Frr::apply_by`] changes FRR.
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    /// The agent's diff (`sync`), `frr-reload.py` when it does not converge.
+    Diff,
+    /// `frr-reload.py` alone.
+    ReloadScript,
 }
 
 pub(super) fn read_base(path: &Path) -> Result<String, FrrError> {

@@ -1,6 +1,8 @@
 //! FRR dies during an apply: the real agent with real FRR (zebra + bgpd 8.4, an eBGP peer) in a
 //! network namespace. bgpd or zebra is killed (`SIGKILL`) after the agent's kernel step, before
-//! or while `frr-reload.py` runs, and started again a few seconds later, as a supervisor would:
+//! its FRR step or in the middle of it (the agent's diff sent with `vtysh -f` and FRR's running
+//! config read back: the daemon is stopped the moment `frr.conf` is replaced, so the agent's
+//! vtysh waits on it, then killed), and started again a few seconds later, as a supervisor would:
 //! the agent does not commit, says in the status that FRR (naming the daemon) is not running
 //! while it waits, restores last-known-good in FRR and the kernel once FRR is back, and reports
 //! the revision `Failed` naming the daemon. FRR down when an apply would start: nothing is
@@ -14,21 +16,26 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::AgentLab as _;
-use common::frr::{NODE_IP, PEER_IP, World};
+use common::frr::{FrrNs, NODE_IP, PEER_IP, World, chmod_755};
 use common::kills::{LogTail, helpers};
 use common::layer2s;
 use common::supervisor::{crash, restart};
+use netrollout_agent::frr::{Frr, FrrError};
 use netrollout_agent::store::{JOURNAL_FILE, Store};
 use netrollout_api::{NodeConfig, NodePhase};
 use netrollout_testkit::frr::DUMP;
+use netrollout_testkit::netns::Netns;
+
+use crate::frr_converge::{BASE, settings};
 
 /// When the daemon dies.
 #[derive(Clone, Copy, Debug)]
 enum Moment {
     /// Right after the kernel step, before FRR's step starts.
     AfterKernel,
-    /// While `frr-reload.py` runs.
-    DuringReload,
+    /// In the agent's FRR step: after `frr.conf` is replaced, while the agent's vtysh sends the
+    /// diff or reads FRR's running config back.
+    DuringSync,
 }
 
 /// rev-1 (three layer-2 networks: bridges, VXLANs, `advertise-all-vni`) committed, then rev-2
@@ -48,21 +55,41 @@ async fn frr_daemon_dies_during_an_apply(daemon: &str, moment: Moment) {
     let quoted = "\"revision\":\"rev-2\"";
     tail.wait_line(&["\"step\":\"apply\"", quoted], Duration::from_secs(60))
         .await;
-    if let Moment::DuringReload = moment {
+    let ps = w.lab.ns.clone();
+    if let Moment::DuringSync = moment {
+        // The agent replaces frr.conf (a rename) right before it sends the diff: stop the daemon
+        // then, so that the agent's vtysh (the diff, or the read-back after it) waits on it.
+        let inode = |p: &std::path::Path| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(p).map(|m| m.ino()).unwrap_or(0)
+        };
+        let before = inode(&w.conf);
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !helpers(&w.lab)
-            .iter()
-            .any(|p| p.cmdline.contains("frr-reload"))
-        {
+        while inode(&w.conf) == before {
             assert!(
                 Instant::now() < deadline,
-                "frr-reload.py never ran:\n{}",
+                "frr.conf was never replaced:\n{}",
                 w.lab.log()
             );
-            tokio::time::sleep(Duration::from_millis(3)).await;
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
+        signal_daemon(&ps, daemon, "STOP");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !helpers(&w.lab).iter().any(|p| p.cmdline.contains("vtysh")) {
+            assert!(
+                Instant::now() < deadline,
+                "no vtysh of the agent waits on the stopped {daemon}:\n{}",
+                w.lab.log()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tail.refresh();
+        assert!(
+            !tail.has_line(&["\"step\":\"apply-frr\"", quoted]),
+            "the FRR step finished with {daemon} stopped:\n{}",
+            tail.text
+        );
     }
-    let ps = w.lab.ns.clone();
     crash(&ps, daemon);
 
     // While FRR is down: no commit, the journal stays, the status says which daemon is missing.
@@ -118,15 +145,15 @@ async fn bgpd_killed_after_the_kernel_step_makes_no_commit_and_frr_and_kernel_ar
 }
 
 #[tokio::test]
-async fn bgpd_killed_during_frr_reload_makes_no_commit_and_frr_and_kernel_are_restored_once_it_is_back()
+async fn bgpd_killed_while_the_agent_sends_its_diff_makes_no_commit_and_frr_and_kernel_are_restored_once_it_is_back()
  {
-    frr_daemon_dies_during_an_apply("bgpd", Moment::DuringReload).await;
+    frr_daemon_dies_during_an_apply("bgpd", Moment::DuringSync).await;
 }
 
 #[tokio::test]
-async fn zebra_killed_during_frr_reload_makes_no_commit_and_frr_and_kernel_are_restored_once_it_is_back()
+async fn zebra_killed_while_the_agent_sends_its_diff_makes_no_commit_and_frr_and_kernel_are_restored_once_it_is_back()
  {
-    frr_daemon_dies_during_an_apply("zebra", Moment::DuringReload).await;
+    frr_daemon_dies_during_an_apply("zebra", Moment::DuringSync).await;
 }
 
 #[tokio::test]
@@ -169,6 +196,54 @@ async fn frr_down_when_an_apply_would_start_touches_nothing_and_the_revision_is_
     assert!(w.node.running().contains("advertise-all-vni"));
     let (ready, _, _) = w.lab.node_condition().await.unwrap();
     assert_eq!(ready, "True");
+}
+
+/// The fallback, `frr-reload.py`, with bgpd killed while it runs: the apply fails naming bgpd;
+/// once bgpd is back (reading the frr.conf on disk), the agent's diff brings FRR to the text.
+#[tokio::test]
+async fn bgpd_killed_while_frr_reload_runs_fails_the_apply_naming_bgpd_and_the_diff_converges_once_it_is_back()
+ {
+    netrollout_testkit::frr::require_installed();
+    let dir = tempfile::tempdir().unwrap();
+    chmod_755(dir.path());
+    let ns = Netns::new("frrdies");
+    let node_dir = dir.path().join("node");
+    let node = FrrNs::start(&ns.name, &node_dir, BASE);
+    let s = settings(&node_dir, &ns.name);
+    std::fs::write(&s.base_config, BASE).unwrap();
+    let frr = Frr::new(s.clone()).unwrap();
+    let text = frr.full(&frr.managed(&layer2s(700, 3)).unwrap()).unwrap();
+    let apply = tokio::spawn(async move { frr.apply_with_reload_script(&text).await });
+    let conf = s.config.to_string_lossy().into_owned();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !running_with(&["frr-reload", &conf]) {
+        assert!(Instant::now() < deadline, "frr-reload.py never ran");
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    crash(&ns.name, "bgpd");
+    match apply.await.unwrap() {
+        Err(FrrError::Unavailable { daemons, .. }) => assert_eq!(daemons, ["bgpd"]),
+        other => panic!("the apply with bgpd killed returned {other:?}"),
+    }
+    restart(&ns.name, &ns.name, "bgpd", &s.config);
+    let frr = Frr::new(s.clone()).unwrap();
+    let text = frr.full(&frr.managed(&layer2s(700, 3)).unwrap()).unwrap();
+    frr.apply(&text).await.unwrap();
+    assert_eq!(frr.fallbacks(), 0, "the diff fell back to frr-reload.py");
+    assert!(node.running().contains("advertise-all-vni"));
+}
+
+/// Whether a process's command line contains every one of `needles`.
+fn running_with(needles: &[&str]) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            needles.iter().all(|n| c.contains(n))
+        })
+    })
 }
 
 /// The dump every FRR wait of the VM suites prints when it times out (the test kit's
@@ -227,6 +302,17 @@ async fn wait_condition(w: &World, reason: &str, secs: u64) -> (String, String, 
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// `kill -SIG` to `daemon` of pathspace `ps` (by its pid file).
+fn signal_daemon(ps: &str, daemon: &str, sig: &str) {
+    let pid = std::fs::read_to_string(format!("/var/run/frr/{ps}/{daemon}.pid")).unwrap();
+    let ok = std::process::Command::new("kill")
+        .args([format!("-{sig}"), pid.trim().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{sig} {daemon} ({})", pid.trim());
 }
 
 /// `show running-config` without its `Building configuration...` preamble.

@@ -18,6 +18,7 @@ mod crash;
 mod dead_watch;
 mod evpn;
 mod frr;
+mod frr_converge;
 mod frr_dies;
 mod health;
 mod hold;

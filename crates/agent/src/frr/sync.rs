@@ -1,0 +1,188 @@
+//! Sync: FRR's running config brought to the written text by the agent's own diff, one `vtysh -f`
+//! of the changed contexts, and FRR's running config read again to show it holds the text;
+//! `frr-reload.py` when it does not.
+//!
+//! Why not `frr-reload.py` every time: it starts Python, has vtysh mark both texts, reads the
+//! running config twice, runs one vtysh per deleted line and sends every line of its first pass
+//! again in the second; about 1 s for one changed VRF of 50 and several seconds at 500. The
+//! diff here reads the same two texts (FRR's parse of the file from the `vtysh -m -f` check, and
+//! `show running-config`), so what is compared is still FRR's own view.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+
+use tracing::{debug, warn};
+
+use super::diff::{Conf, Line, missing, script_quiet};
+use super::parse::error_lines;
+use super::query::DAEMONS;
+use super::{Frr, FrrError};
+
+/// Rounds of script and read-back before the agent gives the change to `frr-reload.py`: a `no`
+/// line may take more with it than it names (`no neighbor X remote-as`), which the second round
+/// puts back, as `frr-reload.py`'s second pass does.
+const ROUNDS: usize = 2;
+
+impl Frr {
+    /// `show running-config no-header`, FRR's own view of its config, read by one vtysh after
+    /// `show daemons`: [`FrrError::Unavailable`] when zebra or bgpd is not among the daemons
+    /// vtysh reached (their config would be missing from the text without an error).
+    pub(super) async fn running_checked(&self) -> Result<String, FrrError> {
+        let out = match self
+            .vtysh(&["-c", "show daemons", "-c", "show running-config no-header"])
+            .await
+        {
+            Ok(out) => out,
+            Err(line) => {
+                // Which daemon, in `require_running`'s words; else vtysh's own.
+                self.require_running().await?;
+                return Err(FrrError::Rejected { line, wrote: false });
+            }
+        };
+        let (daemons, running) = out.split_once('\n').unwrap_or((&out, ""));
+        let reached: Vec<&str> = daemons.split_whitespace().collect();
+        let missing: Vec<&'static str> = DAEMONS
+            .into_iter()
+            .filter(|d| !reached.contains(d))
+            .collect();
+        if missing.is_empty() {
+            return Ok(running.to_string());
+        }
+        Err(FrrError::Unavailable {
+            detail: format!(
+                "vtysh reached only: {}",
+                if reached.is_empty() {
+                    "none".to_string()
+                } else {
+                    reached.join(" ")
+                }
+            ),
+            daemons: missing,
+        })
+    }
+
+    /// Makes FRR run `full`, read as `marked` (FRR's parse of the written `frr.conf`, from the
+    /// check), starting from `running` (its running config before); returns the FRR writes (0
+    /// when it already runs it, else 1). Falls back to [`Frr::reload_script_apply`] (counted in
+    /// [`Frr::fallbacks`], logged with what was left) when a script fails or FRR's running
+    /// config still differs after [`ROUNDS`] rounds.
+    ///
+    /// A line FRR accepted without an error and still does not show when the same script is
+    /// due again is a default of its `frr defaults` profile (`no bgp ebgp-requires-policy` under
+    /// `datacenter`): it is remembered as quiet and no longer a difference. Only lines to add
+    /// can be quiet; a line FRR shows and the text lacks always is one.
+    pub(super) async fn sync(
+        &self,
+        full: &str,
+        marked: &str,
+        running: &str,
+    ) -> Result<u32, FrrError> {
+        let new = Conf::parse(marked);
+        let mut running = Conf::parse(running);
+        let mut writes = 0;
+        let mut sent: Option<(Vec<String>, Vec<Line>)> = None;
+        // The first round's script is empty when FRR already runs the text; each later round
+        // reads FRR's running config back (and asks the daemons) after a write.
+        for round in 0..=ROUNDS {
+            let quiet = self.quiet_lines();
+            let lines = script_quiet(&new, &running, &quiet);
+            if lines.is_empty() {
+                return Ok(writes);
+            }
+            let adds = missing(&new, &running, &quiet);
+            if let Some((last, last_adds)) = &sent
+                && *last == lines
+                && adds.iter().all(|a| last_adds.contains(a))
+            {
+                let mut all = quiet.clone();
+                all.extend(adds.iter().cloned());
+                if script_quiet(&new, &running, &all).is_empty() {
+                    debug!(lines = ?adds, "FRR accepted these lines and does not show them: defaults");
+                    self.learn_quiet(adds);
+                    return Ok(writes);
+                }
+            }
+            if round == ROUNDS {
+                warn!(
+                    left = %lines.join(" | "),
+                    "FRR's running config differs from frr.conf after the agent's diff; applying it with frr-reload.py"
+                );
+                break;
+            }
+            writes = 1;
+            if let Err(e) = self.exec_script(&lines).await {
+                warn!(error = %e, "the agent's diff of FRR's config failed; applying it with frr-reload.py");
+                break;
+            }
+            sent = Some((lines, adds));
+            running = match self.running_checked().await {
+                Ok(text) => Conf::parse(&text),
+                Err(e @ FrrError::Unavailable { .. }) => return Err(e),
+                Err(e) => {
+                    warn!(error = %e, "reading FRR's running config failed; applying it with frr-reload.py");
+                    break;
+                }
+            };
+        }
+        self.fallbacks.fetch_add(1, Ordering::Relaxed);
+        let reloaded = self.reload_script_apply(full).await;
+        self.require_running().await?;
+        reloaded.map(|()| 1)
+    }
+
+    fn quiet_lines(&self) -> HashSet<Line> {
+        // A poisoned lock only means a panic elsewhere while it was held; the set is still whole.
+        self.quiet.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn learn_quiet(&self, lines: Vec<Line>) {
+        self.quiet
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(lines);
+    }
+
+    /// `vtysh -f SCRIPT`: the lines go to the daemons that own them, as a config file would.
+    async fn exec_script(&self, lines: &[String]) -> Result<(), FrrError> {
+        let file = self.settings.rundir.join("frr-diff.netrollout.conf");
+        let mut text = lines.join("\n");
+        text.push('\n');
+        std::fs::write(&file, text).map_err(|source| FrrError::Write {
+            path: file.clone(),
+            source,
+        })?;
+        let program = self.settings.bindir.join("vtysh");
+        let out = self
+            .vtysh_cmd()
+            .arg("-f")
+            .arg(&file)
+            .output()
+            .await
+            .map_err(|source| FrrError::Spawn { program, source })?;
+        let _ = std::fs::remove_file(&file);
+        let said = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = error_lines(&said);
+        if out.status.success() && line.is_empty() {
+            return Ok(());
+        }
+        Err(FrrError::Rejected {
+            line: if line.is_empty() {
+                format!("vtysh -f exited with {}", out.status)
+            } else {
+                line
+            },
+            wrote: true,
+        })
+    }
+
+    /// The reload as it was before the diff: new VRF VNIs through vtysh, then `frr-reload.py`
+    /// (`full` is the written text).
+    pub(super) async fn reload_script_apply(&self, full: &str) -> Result<(), FrrError> {
+        self.add_new_vrf_vnis(full).await?;
+        self.reload().await
+    }
+}
