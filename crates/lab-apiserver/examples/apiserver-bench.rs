@@ -12,6 +12,8 @@
 //! - `bench cel [SECONDS]`: merge-patch writes from 32 writers to a custom kind whose CRD has
 //!   three `x-kubernetes-validations` rules and which a ValidatingAdmissionPolicy (two
 //!   validations) checks (baseline: the same writes to ConfigMaps, same server).
+//! - `bench rollout [NODES] [sim|agents]`: the configurator benchmark's rollout load on the
+//!   server alone; server CPU per write and per delivered watch event (`rollout.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -23,6 +25,8 @@ use serde_json::json;
 
 #[path = "apiserver-bench/load.rs"]
 mod load;
+#[path = "apiserver-bench/rollout.rs"]
+mod rollout;
 #[path = "apiserver-bench/watch.rs"]
 mod watch;
 
@@ -156,8 +160,13 @@ async fn main() {
         Some("watch") => bench_watch(arg(2, 1000), arg(3, 6) as u64).await,
         Some("memory") => bench_memory(arg(2, 100_000)).await,
         Some("cel") => bench_cel(arg(2, 6) as f64).await,
+        Some("rollout") => {
+            let shape = args.get(3).map_or("sim", String::as_str);
+            rollout::bench_rollout(arg(2, 10_000), shape).await
+        }
         _ => eprintln!(
-            "usage: bench watch [WATCHERS] [SECONDS] | bench memory [OBJECTS] | bench cel [SECONDS]"
+            "usage: bench watch [WATCHERS] [SECONDS] | bench memory [OBJECTS] | bench cel [SECONDS] \
+             | bench rollout [NODES] [sim|agents]"
         ),
     }
 }

@@ -63,6 +63,17 @@ impl Certificate {
     }
 }
 
+/// How long a connection may wait for its next request's header, idle keep-alive time included
+/// (hyper's `header_read_timeout` covers both). Longer than the 90 s a kube client keeps an idle
+/// pooled connection: with hyper's default of 30 s the server closed connections the client
+/// still counted on, and a request sent just then failed with "peer closed connection without
+/// sending TLS close_notify". kube-apiserver itself keeps idle connections 90 s.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long a kube client (hyper-util's pool, its default) keeps an idle connection to reuse.
+const KUBE_CLIENT_POOL_IDLE: Duration = Duration::from_secs(90);
+const _: () = assert!(IDLE_TIMEOUT.as_secs() > KUBE_CLIENT_POOL_IDLE.as_secs());
+
 /// Serves `router` on `listener` until `stop` fires, then lets open requests finish for up to
 /// five seconds.
 pub async fn serve(
@@ -70,6 +81,17 @@ pub async fn serve(
     cert: Certificate,
     router: axum::Router,
     stop: oneshot::Receiver<()>,
+) {
+    serve_idle(listener, cert, router, stop, IDLE_TIMEOUT).await;
+}
+
+/// [`serve`], closing a connection that waited `idle` for its next request.
+async fn serve_idle(
+    listener: TcpListener,
+    cert: Certificate,
+    router: axum::Router,
+    stop: oneshot::Receiver<()>,
+    idle: Duration,
 ) {
     let graceful = GracefulShutdown::new();
     tokio::pin!(stop);
@@ -97,6 +119,7 @@ pub async fn serve(
             let tls = matches!(stream.peek(&mut first).await, Ok(1) if first[0] == 0x16);
             let mut http = hyper::server::conn::http1::Builder::new();
             http.timer(TokioTimer::new());
+            http.header_read_timeout(idle);
             let result = if tls {
                 match acceptor.accept(stream).await {
                     Ok(s) => {
@@ -118,4 +141,51 @@ pub async fn serve(
         });
     }
     let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    use super::*;
+
+    /// Sends one plain-HTTP request on `conn` and reads its whole (short) answer.
+    async fn ask(conn: &mut TcpStream) -> String {
+        conn.write_all(b"GET /ping HTTP/1.1\r\nHost: test\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = vec![0u8; 1024];
+        let n = conn.read(&mut buf).await.unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+
+    #[tokio::test]
+    async fn an_idle_keep_alive_connection_is_closed_only_after_the_idle_timeout() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cert = Certificate::new(addr).unwrap();
+        let router = axum::Router::new().route("/ping", axum::routing::get(|| async { "pong" }));
+        let (stop, stopped) = oneshot::channel();
+        let idle = Duration::from_millis(1500);
+        let server = tokio::spawn(serve_idle(listener, cert, router, stopped, idle));
+
+        let mut conn = TcpStream::connect(addr).await.unwrap();
+        assert!(ask(&mut conn).await.ends_with("pong"));
+        // Idle for a third of the timeout: the connection is still there for the next request.
+        tokio::time::sleep(idle / 3).await;
+        assert!(ask(&mut conn).await.ends_with("pong"));
+        // Idle past the timeout: the server has closed it (end of stream).
+        tokio::time::sleep(idle * 2).await;
+        let mut buf = [0u8; 16];
+        let n = tokio::time::timeout(Duration::from_secs(5), conn.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap_or(0);
+        assert_eq!(n, 0, "the connection outlived its idle timeout");
+        stop.send(()).unwrap();
+        server.await.unwrap();
+    }
 }

@@ -65,15 +65,22 @@ impl Stored {
 
     /// Whether the object's `apiVersion` is `av`, read from the bytes when they start with it
     /// (serde_json writes keys in order, so `apiVersion` comes first); decoded otherwise.
+    /// Nothing is allocated unless `av` is a string JSON escapes: a watch asks this for every
+    /// event it sends.
     pub fn has_api_version(&self, av: &str) -> bool {
-        let head = format!("{{\"apiVersion\":{}", Value::from(av));
-        if self.raw.starts_with(head.as_bytes()) {
-            return matches!(self.raw.get(head.len()), Some(b',' | b'}'));
+        let Some(rest) = self.raw.strip_prefix(b"{\"apiVersion\":".as_slice()) else {
+            return self.value()["apiVersion"] == *av;
+        };
+        let ends_value = |at: usize| matches!(rest.get(at), Some(b',' | b'}'));
+        if av.bytes().any(|b| matches!(b, b'"' | b'\\') || b < 0x20) {
+            let quoted = Value::from(av).to_string();
+            return rest.starts_with(quoted.as_bytes()) && ends_value(quoted.len());
         }
-        if self.raw.starts_with(b"{\"apiVersion\":") {
-            return false;
-        }
-        self.value()["apiVersion"] == *av
+        let n = av.len();
+        rest.first() == Some(&b'"')
+            && rest.get(1..=n) == Some(av.as_bytes())
+            && rest.get(n + 1) == Some(&b'"')
+            && ends_value(n + 2)
     }
 
     /// Whether the bytes contain `needle` (a cheap pre-check before decoding).
@@ -106,8 +113,27 @@ mod tests {
             assert!(s.has_api_version("v1"));
             assert!(!s.has_api_version("v1beta1"));
             assert!(!s.has_api_version("v"));
+            assert!(!s.has_api_version("v1\""));
             assert!(s.contains("\"name\":\"a\""));
         }
+        let grouped = stored(
+            json!({"apiVersion": "netrollout.io/v1alpha1", "kind": "K"}),
+            false,
+        );
+        assert!(grouped.has_api_version("netrollout.io/v1alpha1"));
+        assert!(!grouped.has_api_version("netrollout.io/v1"));
+        assert!(!grouped.has_api_version("netrollout.io/v1alpha1x"));
+        let escaped = stored(json!({"apiVersion": "a\"b", "kind": "K"}), false);
+        assert!(escaped.has_api_version("a\"b"));
+        assert!(!escaped.has_api_version("a"));
+        let longer = stored(json!({"apiVersion": "v1x,y", "kind": "K"}), false);
+        assert!(
+            !longer.has_api_version("v1"),
+            "the value ends where av does"
+        );
+        assert!(!longer.has_api_version("v2x,y"));
+        let none = stored(json!({"kind": "K"}), false);
+        assert!(!none.has_api_version("v1"));
     }
 
     #[test]

@@ -205,6 +205,8 @@ impl Line {
 
 struct Encoder {
     rt: Arc<ResourceType>,
+    /// `rt`'s apiVersion, formatted once per watch rather than per event.
+    api_version: String,
     table: bool,
     first: bool,
 }
@@ -224,7 +226,7 @@ impl Encoder {
             self.first = false;
             return Line::Whole(encode_event(kind.as_str(), &t));
         }
-        if self.rt.builtin == Some(Builtin::Event) || !obj.has_api_version(&self.rt.api_version()) {
+        if self.rt.builtin == Some(Builtin::Event) || !obj.has_api_version(&self.api_version) {
             let tree = obj.value();
             return Line::Whole(encode_event(kind.as_str(), &convert::view(&self.rt, &tree)));
         }
@@ -267,19 +269,21 @@ fn coalesce(
     while let Some(item) = next.take() {
         let line = enc.line(item.kind, Some(&item.event), &item.event.object);
         total += line.len();
-        if line.len() >= BATCH_BYTES {
+        if total < BATCH_BYTES
+            && let Ok(item) = rx.try_recv()
+        {
+            budget.sub(item.event.size());
+            next = Some(item);
+        }
+        // A lone event's line is sent as the event holds it, not copied into a batch.
+        let lone = batch.is_empty() && next.is_none() && matches!(line, Line::Whole(_));
+        if line.len() >= BATCH_BYTES || lone {
             if !batch.is_empty() {
                 chunks.push(std::mem::take(&mut batch).freeze());
             }
             chunks.extend(line.chunks());
         } else {
             line.append_to(&mut batch);
-        }
-        if total < BATCH_BYTES
-            && let Ok(item) = rx.try_recv()
-        {
-            budget.sub(item.event.size());
-            next = Some(item);
         }
     }
     if !batch.is_empty() {
@@ -298,6 +302,7 @@ async fn pump(
 ) {
     let mut enc = Encoder {
         rt: p.rt.clone(),
+        api_version: p.rt.api_version(),
         table: p.table,
         first: true,
     };
@@ -338,5 +343,73 @@ async fn pump(
         if !out.send_all(chunks).await {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::watchers::Watchers;
+
+    fn setup() -> (
+        Encoder,
+        Arc<Budget>,
+        mpsc::Sender<Item>,
+        mpsc::Receiver<Item>,
+    ) {
+        let st = State::new(10, usize::MAX);
+        let rt = st.registry.get("", "v1", "configmaps").unwrap();
+        let (tx, rx) = mpsc::channel(16);
+        let budget = Watchers::default().add(rt.key(), Arc::default(), tx.clone());
+        let enc = Encoder {
+            api_version: rt.api_version(),
+            rt,
+            table: false,
+            first: true,
+        };
+        (enc, budget, tx, rx)
+    }
+
+    fn item(rv: u64) -> Item {
+        let obj = Arc::new(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm-{rv}"), "resourceVersion": rv.to_string()}}));
+        let event = Arc::new(Event::new(
+            rv,
+            Arc::from("/configmaps"),
+            EventType::Modified,
+            &obj,
+            None,
+        ));
+        Item {
+            event,
+            kind: EventType::Modified,
+        }
+    }
+
+    #[test]
+    fn a_lone_event_is_sent_as_its_shared_line_and_a_burst_as_one_chunk_in_order() {
+        let (mut enc, budget, tx, mut rx) = setup();
+        let lone = item(1);
+        let chunks = coalesce(lone.clone(), &mut rx, &mut enc, &budget);
+        assert_eq!(chunks.len(), 1);
+        assert_eq!(
+            chunks[0].as_ptr(),
+            lone.event.line().as_ptr(),
+            "shared, not copied"
+        );
+
+        let burst: Vec<Item> = (2..=4).map(item).collect();
+        for i in &burst[1..] {
+            budget.add(i.event.size());
+            tx.try_send(i.clone()).unwrap();
+        }
+        let chunks = coalesce(burst[0].clone(), &mut rx, &mut enc, &budget);
+        let want: Vec<u8> = burst.iter().flat_map(|i| i.event.line().to_vec()).collect();
+        assert_eq!(
+            chunks,
+            vec![Bytes::from(want)],
+            "one chunk, in resourceVersion order"
+        );
+        assert!(rx.try_recv().is_err(), "every queued event was taken");
     }
 }
