@@ -7,6 +7,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use crate::fleet::Class;
 use crate::state::Node;
 
 /// Sort `nodes` into dispatch order (deterministic: node names are unique).
@@ -45,9 +46,6 @@ impl Ord for ByName<'_> {
     }
 }
 
-/// (runs the configurator, has config, not a canary): false sorts first.
-type Class = (bool, bool, bool);
-
 /// The first `take` of `nodes` in dispatch order, in one pass and without collecting them: each
 /// (class, zone) group only ever serves its `take` alphabetically first nodes, so each group
 /// keeps those in a bounded heap. The work is linear in the number of nodes (one name
@@ -63,14 +61,7 @@ pub fn first_in_dispatch_order_of<'a>(
     let mut groups: Vec<((Class, &'a str), BinaryHeap<ByName<'a>>)> = Vec::new();
     let mut last = 0;
     for n in nodes {
-        let key = (
-            (
-                n.runs_configurator,
-                n.spec_revision.is_some(),
-                !n.is_canary(),
-            ),
-            n.zone(),
-        );
+        let key = (crate::fleet::class(n), n.zone());
         let g = match groups.get(last).filter(|(k, _)| *k == key) {
             Some(_) => last,
             None => match groups.iter().position(|(k, _)| *k == key) {
@@ -92,15 +83,23 @@ pub fn first_in_dispatch_order_of<'a>(
         }
     }
     groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let groups: Vec<(Class, Vec<ByName<'a>>)> = groups
+    let groups: Vec<(Class, Vec<&'a Node>)> = groups
         .into_iter()
-        .map(|((class, _), heap)| (class, heap.into_sorted_vec()))
+        .map(|((class, _), heap)| {
+            let names = heap.into_sorted_vec().into_iter().map(|n| n.0).collect();
+            (class, names)
+        })
         .collect();
+    round_robin(&groups, take)
+}
+
+/// The first `take` nodes of `groups` in dispatch order: `groups` holds each (class, zone)
+/// group's first nodes by name, sorted by (class, zone); the zones of one class are served
+/// round-robin (every zone's first node, then the second, and so on), class by class.
+pub(crate) fn round_robin<'a>(groups: &[(Class, Vec<&'a Node>)], take: usize) -> Vec<&'a Node> {
     let mut out = Vec::with_capacity(take.min(groups.iter().map(|g| g.1.len()).sum()));
-    let mut rest = groups.as_slice();
+    let mut rest = groups;
     while let Some(((class, _), _)) = rest.split_first() {
-        // All zones of one class, served round-robin: every zone's first node, then the
-        // second, and so on.
         let same = rest.iter().take_while(|(c, _)| c == class).count();
         let (zones, tail) = rest.split_at(same);
         rest = tail;
@@ -110,7 +109,7 @@ pub fn first_in_dispatch_order_of<'a>(
                 if out.len() == take {
                     return out;
                 }
-                out.push(n.0);
+                out.push(*n);
             }
         }
     }
