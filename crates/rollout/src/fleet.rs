@@ -46,6 +46,11 @@ pub(crate) struct Index {
     pub retry: BTreeSet<String>,
     /// Ready managed nodes whose health regressed.
     pub regressed: BTreeSet<String>,
+    /// Managed configured nodes by (class, zone), then spec revision: how many. A zone's turn
+    /// in the dispatch order starts after its nodes already on the revision nodes move to
+    /// ([`crate::order::round_robin`]), so the order does not depend on how a wave was split
+    /// over passes.
+    pub placed: BTreeMap<(Class, String), BTreeMap<String, usize>>,
 }
 
 /// Counts of the managed nodes whose spec names one revision, without the clock (an apply
@@ -175,6 +180,16 @@ impl Index {
             step(&mut t.counted_failed, failed && counted);
             if t.nodes == 0 {
                 self.tallies.remove(spec);
+            }
+            let key = (class(n), n.zone.clone());
+            let by_spec = self.placed.entry(key.clone()).or_default();
+            let c = by_spec.entry(spec.clone()).or_default();
+            step(c, true);
+            if *c == 0 {
+                by_spec.remove(spec);
+            }
+            if by_spec.is_empty() {
+                self.placed.remove(&key);
             }
         }
         let set = |set: &mut BTreeSet<String>, on: bool| {

@@ -36,13 +36,15 @@ impl<'a> Iterator for Merge<'a> {
 
 impl<'a> Pass<'a> {
     /// The (class, zone) groups of the nodes that may be dispatched and do not run the goal
-    /// `g`, in (class, zone) order, each an iterator by name; a node listed as lacking what it
-    /// would get (`join` when unconfigured, else `g`) is left out.
+    /// `g`, in (class, zone) order, each with its turn offset (configured nodes: how many of
+    /// the group already run `g`; unconfigured nodes leave their group when dispatched, so
+    /// none) and an iterator by name; a node listed as lacking what it would get (`join` when
+    /// unconfigured, else `g`) is left out.
     fn eligible_groups(
         &self,
         g: usize,
         join: usize,
-    ) -> Vec<(Class, impl Iterator<Item = &'a Node> + '_)> {
+    ) -> Vec<(Class, usize, impl Iterator<Item = &'a Node> + '_)> {
         let goal = self.revs[g].name.as_str();
         let fleet = self.fleet;
         let mut groups: BTreeMap<(Class, &'a str), Vec<_>> = BTreeMap::new();
@@ -69,14 +71,21 @@ impl<'a> Pass<'a> {
         }
         groups
             .into_iter()
-            .map(move |((class, _), sources)| {
+            .map(move |((class, zone), sources)| {
+                let offset = fleet
+                    .index()
+                    .placed
+                    .get(&(class, zone.to_owned()))
+                    .and_then(|by_spec| by_spec.get(goal))
+                    .copied()
+                    .unwrap_or(0);
                 let nodes = Merge { sources }
                     .filter_map(move |name| fleet.get(name))
                     .filter(move |n| {
                         let gets = if n.spec_revision.is_none() { join } else { g };
                         !self.lacks(gets, n)
                     });
-                (class, nodes)
+                (class, offset, nodes)
             })
             .collect()
     }
@@ -86,10 +95,10 @@ impl<'a> Pass<'a> {
         if take == 0 {
             return Vec::new();
         }
-        let groups: Vec<(Class, Vec<&'a Node>)> = self
+        let groups: Vec<(Class, usize, Vec<&'a Node>)> = self
             .eligible_groups(g, join)
             .into_iter()
-            .map(|(class, nodes)| (class, nodes.take(take).collect()))
+            .map(|(class, offset, nodes)| (class, offset, nodes.take(take).collect()))
             .collect();
         round_robin(&groups, take)
     }
@@ -97,7 +106,7 @@ impl<'a> Pass<'a> {
     /// Whether more than `n` nodes are eligible (counting no further than needed).
     pub(super) fn eligible_more_than(&self, g: usize, join: usize, n: usize) -> bool {
         let mut seen = 0;
-        for (_, nodes) in self.eligible_groups(g, join) {
+        for (_, _, nodes) in self.eligible_groups(g, join) {
             seen += nodes.take(n + 1 - seen).count();
             if seen > n {
                 return true;
@@ -110,7 +119,7 @@ impl<'a> Pass<'a> {
     pub(super) fn eligible_all(&self, g: usize, join: usize) -> Vec<&'a Node> {
         self.eligible_groups(g, join)
             .into_iter()
-            .flat_map(|(_, nodes)| nodes)
+            .flat_map(|(_, _, nodes)| nodes)
             .collect()
     }
 }

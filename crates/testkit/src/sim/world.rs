@@ -118,12 +118,21 @@ impl World {
 
     /// The invariant of the incremental fleet: brought up to date with the touched nodes, it
     /// equals the fleet indexed from scratch from `state.nodes` (an update missed anywhere
-    /// shows here). `Err` names the first node that differs, or says the index does.
+    /// shows here), and a pass planned from it now equals one planned from the recomputed
+    /// fleet (the same actions in the same order: dispatch order included). `Err` names the
+    /// first node that differs, or says the index or the plan does.
     pub fn check_fleet(&mut self) -> Result<(), String> {
         self.update_fleet();
         let fresh = Fleet::from_nodes(self.state.nodes.iter().cloned());
         if fresh == self.fleet {
-            return Ok(());
+            let kept = plan_with(&self.state, &self.fleet, self.now, &self.settings);
+            let recomputed = plan_with(&self.state, &fresh, self.now, &self.settings);
+            if kept == recomputed {
+                return Ok(());
+            }
+            return Err(format!(
+                "a pass planned from the incrementally kept fleet differs from one planned from a recomputed fleet: kept {kept:?}, recomputed {recomputed:?}"
+            ));
         }
         let kept: Vec<&Node> = self.fleet.nodes().collect();
         let rebuilt: Vec<&Node> = fresh.nodes().collect();
@@ -144,6 +153,13 @@ impl World {
                 self.fleet, fresh
             ),
         })
+    }
+
+    /// A configurator (re)started: its fleet is indexed from scratch from what the API holds,
+    /// as a new leader's first pass does after its watches listed everything.
+    fn restart_fleet(&mut self) {
+        self.touched.clear();
+        self.fleet = Fleet::from_nodes(self.state.nodes.iter().cloned());
     }
 
     /// The position of node `name` in `state.nodes`.
@@ -263,12 +279,14 @@ impl World {
             .chance(self.crash_pct)
             .then(|| self.rng.below(writes as u64 + 1) as usize);
         let mut done = 0;
+        let mut crashed = false;
         'actions: for a in &p.actions {
             self.log.push(format!("  {}", describe(a)));
             for w in 0..write_count(a) {
                 if crash_at == Some(done) {
                     self.log
                         .push("  !! configurator crashed; a new leader plans from the API".into());
+                    crashed = true;
                     break 'actions;
                 }
                 if self.rng.chance(self.write_fail_pct) {
@@ -279,6 +297,11 @@ impl World {
                 self.apply_write(a, w);
                 done += 1;
             }
+        }
+        if crashed {
+            // The writes before the crash are in the API; the new leader's index starts from
+            // there (the old one's incremental state is gone with it).
+            self.restart_fleet();
         }
         (p, done)
     }
