@@ -12,8 +12,10 @@
 //! (default 1.1; `-` for a row shown for comparison only), `BENCH_STRATEGY` the rollout strategy
 //! (`window`, the configurator's default, or `waves`; it is
 //! named in the rows); `BENCH_LATENCY_MS` the simulated agents' apply time (default 200);
-//! `BENCH_RSS_GOAL_MIB` the configurator's peak-RSS goal (default 250); `BENCH_ARGS` adds
-//! configurator flags (e.g. `--debounce=1ms`) for experiments.
+//! `BENCH_RSS_GOAL_MIB` the configurator's peak-RSS goal (default 250); `BENCH_TIMEOUT_S` how
+//! long one rollout may take before the bench gives up (default 120; a loaded machine needs
+//! more at 65,000 nodes); `BENCH_ARGS` adds configurator flags (e.g. `--debounce=1ms`) for
+//! experiments.
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -304,7 +306,11 @@ async fn wait_for_lease(client: &kube::Client) -> Result<()> {
 }
 
 async fn wait_succeeded(api: &Api<NetworkConfigRevision>, sequence: i64) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let limit: u64 = match std::env::var("BENCH_TIMEOUT_S") {
+        Ok(s) => s.parse().context("BENCH_TIMEOUT_S: seconds")?,
+        Err(_) => 120,
+    };
+    let deadline = Instant::now() + Duration::from_secs(limit);
     while Instant::now() < deadline {
         let done = api.list(&Default::default()).await?.items.iter().any(|r| {
             r.spec.sequence == sequence
@@ -315,7 +321,9 @@ async fn wait_succeeded(api: &Api<NetworkConfigRevision>, sequence: i64) -> Resu
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    anyhow::bail!("revision {sequence} did not succeed within 120s")
+    anyhow::bail!(
+        "revision {sequence} did not succeed within {limit}s (BENCH_TIMEOUT_S sets the limit)"
+    )
 }
 
 fn binary() -> Result<PathBuf> {
