@@ -11,7 +11,10 @@
 //! `50`; `5%` of 10,000 is 500), `BENCH_WALL_GOAL` the wall-time goal as a ratio to the ideal
 //! (default 1.1; `-` for a row shown for comparison only), `BENCH_STRATEGY` the rollout strategy
 //! (`window`, the configurator's default, or `waves`; it is
-//! named in the rows); `BENCH_ARGS` adds configurator flags (e.g. `--debounce=1ms`) for
+//! named in the rows); `BENCH_LATENCY_MS` the simulated agents' apply time (default 200);
+//! `BENCH_RSS_GOAL_MIB` the configurator's peak-RSS goal (default 250); `BENCH_TIMEOUT_S` how
+//! long one rollout may take before the bench gives up (default 120; a loaded machine needs
+//! more at 65,000 nodes); `BENCH_ARGS` adds configurator flags (e.g. `--debounce=1ms`) for
 //! experiments.
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -29,7 +32,10 @@ use netrollout_testkit::objects::{add_node, apply_table};
 // The simulated agents are the test kit's, shared with the end-to-end tests.
 use netrollout_testkit::fake_agents as agents;
 
-const LATENCY: Duration = Duration::from_millis(200);
+/// The simulated agents' apply time unless `BENCH_LATENCY_MS` says otherwise.
+const DEFAULT_LATENCY_MS: u64 = 200;
+/// The configurator's peak-RSS goal unless `BENCH_RSS_GOAL_MIB` says otherwise.
+const DEFAULT_RSS_GOAL_MIB: f64 = 250.0;
 /// Nodes created at once in the setup.
 const SETUP_CONCURRENCY: usize = 32;
 
@@ -58,11 +64,19 @@ async fn main() -> Result<()> {
         ),
     };
     let strategy = std::env::var("BENCH_STRATEGY").unwrap_or_else(|_| "window".into());
+    let latency = Duration::from_millis(match std::env::var("BENCH_LATENCY_MS") {
+        Ok(ms) => ms.parse().context("BENCH_LATENCY_MS: milliseconds")?,
+        Err(_) => DEFAULT_LATENCY_MS,
+    });
+    let rss_goal: f64 = match std::env::var("BENCH_RSS_GOAL_MIB") {
+        Ok(mib) => mib.parse().context("BENCH_RSS_GOAL_MIB: MiB")?,
+        Err(_) => DEFAULT_RSS_GOAL_MIB,
+    };
     let lab = LabApi::start().await;
     let kubeconfig = lab.kubeconfig();
     let client = lab.client.clone();
     setup(&client, count).await?;
-    let agents = agents::Agents::start(client.clone(), agents::healthy(LATENCY));
+    let agents = agents::Agents::start(client.clone(), agents::healthy(latency));
 
     let metrics_port = free_port()?;
     let bin = binary()?;
@@ -112,6 +126,7 @@ async fn main() -> Result<()> {
     let ncrs: Api<NetworkConfigRevision> = Api::all(client.clone());
     wait_for_lease(&client).await?;
     let passes_before = metric(metrics_port, "netrollout_configurator_passes_total").await?;
+    let plan_before = metric(metrics_port, "netrollout_configurator_plan_seconds_total").await?;
     let writes_before = metric(metrics_port, "netrollout_configurator_api_writes_total").await?;
     let cpu_before = cpu_seconds(pid)?;
     let own_before = cpu_seconds(own)?;
@@ -131,6 +146,8 @@ async fn main() -> Result<()> {
         metric(metrics_port, "netrollout_configurator_api_writes_total").await? - writes_before;
     let passes =
         metric(metrics_port, "netrollout_configurator_passes_total").await? - passes_before;
+    let planning =
+        metric(metrics_port, "netrollout_configurator_plan_seconds_total").await? - plan_before;
     let cpu = cpu_seconds(pid)? - cpu_before;
     let own_cpu = cpu_seconds(own)? - own_before;
     let rss = peak_rss_mib(pid)?;
@@ -141,7 +158,7 @@ async fn main() -> Result<()> {
 
     let fleet = format!("{count} nodes, {strategy}");
     let waves = count.div_ceil(limit) as f64;
-    let ideal = waves * LATENCY.as_secs_f64();
+    let ideal = waves * latency.as_secs_f64();
     let per_node = writes / rollouts / count as f64;
     let all_walls: f64 = walls.iter().sum();
     walls.sort_by(f64::total_cmp);
@@ -149,7 +166,8 @@ async fn main() -> Result<()> {
     let (fastest, slowest) = (walls[0], walls[walls.len() - 1]);
     row(
         &format!(
-            "rollout {count} nodes, limit {limit_flag}, {strategy}, 200ms agents (wall, median of 3)"
+            "rollout {count} nodes, limit {limit_flag}, {strategy}, {}ms agents (wall, median of 3)",
+            latency.as_millis()
         ),
         &format!("{median:.2}s ({fastest:.2}-{slowest:.2}s)"),
         &format!("{ideal:.2}s ideal"),
@@ -192,11 +210,18 @@ async fn main() -> Result<()> {
         "-",
     );
     row(
+        &format!("configurator fleet update + planning per pass ({fleet})"),
+        &format!("{:.3}ms", planning * 1000.0 / passes.max(1.0)),
+        "2ms (goal)",
+        planning * 1000.0 / passes.max(1.0) / 2.0,
+        "<= 2ms",
+    );
+    row(
         &format!("configurator peak RSS ({fleet})"),
         &format!("{rss:.1}MiB"),
-        "250MiB (goal)",
-        rss / 250.0,
-        "< 250MiB",
+        &format!("{rss_goal:.0}MiB (goal)"),
+        rss / rss_goal,
+        &format!("< {rss_goal:.0}MiB"),
     );
     row(
         &format!("input change -> first dispatch ({fleet})"),
@@ -281,7 +306,11 @@ async fn wait_for_lease(client: &kube::Client) -> Result<()> {
 }
 
 async fn wait_succeeded(api: &Api<NetworkConfigRevision>, sequence: i64) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let limit: u64 = match std::env::var("BENCH_TIMEOUT_S") {
+        Ok(s) => s.parse().context("BENCH_TIMEOUT_S: seconds")?,
+        Err(_) => 120,
+    };
+    let deadline = Instant::now() + Duration::from_secs(limit);
     while Instant::now() < deadline {
         let done = api.list(&Default::default()).await?.items.iter().any(|r| {
             r.spec.sequence == sequence
@@ -292,7 +321,9 @@ async fn wait_succeeded(api: &Api<NetworkConfigRevision>, sequence: i64) -> Resu
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    anyhow::bail!("revision {sequence} did not succeed within 120s")
+    anyhow::bail!(
+        "revision {sequence} did not succeed within {limit}s (BENCH_TIMEOUT_S sets the limit)"
+    )
 }
 
 fn binary() -> Result<PathBuf> {

@@ -55,6 +55,10 @@ pub struct Metrics {
     pub passes: Counter,
     /// `netrollout_configurator_pass_seconds_total`: wall time spent in passes.
     pub pass_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
+    /// `netrollout_configurator_plan_seconds_total`: time spent in the part of passes that
+    /// could grow with the fleet (bringing the fleet up to date and planning; no API request in
+    /// it): a pass's cost against what changed.
+    pub plan_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
     ready: AtomicBool,
 }
 
@@ -75,6 +79,7 @@ impl Default for Metrics {
             leader: Gauge::default(),
             passes: Counter::default(),
             pass_seconds: Counter::default(),
+            plan_seconds: Counter::default(),
             ready: AtomicBool::new(false),
             registry: Registry::default(),
         };
@@ -112,6 +117,11 @@ impl Default for Metrics {
             "pass_seconds",
             "Wall time spent in reconcile passes",
             m.pass_seconds.clone(),
+        );
+        registry.register(
+            "plan_seconds",
+            "Time spent bringing the fleet up to date and planning (no API request in it)",
+            m.plan_seconds.clone(),
         );
         Self { registry, ..m }
     }

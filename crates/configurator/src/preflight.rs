@@ -28,15 +28,16 @@ use crate::render_cache::RenderCache;
 const ALL_NODES_CAPABLE: &str = "AllNodesCapable";
 
 /// Fills `unmet` of every revision that may be dispatched (Pending, Progressing, Succeeded)
-/// from the capabilities the nodes of `nncs` reported missing.
-pub fn fill(
+/// from the capabilities the node configs of `nncs` reported missing (the fleet keeps those
+/// that report any, [`crate::fleet::View::lacking`], so a capable fleet costs nothing here).
+pub fn fill<'a>(
     revisions: &mut [Revision],
     ncrs: &[Arc<NetworkConfigRevision>],
-    nncs: &[Arc<NodeNetworkConfig>],
+    nncs: impl IntoIterator<Item = &'a Arc<NodeNetworkConfig>>,
     renders: &RenderCache,
 ) {
     let lacking: Vec<(&str, &NodeCapabilities)> = nncs
-        .iter()
+        .into_iter()
         .filter_map(|c| {
             let caps = c.status.as_ref()?.capabilities.as_ref()?;
             (!caps.missing.is_empty()).then_some((c.metadata.name.as_deref()?, caps))

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::NetworkConfigRevision;
-use netrollout_rollout::{Action, Mode, Plan, RevisionPhase, Settings, Summary};
+use netrollout_rollout::{Action, Mode, Plan, RevisionPhase, Settings, State, Summary};
 
 use crate::context::Context;
 use crate::convert;
@@ -74,7 +74,9 @@ impl Passes {
     /// The first failed write (the caller retries with backoff).
     #[tracing::instrument(skip_all, level = "debug")]
     pub async fn pass(&self, ctx: &Context) -> Result<Plan> {
+        let refreshing = std::time::Instant::now();
         let (generation, render_nodes) = self.fleet.refresh(ctx.read()).render_nodes();
+        let refreshed = refreshing.elapsed();
         self.renders.set_nodes(generation, render_nodes.clone());
         let refusal = revisions::sync(ctx, &self.revisions, generation, &render_nodes).await?;
 
@@ -83,13 +85,19 @@ impl Passes {
             paused: ctx.read().globally_paused(),
             ..self.settings.clone()
         };
+        let planning = std::time::Instant::now();
         let (plan, nodes, nncs, unresponsive) = {
-            let mut view = self.fleet.view();
-            view.state.revisions = convert::revisions(&ncrs);
-            let nncs = ctx.read().node_configs();
-            crate::preflight::fill(&mut view.state.revisions, &ncrs, &nncs, &self.renders);
-            self.analyst.fill(&mut view.state.revisions, &ncrs);
-            let plan = netrollout_rollout::plan(&view.state, convert::now(), &settings);
+            let view = self.fleet.view();
+            let mut revisions = convert::revisions(&ncrs);
+            crate::preflight::fill(&mut revisions, &ncrs, view.lacking(), &self.renders);
+            self.analyst.fill(&mut revisions, &ncrs);
+            // The nodes come from the kept fleet, not `state.nodes`.
+            let state = State {
+                revisions,
+                ..State::default()
+            };
+            let plan =
+                netrollout_rollout::plan_with(&state, &view.nodes, convert::now(), &settings);
             let mut nodes = HashMap::new();
             let mut nncs = HashMap::new();
             for name in execute::nodes_named(&plan.actions) {
@@ -104,6 +112,9 @@ impl Passes {
             }
             (plan, nodes, nncs, view.unresponsive())
         };
+        ctx.metrics()
+            .plan_seconds
+            .inc_by((refreshed + planning.elapsed()).as_secs_f64());
         let world = World {
             nodes,
             nncs,

@@ -20,13 +20,16 @@
 //!
 //! # Layout
 //! - [`state`]: the observed state (revisions, nodes, dispatch records).
+//! - [`fleet`]: the nodes kept by name with an index of them by state, updated node by node, so
+//!   a pass ([`plan_with`]) reads the clock only for the nodes without an outcome.
 //! - [`settings`]: update limit (`"5"` / `"20%"`), strategy (waves or window), timeouts,
 //!   failure budget, history limits.
 //! - [`action`]: the plan, its actions and summary.
 //! - [`analysis`]: analysis gates: a revision with checks rolls out wave by wave, each wave
 //!   only after the checks passed with the ones before (`plan/analysis.rs` is its step).
-//! - `plan`: the planning pass ([`plan()`]), which reads the fleet once into per-revision tallies
-//!   and an index of the nodes that may move; `plan/nodes.rs` holds its node-level half.
+//! - `plan`: the planning pass ([`plan()`], [`plan_with`]), which reads the fleet's index into
+//!   per-revision tallies; `plan/nodes.rs` holds its node-level half, `plan/eligible.rs` picks
+//!   a wave from the index.
 //! - `assess`: each node's condition relative to its spec revision.
 //! - [`order`]: dispatch order ([`order::first_in_dispatch_order_of`] picks a wave from bounded
 //!   per-group heaps, without collecting or sorting the candidates).
@@ -42,6 +45,7 @@
 pub mod action;
 pub mod analysis;
 mod assess;
+pub mod fleet;
 pub mod guard;
 pub mod lifecycle;
 pub mod order;
@@ -53,7 +57,8 @@ pub mod state;
 pub mod time;
 
 pub use action::{Action, DispatchKind, Mode, NodeDispatch, NodeFailure, Plan, Summary};
-pub use plan::plan;
+pub use fleet::Fleet;
+pub use plan::{plan, plan_with};
 pub use settings::{
     HistoryLimits, ParseRolloutStrategyError, ParseUpdateLimitError, RolloutStrategy, Settings,
     UpdateLimit,

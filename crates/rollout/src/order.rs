@@ -2,11 +2,14 @@
 //!
 //! Nodes with no config first; then canary nodes (`netrollout.io/canary=true`); then
 //! round-robin over `topology.kubernetes.io/zone`; then by name. The node running the
-//! configurator goes last.
+//! configurator goes last. The planner continues the round where earlier passes left it (a
+//! zone's turn counts its nodes already on the revision being rolled out,
+//! [`round_robin`]), so the order does not depend on how many passes a wave took.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use crate::fleet::Class;
 use crate::state::Node;
 
 /// Sort `nodes` into dispatch order (deterministic: node names are unique).
@@ -45,9 +48,6 @@ impl Ord for ByName<'_> {
     }
 }
 
-/// (runs the configurator, has config, not a canary): false sorts first.
-type Class = (bool, bool, bool);
-
 /// The first `take` of `nodes` in dispatch order, in one pass and without collecting them: each
 /// (class, zone) group only ever serves its `take` alphabetically first nodes, so each group
 /// keeps those in a bounded heap. The work is linear in the number of nodes (one name
@@ -63,14 +63,7 @@ pub fn first_in_dispatch_order_of<'a>(
     let mut groups: Vec<((Class, &'a str), BinaryHeap<ByName<'a>>)> = Vec::new();
     let mut last = 0;
     for n in nodes {
-        let key = (
-            (
-                n.runs_configurator,
-                n.spec_revision.is_some(),
-                !n.is_canary(),
-            ),
-            n.zone(),
-        );
+        let key = (crate::fleet::class(n), n.zone());
         let g = match groups.get(last).filter(|(k, _)| *k == key) {
             Some(_) => last,
             None => match groups.iter().position(|(k, _)| *k == key) {
@@ -92,29 +85,36 @@ pub fn first_in_dispatch_order_of<'a>(
         }
     }
     groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let groups: Vec<(Class, Vec<ByName<'a>>)> = groups
+    let groups: Vec<(Class, usize, Vec<&'a Node>)> = groups
         .into_iter()
-        .map(|((class, _), heap)| (class, heap.into_sorted_vec()))
+        .map(|((class, _), heap)| {
+            let names = heap.into_sorted_vec().into_iter().map(|n| n.0).collect();
+            (class, 0, names)
+        })
         .collect();
-    let mut out = Vec::with_capacity(take.min(groups.iter().map(|g| g.1.len()).sum()));
-    let mut rest = groups.as_slice();
-    while let Some(((class, _), _)) = rest.split_first() {
-        // All zones of one class, served round-robin: every zone's first node, then the
-        // second, and so on.
-        let same = rest.iter().take_while(|(c, _)| c == class).count();
-        let (zones, tail) = rest.split_at(same);
-        rest = tail;
-        let turns = zones.iter().map(|z| z.1.len()).max().unwrap_or(0);
-        for turn in 0..turns {
-            for n in zones.iter().filter_map(|z| z.1.get(turn)) {
-                if out.len() == take {
-                    return out;
-                }
-                out.push(n.0);
-            }
-        }
-    }
-    out
+    round_robin(&groups, take)
+}
+
+/// The first `take` nodes of `groups` in dispatch order. `groups` holds each (class, zone)
+/// group's first nodes by name, sorted by (class, zone), each with its turn offset (how many
+/// turns the group already had: its nodes already on the revision they move to). The zones of
+/// one class are served round-robin, class by class: a node's turn is its group's offset plus
+/// its place in the group, and turns go in order, the zones of one turn in zone order. With
+/// offsets the round continues where earlier passes left it, so a wave split over several
+/// passes is dispatched in the order one pass would give.
+pub(crate) fn round_robin<'a>(
+    groups: &[(Class, usize, Vec<&'a Node>)],
+    take: usize,
+) -> Vec<&'a Node> {
+    let mut turns: Vec<(Class, usize, usize, &'a Node)> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, (class, offset, nodes))| {
+            (nodes.iter().enumerate()).map(move |(i, n)| (*class, offset + i, g, *n))
+        })
+        .collect();
+    turns.sort_unstable_by_key(|&(class, turn, g, _)| (class, turn, g));
+    turns.into_iter().take(take).map(|t| t.3).collect()
 }
 
 #[cfg(test)]

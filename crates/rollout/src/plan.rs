@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use crate::action::{Action, Mode, NodeFailure, Plan, Summary};
 use crate::assess::{Cond, assess};
+use crate::fleet::Fleet;
 use crate::guard::GuardMode;
 use crate::settings::Settings;
 use crate::state::{Node, Revision, RevisionPhase, State};
@@ -17,8 +18,22 @@ use crate::time::Timestamp;
 /// persists when an apply was first seen (its time is the plan's `now` whenever it is written;
 /// a record a failed write left out is planned again by the next pass).
 /// Execute them in order and stop at the first failed write (see [`Plan`]).
+///
+/// Indexes `state.nodes` first ([`Fleet::from_nodes`]); a caller that keeps a [`Fleet`] up to
+/// date node by node calls [`plan_with`] instead, which gives the same plan.
 pub fn plan(state: &State, now: Timestamp, settings: &Settings) -> Plan {
-    let mut p = Pass::new(state, now, settings);
+    plan_with(
+        state,
+        &Fleet::from_nodes(state.nodes.iter().cloned()),
+        now,
+        settings,
+    )
+}
+
+/// [`plan`] with the nodes of `fleet` (`state.nodes` is not read): a pass costs what is in
+/// flight and what it dispatches, not the fleet's size ([`crate::fleet`]). Pure, like [`plan`].
+pub fn plan_with(state: &State, fleet: &Fleet, now: Timestamp, settings: &Settings) -> Plan {
+    let mut p = Pass::new(state, fleet, now, settings);
     p.block_duplicates_of_failed();
     p.detect_failures();
     p.fail_by_analysis();
@@ -86,15 +101,12 @@ struct Tally {
     counted_settled: usize,
     /// Counted and Failed or timed out.
     counted_failed: usize,
-    /// The earliest dispatch (configurator clock) of the nodes in flight with it, and its
-    /// latest dispatch: where its current wave starts ([`Pass::guard`]).
-    first_in_flight_at: Option<Timestamp>,
-    last_dispatch_at: Option<Timestamp>,
 }
 
-/// One pass. [`Pass::new`] reads the fleet once: it tallies the nodes by spec revision and
-/// condition, writes the node-level actions (withdrawals, pickup records) and indexes the nodes
-/// that may be dispatched, so that no later step scans the fleet again.
+/// One pass. [`Pass::new`] reads the fleet's index ([`crate::fleet`]): the tallies by spec
+/// revision, and the clock for the nodes without an outcome (in flight, overdue or timed out)
+/// and the unresponsive ones, writing the node-level actions (withdrawals, pickup records).
+/// Only a pass that fails a revision, trips the guard or prunes reads every node.
 struct Pass<'a> {
     revs: &'a [Revision],
     now: Timestamp,
@@ -103,27 +115,26 @@ struct Pass<'a> {
     /// Effective phases (input phases plus this pass's decisions), indexed like `revs`.
     phases: Vec<RevisionPhase>,
     by_name: HashMap<&'a str, usize>,
-    all_nodes: &'a [Node],
+    fleet: &'a Fleet,
     /// Per revision, indexed like `revs`.
     tally: Vec<Tally>,
     /// Managed nodes (not being deleted).
     managed: usize,
     not_ready: usize,
-    /// Managed nodes holding a slot of the update limit, as indexes into `all_nodes`.
-    in_flight_at: Vec<usize>,
+    /// Managed nodes holding a slot of the update limit, by name.
+    in_flight_at: Vec<&'a Node>,
     /// Counted nodes (managed, Ready, not marked unresponsive).
     counted: usize,
     /// Of those, the ones whose spec names a known revision.
     counted_configured: usize,
-    /// Nodes that may be dispatched now unless they already run the goal: indexes into
-    /// `all_nodes` with the index of their spec revision.
-    movable: Vec<(usize, Option<usize>)>,
+    /// Nodes marked unresponsive whose pickup timeout passed again: movable like the
+    /// fleet's `movable` ones.
+    retry_due: Vec<&'a Node>,
     withdrawals: Vec<Action>,
     records: Vec<Action>,
     phase_actions: Vec<Action>,
-    /// Ready managed nodes whose health regressed, as indexes into `all_nodes` (the guard's
-    /// input; usually none).
-    regressed: Vec<usize>,
+    /// Ready managed nodes whose health regressed (the guard's input; usually none).
+    regressed: Vec<&'a Node>,
     /// Per revision: the fleet guard failed it (input, plus this pass's decision).
     guard_tripped: Vec<bool>,
     /// The guard tripped in this pass.
@@ -131,28 +142,29 @@ struct Pass<'a> {
 }
 
 impl<'a> Pass<'a> {
-    fn new(state: &'a State, now: Timestamp, settings: &'a Settings) -> Self {
+    fn new(state: &'a State, fleet: &'a Fleet, now: Timestamp, settings: &'a Settings) -> Self {
         let by_name: HashMap<&str, usize> = state
             .revisions
             .iter()
             .enumerate()
             .map(|(i, r)| (r.name.as_str(), i))
             .collect();
+        let index = fleet.index();
         let mut p = Self {
             revs: &state.revisions,
             now,
             settings,
-            limit: 0,
+            limit: settings.update_limit.resolve(index.managed),
             phases: state.revisions.iter().map(|r| r.phase).collect(),
             by_name,
-            all_nodes: &state.nodes,
+            fleet,
             tally: vec![Tally::default(); state.revisions.len()],
-            managed: 0,
-            not_ready: 0,
+            managed: index.managed,
+            not_ready: index.not_ready,
             in_flight_at: Vec::new(),
-            counted: 0,
+            counted: index.counted,
             counted_configured: 0,
-            movable: Vec::new(),
+            retry_due: Vec::new(),
             withdrawals: Vec::new(),
             records: Vec::new(),
             phase_actions: Vec::new(),
@@ -160,67 +172,57 @@ impl<'a> Pass<'a> {
             guard_tripped: state.revisions.iter().map(|r| r.guard_tripped).collect(),
             trip: None,
         };
-        // Most nodes share a few revisions: remember the last lookup instead of hashing each.
-        let mut last: Option<(&str, Option<usize>)> = None;
-        for (k, n) in state.nodes.iter().enumerate() {
-            if n.deleting {
+        for (spec, c) in &index.tallies {
+            let Some(&r) = p.by_name.get(spec.as_str()) else {
                 continue;
-            }
-            let rev = n.spec_revision.as_deref().and_then(|spec| match last {
-                Some((l, i)) if l == spec => i,
-                _ => {
-                    let i = p.by_name.get(spec).copied();
-                    last = Some((spec, i));
-                    i
-                }
-            });
+            };
+            p.counted_configured += c.counted;
+            p.tally[r] = Tally {
+                nodes: c.nodes,
+                settled: c.settled,
+                failed: c.failed,
+                ready_failed: c.ready_failed,
+                counted: c.counted,
+                counted_settled: c.counted_settled,
+                counted_failed: c.counted_failed,
+            };
+        }
+        for n in index.active.iter().filter_map(|name| fleet.get(name)) {
             let cond = assess(n, now, settings);
-            p.count(k, n, rev, &cond);
-            p.note_for_guard(k, n, rev, &cond);
+            if cond.in_flight() {
+                p.in_flight_at.push(n);
+            }
+            let rev = n.spec_revision.as_deref().and_then(|s| p.by_name.get(s));
+            if let (Cond::TimedOut, Some(&r)) = (&cond, rev) {
+                let counted = n.ready && n.unresponsive_since.is_none();
+                let t = &mut p.tally[r];
+                t.failed += 1;
+                t.ready_failed += usize::from(n.ready);
+                t.counted_failed += usize::from(counted);
+            }
             p.maintain(n, &cond);
         }
-        p.limit = settings.update_limit.resolve(p.managed);
+        p.retry_due = index
+            .retry
+            .iter()
+            .filter_map(|name| fleet.get(name))
+            .filter(|n| {
+                n.unresponsive_since
+                    .is_none_or(|t| now >= t.saturating_add(settings.pickup_timeout))
+            })
+            .collect();
+        p.regressed = index
+            .regressed
+            .iter()
+            .filter_map(|name| fleet.get(name))
+            .collect();
         p
-    }
-
-    /// Tally one managed node and index it if it may be dispatched.
-    fn count(&mut self, k: usize, n: &Node, rev: Option<usize>, cond: &Cond<'_>) {
-        self.managed += 1;
-        self.not_ready += usize::from(!n.ready);
-        if cond.in_flight() {
-            self.in_flight_at.push(k);
-        }
-        let counted = n.ready && n.unresponsive_since.is_none();
-        self.counted += usize::from(counted);
-        let settled = *cond == Cond::Settled;
-        let failed = matches!(cond, Cond::Failed { .. } | Cond::TimedOut);
-        if let Some(r) = rev {
-            self.counted_configured += usize::from(counted);
-            let t = &mut self.tally[r];
-            t.nodes += 1;
-            t.settled += usize::from(settled);
-            t.failed += usize::from(failed);
-            t.ready_failed += usize::from(failed && n.ready);
-            t.counted += usize::from(counted);
-            t.counted_settled += usize::from(settled && counted);
-            t.counted_failed += usize::from(failed && counted);
-        }
-        let movable = n.ready
-            && matches!(
-                cond,
-                Cond::Unconfigured | Cond::Settled | Cond::Failed { .. }
-            )
-            && n.unresponsive_since
-                .is_none_or(|t| self.now >= t.saturating_add(self.settings.pickup_timeout));
-        if movable {
-            self.movable.push((k, rev));
-        }
     }
 
     /// The names of the nodes in flight after `dispatches`: those in flight before, then the
     /// dispatched ones ([`Summary::awaited`]).
     fn awaited(&self, dispatches: &[Action]) -> Vec<String> {
-        let before = self.in_flight_at.iter().map(|&k| &self.all_nodes[k].name);
+        let before = self.in_flight_at.iter().map(|n| &n.name);
         let dispatched = dispatches.iter().flat_map(|a| match a {
             Action::Dispatch { nodes, .. } => nodes.as_slice(),
             _ => &[],
@@ -327,6 +329,7 @@ impl<'a> Pass<'a> {
 }
 
 mod analysis;
+mod eligible;
 mod failures;
 mod guard;
 mod nodes;

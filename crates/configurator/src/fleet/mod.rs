@@ -24,13 +24,13 @@
 
 mod failures;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use k8s_openapi::api::core::v1::Node as KubeNode;
 use netrollout_api::NodeNetworkConfig;
 use netrollout_render::Node as RenderNode;
-use netrollout_rollout::{Node, State};
+use netrollout_rollout::{Fleet as Nodes, Node};
 
 pub use failures::FailureIndex;
 
@@ -185,10 +185,8 @@ pub struct Fleet {
 /// The fleet as one pass sees it.
 #[derive(Debug, Default, Clone)]
 pub struct View {
-    /// The planner's state; `revisions` are filled in by each pass.
-    pub state: State,
-    /// Index into `state.nodes` by name.
-    pos: HashMap<String, usize>,
+    /// The planner's nodes with their index by state ([`netrollout_rollout::fleet`]).
+    pub nodes: Nodes,
     /// The objects each planner node was read from (for the writes of a pass).
     objects: HashMap<String, Objects>,
     /// Names and labels of the Nodes not being deleted, sorted by name.
@@ -199,6 +197,9 @@ pub struct View {
     pub failures: FailureIndex,
     /// Managed nodes (not being deleted) marked unresponsive.
     unresponsive: usize,
+    /// Node configs whose agent reported missing capabilities (pre-flight's input), by name:
+    /// usually none, so pre-flight never walks the fleet for them.
+    lacking: BTreeMap<String, Arc<NodeNetworkConfig>>,
 }
 
 /// One node's objects as last read.
@@ -293,35 +294,31 @@ impl View {
                 objects.entry(name).or_default().node = Some(n);
             }
         }
-        let mut nodes: Vec<Node> = objects
-            .values()
-            .filter_map(|o| {
-                let node = o.node.as_deref()?;
-                let before = node
-                    .metadata
-                    .name
-                    .as_deref()
-                    .and_then(|name| previous.pos.get(name))
-                    .map(|&i| &previous.state.nodes[i].health);
-                Some(convert::node(node, o.config.as_deref(), own_node, before))
-            })
-            .collect();
-        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        let nodes = Nodes::from_nodes(objects.values().filter_map(|o| {
+            let node = o.node.as_deref()?;
+            let before = node
+                .metadata
+                .name
+                .as_deref()
+                .and_then(|name| previous.nodes.get(name))
+                .map(|n| &n.health);
+            Some(convert::node(node, o.config.as_deref(), own_node, before))
+        }));
         let mut view = View {
-            state: State {
-                revisions: Vec::new(),
-                nodes,
-            },
+            nodes,
             failures: FailureIndex::from_configs(configs.values()),
+            lacking: configs
+                .iter()
+                .filter(|(_, c)| lacks_capabilities(c))
+                .map(|(name, c)| (name.clone(), c.clone()))
+                .collect(),
             objects,
             render_generation: previous.render_generation,
             ..View::default()
         };
-        view.reindex();
         view.unresponsive = view
-            .state
             .nodes
-            .iter()
+            .nodes()
             .filter(|n| counts_unresponsive(n))
             .count();
         view.rebuild_render();
@@ -335,10 +332,18 @@ impl View {
             config: source.config(name),
         };
         self.failures.set(name, objects.config.as_deref());
+        match &objects.config {
+            Some(c) if lacks_capabilities(c) => {
+                self.lacking.insert(name.to_string(), c.clone());
+            }
+            _ => {
+                self.lacking.remove(name);
+            }
+        }
         let before = self.objects.get(name).and_then(|o| o.node.clone());
         let relabelled = render_node(before.as_deref()) != render_node(objects.node.as_deref());
         let planned = objects.node.as_deref().map(|n| {
-            let before = self.pos.get(name).map(|&i| &self.state.nodes[i].health);
+            let before = self.nodes.get(name).map(|n| &n.health);
             convert::node(n, objects.config.as_deref(), own_node, before)
         });
         if objects.node.is_none() && objects.config.is_none() {
@@ -346,39 +351,19 @@ impl View {
         } else {
             self.objects.insert(name.to_string(), objects);
         }
-        match (self.pos.get(name).copied(), planned) {
-            (Some(i), Some(n)) => {
-                self.unresponsive -= usize::from(counts_unresponsive(&self.state.nodes[i]));
+        if let Some(old) = self.nodes.get(name) {
+            self.unresponsive -= usize::from(counts_unresponsive(old));
+        }
+        match planned {
+            Some(n) => {
                 self.unresponsive += usize::from(counts_unresponsive(&n));
-                self.state.nodes[i] = n;
+                self.nodes.upsert(n);
             }
-            (Some(i), None) => {
-                self.unresponsive -= usize::from(counts_unresponsive(&self.state.nodes[i]));
-                self.state.nodes.remove(i);
-                self.reindex();
+            None => {
+                self.nodes.remove(name);
             }
-            (None, Some(n)) => {
-                self.unresponsive += usize::from(counts_unresponsive(&n));
-                let at = self
-                    .state
-                    .nodes
-                    .partition_point(|m| m.name.as_str() < n.name.as_str());
-                self.state.nodes.insert(at, n);
-                self.reindex();
-            }
-            (None, None) => {}
         }
         relabelled
-    }
-
-    fn reindex(&mut self) {
-        self.pos = self
-            .state
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.clone(), i))
-            .collect();
     }
 
     fn rebuild_render(&mut self) {
@@ -408,15 +393,35 @@ impl View {
         self.unresponsive
     }
 
+    /// The node configs whose agent reported missing capabilities, by name (pre-flight's
+    /// input).
+    pub fn lacking(&self) -> impl Iterator<Item = &Arc<NodeNetworkConfig>> {
+        self.lacking.values()
+    }
+
     /// Whether two views hold the same planner nodes, render nodes and failure index (the
     /// incremental view against a rebuild, in tests).
     #[cfg(test)]
     pub fn same_as(&self, other: &View) -> bool {
-        self.state.nodes == other.state.nodes
+        self.nodes == other.nodes
             && self.render == other.render
             && self.failures == other.failures
             && self.unresponsive == other.unresponsive
+            && self.lacking.keys().eq(other.lacking.keys())
+            && self
+                .lacking
+                .values()
+                .zip(other.lacking.values())
+                .all(|(a, b)| a.status == b.status)
     }
+}
+
+/// Whether the agent of `c` reported capabilities missing (pre-flight holds such nodes).
+fn lacks_capabilities(c: &NodeNetworkConfig) -> bool {
+    c.status
+        .as_ref()
+        .and_then(|s| s.capabilities.as_ref())
+        .is_some_and(|caps| !caps.missing.is_empty())
 }
 
 fn counts_unresponsive(n: &Node) -> bool {

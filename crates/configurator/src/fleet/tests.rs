@@ -208,7 +208,7 @@ fn a_new_fleet_reads_everything_and_then_only_what_is_marked() {
     );
     let (generation, render) = {
         let view = fleet.refresh(&fake);
-        let names: Vec<&str> = view.state.nodes.iter().map(|n| n.name.as_str()).collect();
+        let names: Vec<&str> = view.nodes.nodes().map(|n| n.name.as_str()).collect();
         assert_eq!(names, ["node-0", "node-1"]);
         view.render_nodes()
     };
@@ -216,10 +216,21 @@ fn a_new_fleet_reads_everything_and_then_only_what_is_marked() {
     // A change the watches did not report is not seen: the fleet reads only marked names.
     fake.configs
         .insert(name(0), Arc::new(make_config(0, 1, None, false)));
-    assert_eq!(fleet.refresh(&fake).state.nodes[0].spec_revision, None);
+    assert_eq!(
+        fleet
+            .refresh(&fake)
+            .nodes
+            .get(&name(0))
+            .unwrap()
+            .spec_revision,
+        None
+    );
     changes.mark(&name(0));
     let view = fleet.refresh(&fake);
-    assert_eq!(view.state.nodes[0].spec_revision.as_deref(), Some("ncr-1"));
+    assert_eq!(
+        view.nodes.get(&name(0)).unwrap().spec_revision.as_deref(),
+        Some("ncr-1")
+    );
     assert_eq!(view.failures.unfinished("ncr-1"), 1);
     // A new config is no change of the nodes' names or labels.
     assert_eq!(view.render_nodes().0, generation);
@@ -248,15 +259,16 @@ fn a_relabelled_or_leaving_node_changes_the_render_nodes() {
     let view = fleet.refresh(&fake);
     assert_ne!(view.render_nodes().0, g2, "gone");
     assert!(view.render_nodes().1.is_empty());
-    assert!(view.state.nodes.is_empty());
+    assert!(view.nodes.is_empty());
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     /// After any sequence of changes, with passes anywhere in between, the fleet kept up to
-    /// date equals the fleet read afresh (planner nodes in name order, render nodes, failure
-    /// index, unresponsive count), and its planner nodes equal `convert::state`'s.
+    /// date equals the fleet read afresh (planner nodes in name order with their index by
+    /// state, render nodes, failure index, unresponsive count, the configs lacking
+    /// capabilities), and its planner nodes equal `convert::state`'s.
     #[test]
     fn the_incremental_fleet_equals_a_rebuild(
         ops in proptest::collection::vec(arb_op(), 0..60),
@@ -275,10 +287,11 @@ proptest! {
         }
         let view = fleet.refresh(&fake);
         let fresh = rebuilt(&fake, own.as_deref());
-        prop_assert!(view.same_as(&fresh), "{:#?}\n{:#?}", view.state.nodes, fresh.state.nodes);
+        prop_assert!(view.same_as(&fresh), "{:#?}\n{:#?}", view.nodes, fresh.nodes);
         let mut scratch = convert::state(&fake.all_nodes(), &fake.all_configs(), &[], own.as_deref());
         scratch.nodes.sort_by(|a, b| a.name.cmp(&b.name));
-        prop_assert_eq!(&view.state.nodes, &scratch.nodes);
+        let kept: Vec<_> = view.nodes.nodes().cloned().collect();
+        prop_assert_eq!(&kept, &scratch.nodes);
         for r in 0..3 {
             let failed: Vec<&str> = fake
                 .configs

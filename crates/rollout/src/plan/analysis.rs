@@ -89,7 +89,7 @@ impl Pass<'_> {
         let in_flight = self
             .in_flight_at
             .iter()
-            .filter(|&&k| self.all_nodes[k].spec_revision.as_deref() == Some(r.name.as_str()))
+            .filter(|n| n.spec_revision.as_deref() == Some(r.name.as_str()))
             .count();
         if in_flight > 0 {
             return gate(

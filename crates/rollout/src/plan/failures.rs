@@ -99,8 +99,8 @@ impl Pass<'_> {
     /// The Ready managed nodes that failed `r` (reported Failed or timed out), in fleet order.
     /// Read again only for a revision that just failed.
     fn failures_of(&self, r: &Revision) -> Vec<NodeFailure> {
-        self.all_nodes
-            .iter()
+        self.fleet
+            .nodes()
             .filter(|n| n.ready && !n.deleting && n.spec_revision.as_deref() == Some(&r.name))
             .filter_map(|n| {
                 let (reason, message) = match assess(n, self.now, self.settings) {

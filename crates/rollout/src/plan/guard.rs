@@ -3,14 +3,13 @@
 //!
 //! While a revision rolls out, a Ready managed node whose health regressed at or after the
 //! start of the revision's current wave counts against it, whether it was dispatched or not;
-//! `guard_threshold` of them fail the revision. The wave start comes from the dispatch records
-//! [`Pass::new`] already reads (no extra state), the regressed nodes are collected in the same
-//! read, so the step costs nothing on a healthy fleet and one more read of the fleet only in
-//! the pass that trips.
+//! `guard_threshold` of them fail the revision. The regressed nodes are indexed by the fleet
+//! ([`crate::fleet`]) and the wave start comes from the dispatch records of the revision's
+//! nodes, read only while a node is regressed, so the step costs nothing on a healthy fleet.
 
 use super::{Decision, NAMED_FAILURES, Pass};
 use crate::action::{Mode, NodeFailure};
-use crate::assess::Cond;
+use crate::assess::assess;
 use crate::guard::{GuardMode, GuardTrip, Health, Regression};
 use crate::order::first_in_dispatch_order_of;
 use crate::reason;
@@ -18,34 +17,26 @@ use crate::state::{Node, RevisionPhase};
 use crate::time::Timestamp;
 
 impl Pass<'_> {
-    /// Note what the guard needs from one managed node: whether it is Ready and regressed, and
-    /// its dispatch time for the wave start of its spec revision.
-    pub(super) fn note_for_guard(
-        &mut self,
-        k: usize,
-        n: &Node,
-        rev: Option<usize>,
-        cond: &Cond<'_>,
-    ) {
-        if n.ready && n.health.regressed_since().is_some() {
-            self.regressed.push(k);
-        }
-        let (Some(r), Some(d)) = (rev, n.current_dispatch()) else {
-            return;
-        };
-        let t = &mut self.tally[r];
-        t.last_dispatch_at = t.last_dispatch_at.max(Some(d.at));
-        if cond.in_flight() {
-            t.first_in_flight_at = Some(t.first_in_flight_at.map_or(d.at, |f| f.min(d.at)));
-        }
-    }
-
     /// When the current wave of revision `i` started: the earliest dispatch of its nodes in
     /// flight, else (the wave finished, the next one is not dispatched yet) its latest
-    /// dispatch. `None`: not dispatched to any node yet.
+    /// dispatch. `None`: not dispatched to any node yet. Reads the revision's nodes: asked only
+    /// while a Ready node is regressed.
     pub(super) fn wave_start(&self, i: usize) -> Option<Timestamp> {
-        let t = &self.tally[i];
-        t.first_in_flight_at.or(t.last_dispatch_at)
+        let name = self.revs[i].name.as_str();
+        let (mut first, mut last): (Option<Timestamp>, Option<Timestamp>) = (None, None);
+        for n in self.fleet.nodes() {
+            if n.deleting || n.spec_revision.as_deref() != Some(name) {
+                continue;
+            }
+            let Some(d) = n.current_dispatch() else {
+                continue;
+            };
+            last = last.max(Some(d.at));
+            if assess(n, self.now, self.settings).in_flight() {
+                first = Some(first.map_or(d.at, |f| f.min(d.at)));
+            }
+        }
+        first.or(last)
     }
 
     /// Whether revision `i` is rolling out: Pending or Progressing, or Succeeded and the target
@@ -76,7 +67,7 @@ impl Pass<'_> {
         let regressed: Vec<&Node> = self
             .regressed
             .iter()
-            .map(|&k| &self.all_nodes[k])
+            .copied()
             .filter(|n| n.health.regressed_since().is_some_and(|s| s >= start))
             .collect();
         if regressed.len() < self.settings.guard_threshold.max(1) {
@@ -96,8 +87,8 @@ impl Pass<'_> {
             })
             .collect();
         let wave: Vec<String> = self
-            .all_nodes
-            .iter()
+            .fleet
+            .nodes()
             .filter(|n| !n.deleting && n.spec_revision.as_deref() == Some(name.as_str()))
             .filter(|n| n.current_dispatch().is_some_and(|d| d.at >= start))
             .map(|n| n.name.clone())

@@ -7,7 +7,6 @@ use std::collections::HashSet;
 use super::{Decision, Pass};
 use crate::action::{Action, DispatchKind, Mode, NodeDispatch};
 use crate::assess::Cond;
-use crate::order::first_in_dispatch_order_of;
 use crate::settings::RolloutStrategy;
 use crate::state::{DispatchRecord, Node, RevisionPhase};
 
@@ -81,31 +80,20 @@ impl<'a> Pass<'a> {
             Some(s) if !goal_has_success && !rolling_back && !self.over_budget(s) => s,
             _ => g,
         };
-        // Pre-flight: a node never gets a revision that lists it as lacking.
-        let eligible = || {
-            self.movable
-                .iter()
-                .filter(move |(_, rev)| *rev != Some(g))
-                .map(|&(k, _)| &self.all_nodes[k])
-                .filter(move |n| {
-                    let gets = if n.spec_revision.is_none() { join } else { g };
-                    !self.lacks(gets, n)
-                })
-        };
         // Waves: nodes move only when a whole wave fits (the limit, or all that is left), so a
         // healthy rollout takes exactly ceil(N / limit) waves. Joining nodes sort first, so they
         // go in the next wave. Window: every free slot is filled at once.
         // (free < min(limit, eligible), counting no further than needed.)
         if self.settings.strategy == RolloutStrategy::Waves
             && free < self.limit
-            && eligible().nth(free).is_some()
+            && self.eligible_more_than(g, join, free)
         {
             return (Vec::new(), 0, 0);
         }
         // After a guard trip with --guard=revert, the newest dispatches go back first.
         let eligible = match self.reverting_guard_trip(d) {
-            Some(b) => self.newest_dispatch_first(eligible(), b, free),
-            None => first_in_dispatch_order_of(eligible(), free),
+            Some(b) => self.newest_dispatch_first(self.eligible_all(g, join).into_iter(), b, free),
+            None => self.first_eligible(g, join, free),
         };
 
         let join_rev = self.revs[join].name.as_str();
@@ -236,7 +224,7 @@ impl<'a> Pass<'a> {
         let keep = |name: &str| {
             let refs = referenced.get_or_init(|| {
                 let mut keep: HashSet<&str> = HashSet::new();
-                for n in self.all_nodes {
+                for n in self.fleet.nodes() {
                     keep.extend(n.spec_revision.as_deref());
                     if let Some(r) = &n.dispatch {
                         keep.insert(r.revision.as_str());

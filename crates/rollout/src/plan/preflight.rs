@@ -37,9 +37,9 @@ impl Pass<'_> {
         }
         let goal = self.revs[g].name.as_str();
         let targeted = |name: &str| {
-            self.all_nodes
-                .iter()
-                .any(|n| n.name == name && !n.deleting && n.spec_revision.as_deref() != Some(goal))
+            self.fleet
+                .get(name)
+                .is_some_and(|n| !n.deleting && n.spec_revision.as_deref() != Some(goal))
         };
         unmet
             .iter()

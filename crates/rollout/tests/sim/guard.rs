@@ -209,6 +209,8 @@ fn inject(w: &mut World, breaking: &HashSet<String>, chronic: &HashSet<String>) 
             };
             w.log
                 .push(format!("caused regression on {} (untouched)", n.name));
+            let name = n.name.clone();
+            w.touch(&name);
         }
     }
     if len > 0 && w.rng.chance(6) {
@@ -223,6 +225,8 @@ fn inject(w: &mut World, breaking: &HashSet<String>, chronic: &HashSet<String>) 
                 Health::Regressed { .. } => Health::Healthy,
             };
             w.log.push(format!("flap {} -> {:?}", n.name, n.health));
+            let name = n.name.clone();
+            w.touch(&name);
         }
     }
     if !broken {
@@ -231,6 +235,7 @@ fn inject(w: &mut World, breaking: &HashSet<String>, chronic: &HashSet<String>) 
                 n.health = Health::Healthy;
             }
         }
+        w.touch_all();
     }
 }
 
@@ -301,6 +306,7 @@ fn run(w: &mut World, rng: &mut crate::rng::Rng) -> Result<(), String> {
             w.log.push(format!("pre-wave regression on {}", n.name));
         }
     }
+    w.touch_all();
     let mut breaking = HashSet::new();
     for c in 1..=4 {
         if rng.chance(50) {
@@ -322,6 +328,7 @@ fn run(w: &mut World, rng: &mut crate::rng::Rng) -> Result<(), String> {
     for n in &mut w.state.nodes {
         n.health = Health::Healthy;
     }
+    w.touch_all();
     for a in w.agents.values_mut() {
         a.heal();
     }

@@ -373,3 +373,57 @@ fn a_plan_writes_its_dispatches_before_its_dispatch_records() {
         p.actions
     );
 }
+
+/// The lab's fleet: four nodes on r1, zones alternating as the lab labels them.
+fn lab_fleet() -> Vec<Node> {
+    (1..=4)
+        .map(|i| {
+            let mut n = on(&format!("lab-node-{i}"), "r1", NodePhase::Provisioned);
+            n.zone = format!("zone-{}", (i - 1) % 2);
+            n
+        })
+        .collect()
+}
+
+#[test]
+fn a_wave_split_over_two_passes_keeps_the_zone_round_robin_of_one_pass() {
+    let revisions = vec![
+        rev("r1", 1, RevisionPhase::Succeeded),
+        rev("r2", 2, RevisionPhase::Progressing),
+    ];
+    // In one pass, limit 2: one node of each zone.
+    let whole = State {
+        revisions: revisions.clone(),
+        nodes: lab_fleet(),
+    };
+    assert_eq!(
+        dispatched(&plan(&whole, t(1), &limit(2))),
+        pairs(&[("r2", "lab-node-1"), ("r2", "lab-node-2")])
+    );
+    // The same wave split: lab-node-1 got r2 in an earlier pass (its write went through, the
+    // next one failed, or only one slot was free then). The next slot goes to the other zone's
+    // first node, as in one pass, not to the second node of lab-node-1's zone.
+    let mut nodes = lab_fleet();
+    nodes[0].spec_revision = Some("r2".into());
+    nodes[0].dispatch = Some(DispatchRecord {
+        revision: "r2".into(),
+        at: t(1),
+        previous: Some("r1".into()),
+        picked_up_at: None,
+    });
+    let split = State { revisions, nodes };
+    assert_eq!(
+        dispatched(&plan(&split, t(2), &limit(2))),
+        pairs(&[("r2", "lab-node-2")])
+    );
+    // lab-node-1 done: the next two are the second of each zone, zone-0 first.
+    let mut done = split.clone();
+    done.nodes[0] = on("lab-node-1", "r2", NodePhase::Provisioned);
+    done.nodes[0].zone = "zone-0".into();
+    done.nodes[1] = on("lab-node-2", "r2", NodePhase::Provisioning);
+    done.nodes[1].zone = "zone-1".into();
+    assert_eq!(
+        dispatched(&plan(&done, t(3), &limit(2))),
+        pairs(&[("r2", "lab-node-3")])
+    );
+}

@@ -2,7 +2,9 @@
 //! move in lock-step, each waiting for its slowest node; the window fills each slot as it frees.
 //! The builders are `regressions`'.
 
-use netrollout_rollout::{NodePhase, RevisionPhase, RolloutStrategy, Settings, State, plan};
+use netrollout_rollout::{
+    NodePhase, RevisionPhase, RolloutStrategy, Settings, State, UpdateLimit, plan,
+};
 
 use crate::agent::{Agent, Behavior};
 use crate::lifecycle::Inputs;
@@ -85,4 +87,53 @@ fn waves_wait_for_the_slowest_node_while_a_window_fills_each_slot_as_it_frees() 
         dispatched(&plan(&done, t(1), &window)),
         pairs(&[("r2", "c"), ("r2", "d")])
     );
+}
+
+#[test]
+fn a_rollout_split_by_failed_writes_and_restarts_dispatches_in_the_order_of_one_pass() {
+    for seed in 0..60 {
+        let mut w = World::new(seed, limit(1));
+        let (nodes, zones) = (w.rng.range(2, 30), w.rng.range(1, 4));
+        w.settings = limit(w.rng.range(1, 5) as u32);
+        for i in 0..nodes {
+            let steps = w.rng.range(1, 3) as u32;
+            w.add_node(i % zones, false, Agent::new(Behavior::Healthy, steps));
+        }
+        let base = w.change_inputs(0);
+        w.converge_on(&base);
+        let target = w.change_inputs(1);
+        // The order one pass gives with a slot for every node.
+        let all = Settings {
+            update_limit: UpdateLimit::Percent(100),
+            ..w.settings.clone()
+        };
+        let expected: Vec<String> = dispatched(&plan(&w.state, w.now, &all))
+            .into_iter()
+            .map(|d| d.1)
+            .collect();
+        // Writes fail and the configurator crashes mid-pass: waves split over passes.
+        (w.write_fail_pct, w.crash_pct) = (30, 10);
+        let mut order: Vec<String> = Vec::new();
+        for _ in 0..400 {
+            w.step_agents();
+            if let Err(e) = w.check_fleet() {
+                panic!("seed {seed}: {e}\n{}", w.log.join("\n"));
+            }
+            let (p, _) = w.configurator_pass();
+            for (rev, node) in dispatched(&p) {
+                let moved =
+                    w.state.nodes.iter().any(|n| {
+                        n.name == node && n.spec_revision.as_deref() == Some(rev.as_str())
+                    });
+                if rev == target && moved && !order.contains(&node) {
+                    order.push(node);
+                }
+            }
+            w.advance();
+            if order.len() == expected.len() {
+                break;
+            }
+        }
+        assert_eq!(order, expected, "seed {seed}\n{}", w.log.join("\n"));
+    }
 }

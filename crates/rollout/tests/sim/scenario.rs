@@ -72,7 +72,8 @@ fn pass(w: &mut World, checker: &mut Checker) -> Result<Plan, String> {
     })
 }
 
-/// One pass: the blast radius checked before it, the configurator's pass executed with
+/// One pass: the blast radius and the incrementally kept fleet checked before it, the
+/// configurator's pass executed with
 /// faults, then `check` (given the state before the pass and the plan: the pass's own
 /// invariants), then, if the pass was written in full, the awaited nodes (and with a window,
 /// the slots). Returns the plan.
@@ -82,6 +83,8 @@ pub fn pass_checking(
     check: impl FnOnce(&mut World, &mut Checker, &State, &Plan) -> Result<(), String>,
 ) -> Result<Plan, String> {
     checker.check_blast_radius(&w.state, w.now, &w.settings)?;
+    // The fleet the pass plans from, kept node by node, equals one recomputed from scratch.
+    w.check_fleet()?;
     let before = w.state.clone();
     w.log.push(format!("t={} pass", w.step));
     let (p, done) = w.configurator_pass();
@@ -195,6 +198,8 @@ fn run_chaos(w: &mut World, timeouts: u64, size: Size) -> Result<(), String> {
     if w.rng.chance(30) {
         let i = w.rng.below(w.state.nodes.len() as u64) as usize;
         w.state.nodes[i].runs_configurator = true;
+        let name = w.state.nodes[i].name.clone();
+        w.touch(&name);
     }
     for c in 1..=5 {
         if w.rng.chance(30) {
@@ -236,6 +241,7 @@ fn run_chaos(w: &mut World, timeouts: u64, size: Size) -> Result<(), String> {
     for n in &mut w.state.nodes {
         n.ready = true;
     }
+    w.touch_all();
     for a in w.agents.values_mut() {
         a.heal();
     }
@@ -289,6 +295,8 @@ fn node_event(w: &mut World) {
     if !w.state.nodes.is_empty() {
         let i = w.rng.below(w.state.nodes.len() as u64) as usize;
         let name = w.state.nodes[i].name.clone();
+        // Whatever happens to it below changes the node (a watch event in the configurator).
+        w.touch(&name);
         if w.state.nodes[i].deleting && w.rng.chance(50) {
             w.log.push(format!("gone {name}"));
             w.remove_node(&name);

@@ -1,10 +1,10 @@
 //! The simulated cluster: API objects (as the planner's `State`), agents, virtual time, and a
 //! configurator that plans and executes actions with injected faults (failed writes, crashes).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use netrollout_rollout::{
-    Action, Node, Plan, Revision, RevisionPhase, Settings, State, Timestamp, plan,
+    Action, Fleet, Node, Plan, Revision, RevisionPhase, Settings, State, Timestamp, plan_with,
 };
 
 use super::agent::{Agent, Behavior};
@@ -35,6 +35,11 @@ pub struct World {
     pub step: u64,
     /// Virtual time per step ([`STEP_MS`]).
     pub step_ms: u64,
+    /// The planner's fleet, kept up to date node by node from the nodes the world changed (as
+    /// the configurator keeps its own from watch events); the passes plan from it.
+    fleet: Fleet,
+    /// Nodes changed since the fleet was last brought up to date.
+    touched: BTreeSet<String>,
     next_seq: u64,
     next_node: u32,
 }
@@ -63,6 +68,8 @@ impl World {
             log: Vec::new(),
             step: 0,
             step_ms: STEP_MS,
+            fleet: Fleet::default(),
+            touched: BTreeSet::new(),
             next_seq: 1,
             next_node: 0,
         }
@@ -81,18 +88,99 @@ impl World {
         ));
         self.state.nodes.push(n);
         self.agents.insert(name.clone(), agent);
+        self.touch(&name);
         name
+    }
+
+    /// Node `name` changed (or is gone): the next pass brings the fleet up to date with it.
+    /// Whoever changes `state.nodes` directly says so here (or with [`World::touch_all`]).
+    pub fn touch(&mut self, name: &str) {
+        self.touched.insert(name.to_owned());
+    }
+
+    /// Every node may have changed.
+    pub fn touch_all(&mut self) {
+        let names: Vec<String> = self.state.nodes.iter().map(|n| n.name.clone()).collect();
+        self.touched.extend(names);
+    }
+
+    /// Brings the fleet up to date with the touched nodes only.
+    fn update_fleet(&mut self) {
+        for name in std::mem::take(&mut self.touched) {
+            match self.find(&name).map(|i| self.state.nodes[i].clone()) {
+                Some(n) => self.fleet.upsert(n),
+                None => {
+                    self.fleet.remove(&name);
+                }
+            }
+        }
+    }
+
+    /// The invariant of the incremental fleet: brought up to date with the touched nodes, it
+    /// equals the fleet indexed from scratch from `state.nodes` (an update missed anywhere
+    /// shows here), and a pass planned from it now equals one planned from the recomputed
+    /// fleet (the same actions in the same order: dispatch order included). `Err` names the
+    /// first node that differs, or says the index or the plan does.
+    pub fn check_fleet(&mut self) -> Result<(), String> {
+        self.update_fleet();
+        let fresh = Fleet::from_nodes(self.state.nodes.iter().cloned());
+        if fresh == self.fleet {
+            let kept = plan_with(&self.state, &self.fleet, self.now, &self.settings);
+            let recomputed = plan_with(&self.state, &fresh, self.now, &self.settings);
+            if kept == recomputed {
+                return Ok(());
+            }
+            return Err(format!(
+                "a pass planned from the incrementally kept fleet differs from one planned from a recomputed fleet: kept {kept:?}, recomputed {recomputed:?}"
+            ));
+        }
+        let kept: Vec<&Node> = self.fleet.nodes().collect();
+        let rebuilt: Vec<&Node> = fresh.nodes().collect();
+        let differs = kept
+            .iter()
+            .zip(&rebuilt)
+            .find(|(a, b)| a != b)
+            .map(|(a, b)| format!("node {}: kept {a:?}, recomputed {b:?}", a.name));
+        Err(match differs {
+            Some(d) => format!("the incrementally kept fleet differs from a recomputed one: {d}"),
+            None if kept.len() != rebuilt.len() => format!(
+                "the incrementally kept fleet has {} nodes, a recomputed one {}",
+                kept.len(),
+                rebuilt.len()
+            ),
+            None => format!(
+                "the incrementally kept fleet's index differs from a recomputed one: kept {:?}, recomputed {:?}",
+                self.fleet, fresh
+            ),
+        })
+    }
+
+    /// A configurator (re)started: its fleet is indexed from scratch from what the API holds,
+    /// as a new leader's first pass does after its watches listed everything.
+    fn restart_fleet(&mut self) {
+        self.touched.clear();
+        self.fleet = Fleet::from_nodes(self.state.nodes.iter().cloned());
+    }
+
+    /// The position of node `name` in `state.nodes`.
+    fn find(&self, name: &str) -> Option<usize> {
+        let by_number = node_number(name).and_then(|id| {
+            self.state
+                .nodes
+                .binary_search_by_key(&id, |n| node_number(&n.name).unwrap_or(u32::MAX))
+                .ok()
+        });
+        by_number
+            .filter(|&i| self.state.nodes[i].name == name)
+            .or_else(|| self.state.nodes.iter().position(|n| n.name == name))
     }
 
     /// Nodes are only appended (numbered in creation order) and removed in place, so the list
     /// stays sorted by number: a binary search finds a node in a 10,000-node fleet.
+    /// The node is touched ([`World::touch`]).
     pub fn node_mut(&mut self, name: &str) -> Option<&mut Node> {
-        let id = node_number(name)?;
-        let i = self
-            .state
-            .nodes
-            .binary_search_by_key(&id, |n| node_number(&n.name).unwrap_or(u32::MAX))
-            .ok()?;
+        let i = self.find(name)?;
+        self.touch(name);
         self.state.nodes.get_mut(i)
     }
 
@@ -100,6 +188,7 @@ impl World {
     pub fn remove_node(&mut self, name: &str) {
         self.state.nodes.retain(|n| n.name != name);
         self.agents.remove(name);
+        self.touch(name);
     }
 
     /// The configurator renders a snapshot with this content (docs/contract.md, "Revisions" rule 5):
@@ -159,6 +248,7 @@ impl World {
             a.behavior = behavior;
             self.agents.insert(n.name.clone(), a);
         }
+        self.touch_all();
     }
 
     /// Every agent of a node that is not being deleted takes one step.
@@ -169,7 +259,11 @@ impl World {
                 continue;
             }
             if let Some(a) = self.agents.get_mut(&n.name) {
+                let before = n.clone();
                 a.step(n, now, &self.bad, &mut self.rng);
+                if *n != before {
+                    self.touched.insert(n.name.clone());
+                }
             }
         }
     }
@@ -177,19 +271,22 @@ impl World {
     /// One configurator pass: plan from API-visible state, then execute in order, stopping at
     /// the first failed write or a crash. Returns the plan and how many writes were executed.
     pub fn configurator_pass(&mut self) -> (Plan, usize) {
-        let p = plan(&self.state, self.now, &self.settings);
+        self.update_fleet();
+        let p = plan_with(&self.state, &self.fleet, self.now, &self.settings);
         let writes: usize = p.actions.iter().map(write_count).sum();
         let crash_at = self
             .rng
             .chance(self.crash_pct)
             .then(|| self.rng.below(writes as u64 + 1) as usize);
         let mut done = 0;
+        let mut crashed = false;
         'actions: for a in &p.actions {
             self.log.push(format!("  {}", describe(a)));
             for w in 0..write_count(a) {
                 if crash_at == Some(done) {
                     self.log
                         .push("  !! configurator crashed; a new leader plans from the API".into());
+                    crashed = true;
                     break 'actions;
                 }
                 if self.rng.chance(self.write_fail_pct) {
@@ -200,6 +297,11 @@ impl World {
                 self.apply_write(a, w);
                 done += 1;
             }
+        }
+        if crashed {
+            // The writes before the crash are in the API; the new leader's index starts from
+            // there (the old one's incremental state is gone with it).
+            self.restart_fleet();
         }
         (p, done)
     }
