@@ -308,8 +308,10 @@ mod tests {
     #[test]
     fn forwarding_that_the_kernel_has_off_is_turned_on_as_frr_reload_does() {
         let new = managed("65000:1", "10.0.0.0/24");
-        let running = running("65000:1", "10.0.0.0/24")
-            .replace("hostname n1\n", "hostname n1\nno ip forwarding\nno ipv6 forwarding\n");
+        let running = running("65000:1", "10.0.0.0/24").replace(
+            "hostname n1\n",
+            "hostname n1\nno ip forwarding\nno ipv6 forwarding\n",
+        );
         assert_eq!(diff(&new, &running), ["ipv6 forwarding", "ip forwarding"]);
     }
 

@@ -322,7 +322,13 @@ async fn every_rendered_construct_converges_through_the_diff_forwards_and_back_w
     // (a node that routes tenant VRFs must forward).
     for sysctl in ["net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding"] {
         let out = std::process::Command::new("ip")
-            .args(["netns", "exec", &ns.name, "cat", &format!("/proc/sys/{sysctl}")])
+            .args([
+                "netns",
+                "exec",
+                &ns.name,
+                "cat",
+                &format!("/proc/sys/{sysctl}"),
+            ])
             .output()
             .unwrap();
         assert_eq!(
