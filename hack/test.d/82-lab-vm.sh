@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The lab in VM mode (docs/lab.md "VM mode"): `scenario --vm happy` and `scenario --vm
-# tenant-break` with 3 nodes running inside Debian's kernel under qemu (hack/vm/lab.sh), with
+# remote-break` with 3 nodes running inside Debian's kernel under qemu (hack/vm/lab.sh), with
 # the VRF samples and the routed tenant (bridged and routed flows, the outside), the lab
-# API server and the configurator on this machine. Each prints its timeline, the tenant probes
+# API server and the configurator on this machine. `remote-break` opens with `tenant-break`'s
+# whole story and its checks (limit 1, the border first), then breaks the border's export of the
+# outside: the fleet guard must halt and revert the rollout within the border's wave; restarted
+# with `--guard off`, the same break must roll on. Each prints its timeline, the tenant probes
 # lost per network and node, and a checked summary; a broken promise exits non-zero. Afterwards
 # nothing of the lab may be left on this machine: no qemu, no namespace, no link. Lab runs hold
 # /tmp/netrollout-lab.lock (the lab uses fixed names). Fails loudly when qemu or the kernel are
@@ -19,8 +22,9 @@ lab() { target/debug/netrollout-lab --state-dir "$state" "$@"; }
 lab down >/dev/null
 # The full samples, VRFs included (the reason for VM mode), and the routed tenant.
 lab scenario happy --vm --nodes 3
-# Limit 1: with 3 nodes in a ring, a first wave of one leaves a pair that must lose nothing.
-lab scenario tenant-break --vm --nodes 3 --update-limit 1
+# tenant-break's story (limit 1: with 3 nodes in a ring, a first wave of one leaves a pair that
+# must lose nothing), then the fleet guard's: one VM boot for both.
+lab scenario remote-break --vm --nodes 3
 # Ctrl-C on `up --vm` (output into a pipe, as `| tee` would) powers the VM off.
 log="$state.up.log"
 target/debug/netrollout-lab --state-dir "$state" up --vm --nodes 2 > >(cat >"$log") 2>&1 &
@@ -35,4 +39,4 @@ if pgrep -f -- "$state/vm" >/dev/null; then left+=" a qemu process;"; fi
 if ip netns list | grep -q '^nrlab'; then left+=" namespaces: $(ip netns list | grep '^nrlab' | tr '\n' ' ');"; fi
 if ip -o link show | grep -q ': nrl'; then left+=" host links;"; fi
 [ -z "$left" ] || { echo "lab-vm: the VM lab left behind:$left" >&2; exit 1; }
-echo "lab-vm: both scenarios passed in the VM; nothing left behind" >&2
+echo "lab-vm: happy and remote-break (tenant-break's story, the fleet guard) passed in the VM; nothing left behind" >&2
