@@ -1,6 +1,6 @@
 //! The agent with real FRR and real VRFs: two nodes exchange EVPN type-5 routes for a tenant VRF,
-//! every change made by the agent's own apply cycle (kernel, then FRR through `frr-reload.py`,
-//! probes, commit or restore). Built only with the `vm` feature; `hack/test.d/56-agent-frr-vm.sh`
+//! every change made by the agent's own apply cycle (kernel, then FRR through the agent's own
+//! diff of FRR's running config, `frr-reload.py` as its fallback; probes, commit or restore). Built only with the `vm` feature; `hack/test.d/56-agent-frr-vm.sh`
 //! boots Debian's stock kernel (`hack/vm/run.sh` with `VM_FRR=1 VM_PYTHON=1`: FRR, python3 and
 //! `frr-reload.py` in the initramfs) and runs it there, as root.
 //!
