@@ -11,6 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 hack/vm/deps.sh >/dev/null
 cargo build --release --locked --bins -q
+# The lab looks for hack/vm/lab.sh above its binary; a CARGO_TARGET_DIR outside the checkout
+# needs it named.
+export NETROLLOUT_LAB_VM_SCRIPT="$PWD/hack/vm/lab.sh"
 state="${TMPDIR:-/tmp}/netrollout-lab-guard-bench"
 mkdir -p "$state"
 flock /tmp/netrollout-lab.lock "${CARGO_TARGET_DIR:-target}/release/netrollout-lab" --state-dir "$state" \
