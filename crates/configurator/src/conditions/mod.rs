@@ -13,8 +13,8 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
-    IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION, NetworkConfigRevision, READY_CONDITION,
-    RECONCILING_CONDITION, RevisionPhase, STALLED_CONDITION,
+    ANALYSIS_CONDITION, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION, NetworkConfigRevision,
+    READY_CONDITION, RECONCILING_CONDITION, RevisionPhase, STALLED_CONDITION,
 };
 
 use crate::context::Context;
@@ -202,6 +202,23 @@ pub fn for_phase(
         refused: refused_message(ncr, refusal),
     };
     fields(ncr, &facts)
+}
+
+/// [`for_phase`] for a retried revision going back to Pending with `message`, without its
+/// `AnalysisPassed` condition: a retry rolls the revision out again from its first wave and
+/// measures the analysis afresh (the retry also clears `status.analysis`), so the verdict of
+/// the attempt before would speak for a rollout that has not been measured yet. The condition
+/// comes back with the new verdict.
+pub fn for_retry(
+    ncr: &NetworkConfigRevision,
+    message: &str,
+    globally_paused: bool,
+) -> serde_json::Value {
+    let mut fields = for_phase(ncr, RevisionPhase::Pending, message, globally_paused, None);
+    if let Some(list) = fields["conditions"].as_array_mut() {
+        list.retain(|c| c["type"] != ANALYSIS_CONDITION);
+    }
+    fields
 }
 
 fn refused_message<'a>(

@@ -198,3 +198,45 @@ fn conditions_up_to_date_need_no_write_and_a_new_generation_or_refusal_does() {
     assert_eq!(fields["observedGeneration"], 2);
     assert_eq!(fields["conditions"][0]["observedGeneration"], 2);
 }
+
+#[test]
+fn a_retry_drops_the_analysis_verdict_of_the_attempt_before_and_keeps_the_other_conditions() {
+    let mut ncr = NetworkConfigRevision::new("ncr-a", Default::default());
+    ncr.metadata.generation = Some(1);
+    let mut list = conditions(&[], Some(1), &facts(RevisionPhase::Failed), &t(10));
+    list.push(Condition {
+        type_: ANALYSIS_CONDITION.into(),
+        status: "True".into(),
+        reason: "ChecksPassed".into(),
+        message: "every check passed".into(),
+        last_transition_time: t(5),
+        observed_generation: Some(1),
+    });
+    ncr.status = Some(netrollout_api::NetworkConfigRevisionStatus {
+        phase: Some(RevisionPhase::Failed),
+        conditions: list,
+        ..Default::default()
+    });
+
+    let fields = for_retry(&ncr, "retried", false);
+    let after: Vec<Condition> = serde_json::from_value(fields["conditions"].clone()).unwrap();
+    assert_eq!(
+        summary(&after),
+        expect(&[
+            ("Ready", "False", "Pending"),
+            ("Reconciling", "True", "Pending"),
+            ("Stalled", "False", "Pending"),
+        ]),
+        "the standard conditions for Pending, and no AnalysisPassed"
+    );
+    // What a plain phase write keeps: the analysis condition is another type's, kept after the
+    // standard ones; only a retry drops it.
+    let kept = for_phase(&ncr, RevisionPhase::Pending, "retried", false, None);
+    assert!(
+        kept["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == ANALYSIS_CONDITION)
+    );
+}

@@ -140,13 +140,7 @@ impl<'a> Executor<'a> {
     async fn clear_failed(&mut self, name: &str) -> Result<()> {
         let message = "retried by a person: rolled out again as the newest revision";
         let existing = self.revision(name)?;
-        let fields = conditions::for_phase(
-            &existing,
-            RevisionPhase::Pending,
-            message,
-            self.ctx.read().globally_paused(),
-            None,
-        );
+        let fields = conditions::for_retry(&existing, message, self.ctx.read().globally_paused());
         let patch = serde_json::json!({ "status": {
             "phase": RevisionPhase::Pending,
             "message": message,
