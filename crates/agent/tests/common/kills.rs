@@ -153,6 +153,17 @@ pub struct Proc {
     pub cmdline: String,
 }
 
+impl Proc {
+    /// Whether it is FRR loading a change: `frr-reload.py`, or a `vtysh -f` that is not the
+    /// parse check (`vtysh -m -f`, which changes nothing).
+    pub fn loads_frr(&self) -> bool {
+        let args: Vec<&str> = self.cmdline.split_whitespace().collect();
+        let vtysh = args.first().is_some_and(|a| a.ends_with("vtysh"));
+        self.cmdline.contains("frr-reload")
+            || (vtysh && args.contains(&"-f") && !args.contains(&"-m"))
+    }
+}
+
 /// Freezes the agent and every process it started (`SIGSTOP`, repeated until no new child
 /// appears), hands them to `inspect` while frozen, then kills them all (`SIGKILL`) and reaps
 /// the agent. Panics when no agent runs.
@@ -265,9 +276,10 @@ pub enum Landed {
     Kernel,
     /// Kernel applied; FRR's parser checking the new text, `frr.conf` not yet replaced.
     FrrCheck,
-    /// The new `frr.conf` written, `frr-reload.py` not yet running.
+    /// The new `frr.conf` written, FRR not yet loading it.
     FrrWritten,
-    /// `frr-reload.py` running.
+    /// FRR loading the change: the agent's diff (`vtysh -f` of the changed contexts) or
+    /// `frr-reload.py` (its fallback) running.
     FrrReload,
     /// FRR loaded the new text; probing (the probe hold).
     ProbeHold,
@@ -297,7 +309,7 @@ impl Landed {
             Landed::Kernel => "kernel (probe before, netlink)",
             Landed::FrrCheck => "FRR parse check, frr.conf not written",
             Landed::FrrWritten => "frr.conf written, not yet reloaded",
-            Landed::FrrReload => "during frr-reload.py",
+            Landed::FrrReload => "FRR loading (vtysh -f, frr-reload.py)",
             Landed::ProbeHold => "probe hold",
             Landed::Commit => "commit",
             Landed::AfterCommit => "after commit",
@@ -336,7 +348,7 @@ impl Landed {
         } else if has("apply-frr") {
             Landed::ProbeHold
         } else if has("apply") {
-            if procs.iter().any(|p| p.cmdline.contains("frr-reload")) {
+            if procs.iter().any(Proc::loads_frr) {
                 Landed::FrrReload
             } else if frr_conf == new_frr {
                 Landed::FrrWritten
@@ -355,4 +367,16 @@ pub fn median_max(samples: &[Duration]) -> (Duration, Duration) {
     s.sort();
     let median = s.get(s.len() / 2).copied().unwrap_or_default();
     (median, s.last().copied().unwrap_or_default())
+}
+
+#[test]
+fn the_diffs_vtysh_f_and_frr_reload_are_frr_loading_and_the_parse_check_is_not() {
+    let p = |cmdline: &str| Proc {
+        pid: 1,
+        cmdline: cmdline.into(),
+    };
+    assert!(p("/usr/bin/vtysh -N n1 -f /run/frr/n1/frr-diff.netrollout.conf").loads_frr());
+    assert!(p("/usr/bin/python3 /usr/lib/frr/frr-reload.py --reload f").loads_frr());
+    assert!(!p("/usr/bin/vtysh -N n1 -m -f /etc/frr/n1/frr.conf.new").loads_frr());
+    assert!(!p("/usr/bin/vtysh -N n1 -c show running-config").loads_frr());
 }

@@ -3,9 +3,9 @@
 //! lab API server. Revisions alternate between two configs that differ in kernel objects (three
 //! layer-2 networks: bridges and VXLAN devices, or none) and in FRR text (`advertise-all-vni`,
 //! or no managed section), so each kill lands somewhere in a change of both. A kill takes the
-//! agent and every process it started (a running `frr-reload.py`), as when the pod's container
-//! dies. Some kills are chained: one more during the recovery of the previous, or during the
-//! retry that follows it (a second crash on one revision reports it `Failed`).
+//! agent and every process it started (a running `vtysh -f` or `frr-reload.py`), as when the
+//! pod's container dies. Some kills are chained: one more during the recovery of the previous,
+//! or during the retry that follows it (a second crash on one revision reports it `Failed`).
 //!
 //! After each kill the agent is started again; once it has settled (recovered, no journal, a
 //! final status for the revision), the kernel's managed objects and FRR's running config
