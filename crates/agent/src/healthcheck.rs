@@ -244,28 +244,30 @@ impl Reachability {
     }
 }
 
-/// Opens a TCP connection, its socket bound to `device` when given.
+/// Opens a TCP connection, its socket bound to `device` when given; the wait is counted in ticks
+/// of real waiting (crate::ticks), so a clock leap while it waits does not fail it.
 async fn tcp(host: &str, port: u16, device: Option<String>, t: Duration) -> Result<(), String> {
     let addr: SocketAddr = tokio::net::lookup_host((host, port))
         .await
         .map_err(|e| format!("resolving {host}: {e}"))?
         .next()
         .ok_or_else(|| format!("{host} has no address"))?;
-    tokio::task::spawn_blocking(move || {
-        let domain = socket2::Domain::for_address(addr);
-        let socket = socket2::Socket::new(domain, socket2::Type::STREAM, None)
-            .map_err(|e| format!("socket: {e}"))?;
-        if let Some(dev) = &device {
-            socket
-                .bind_device(Some(dev.as_bytes()))
-                .map_err(|e| format!("binding to {dev}: {e}"))?;
-        }
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()
+    } else {
+        tokio::net::TcpSocket::new_v6()
+    }
+    .map_err(|e| format!("socket: {e}"))?;
+    if let Some(dev) = &device {
         socket
-            .connect_timeout(&addr.into(), t)
-            .map_err(|e| e.to_string())
-    })
-    .await
-    .map_err(|e| format!("check task: {e}"))?
+            .bind_device(Some(dev.as_bytes()))
+            .map_err(|e| format!("binding to {dev}: {e}"))?;
+    }
+    match crate::ticks::within(t, socket.connect(addr)).await {
+        Some(Ok(_)) => Ok(()),
+        Some(Err(e)) => Err(e.to_string()),
+        None => Err(format!("no connection within {t:?}")),
+    }
 }
 
 /// Whether `name` matches `pattern`, where `*` matches any run of characters.

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::ticks;
+
 const ECHO_REQUEST_V4: u8 = 8;
 const ECHO_REPLY_V4: u8 = 0;
 const ECHO_REQUEST_V6: u8 = 128;
@@ -64,15 +66,16 @@ fn ping_blocking(addr: IpAddr, timeout: Duration, device: Option<&str>) -> Resul
     socket
         .send_to(&packet, &SocketAddr::new(addr, 0).into())
         .map_err(|e| format!("sending echo request: {e}"))?;
-    let deadline = Instant::now() + timeout;
+    // The wait for the reply is counted in ticks of real waiting, so a clock that leaps while
+    // it waits (a paused VM resumes) costs one tick, not the reply (crate::ticks).
+    let mut limit = ticks::Blocking::new(timeout, Instant::now());
     let mut buf = [0u8; 1500];
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        let Some(wait) = limit.wait(Instant::now()) else {
             return Err(format!("no echo reply within {timeout:?}"));
-        }
+        };
         socket
-            .set_read_timeout(Some(left))
+            .set_read_timeout(Some(wait.max(Duration::from_micros(1))))
             .map_err(|e| format!("socket timeout: {e}"))?;
         let n = match socket.read(&mut buf) {
             Ok(n) => n,
@@ -82,7 +85,7 @@ fn ping_blocking(addr: IpAddr, timeout: Duration, device: Option<&str>) -> Resul
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                return Err(format!("no echo reply within {timeout:?}"));
+                continue;
             }
             Err(e) => return Err(format!("receiving: {e}")),
         };

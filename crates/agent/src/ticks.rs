@@ -6,7 +6,7 @@
 //! one of them, never the whole limit.
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Sleeps the limit is split into: a clock jump takes at most one of them.
 pub const TICKS: u32 = 10;
@@ -35,6 +35,38 @@ where
         }
     }
     None
+}
+
+/// [`within`] for a blocking wait (a socket read with a read timeout): the limit as [`TICKS`]
+/// waits of `limit / TICKS`, each begun when the one before ended; a clock that leaps past a
+/// wait's end ends that wait only.
+#[derive(Debug)]
+pub struct Blocking {
+    tick: Duration,
+    left: u32,
+    end: Instant,
+}
+
+impl Blocking {
+    /// `limit` from `now`.
+    pub fn new(limit: Duration, now: Instant) -> Self {
+        let tick = limit / TICKS;
+        Self {
+            tick,
+            left: TICKS,
+            end: now + tick,
+        }
+    }
+
+    /// How long the next wait may block from `now`; `None` once all [`TICKS`] waits are spent.
+    /// A wait that ended (or was leapt past) is spent and the next begins at `now`.
+    pub fn wait(&mut self, now: Instant) -> Option<Duration> {
+        if now >= self.end {
+            self.left = self.left.saturating_sub(1);
+            self.end = now + self.tick;
+        }
+        (self.left > 0).then(|| self.end.saturating_duration_since(now))
+    }
 }
 
 #[cfg(test)]
@@ -81,5 +113,43 @@ mod tests {
     #[tokio::test]
     async fn a_check_that_answers_within_its_limit_gives_its_answer() {
         assert_eq!(within(LIMIT, answer(LIMIT / 4)).await, Some("answered"));
+    }
+
+    #[test]
+    fn a_clock_leap_during_a_blocking_wait_spends_one_tick_of_the_limit() {
+        let t0 = Instant::now();
+        let mut limit = Blocking::new(LIMIT, t0);
+        let tick = LIMIT / TICKS;
+        assert_eq!(limit.wait(t0), Some(tick));
+        // The clock leaps an hour (a paused VM resumes) while the read waits: one tick is spent,
+        // the next wait gets a whole tick again.
+        let leapt = t0 + Duration::from_secs(3600);
+        assert_eq!(
+            limit.wait(leapt),
+            Some(tick),
+            "the leap ended the whole limit"
+        );
+        // Without further leaps the limit ends after the other ticks of real waiting.
+        let mut now = leapt;
+        let mut waits = 1;
+        while let Some(w) = limit.wait(now) {
+            now += w;
+            waits += 1;
+        }
+        assert_eq!(
+            waits, TICKS,
+            "waits of one tick each, the leapt one included"
+        );
+    }
+
+    #[test]
+    fn a_blocking_wait_that_gets_no_answer_ends_after_its_limit_of_real_waiting() {
+        let t0 = Instant::now();
+        let mut limit = Blocking::new(LIMIT, t0);
+        let mut now = t0;
+        while let Some(w) = limit.wait(now) {
+            now += w;
+        }
+        assert_eq!(now - t0, LIMIT);
     }
 }
