@@ -13,7 +13,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use kube_lease_manager::LeaseManagerBuilder;
-use netrollout_api::{NodeNetworkConfig, NodePhase};
+use netrollout_api::NodePhase;
 use netrollout_rollout::RolloutStrategy;
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::fleet::Changes;
 use crate::metrics::{self, Metrics};
 use crate::reconcile::Passes;
+use crate::views::NodeConfigView;
 
 /// Longest wait between retries of a failed pass.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
@@ -389,7 +390,7 @@ impl Watch<'_> {
 }
 
 /// Whether a node config shows an outcome (Provisioned or Failed) of its spec's revision.
-fn reported(nnc: &NodeNetworkConfig) -> bool {
+fn reported(nnc: &NodeConfigView) -> bool {
     nnc.status.as_ref().is_some_and(|s| {
         s.observed_revision.as_deref() == Some(nnc.spec.revision.as_str())
             && matches!(s.phase, Some(NodePhase::Provisioned | NodePhase::Failed))
@@ -408,3 +409,6 @@ fn mark<K: Resource>(changes: &Changes, event: &watcher::Event<K>) {
         watcher::Event::Init | watcher::Event::InitApply(_) => {}
     }
 }
+
+#[cfg(test)]
+mod tests;

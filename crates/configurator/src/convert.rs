@@ -8,10 +8,12 @@ use k8s_openapi::api::core::v1::Node as KubeNode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use netrollout_api::annotations;
 use netrollout_api::{
-    CANARY_LABEL, Dispatch, NetworkConfigRevision, NodeNetworkConfig, NodePhase as ApiNodePhase,
+    CANARY_LABEL, Dispatch, NetworkConfigRevision, NodePhase as ApiNodePhase,
     RevisionPhase as ApiRevisionPhase, ZONE_LABEL,
 };
 use netrollout_rollout::guard::Health;
+
+use crate::views::NodeConfigView;
 use netrollout_rollout::{
     DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, Timestamp,
 };
@@ -134,7 +136,7 @@ pub fn revision(ncr: &NetworkConfigRevision) -> Revision {
 /// it (a node that stays regressed keeps the time the configurator first saw it regress).
 pub fn node(
     n: &KubeNode,
-    nnc: Option<&NodeNetworkConfig>,
+    nnc: Option<&NodeConfigView>,
     own_node: Option<&str>,
     previous: Option<&Health>,
 ) -> Node {
@@ -197,11 +199,11 @@ pub fn revisions(ncrs: &[Arc<NetworkConfigRevision>]) -> Vec<Revision> {
 #[cfg(test)]
 pub fn state(
     nodes: &[Arc<KubeNode>],
-    nncs: &[Arc<NodeNetworkConfig>],
+    nncs: &[Arc<NodeConfigView>],
     ncrs: &[Arc<NetworkConfigRevision>],
     own_node: Option<&str>,
 ) -> netrollout_rollout::State {
-    let by_name: std::collections::HashMap<&str, &NodeNetworkConfig> = nncs
+    let by_name: std::collections::HashMap<&str, &NodeConfigView> = nncs
         .iter()
         .filter_map(|c| Some((c.metadata.name.as_deref()?, c.as_ref())))
         .collect();

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Node as KubeNode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use netrollout_api::{
     DISPATCH_ANNOTATION, FailedNode, MANAGED_BY_LABEL, NetworkConfigRevision, NodeNetworkConfig,
     NodeNetworkConfigSpec, RETRIED_ANNOTATION, UNRESPONSIVE_ANNOTATION,
@@ -22,6 +22,7 @@ use crate::convert;
 use crate::error::{Error, Result};
 use crate::render_cache::RenderCache;
 use crate::spans;
+use crate::views::NodeConfigView;
 
 /// Node writes of one dispatch (or of consecutive dispatch records) sent at once. Each needs
 /// its own HTTP/1.1 connection. A real API server's write waits on etcd, so some width pays;
@@ -37,7 +38,7 @@ pub struct World<'a> {
     /// Managed nodes by name.
     pub nodes: HashMap<String, Arc<KubeNode>>,
     /// Node configs by name.
-    pub nncs: HashMap<String, Arc<NodeNetworkConfig>>,
+    pub nncs: HashMap<String, Arc<NodeConfigView>>,
     /// Revisions by name.
     pub ncrs: HashMap<&'a str, &'a NetworkConfigRevision>,
     /// Rendered configs per revision.
@@ -314,7 +315,6 @@ async fn write_node(
     revision: Option<&String>,
     annotations: serde_json::Value,
 ) -> Result<()> {
-    let api: Api<NodeNetworkConfig> = ctx.writer().api();
     let existing = world.nncs.get(node).map(AsRef::as_ref);
     let spec = match revision {
         Some(r) => {
@@ -338,35 +338,34 @@ async fn write_node(
                 spec,
                 &annotations,
             );
-            ctx.writer()
-                .write_node_config(
-                    || format!("create NodeNetworkConfig {node}"),
-                    api.create(&PostParams::default(), &obj),
-                )
-                .await?;
+            ctx.writer().create_node_config(&obj).await?;
         }
         (None, None) => {}
         (Some(current), spec) => {
-            let mut patch = serde_json::json!({
-                "metadata": { "annotations": annotations, "labels": { MANAGED_BY_LABEL: "netrollout-configurator" } },
+            let mut metadata = serde_json::json!({
+                "annotations": annotations,
+                "labels": { MANAGED_BY_LABEL: "netrollout-configurator" },
             });
-            if let Some(spec) = spec {
-                patch["metadata"]["resourceVersion"] =
-                    serde_json::json!(current.metadata.resource_version);
-                patch["spec"] = serde_json::to_value(spec).map_err(|source| Error::Serialize {
-                    what: "a node config",
-                    source,
-                })?;
+            if spec.is_some() {
+                metadata["resourceVersion"] = serde_json::json!(current.metadata.resource_version);
             }
+            let revision = spec.as_ref().map(|s| s.revision.clone());
+            // The spec is encoded once, straight into the request body.
+            let patch = NodePatch { metadata, spec };
             ctx.writer()
-                .write_node_config(
-                    || format!("patch NodeNetworkConfig {node}"),
-                    api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)),
-                )
+                .patch_node_config(node, &patch, current, revision.as_deref())
                 .await?;
         }
     }
     Ok(())
+}
+
+/// The merge patch of a node config: metadata, and the spec when it moves.
+#[derive(serde::Serialize)]
+struct NodePatch {
+    metadata: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spec: Option<NodeNetworkConfigSpec>,
 }
 
 fn new_config(

@@ -6,13 +6,13 @@
 use std::sync::Arc;
 
 use netrollout_api::{
-    NetworkConfigRevision, NodeNetworkConfig, RevisionPhase as ApiRevisionPhase,
-    TENANT_REACHABLE_CONDITION,
+    NetworkConfigRevision, RevisionPhase as ApiRevisionPhase, TENANT_REACHABLE_CONDITION,
 };
 use netrollout_rollout::guard::{GuardTrip, Health};
 use netrollout_rollout::{Timestamp, reason};
 
 use crate::context::Context;
+use crate::views::NodeConfigView;
 
 /// The message prefix the planner writes on a revision the guard failed.
 const TRIP_PREFIX: &str = "fleet guard tripped";
@@ -20,7 +20,7 @@ const TRIP_PREFIX: &str = "fleet guard tripped";
 /// The failing checks `nnc`'s agent reports, or `None` when it reports the node reachable or
 /// reports nothing (an agent that does not watch is healthy to the guard). The names come from
 /// `status.health.failingChecks`; an agent that only wrote the condition gets `(unnamed)`.
-pub fn failing_checks(nnc: Option<&NodeNetworkConfig>) -> Option<Vec<String>> {
+pub fn failing_checks(nnc: Option<&NodeConfigView>) -> Option<Vec<String>> {
     let status = nnc?.status.as_ref()?;
     let cond = status
         .conditions
@@ -39,7 +39,7 @@ pub fn failing_checks(nnc: Option<&NodeNetworkConfig>) -> Option<Vec<String>> {
 }
 
 /// Whether `nnc`'s agent reports its checks passing (`TenantReachable=True`).
-pub fn reports_reachable(nnc: Option<&NodeNetworkConfig>) -> bool {
+pub fn reports_reachable(nnc: Option<&NodeConfigView>) -> bool {
     nnc.and_then(|n| n.status.as_ref()).is_some_and(|s| {
         s.conditions
             .iter()
@@ -166,8 +166,8 @@ mod tests {
     use netrollout_api::{NodeHealth, NodeNetworkConfigStatus};
     use netrollout_rollout::guard::{GuardMode, Regression};
 
-    fn nnc(status: &str, checks: &[&str]) -> NodeNetworkConfig {
-        let mut c = NodeNetworkConfig::new("n1", Default::default());
+    fn nnc(status: &str, checks: &[&str]) -> NodeConfigView {
+        let mut c = netrollout_api::NodeNetworkConfig::new("n1", Default::default());
         c.status = Some(NodeNetworkConfigStatus {
             health: Some(NodeHealth {
                 failing_checks: checks.iter().map(|s| s.to_string()).collect(),
@@ -184,7 +184,7 @@ mod tests {
             }],
             ..Default::default()
         });
-        c
+        NodeConfigView::of(&c)
     }
 
     #[test]

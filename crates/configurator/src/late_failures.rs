@@ -10,14 +10,14 @@ use std::sync::Arc;
 
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
-    FailedNode, NetworkConfigRevision, NodeNetworkConfig, NodeNetworkConfigStatus,
-    RevisionPhase as ApiRevisionPhase,
+    FailedNode, NetworkConfigRevision, NodeNetworkConfigStatus, RevisionPhase as ApiRevisionPhase,
 };
 
 use crate::context::Context;
 use crate::convert;
 use crate::error::{Error, Result};
 use crate::fleet::{FailureIndex, Fleet};
+use crate::views::NodeConfigView;
 
 /// Brings every Failed revision's failure list and counts up to date with the node reports, as
 /// the `fleet` saw them at the start of the pass.
@@ -66,7 +66,7 @@ fn is_failed(r: &NetworkConfigRevision) -> bool {
 pub fn updates(
     ncrs: &[Arc<NetworkConfigRevision>],
     index: &FailureIndex,
-    config: impl Fn(&str) -> Option<Arc<NodeNetworkConfig>>,
+    config: impl Fn(&str) -> Option<Arc<NodeConfigView>>,
 ) -> Result<Vec<(String, serde_json::Value)>> {
     let i = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let mut patches = Vec::new();
@@ -166,19 +166,19 @@ mod tests {
         Arc::new(r)
     }
 
-    fn nnc(node: &str, spec: &str, status: NodeNetworkConfigStatus) -> Arc<NodeNetworkConfig> {
+    fn nnc(node: &str, spec: &str, status: NodeNetworkConfigStatus) -> Arc<NodeConfigView> {
         let spec = NodeNetworkConfigSpec {
             revision: spec.into(),
             config: Default::default(),
         };
-        let mut c = NodeNetworkConfig::new(node, spec);
+        let mut c = netrollout_api::NodeNetworkConfig::new(node, spec);
         c.status = Some(status);
-        Arc::new(c)
+        Arc::new(NodeConfigView::of(&c))
     }
 
     fn updates_of(
         ncrs: &[Arc<NetworkConfigRevision>],
-        nncs: &[Arc<NodeNetworkConfig>],
+        nncs: &[Arc<NodeConfigView>],
     ) -> Vec<(String, serde_json::Value)> {
         let index = FailureIndex::from_configs(nncs);
         updates(ncrs, &index, |name| {

@@ -36,6 +36,9 @@
 //!   failed-node list and counts.
 //! - `render_cache`: revisions rendered once per node set.
 //! - `overlay`: own writes laid over the watch caches until the caches catch up.
+//! - `views`: what the configurator decodes of the node configs it watches and writes (their
+//!   metadata without managedFields, the spec's revision, the status; never the rendered
+//!   config).
 //! - `context`: what everything a pass calls shares, with private fields and no flags: a read
 //!   view of the watch caches with the overlays, the guarded writer (leader, timeout, counter,
 //!   Events, overlays), the metrics.
@@ -69,6 +72,7 @@ mod reconcile;
 mod render_cache;
 mod revisions;
 mod spans;
+mod views;
 
 pub use args::{Args, LogFormat};
 pub use controller::run;

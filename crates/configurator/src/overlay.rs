@@ -12,7 +12,7 @@ use kube::Resource;
 #[derive(Debug, Default)]
 pub struct Overlays {
     /// Own `NodeNetworkConfig` writes.
-    pub(crate) nncs: Overlay<netrollout_api::NodeNetworkConfig>,
+    pub(crate) nncs: Overlay<crate::views::NodeConfigView>,
     /// Own `NetworkConfigRevision` writes.
     pub(crate) ncrs: Overlay<netrollout_api::NetworkConfigRevision>,
 }

@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
     Capability, NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NetworkConfigRevision,
-    NodeCapabilities, NodeNetworkConfig, lacks_sentence,
+    NodeCapabilities, lacks_sentence,
 };
 use netrollout_rollout::{Revision, RevisionPhase, Summary, Unmet};
 
@@ -23,6 +23,7 @@ use crate::convert;
 use crate::error::Result;
 use crate::memo::NotedMemo;
 use crate::render_cache::RenderCache;
+use crate::views::NodeConfigView;
 
 /// Reason of `NodesCapable` once no targeted node lacks anything.
 const ALL_NODES_CAPABLE: &str = "AllNodesCapable";
@@ -33,7 +34,7 @@ const ALL_NODES_CAPABLE: &str = "AllNodesCapable";
 pub fn fill<'a>(
     revisions: &mut [Revision],
     ncrs: &[Arc<NetworkConfigRevision>],
-    nncs: impl IntoIterator<Item = &'a Arc<NodeNetworkConfig>>,
+    nncs: impl IntoIterator<Item = &'a Arc<NodeConfigView>>,
     renders: &RenderCache,
 ) {
     let lacking: Vec<(&str, &NodeCapabilities)> = nncs

@@ -6,14 +6,14 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ConfigMap, Node as KubeNode};
 use kube::runtime::reflector::Store;
 use netrollout_api::{
-    Layer2NetworkConfiguration, NetworkConfigRevision, NodeNetworkConfig, RoutingTable,
-    VRFRouteConfiguration,
+    Layer2NetworkConfiguration, NetworkConfigRevision, RoutingTable, VRFRouteConfiguration,
 };
 
 use kube::runtime::reflector::ObjectRef;
 
 use crate::fleet::Source;
 use crate::overlay::Overlays;
+use crate::views::NodeConfigView;
 
 /// The watch caches, as the controller's reflectors fill them.
 #[derive(Clone, Debug)]
@@ -26,8 +26,8 @@ pub struct Stores {
     pub tables: Store<RoutingTable>,
     /// Nodes matching `--node-selector`.
     pub nodes: Store<KubeNode>,
-    /// `NodeNetworkConfig`s.
-    pub nncs: Store<NodeNetworkConfig>,
+    /// `NodeNetworkConfig`s, as the configurator reads them ([`NodeConfigView`]).
+    pub nncs: Store<NodeConfigView>,
     /// `NetworkConfigRevision`s.
     pub ncrs: Store<NetworkConfigRevision>,
     /// The control ConfigMap (global pause).
@@ -91,7 +91,7 @@ impl Reader {
     }
 
     /// Current node configs: the cache with own writes laid over it.
-    pub fn node_configs(&self) -> Vec<Arc<NodeNetworkConfig>> {
+    pub fn node_configs(&self) -> Vec<Arc<NodeConfigView>> {
         self.overlays.nncs.view(self.stores.nncs.state())
     }
 
@@ -113,7 +113,7 @@ impl Source for Reader {
         self.nodes()
     }
 
-    fn all_configs(&self) -> Vec<Arc<NodeNetworkConfig>> {
+    fn all_configs(&self) -> Vec<Arc<NodeConfigView>> {
         self.node_configs()
     }
 
@@ -121,7 +121,7 @@ impl Source for Reader {
         self.stores.nodes.get(&ObjectRef::new(name))
     }
 
-    fn config(&self, name: &str) -> Option<Arc<NodeNetworkConfig>> {
+    fn config(&self, name: &str) -> Option<Arc<NodeConfigView>> {
         let cached = self.stores.nncs.get(&ObjectRef::new(name));
         self.overlays.nncs.get(name, cached)
     }

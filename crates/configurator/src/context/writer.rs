@@ -7,19 +7,32 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{Api, DeleteParams, Preconditions};
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 use netrollout_api::{NetworkConfigRevision, NodeNetworkConfig};
+use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::error::{Error, Result};
 use crate::fleet::Changes;
 use crate::metrics::Metrics;
 use crate::overlay::Overlays;
+use crate::views::NodeConfigView;
 
 /// Longest Event note; longer ones are cut with `...`.
 const MAX_NOTE: usize = 1000;
+
+/// The `Accept` header of a write whose response is the object's metadata alone.
+const METADATA_ONLY: http::HeaderValue =
+    http::HeaderValue::from_static("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1");
+
+/// A metadata-only response (`PartialObjectMetadata`), decoded as the caches keep metadata.
+#[derive(Deserialize)]
+struct MetadataOnly {
+    #[serde(deserialize_with = "crate::views::lean_meta")]
+    metadata: ObjectMeta,
+}
 
 /// The guarded write path.
 pub struct Writer {
@@ -122,24 +135,93 @@ impl Writer {
         Ok(self.overlays.ncrs.written(written))
     }
 
-    /// [`Writer::write`] of a node config; the result is laid over the cache.
+    /// Creates the node config `obj`. The response is asked for as the object's metadata alone
+    /// (the API server's `as=PartialObjectMetadata`, what client-go's metadata client asks for):
+    /// the configurator has just sent the rendered config and never reads it back. Laid over the
+    /// cache as the configurator reads node configs ([`NodeConfigView`]): the server's metadata,
+    /// the spec's revision, no status yet.
+    ///
+    /// # Errors
+    /// [`Error::Serialize`] if `obj` cannot be encoded, otherwise as [`Writer::write`].
+    pub async fn create_node_config(&self, obj: &NodeNetworkConfig) -> Result<Arc<NodeConfigView>> {
+        let name = obj.metadata.name.as_deref().unwrap_or_default();
+        let what = || format!("create NodeNetworkConfig {name}");
+        let body = serde_json::to_vec(obj).map_err(|source| Error::Serialize {
+            what: "a node config",
+            source,
+        })?;
+        let api: Api<NodeConfigView> = self.api();
+        let request = kube::core::Request::new(api.resource_url())
+            .create(&PostParams::default(), body)
+            .map(|mut r| {
+                r.headers_mut().insert(http::header::ACCEPT, METADATA_ONLY);
+                r.extensions_mut().insert("create");
+                r
+            });
+        let written = self.metadata_of(what, request).await?;
+        Ok(self.laid_over(NodeConfigView::written(
+            written,
+            obj.spec.revision.clone(),
+            None,
+        )))
+    }
+
+    /// Merge-patches the node config `name`, last seen as `before`, with `patch`, which moves
+    /// its spec to `revision` if any. The response is the object's metadata alone (see
+    /// [`Writer::create_node_config`]); laid over the cache with that metadata, the revision
+    /// written (else `before`'s) and `before`'s status. A patch of metadata and spec leaves the
+    /// status as it was; if the agent reported since `before` was read (possible only for a
+    /// patch without a resourceVersion precondition: a dispatch record), the report shows once
+    /// the cache holds this write, whose watch event carries the whole object, a moment later;
+    /// until then the node counts as still applying, which never frees a slot too early.
     ///
     /// # Errors
     /// As [`Writer::write`].
-    pub async fn write_node_config<F>(
+    pub async fn patch_node_config<P: Serialize>(
+        &self,
+        name: &str,
+        patch: &P,
+        before: &NodeConfigView,
+        revision: Option<&str>,
+    ) -> Result<Arc<NodeConfigView>> {
+        let what = || format!("patch NodeNetworkConfig {name}");
+        let api: Api<NodeConfigView> = self.api();
+        let request = kube::core::Request::new(api.resource_url())
+            .patch_metadata(name, &PatchParams::default(), &Patch::Merge(patch))
+            .map(|mut r| {
+                r.extensions_mut().insert("patch");
+                r
+            });
+        let written = self.metadata_of(what, request).await?;
+        let revision = revision.map_or_else(|| before.spec.revision.clone(), str::to_string);
+        Ok(self.laid_over(NodeConfigView::written(
+            written,
+            revision,
+            before.status.clone(),
+        )))
+    }
+
+    /// Sends a write whose response is an object's metadata ([`Writer::write`]).
+    async fn metadata_of(
         &self,
         what: impl Fn() -> String,
-        call: F,
-    ) -> Result<Arc<NodeNetworkConfig>>
-    where
-        F: Future<Output = kube::Result<NodeNetworkConfig>>,
-    {
-        let written = self.write(what, call).await?;
+        request: std::result::Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+    ) -> Result<ObjectMeta> {
+        let request = request.map_err(|e| Error::Api {
+            what: what(),
+            source: kube::Error::BuildRequest(e),
+        })?;
+        let written: MetadataOnly = self.write(what, self.client.request(request)).await?;
+        Ok(written.metadata)
+    }
+
+    /// Lays a node config this replica wrote over the cache and marks its name for the fleet.
+    fn laid_over(&self, written: NodeConfigView) -> Arc<NodeConfigView> {
         let written = self.overlays.nncs.written(written);
         if let Some(name) = written.metadata.name.as_deref() {
             self.changes.mark(name);
         }
-        Ok(written)
+        written
     }
 
     /// Deletes the revision `name` (last seen at resourceVersion `rv`); already gone is fine.
@@ -165,7 +247,7 @@ impl Writer {
     /// # Errors
     /// As [`Writer::write`], except 404.
     pub async fn delete_node_config(&self, name: &str, rv: Option<String>) -> Result<()> {
-        let api: Api<NodeNetworkConfig> = self.api();
+        let api: Api<NodeConfigView> = self.api();
         let dp = DeleteParams {
             preconditions: Some(Preconditions {
                 resource_version: rv.clone(),

@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use netrollout_api::{NodeNetworkConfig, NodePhase};
+use netrollout_api::NodePhase;
+
+use crate::views::NodeConfigView;
 
 /// What one node config contributes.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -17,7 +19,7 @@ struct Contribution {
 }
 
 impl Contribution {
-    fn of(nnc: &NodeNetworkConfig) -> Self {
+    fn of(nnc: &NodeConfigView) -> Self {
         let reported = nnc.status.as_ref().and_then(|s| {
             let revision = s.observed_revision.as_deref()?;
             Some((revision, s.phase?))
@@ -49,7 +51,7 @@ pub struct FailureIndex {
 impl FailureIndex {
     /// The index of `configs`, built from scratch.
     pub fn from_configs<'a>(
-        configs: impl IntoIterator<Item = &'a std::sync::Arc<NodeNetworkConfig>>,
+        configs: impl IntoIterator<Item = &'a std::sync::Arc<NodeConfigView>>,
     ) -> Self {
         let mut index = FailureIndex::default();
         for c in configs {
@@ -61,7 +63,7 @@ impl FailureIndex {
     }
 
     /// Node config `name` is now `config` (`None`: gone).
-    pub fn set(&mut self, name: &str, config: Option<&NodeNetworkConfig>) {
+    pub fn set(&mut self, name: &str, config: Option<&NodeConfigView>) {
         let new = config.map(Contribution::of).unwrap_or_default();
         let old = self.by_node.get(name).cloned().unwrap_or_default();
         if old == new {

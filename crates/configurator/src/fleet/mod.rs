@@ -28,13 +28,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use k8s_openapi::api::core::v1::Node as KubeNode;
-use netrollout_api::NodeNetworkConfig;
 use netrollout_render::Node as RenderNode;
 use netrollout_rollout::{Fleet as Nodes, Node};
 
 pub use failures::FailureIndex;
 
 use crate::convert;
+use crate::views::NodeConfigView;
 
 /// Names of the nodes whose Node or NodeNetworkConfig changed since the last pass; shared by
 /// the watch tasks, the writer and the fleet. Also the nodes the last pass waits for.
@@ -146,7 +146,7 @@ impl Changes {
     }
 
     /// Takes the marks: `None` means everything.
-    fn take(&self) -> Option<HashSet<String>> {
+    pub(crate) fn take(&self) -> Option<HashSet<String>> {
         let mut d = self.lock();
         // The pass reads every object after this: what reported so far shows in its view.
         d.reported.clear();
@@ -164,11 +164,11 @@ pub trait Source {
     /// Every managed Node.
     fn all_nodes(&self) -> Vec<Arc<KubeNode>>;
     /// Every node config.
-    fn all_configs(&self) -> Vec<Arc<NodeNetworkConfig>>;
+    fn all_configs(&self) -> Vec<Arc<NodeConfigView>>;
     /// The Node `name`, if managed.
     fn node(&self, name: &str) -> Option<Arc<KubeNode>>;
     /// The node config `name`.
-    fn config(&self, name: &str) -> Option<Arc<NodeNetworkConfig>>;
+    fn config(&self, name: &str) -> Option<Arc<NodeConfigView>>;
     /// Names whose own writes stopped being laid over the cache by age (seen differently now
     /// without any watch event).
     fn expired(&self) -> Vec<String>;
@@ -199,7 +199,7 @@ pub struct View {
     unresponsive: usize,
     /// Node configs whose agent reported missing capabilities (pre-flight's input), by name:
     /// usually none, so pre-flight never walks the fleet for them.
-    lacking: BTreeMap<String, Arc<NodeNetworkConfig>>,
+    lacking: BTreeMap<String, Arc<NodeConfigView>>,
 }
 
 /// One node's objects as last read.
@@ -208,7 +208,7 @@ pub struct Objects {
     /// The Node (absent: not managed).
     pub node: Option<Arc<KubeNode>>,
     /// Its config.
-    pub config: Option<Arc<NodeNetworkConfig>>,
+    pub config: Option<Arc<NodeConfigView>>,
 }
 
 impl Fleet {
@@ -274,7 +274,7 @@ impl View {
     /// The whole view read afresh; `previous` carries the render generation and the times
     /// nodes were first seen regressed on.
     pub fn build(source: &impl Source, own_node: Option<&str>, previous: &View) -> View {
-        let configs: HashMap<String, Arc<NodeNetworkConfig>> = source
+        let configs: HashMap<String, Arc<NodeConfigView>> = source
             .all_configs()
             .into_iter()
             .filter_map(|c| Some((c.metadata.name.clone()?, c)))
@@ -395,7 +395,7 @@ impl View {
 
     /// The node configs whose agent reported missing capabilities, by name (pre-flight's
     /// input).
-    pub fn lacking(&self) -> impl Iterator<Item = &Arc<NodeNetworkConfig>> {
+    pub fn lacking(&self) -> impl Iterator<Item = &Arc<NodeConfigView>> {
         self.lacking.values()
     }
 
@@ -417,7 +417,7 @@ impl View {
 }
 
 /// Whether the agent of `c` reported capabilities missing (pre-flight holds such nodes).
-fn lacks_capabilities(c: &NodeNetworkConfig) -> bool {
+fn lacks_capabilities(c: &NodeConfigView) -> bool {
     c.status
         .as_ref()
         .and_then(|s| s.capabilities.as_ref())

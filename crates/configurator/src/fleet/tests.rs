@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeCondition, NodeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use netrollout_api::{NodeNetworkConfigSpec, NodePhase as ApiNodePhase};
+use netrollout_api::{NodeNetworkConfig, NodeNetworkConfigSpec, NodePhase as ApiNodePhase};
 use netrollout_testkit::objects::{node as kube_node, node_status};
 use proptest::prelude::*;
 
@@ -15,20 +15,20 @@ use super::*;
 #[derive(Default)]
 struct Fake {
     nodes: BTreeMap<String, Arc<KubeNode>>,
-    configs: BTreeMap<String, Arc<NodeNetworkConfig>>,
+    configs: BTreeMap<String, Arc<NodeConfigView>>,
 }
 
 impl Source for Fake {
     fn all_nodes(&self) -> Vec<Arc<KubeNode>> {
         self.nodes.values().cloned().collect()
     }
-    fn all_configs(&self) -> Vec<Arc<NodeNetworkConfig>> {
+    fn all_configs(&self) -> Vec<Arc<NodeConfigView>> {
         self.configs.values().cloned().collect()
     }
     fn node(&self, name: &str) -> Option<Arc<KubeNode>> {
         self.nodes.get(name).cloned()
     }
-    fn config(&self, name: &str) -> Option<Arc<NodeNetworkConfig>> {
+    fn config(&self, name: &str) -> Option<Arc<NodeConfigView>> {
         self.configs.get(name).cloned()
     }
     fn expired(&self) -> Vec<String> {
@@ -81,7 +81,7 @@ fn make_node(i: u8, ready: bool, deleting: bool, zone: u8) -> KubeNode {
     n
 }
 
-fn make_config(i: u8, spec: u8, status: Option<(u8, u8)>, unresponsive: bool) -> NodeNetworkConfig {
+fn make_config(i: u8, spec: u8, status: Option<(u8, u8)>, unresponsive: bool) -> NodeConfigView {
     let mut c = NodeNetworkConfig::new(
         &name(i),
         NodeNetworkConfigSpec {
@@ -106,7 +106,7 @@ fn make_config(i: u8, spec: u8, status: Option<(u8, u8)>, unresponsive: bool) ->
             .into(),
         );
     }
-    c
+    NodeConfigView::of(&c)
 }
 
 fn arb_op() -> impl Strategy<Value = Op> {

@@ -7,6 +7,14 @@
 //! second and CPU per pass, the configurator's peak RSS, and the time from a changed input to
 //! the first dispatch.
 //!
+//! Every node's config holds `BENCH_VRFS` VRFs and as many layer-2 networks (default 20 each;
+//! see `inputs.rs` for what each holds) besides the routing table the rollouts
+//! change, as a node of a real fleet holds tens of VRFs: every node-config write, watch event
+//! and response then carries a config of real size. The VRFs are applied before the configurator starts, and its
+//! first revision (the VRFs alone, creating every node's config) rolls out before the measured
+//! rollouts, so all three measured rollouts change every node's config. `BENCH_VRFS=0` gives
+//! the configs of one routing table only, and then the first measured rollout creates them.
+//!
 //! `BENCH_NODES` sets the node count (default 1,000), `BENCH_LIMIT` the update limit (default
 //! `50`; `5%` of 10,000 is 500), `BENCH_WALL_GOAL` the wall-time goal as a ratio to the ideal
 //! (default 1.1; `-` for a row shown for comparison only), `BENCH_STRATEGY` the rollout strategy
@@ -24,10 +32,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use futures::StreamExt;
-use kube::api::Api;
-use netrollout_api::{NetworkConfigRevision, RevisionPhase};
+use kube::api::{Api, PostParams};
+use netrollout_api::{
+    Layer2NetworkConfiguration, NetworkConfigRevision, RevisionPhase, VRFRouteConfiguration,
+};
 use netrollout_testkit::apiserver::{LabApi, install_netrollout};
 use netrollout_testkit::objects::{add_node, apply_table};
+
+mod inputs;
+
+use inputs::{layer2, vrf};
 
 // The simulated agents are the test kit's, shared with the end-to-end tests.
 use netrollout_testkit::fake_agents as agents;
@@ -36,6 +50,8 @@ use netrollout_testkit::fake_agents as agents;
 const DEFAULT_LATENCY_MS: u64 = 200;
 /// The configurator's peak-RSS goal unless `BENCH_RSS_GOAL_MIB` says otherwise.
 const DEFAULT_RSS_GOAL_MIB: f64 = 250.0;
+/// VRFs in every node's config unless `BENCH_VRFS` says otherwise.
+const DEFAULT_VRFS: usize = 0;
 /// Nodes created at once in the setup.
 const SETUP_CONCURRENCY: usize = 32;
 
@@ -72,10 +88,14 @@ async fn main() -> Result<()> {
         Ok(mib) => mib.parse().context("BENCH_RSS_GOAL_MIB: MiB")?,
         Err(_) => DEFAULT_RSS_GOAL_MIB,
     };
+    let vrfs: usize = match std::env::var("BENCH_VRFS") {
+        Ok(n) => n.parse().context("BENCH_VRFS: a number of VRFs")?,
+        Err(_) => DEFAULT_VRFS,
+    };
     let lab = LabApi::start().await;
     let kubeconfig = lab.kubeconfig();
     let client = lab.client.clone();
-    setup(&client, count).await?;
+    setup(&client, count, vrfs).await?;
     let agents = agents::Agents::start(client.clone(), agents::healthy(latency));
 
     let metrics_port = free_port()?;
@@ -125,6 +145,12 @@ async fn main() -> Result<()> {
     // time from the changed input to its first dispatch.
     let ncrs: Api<NetworkConfigRevision> = Api::all(client.clone());
     wait_for_lease(&client).await?;
+    // With VRFs, the configurator's first revision holds them alone and creates every node's
+    // config: not measured.
+    let warm_up = i64::from(vrfs > 0);
+    if warm_up > 0 {
+        wait_succeeded(&ncrs, 1).await?;
+    }
     let passes_before = metric(metrics_port, "netrollout_configurator_passes_total").await?;
     let plan_before = metric(metrics_port, "netrollout_configurator_plan_seconds_total").await?;
     let writes_before = metric(metrics_port, "netrollout_configurator_api_writes_total").await?;
@@ -136,9 +162,10 @@ async fn main() -> Result<()> {
         let started = Instant::now();
         set_table(&client, table).await?;
         if sequence == 2 {
-            first = Some(first_dispatch(&agents, started, 2).await?);
+            let revisions = usize::try_from(2 + warm_up)?;
+            first = Some(first_dispatch(&agents, started, revisions).await?);
         }
-        wait_succeeded(&ncrs, sequence).await?;
+        wait_succeeded(&ncrs, sequence + warm_up).await?;
         walls.push(started.elapsed().as_secs_f64());
     }
     let rollouts = walls.len() as f64;
@@ -156,7 +183,7 @@ async fn main() -> Result<()> {
     child.kill().await?;
     lab.server.shutdown().await?;
 
-    let fleet = format!("{count} nodes, {strategy}");
+    let fleet = format!("{count} nodes, {vrfs} VRFs, {strategy}");
     let waves = count.div_ceil(limit) as f64;
     let ideal = waves * latency.as_secs_f64();
     let per_node = writes / rollouts / count as f64;
@@ -249,8 +276,14 @@ fn row(bench: &str, measured: &str, baseline: &str, ratio: f64, goal: &str) {
     println!("configurator\t{bench}\t{measured}\t{baseline}\t{ratio}\t{goal}");
 }
 
-async fn setup(client: &kube::Client, count: usize) -> Result<()> {
+async fn setup(client: &kube::Client, count: usize, vrfs: usize) -> Result<()> {
     install_netrollout(client).await;
+    let api: Api<VRFRouteConfiguration> = Api::all(client.clone());
+    let l2s: Api<Layer2NetworkConfiguration> = Api::all(client.clone());
+    for i in 0..vrfs {
+        api.create(&PostParams::default(), &vrf(i)?).await?;
+        l2s.create(&PostParams::default(), &layer2(i)?).await?;
+    }
     futures::stream::iter(0..count)
         .map(|i| async move {
             let zone = format!("zone-{}", i % 3);
