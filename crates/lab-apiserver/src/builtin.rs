@@ -128,9 +128,13 @@ mod tests {
     #[test]
     fn a_changed_metadata_field_of_the_wrong_type_fails_as_the_whole_check_fails() {
         let stored = json!({"name": "a", "labels": {"x": "1"}, "annotations": {"y": "2"}});
-        let ok = json!({"metadata": {"name": "a", "labels": {"x": "2"}, "annotations": {"y": "2"}}});
+        let ok =
+            json!({"metadata": {"name": "a", "labels": {"x": "2"}, "annotations": {"y": "2"}}});
         assert_eq!(check_meta_changes(&ok, &stored), Ok(()));
-        assert_eq!(check_meta_changes(&json!({"metadata": stored.clone()}), &stored), Ok(()));
+        assert_eq!(
+            check_meta_changes(&json!({"metadata": stored.clone()}), &stored),
+            Ok(())
+        );
         for bad in [
             json!({"metadata": {"name": "a", "labels": {"x": 1}, "annotations": {"y": "2"}}}),
             json!({"metadata": {"name": "a", "labels": {"x": "1"}, "annotations": {"y": "2"}, "finalizers": "f"}}),
