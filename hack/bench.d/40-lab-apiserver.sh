@@ -3,12 +3,13 @@
 # object, writes/s of a CEL-validated kind, and the server's CPU per write and per delivered
 # watch event under the 10,000-node rollout's load (the configurator benchmark's watchers, then
 # real agents' watchers pinned by name). Prints hack/bench.sh rows. Needs the release
-# example built (hack/bench.sh does it).
+# example built (hack/bench.sh does it; CARGO_TARGET_DIR is honoured). The example runs mimalloc,
+# the server binary's allocator.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-bin=target/release/examples/apiserver-bench
-[ -x "$bin" ] || cargo build --release -p netrollout-lab-apiserver --example apiserver-bench >&2
+bin=${CARGO_TARGET_DIR:-target}/release/examples/apiserver-bench
+[ -x "$bin" ] || cargo build --release --locked -p netrollout-lab-apiserver --example apiserver-bench >&2
 ulimit -n 65536 2>/dev/null || true
 "$bin" watch 1000 6
 "$bin" memory 100000

@@ -14,6 +14,10 @@
 //!   validations) checks (baseline: the same writes to ConfigMaps, same server).
 //! - `bench rollout [NODES] [sim|agents]`: the configurator benchmark's rollout load on the
 //!   server alone; server CPU per write and per delivered watch event (`rollout.rs`).
+//!
+//! The process runs mimalloc, the allocator of the `netrollout-lab-apiserver` binary and of the
+//! lab and configurator benchmark that host the server: the rows measure the server as it ships
+//! (figures before 2026-11-26 used the system allocator; docs/lab-apiserver.md says which).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -32,6 +36,10 @@ mod watch;
 
 use load::*;
 use watch::bench_watch;
+
+/// The server binary's allocator (`src/main.rs`), so the rows measure what ships.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 async fn bench_memory(n: usize) {
     let server = LabServer::start(Config::default()).await.unwrap();

@@ -49,6 +49,27 @@ pub fn check_meta(obj: &Value) -> Result<Vec<String>, String> {
     Ok(unknown)
 }
 
+/// [`check_meta`] of only the metadata fields that differ from `stored` (the metadata of the
+/// stored version, which passed the check when it was written), for a write outside strict
+/// mode, where the check's only output is an error for a field of the wrong type: the fields of
+/// `ObjectMeta` decode independently, so a field that did not change cannot fail, and the
+/// first failing field is the one the whole check would report. Nothing is decoded when the
+/// metadata is as stored (a status report).
+pub fn check_meta_changes(obj: &Value, stored: &Value) -> Result<(), String> {
+    let Some(meta) = obj["metadata"].as_object() else {
+        return check_meta(obj).map(drop);
+    };
+    let changed: serde_json::Map<String, Value> = meta
+        .iter()
+        .filter(|(k, v)| stored.get(k.as_str()) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if changed.is_empty() {
+        return Ok(());
+    }
+    round::<ObjectMeta>(&Value::Object(changed)).map(drop)
+}
+
 fn round<T: DeserializeOwned + Serialize>(obj: &Value) -> Result<Value, String> {
     // Decoded from the borrowed value: no copy of the whole object first.
     let t = T::deserialize(obj).map_err(|e| e.to_string())?;
@@ -102,6 +123,28 @@ mod tests {
             unknown,
             vec!["extra".to_string(), "metadata.bogus".to_string()]
         );
+    }
+
+    #[test]
+    fn a_changed_metadata_field_of_the_wrong_type_fails_as_the_whole_check_fails() {
+        let stored = json!({"name": "a", "labels": {"x": "1"}, "annotations": {"y": "2"}});
+        let ok =
+            json!({"metadata": {"name": "a", "labels": {"x": "2"}, "annotations": {"y": "2"}}});
+        assert_eq!(check_meta_changes(&ok, &stored), Ok(()));
+        assert_eq!(
+            check_meta_changes(&json!({"metadata": stored.clone()}), &stored),
+            Ok(())
+        );
+        for bad in [
+            json!({"metadata": {"name": "a", "labels": {"x": 1}, "annotations": {"y": "2"}}}),
+            json!({"metadata": {"name": "a", "labels": {"x": "1"}, "annotations": {"y": "2"}, "finalizers": "f"}}),
+            json!({"metadata": {"name": "a", "labels": {"x": "1"}, "annotations": ["y"]}}),
+            json!({"metadata": 7}),
+        ] {
+            let whole = check_meta(&bad).map(drop);
+            assert!(whole.is_err(), "{bad}");
+            assert_eq!(check_meta_changes(&bad, &stored), whole, "{bad}");
+        }
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! change; the stored object is a slice of it, so the store, the window and every watcher
 //! share one allocation per object version.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
+#[cfg(test)]
+use bytes::{BufMut, BytesMut};
 use serde_json::{Value, json};
 
 use crate::resources::TypeKey;
@@ -57,10 +59,18 @@ impl Event {
         prev: Option<Stored>,
     ) -> Self {
         let keep = crate::stored::keeps_tree(&key);
-        let raw = serde_json::to_vec(&**object).unwrap_or_default();
-        let line = encode_raw(kind.as_str(), &raw);
-        let start = prefix(kind.as_str()).len();
-        let stored = Stored::new(line.slice(start..start + raw.len()), object, keep);
+        // The object is encoded straight into its line: no copy of its bytes, no second buffer.
+        let head = prefix(kind.as_str());
+        let mut buf = Vec::with_capacity(head.len() + 1024);
+        buf.extend_from_slice(head.as_bytes());
+        if serde_json::to_writer(&mut buf, &**object).is_err() {
+            // A JSON value always encodes; were it not to, the object would be empty, as before.
+            buf.truncate(head.len());
+        }
+        let end = buf.len();
+        buf.extend_from_slice(b"}\n");
+        let line = Bytes::from(buf);
+        let stored = Stored::new(line.slice(head.len()..end), object, keep);
         Self {
             rv,
             key,
@@ -101,7 +111,9 @@ pub fn raw_parts(kind: EventType, raw: &Bytes) -> [Bytes; 3] {
     ]
 }
 
-/// Encodes one `{"type":..,"object":..}` line around an object's JSON bytes.
+/// Encodes one `{"type":..,"object":..}` line around an object's JSON bytes (what
+/// [`Event::new`] builds in place and [`raw_parts`] sends in three parts).
+#[cfg(test)]
 pub fn encode_raw(kind: &str, raw: &[u8]) -> Bytes {
     let prefix = prefix(kind);
     let mut b = BytesMut::with_capacity(prefix.len() + raw.len() + 2);

@@ -120,14 +120,15 @@ fn dry_run(r: &Req) -> bool {
 }
 
 /// Validates an object before it is stored; drops unknown fields unless `strict`.
-/// `stored_meta` says the object's `metadata` is exactly the stored version's (a write that did
-/// not touch it): that metadata passed these checks when it was stored, so a custom object's
-/// typed metadata round trip, whose unknown fields only a strict write reports, is skipped.
+/// `stored_meta` is the stored version's `metadata` for a write over it: that metadata passed
+/// these checks when it was stored, so outside strict mode (where the unknown fields the typed
+/// metadata round trip finds are not used) a custom object's metadata is checked only where it
+/// differs from it (`builtin::check_meta_changes`).
 fn admit(
     rt: &ResourceType,
     obj: &mut Value,
     strict: bool,
-    stored_meta: bool,
+    stored_meta: Option<&Value>,
 ) -> Result<(), ApiError> {
     let name = meta_str(obj, "name").to_string();
     let label = matches!(rt.builtin, Some(Builtin::Namespace));
@@ -167,8 +168,12 @@ fn admit(
             }
             unknown
         }
-        None if stored_meta && !strict => vec![],
-        None => builtin::check_meta(obj).map_err(decode)?,
+        None => match stored_meta.filter(|_| !strict) {
+            Some(stored) => builtin::check_meta_changes(obj, stored)
+                .map(|()| vec![])
+                .map_err(decode)?,
+            None => builtin::check_meta(obj).map_err(decode)?,
+        },
     };
     if let Some(s) = &rt.schema {
         let out = schema::validate(s, obj, !strict);
@@ -206,7 +211,7 @@ pub(super) fn create(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
             json!(format!("{generate}{}", random_suffix())),
         );
     }
-    admit(&t.rt, &mut obj, strict(r), false)?;
+    admit(&t.rt, &mut obj, strict(r), None)?;
     let mut obj = to_storage(&t.rt, obj);
     managed::record(&writer(r, false), None, &mut obj, None, &t.rt.api_version());
     let mut st = app.lock()?;
@@ -229,7 +234,7 @@ pub(super) fn update(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
             meta_str(&obj, "name")
         )));
     }
-    admit(&t.rt, &mut obj, strict(r), false)?;
+    admit(&t.rt, &mut obj, strict(r), None)?;
     let mut obj = to_storage(&t.rt, obj);
     let mut st = app.lock()?;
     let old = st.get(&t.rt, ns_of(t), name);
@@ -268,7 +273,7 @@ pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError
         check_type(&t.rt, &obj)?;
         check_ns(t, &mut obj)?;
         meta_mut(&mut obj).insert("name".into(), json!(name));
-        admit(&t.rt, &mut obj, strict(r), false)?;
+        admit(&t.rt, &mut obj, strict(r), None)?;
         let mut obj = to_storage(&t.rt, obj);
         let applied = obj.clone();
         managed::record(
@@ -295,8 +300,7 @@ pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError
     obj["apiVersion"] = json!(t.rt.api_version());
     obj["kind"] = json!(t.rt.kind);
     meta_mut(&mut obj).insert("name".into(), json!(name));
-    let stored_meta = obj["metadata"] == cur["metadata"];
-    admit(&t.rt, &mut obj, strict(r), stored_meta)?;
+    admit(&t.rt, &mut obj, strict(r), Some(&cur["metadata"]))?;
     let mut obj = to_storage(&t.rt, obj);
     if t.sub.is_none() {
         // A status write keeps the stored metadata (`State::update`), managedFields included.

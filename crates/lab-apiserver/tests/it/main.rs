@@ -18,3 +18,4 @@ mod redteam_identities;
 mod redteam_requests;
 mod redteam_watch;
 mod security;
+mod write_checks;
