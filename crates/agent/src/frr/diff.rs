@@ -100,6 +100,24 @@ impl Conf {
     }
 }
 
+/// A config text as the agent's diff reads it: each context in the order of its first header,
+/// as `(headers, opened by a header with an exit, lines)`. Two texts that read the same give
+/// every diff the same script (what the vty-socket read of FRR's running config is tested
+/// against vtysh's with).
+pub fn read_as_diff(text: &str) -> Vec<(Vec<String>, bool, Vec<String>)> {
+    let conf = Conf::parse(text);
+    conf.order
+        .iter()
+        .map(|key| {
+            (
+                key.clone(),
+                conf.blocks.contains(key),
+                conf.lines_of(key).to_vec(),
+            )
+        })
+        .collect()
+}
+
 /// Top-level lines FRR shows that are no config of the file: never deleted.
 fn foreign(line: &str) -> bool {
     [

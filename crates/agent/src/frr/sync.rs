@@ -15,7 +15,6 @@ use tracing::{debug, warn};
 
 use super::diff::{Conf, Line, missing, script_quiet};
 use super::parse::error_lines;
-use super::query::DAEMONS;
 use super::{Frr, FrrError};
 
 /// Rounds of script and read-back before the agent gives the change to `frr-reload.py`: a `no`
@@ -24,43 +23,6 @@ use super::{Frr, FrrError};
 const ROUNDS: usize = 2;
 
 impl Frr {
-    /// `show running-config no-header`, FRR's own view of its config, read by one vtysh after
-    /// `show daemons`: [`FrrError::Unavailable`] when zebra or bgpd is not among the daemons
-    /// vtysh reached (their config would be missing from the text without an error).
-    pub(super) async fn running_checked(&self) -> Result<String, FrrError> {
-        let out = match self
-            .vtysh(&["-c", "show daemons", "-c", "show running-config no-header"])
-            .await
-        {
-            Ok(out) => out,
-            Err(line) => {
-                // Which daemon, in `require_running`'s words; else vtysh's own.
-                self.require_running().await?;
-                return Err(FrrError::Rejected { line, wrote: false });
-            }
-        };
-        let (daemons, running) = out.split_once('\n').unwrap_or((&out, ""));
-        let reached: Vec<&str> = daemons.split_whitespace().collect();
-        let missing: Vec<&'static str> = DAEMONS
-            .into_iter()
-            .filter(|d| !reached.contains(d))
-            .collect();
-        if missing.is_empty() {
-            return Ok(running.to_string());
-        }
-        Err(FrrError::Unavailable {
-            detail: format!(
-                "vtysh reached only: {}",
-                if reached.is_empty() {
-                    "none".to_string()
-                } else {
-                    reached.join(" ")
-                }
-            ),
-            daemons: missing,
-        })
-    }
-
     /// Makes FRR run `full`, read as `marked` (FRR's parse of the written `frr.conf`, from the
     /// check), starting from `running` (its running config before); returns the FRR writes (0
     /// when it already runs it, else 1). Falls back to [`Frr::reload_script_apply`] (counted in
@@ -115,7 +77,7 @@ impl Frr {
                 break;
             }
             sent = Some((lines, adds));
-            running = match self.running_checked().await {
+            running = match self.running_config().await {
                 Ok(text) => Conf::parse(&text),
                 Err(e @ FrrError::Unavailable { .. }) => return Err(e),
                 Err(e) => {

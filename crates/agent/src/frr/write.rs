@@ -58,7 +58,7 @@ impl Frr {
         // it): ask first, and again after the change. The diff asks with the read of FRR's
         // running config, while the check runs (reads only).
         let (up, checked) = match via {
-            Via::Diff => tokio::join!(self.running_checked(), self.check(&tmp)),
+            Via::Diff => tokio::join!(self.running_config(), self.check_once(full, &tmp)),
             Via::ReloadScript => {
                 let (up, checked) = tokio::join!(self.require_running(), self.check(&tmp));
                 (up.map(|()| String::new()), checked)
