@@ -27,6 +27,7 @@
 //! - `write`: render the managed text, join it to the base, write `frr.conf` atomically;
 //! - `reload`: check it (`vtysh -m -f`, the same text once) and the fallback (new VRF VNIs, `frr-reload.py --reload`);
 //! - `sync`: the diff sent, FRR's running config read back;
+//! - `script`: the `vtysh -f` that sends the diff, started while the check runs;
 //! - `read`: FRR's running config and whether zebra and bgpd answer: over the vty sockets,
 //!   through vtysh when they cannot be used;
 //! - `vty`: the daemons' vty sockets (FRR's vtysh protocol);
@@ -52,6 +53,7 @@ mod parse;
 mod query;
 mod read;
 mod reload;
+mod script;
 mod sync;
 mod vty;
 mod write;

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use tracing::{debug, warn};
 
 use super::diff::{Conf, Line, missing, script_quiet};
-use super::parse::error_lines;
+use super::script::Script;
 use super::{Frr, FrrError};
 
 /// Rounds of script and read-back before the agent gives the change to `frr-reload.py`: a `no`
@@ -33,11 +33,43 @@ impl Frr {
     /// due again is a default of its `frr defaults` profile (`no bgp ebgp-requires-policy` under
     /// `datacenter`): it is remembered as quiet and no longer a difference. Only lines to add
     /// can be quiet; a line FRR shows and the text lacks always is one.
+    ///
+    /// `early` is the script's vtysh when it was started already ([`Frr::start_early`]); it is
+    /// ended without a line when no script is sent.
     pub(super) async fn sync(
         &self,
         full: &str,
         marked: &str,
         running: &str,
+        mut early: Option<Script>,
+    ) -> Result<u32, FrrError> {
+        let synced = self.rounds(full, marked, running, &mut early).await;
+        if let Some(script) = early {
+            script.end().await;
+        }
+        synced
+    }
+
+    /// Whether FRR's `running` config differs from `full` as written (not yet as FRR parses
+    /// it): then the script's vtysh is started now ([`super::script`]), `None` otherwise.
+    pub(super) fn start_early(&self, full: &str, running: &str) -> Option<Script> {
+        let lines = script_quiet(
+            &Conf::parse(full),
+            &Conf::parse(running),
+            &self.quiet_lines(),
+        );
+        if lines.is_empty() {
+            return None;
+        }
+        self.start_script().ok()
+    }
+
+    async fn rounds(
+        &self,
+        full: &str,
+        marked: &str,
+        running: &str,
+        early: &mut Option<Script>,
     ) -> Result<u32, FrrError> {
         let new = Conf::parse(marked);
         let mut running = Conf::parse(running);
@@ -72,7 +104,14 @@ impl Frr {
                 break;
             }
             writes = 1;
-            if let Err(e) = self.exec_script(&lines).await {
+            let sent_script = match early.take() {
+                Some(script) => script.run(&lines).await,
+                None => match self.start_script() {
+                    Ok(script) => script.run(&lines).await,
+                    Err(e) => Err(e),
+                },
+            };
+            if let Err(e) = sent_script {
                 warn!(error = %e, "the agent's diff of FRR's config failed; applying it with frr-reload.py");
                 break;
             }
@@ -102,43 +141,6 @@ impl Frr {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .extend(lines);
-    }
-
-    /// `vtysh -f SCRIPT`: the lines go to the daemons that own them, as a config file would.
-    async fn exec_script(&self, lines: &[String]) -> Result<(), FrrError> {
-        let file = self.settings.rundir.join("frr-diff.netrollout.conf");
-        let mut text = lines.join("\n");
-        text.push('\n');
-        std::fs::write(&file, text).map_err(|source| FrrError::Write {
-            path: file.clone(),
-            source,
-        })?;
-        let program = self.settings.bindir.join("vtysh");
-        let out = self
-            .vtysh_cmd()
-            .arg("-f")
-            .arg(&file)
-            .output()
-            .await
-            .map_err(|source| FrrError::Spawn { program, source })?;
-        let _ = std::fs::remove_file(&file);
-        let said = format!(
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let line = error_lines(&said);
-        if out.status.success() && line.is_empty() {
-            return Ok(());
-        }
-        Err(FrrError::Rejected {
-            line: if line.is_empty() {
-                format!("vtysh -f exited with {}", out.status)
-            } else {
-                line
-            },
-            wrote: true,
-        })
     }
 
     /// The reload as it was before the diff: new VRF VNIs through vtysh, then `frr-reload.py`
