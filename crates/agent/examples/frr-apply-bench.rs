@@ -145,22 +145,32 @@ where
 }
 
 /// Median wall time and CPU of `f` run three times; `f(i)` gets the round.
-async fn median3<F, Fut>(ns: &str, mut f: F) -> (Duration, Duration)
+async fn median3<F, Fut>(ns: &str, mut f: F) -> (Duration, Duration, String)
 where
     F: FnMut(usize) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     let mut walls = Vec::new();
     let mut cpus = Vec::new();
+    let before = cpu_split(ns);
     for i in 0..3 {
         let (t, c) = (Instant::now(), cpu(ns));
         f(i).await;
         walls.push(t.elapsed());
         cpus.push(cpu(ns) - c);
     }
+    let after = cpu_split(ns);
     walls.sort();
     cpus.sort();
-    (walls[1], cpus[1])
+    let per = |i: usize| (after[i] - before[i]) as f64 * 10.0 / 3.0;
+    let split = format!(
+        "agent {:.0}, vtysh/Python {:.0}, zebra {:.0}, bgpd {:.0} ms per run",
+        per(0),
+        per(1),
+        per(2),
+        per(3)
+    );
+    (walls[1], cpus[1], split)
 }
 
 /// How long FRR may take to load a size's config (`FRR_BENCH_LOAD_TIMEOUT`, seconds; 600).
@@ -240,7 +250,7 @@ async fn bench(vrfs: u32) {
     let (full, changed) = (&full, &changed);
     // One changed VRF, there and back: the agent's diff, then frr-reload.py.
     let text = |i: usize| if i.is_multiple_of(2) { changed } else { full };
-    let (diff, diff_cpu) = median3(&ns, |i| {
+    let (diff, diff_cpu, diff_split) = median3(&ns, |i| {
         let s = s.clone();
         async move {
             // A new Frr each time, as a text never checked before: its memory of the loaded text
@@ -250,7 +260,7 @@ async fn bench(vrfs: u32) {
         }
     })
     .await;
-    let (script, script_cpu) = median3(&ns, |i| {
+    let (script, script_cpu, script_split) = median3(&ns, |i| {
         let s = s.clone();
         async move {
             let frr = Frr::new(s).unwrap();
@@ -259,7 +269,7 @@ async fn bench(vrfs: u32) {
     })
     .await;
     // FRR runs `full` now. An agent that just started applies it: nothing to change.
-    let (fresh, fresh_cpu) = median3(&ns, |_| {
+    let (fresh, fresh_cpu, _) = median3(&ns, |_| {
         let s = s.clone();
         async move {
             let frr = Frr::new(s).unwrap();
@@ -267,7 +277,7 @@ async fn bench(vrfs: u32) {
         }
     })
     .await;
-    let (fresh_script, fresh_script_cpu) = median3(&ns, |_| {
+    let (fresh_script, fresh_script_cpu, _) = median3(&ns, |_| {
         let s = s.clone();
         async move {
             let frr = Frr::new(s).unwrap();
@@ -285,7 +295,7 @@ async fn bench(vrfs: u32) {
     // FRR's parse of each is kept, so only the script starts a vtysh.
     assert_eq!(frr.apply(changed).await.unwrap(), 1);
     assert_eq!(frr.apply(full).await.unwrap(), 1);
-    let (kept, kept_cpu) = median3(&ns, |i| {
+    let (kept, kept_cpu, kept_split) = median3(&ns, |i| {
         let frr = &frr;
         async move {
             assert_eq!(frr.apply(text(i)).await.unwrap(), 1);
@@ -368,7 +378,7 @@ async fn bench(vrfs: u32) {
 
     let goal = if vrfs <= 50 { "< 200 ms" } else { "< 1 s" };
     println!(
-        "agent-frr\tapply 1 changed VRF of {vrfs} (agent's diff; CPU {:.0} ms)\t{:.0} ms\t{:.0} ms (frr-reload.py; CPU {:.0} ms)\t{:.2}x\t{goal}",
+        "agent-frr\tapply 1 changed VRF of {vrfs} (agent's diff; CPU {:.0} ms: {diff_split})\t{:.0} ms\t{:.0} ms (frr-reload.py; CPU {:.0} ms: {script_split})\t{:.2}x\t{goal}",
         ms(diff_cpu),
         ms(diff),
         ms(script),
@@ -384,7 +394,7 @@ async fn bench(vrfs: u32) {
         ms(fresh) / ms(fresh_script)
     );
     println!(
-        "agent-frr\tapply 1 changed VRF of {vrfs}, texts this agent checked before (its parse kept; CPU {:.0} ms)\t{:.0} ms\t{:.0} ms (frr-reload.py; CPU {:.0} ms)\t{:.2}x\t{goal}",
+        "agent-frr\tapply 1 changed VRF of {vrfs}, texts this agent checked before (its parse kept; CPU {:.0} ms: {kept_split})\t{:.0} ms\t{:.0} ms (frr-reload.py; CPU {:.0} ms)\t{:.2}x\t{goal}",
         ms(kept_cpu),
         ms(kept),
         ms(script),
