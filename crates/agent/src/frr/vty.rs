@@ -80,7 +80,11 @@ impl Vty {
         let mut down = Vec::new();
         for ((daemon, _), answer) in sockets.iter().zip(answers) {
             match answer {
-                Ok(texts) => merge.add(texts.last().map_or("", String::as_str)),
+                Ok(texts) => {
+                    let text = texts.last().map_or("", String::as_str);
+                    joined_by_these_rules(daemon, text).map_err(VtyError::Unusable)?;
+                    merge.add(text);
+                }
                 // vtysh leaves out a daemon it cannot reach; the agent needs zebra and bgpd.
                 Err(Failure::Down(detail)) if required.contains(daemon) => {
                     down.push((*daemon, detail));
@@ -171,6 +175,26 @@ impl Vty {
             }
         }
         Ok(out)
+    }
+}
+
+/// The FRR version whose vtysh rules [`Merge`] follows: another one may join the daemons'
+/// texts differently (its vtysh is asked then).
+const JOINED_VERSION: &str = "8.4";
+
+/// Whether `daemon`'s text is of the FRR version [`Merge`] follows (its `frr version` line).
+fn joined_by_these_rules(daemon: &str, text: &str) -> Result<(), String> {
+    let version = text
+        .lines()
+        .find_map(|l| l.strip_prefix("frr version "))
+        .map(str::trim);
+    match version {
+        Some(v) if v == JOINED_VERSION || v.starts_with(&format!("{JOINED_VERSION}.")) => Ok(()),
+        _ => Err(format!(
+            "{daemon} runs FRR {}, and the agent joins the daemons' configs by FRR \
+             {JOINED_VERSION}'s vtysh rules",
+            version.unwrap_or("of unknown version")
+        )),
     }
 }
 

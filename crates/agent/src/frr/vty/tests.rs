@@ -88,3 +88,20 @@ async fn ask_sends_each_command_ended_by_a_nul_and_a_failed_status_names_the_com
         "{what}"
     );
 }
+
+#[test]
+fn only_frr_8_4_texts_are_joined_here_another_version_goes_to_vtysh() {
+    let text = |v: &str| format!("frr version {v}\nfrr defaults datacenter\n!\n");
+    for v in ["8.4", "8.4.4", "8.4.7-dev"] {
+        assert_eq!(joined_by_these_rules("bgpd", &text(v)), Ok(()), "{v}");
+    }
+    assert_eq!(
+        joined_by_these_rules("bgpd", &text("9.1")),
+        Err(
+            "bgpd runs FRR 9.1, and the agent joins the daemons' configs by FRR 8.4's vtysh rules"
+                .into()
+        )
+    );
+    assert!(joined_by_these_rules("zebra", "no version line\n").is_err());
+    assert!(joined_by_these_rules("zebra", &text("8.40")).is_err());
+}
