@@ -1,12 +1,16 @@
 //! FRR apply benchmark: real FRR 8.4 (zebra + bgpd, pathspace `-N`) in a fresh network
 //! namespace per size, a config of N VRFs (arguments; default 50 and 500) with
 //! import/export/aggregate/community policies rendered by `netrollout-frr`. FRR starts with that
-//! config as its startup file (not timed). Measured: the agent's apply (its diff of FRR's running
-//! config, one `vtysh -f`, the running config read back) of the config with one VRF's export and
-//! community changed; the first apply of an agent that just started, when FRR already runs the
-//! text (0 FRR writes); and the no-op apply of the text it loaded last (0 FRR writes, no FRR
-//! call). Baseline (same run, same FRR): the same apply through `frr-reload.py`, as the agent did
-//! before its diff. Changes are timed as the median of three, alternating the direction.
+//! config as its startup file (not timed). Measured: the agent's apply (FRR's running config read
+//! over the daemons' vty sockets beside the `vtysh -m -f` check, its diff, one `vtysh -f`, the
+//! running config read back over the sockets) of the config with one VRF's export and community
+//! changed, by a fresh agent (a text it never checked); the same by one agent going back and
+//! forth between texts it checked before (their parse kept: no check); the first apply of an
+//! agent that just started, when FRR already runs the text (0 FRR writes); the no-op apply of
+//! the text it loaded last (0 FRR writes, no FRR call); and each step of an apply on its own
+//! (wall, and the CPU of the bench, its vtysh children, zebra and bgpd). Baseline (same run,
+//! same FRR): the same apply through `frr-reload.py`, as the agent did before its diff. Changes
+//! are timed as the median of three, alternating the direction.
 //! Needs root and FRR. Prints tab-separated rows: area, benchmark, measured, baseline, ratio, goal.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -92,34 +96,81 @@ fn ticks(pid: &str, children: bool) -> u64 {
     fields[at].parse::<u64>().unwrap() + fields[at + 1].parse::<u64>().unwrap()
 }
 
+/// CPU ticks so far of (this process, its waited-for children (vtysh, Python), zebra, bgpd in
+/// `ns`).
+fn cpu_split(ns: &str) -> [u64; 4] {
+    let daemon = |d: &str| {
+        std::fs::read_to_string(format!("/var/run/frr/{ns}/{d}.pid"))
+            .map(|pid| ticks(pid.trim(), false))
+            .unwrap_or(0)
+    };
+    [
+        ticks("self", false),
+        ticks("self", true),
+        daemon("zebra"),
+        daemon("bgpd"),
+    ]
+}
+
 /// CPU time so far of this process, its waited-for children and FRR's zebra and bgpd in `ns`.
 fn cpu(ns: &str) -> Duration {
-    let mut t = ticks("self", false) + ticks("self", true);
-    for daemon in ["zebra", "bgpd"] {
-        if let Ok(pid) = std::fs::read_to_string(format!("/var/run/frr/{ns}/{daemon}.pid")) {
-            t += ticks(pid.trim(), false);
-        }
+    Duration::from_millis(cpu_split(ns).iter().sum::<u64>() * 10)
+}
+
+/// One step of an apply, run `n` times on its own: median wall time and the CPU of each part
+/// per run (the bench process, its children, zebra, bgpd), printed as a row.
+async fn step<F, Fut>(ns: &str, vrfs: u32, what: &str, n: u32, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let before = cpu_split(ns);
+    let mut walls = Vec::new();
+    for _ in 0..n {
+        let t = Instant::now();
+        f().await;
+        walls.push(t.elapsed());
     }
-    Duration::from_millis(t * 10)
+    let after = cpu_split(ns);
+    walls.sort();
+    let per = |i: usize| (after[i] - before[i]) as f64 * 10.0 / f64::from(n);
+    println!(
+        "agent-frr\tstep, {vrfs} VRFs: {what} (median of {n}; CPU per run: agent {:.0} ms, vtysh/Python {:.0} ms, zebra {:.0} ms, bgpd {:.0} ms)\t{:.1} ms\t-\t-\treported",
+        per(0),
+        per(1),
+        per(2),
+        per(3),
+        ms(walls[walls.len() / 2])
+    );
 }
 
 /// Median wall time and CPU of `f` run three times; `f(i)` gets the round.
-async fn median3<F, Fut>(ns: &str, mut f: F) -> (Duration, Duration)
+async fn median3<F, Fut>(ns: &str, mut f: F) -> (Duration, Duration, String)
 where
     F: FnMut(usize) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     let mut walls = Vec::new();
     let mut cpus = Vec::new();
+    let before = cpu_split(ns);
     for i in 0..3 {
         let (t, c) = (Instant::now(), cpu(ns));
         f(i).await;
         walls.push(t.elapsed());
         cpus.push(cpu(ns) - c);
     }
+    let after = cpu_split(ns);
     walls.sort();
     cpus.sort();
-    (walls[1], cpus[1])
+    let per = |i: usize| (after[i] - before[i]) as f64 * 10.0 / 3.0;
+    let split = format!(
+        "agent {:.0}, vtysh/Python {:.0}, zebra {:.0}, bgpd {:.0} ms per run",
+        per(0),
+        per(1),
+        per(2),
+        per(3)
+    );
+    (walls[1], cpus[1], split)
 }
 
 /// How long FRR may take to load a size's config (`FRR_BENCH_LOAD_TIMEOUT`, seconds; 600).
@@ -199,16 +250,17 @@ async fn bench(vrfs: u32) {
     let (full, changed) = (&full, &changed);
     // One changed VRF, there and back: the agent's diff, then frr-reload.py.
     let text = |i: usize| if i.is_multiple_of(2) { changed } else { full };
-    let (diff, diff_cpu) = median3(&ns, |i| {
+    let (diff, diff_cpu, diff_split) = median3(&ns, |i| {
         let s = s.clone();
         async move {
-            // A new Frr each time: its memory of the loaded text would make the next one a no-op.
+            // A new Frr each time, as a text never checked before: its memory of the loaded text
+            // would make the next one a no-op, and it keeps FRR's parse of the texts it checked.
             let frr = Frr::new(s).unwrap();
             assert_eq!(frr.apply(text(i)).await.unwrap(), 1);
         }
     })
     .await;
-    let (script, script_cpu) = median3(&ns, |i| {
+    let (script, script_cpu, script_split) = median3(&ns, |i| {
         let s = s.clone();
         async move {
             let frr = Frr::new(s).unwrap();
@@ -217,7 +269,7 @@ async fn bench(vrfs: u32) {
     })
     .await;
     // FRR runs `full` now. An agent that just started applies it: nothing to change.
-    let (fresh, fresh_cpu) = median3(&ns, |_| {
+    let (fresh, fresh_cpu, _) = median3(&ns, |_| {
         let s = s.clone();
         async move {
             let frr = Frr::new(s).unwrap();
@@ -225,7 +277,7 @@ async fn bench(vrfs: u32) {
         }
     })
     .await;
-    let (fresh_script, fresh_script_cpu) = median3(&ns, |_| {
+    let (fresh_script, fresh_script_cpu, _) = median3(&ns, |_| {
         let s = s.clone();
         async move {
             let frr = Frr::new(s).unwrap();
@@ -239,6 +291,86 @@ async fn bench(vrfs: u32) {
     let noop_writes = frr.apply(full).await.unwrap();
     let noop = t.elapsed();
     assert_eq!(noop_writes, 0);
+    // One agent process applying texts it checked before (a change and its undo, a restore):
+    // FRR's parse of each is kept, so only the script starts a vtysh.
+    assert_eq!(frr.apply(changed).await.unwrap(), 1);
+    assert_eq!(frr.apply(full).await.unwrap(), 1);
+    let (kept, kept_cpu, kept_split) = median3(&ns, |i| {
+        let frr = &frr;
+        async move {
+            assert_eq!(frr.apply(text(i)).await.unwrap(), 1);
+        }
+    })
+    .await;
+    assert_eq!(frr.apply(full).await.unwrap(), 1);
+    assert_eq!(frr.vty_fallbacks(), 0, "FRR was read with vtysh");
+    assert_eq!(frr.fallbacks(), 0, "an apply fell back to frr-reload.py");
+
+    // Where an apply's time goes, step by step, each on its own (FRR runs `full`).
+    let file = dir.path().join("changed.conf");
+    std::fs::write(&file, changed).unwrap();
+    let file = file.to_str().unwrap();
+    step(
+        &ns,
+        vrfs,
+        "vtysh start (`vtysh -c 'show version'`)",
+        5,
+        || async {
+            frr.vtysh(&["-c", "show version"]).await.unwrap();
+        },
+    )
+    .await;
+    step(
+        &ns,
+        vrfs,
+        "the check, FRR's parse (`vtysh -m -f`)",
+        5,
+        || async {
+            frr.vtysh(&["-m", "-f", file]).await.unwrap();
+        },
+    )
+    .await;
+    step(
+        &ns,
+        vrfs,
+        "running config read by vtysh (`show daemons`, `show running-config`), before",
+        5,
+        || async {
+            frr.vtysh(&["-c", "show daemons", "-c", "show running-config no-header"])
+                .await
+                .unwrap();
+        },
+    )
+    .await;
+    step(
+        &ns,
+        vrfs,
+        "running config read over the vty sockets",
+        5,
+        || async {
+            frr.running_config().await.unwrap();
+        },
+    )
+    .await;
+    step(
+        &ns,
+        vrfs,
+        "zebra and bgpd answering (`enable` over the vty sockets)",
+        5,
+        || async {
+            frr.require_running().await.unwrap();
+        },
+    )
+    .await;
+    step(&ns, vrfs, "the diff of the two texts (pure)", 5, || async {
+        let (a, b) = (
+            netrollout_agent::frr::read_as_diff(changed),
+            netrollout_agent::frr::read_as_diff(full),
+        );
+        assert_ne!(a, b);
+    })
+    .await;
+    assert_eq!(frr.vty_fallbacks(), 0, "FRR was read with vtysh");
     drop(daemons);
     let _ = std::process::Command::new("ip")
         .args(["netns", "del", &ns])
@@ -246,7 +378,7 @@ async fn bench(vrfs: u32) {
 
     let goal = if vrfs <= 50 { "< 200 ms" } else { "< 1 s" };
     println!(
-        "agent-frr\tapply 1 changed VRF of {vrfs} (agent's diff; CPU {:.0} ms)\t{:.0} ms\t{:.0} ms (frr-reload.py; CPU {:.0} ms)\t{:.2}x\t{goal}",
+        "agent-frr\tapply 1 changed VRF of {vrfs} (agent's diff; CPU {:.0} ms: {diff_split})\t{:.0} ms\t{:.0} ms (frr-reload.py; CPU {:.0} ms: {script_split})\t{:.2}x\t{goal}",
         ms(diff_cpu),
         ms(diff),
         ms(script),
@@ -260,6 +392,14 @@ async fn bench(vrfs: u32) {
         ms(fresh_script),
         ms(fresh_script_cpu),
         ms(fresh) / ms(fresh_script)
+    );
+    println!(
+        "agent-frr\tapply 1 changed VRF of {vrfs}, texts this agent checked before (its parse kept; CPU {:.0} ms: {kept_split})\t{:.0} ms\t{:.0} ms (frr-reload.py; CPU {:.0} ms)\t{:.2}x\t{goal}",
+        ms(kept_cpu),
+        ms(kept),
+        ms(script),
+        ms(script_cpu),
+        ms(kept) / ms(script)
     );
     println!(
         "agent-frr\tno-op apply of the loaded text, {vrfs} VRFs ({noop_writes} FRR writes)\t{:.3} ms\t{:.0} ms (frr-reload.py)\t{:.4}x\t0 writes",

@@ -9,6 +9,8 @@
 //!   unchanged routing config makes none;
 //! - `netrollout_agent_frr_fallbacks_total`: applies the agent's diff of FRR's config did not
 //!   bring to the text, which `frr-reload.py` then applied (each logged with what was left);
+//! - `netrollout_agent_frr_vty_fallbacks_total`: reads of FRR during an apply (running config,
+//!   daemons answering) done with vtysh because the daemons' vty sockets could not be used;
 //! - `netrollout_agent_probe_failures_total{probe}`: enforced probe failures that failed an
 //!   attempt, by kind (`tcp`, `icmp`, `gateway`, `api-server`, `link`, `frr`, `bgp`, `evpn`);
 //! - `netrollout_agent_tenant_reachable`, `netrollout_agent_health_rounds_total`,
@@ -41,6 +43,7 @@ pub struct Metrics {
     restores: Counter,
     frr_writes: Counter,
     frr_fallbacks: Counter,
+    frr_vty_fallbacks: Counter,
     probe_failures: Family<Labels, Counter>,
     apply_seconds: Histogram,
     probe_seconds: Histogram,
@@ -57,6 +60,7 @@ impl Default for Metrics {
         let restores = Counter::default();
         let frr_writes = Counter::default();
         let frr_fallbacks = Counter::default();
+        let frr_vty_fallbacks = Counter::default();
         let probe_failures = Family::<Labels, Counter>::default();
         let apply_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
         let probe_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
@@ -86,6 +90,11 @@ impl Default for Metrics {
             frr_fallbacks.clone(),
         );
         registry.register(
+            "frr_vty_fallbacks",
+            "Reads of FRR done with vtysh because the daemons' vty sockets could not be used",
+            frr_vty_fallbacks.clone(),
+        );
+        registry.register(
             "probe_failures",
             "Enforced probe failures that failed an attempt, by probe kind",
             probe_failures.clone(),
@@ -109,6 +118,7 @@ impl Default for Metrics {
             restores,
             frr_writes,
             frr_fallbacks,
+            frr_vty_fallbacks,
             probe_failures,
             apply_seconds,
             probe_seconds,
@@ -148,6 +158,11 @@ impl Metrics {
     /// Counts applies that fell back to `frr-reload.py`.
     pub fn frr_fallbacks(&self, n: u64) {
         self.frr_fallbacks.inc_by(n);
+    }
+
+    /// Counts reads of FRR that went through vtysh instead of the vty sockets.
+    pub fn frr_vty_fallbacks(&self, n: u64) {
+        self.frr_vty_fallbacks.inc_by(n);
     }
 
     /// Counts an enforced probe failure of kind `probe` (e.g. `bgp`).

@@ -318,6 +318,14 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
     );
     assert_eq!(strip_header(&n2.running()), running_before);
     say("the no-op re-apply makes no FRR write");
+    for (name, n) in [("node 1", &n1), ("node 2", &n2)] {
+        assert_eq!(
+            n.frr_vty_fallbacks(),
+            0,
+            "{name}: the agent read FRR with vtysh, not over the daemons' vty sockets"
+        );
+    }
+    say("every read of FRR went over the daemons' vty sockets");
     assert!(n1.established(n2), "the underlay session survived");
     // The other direction, checked last: in one run node 1's EVPN table still held node 2's
     // route as not valid (next hop unresolved) 60 s after rev-1, so this waits longer.

@@ -125,12 +125,14 @@ impl Agent {
                 .full(&frr.managed(&config).map_err(Error::Frr)?)
                 .map_err(Error::Frr)?,
         };
-        let fallbacks = frr.fallbacks();
+        let (fallbacks, vty_fallbacks) = (frr.fallbacks(), frr.vty_fallbacks());
         let applied = match purpose {
             Purpose::Apply => frr.apply(&full).await,
             Purpose::Restore => self.restore_frr(run, frr, &full).await,
         };
         self.metrics.frr_fallbacks(frr.fallbacks() - fallbacks);
+        self.metrics
+            .frr_vty_fallbacks(frr.vty_fallbacks() - vty_fallbacks);
         let writes = match &applied {
             Ok(w) => *w,
             Err(FrrError::Rejected { wrote, .. }) => u32::from(*wrote),

@@ -47,48 +47,65 @@ impl Conf {
             .filter(|(_, l)| !matches!(*l, "Building configuration..." | "Current configuration:"))
             .collect();
         let mut conf = Conf::default();
-        // The open contexts: (indentation of the header, header).
-        let mut open: Vec<(usize, String)> = Vec::new();
+        // The open contexts: the indentation of each header, and the headers (the path of the
+        // lines under them), kept side by side so that a line costs no copy of its path.
+        let mut open: Vec<usize> = Vec::new();
+        let mut path: Vec<String> = Vec::new();
         for (i, &(indent, line)) in lines.iter().enumerate() {
             while open
                 .last()
-                .is_some_and(|(d, _)| *d >= indent && !EXITS.contains(&line))
+                .is_some_and(|d| *d >= indent && !EXITS.contains(&line))
             {
                 open.pop();
+                path.pop();
             }
             if EXITS.contains(&line) {
-                if open.last().is_some_and(|(d, _)| *d == indent) || indent == 0 {
+                if open.last().is_some_and(|d| *d == indent) || indent == 0 {
                     open.pop();
+                    path.pop();
                 }
                 if indent == 0 {
                     open.clear();
+                    path.clear();
                 }
                 continue;
             }
             let header = lines.get(i + 1).is_some_and(|&(next, text)| {
                 next > indent || (next == indent && EXITS.contains(&text) && text != "end")
             });
-            let path: Vec<String> = open.iter().map(|(_, h)| h.clone()).collect();
             if header {
-                let mut key = path;
-                key.push(line.to_string());
-                conf.context(&key);
-                conf.blocks.insert(key);
-                open.push((indent, line.to_string()));
+                path.push(line.to_string());
+                conf.open(&path);
+                if !conf.blocks.contains(&path) {
+                    conf.blocks.insert(path.clone());
+                }
+                open.push(indent);
             } else if path.is_empty() {
-                conf.context(&[line.to_string()]);
+                conf.open(&[line.to_string()]);
             } else {
-                conf.context(&path).push(line.to_string());
+                conf.push(&path, line);
             }
         }
         conf
     }
 
-    fn context(&mut self, key: &[String]) -> &mut Vec<String> {
+    /// Makes `key` a context (in the order of first sight), with no lines yet.
+    fn open(&mut self, key: &[String]) {
         if !self.lines.contains_key(key) {
             self.order.push(key.to_vec());
+            self.lines.insert(key.to_vec(), Vec::new());
         }
-        self.lines.entry(key.to_vec()).or_default()
+    }
+
+    /// Adds `line` to the context `key` (made one when new).
+    fn push(&mut self, key: &[String], line: &str) {
+        match self.lines.get_mut(key) {
+            Some(lines) => lines.push(line.to_string()),
+            None => {
+                self.order.push(key.to_vec());
+                self.lines.insert(key.to_vec(), vec![line.to_string()]);
+            }
+        }
     }
 
     fn has(&self, key: &[String]) -> bool {
@@ -98,6 +115,24 @@ impl Conf {
     fn lines_of(&self, key: &[String]) -> &[String] {
         self.lines.get(key).map_or(&[], Vec::as_slice)
     }
+}
+
+/// A config text as the agent's diff reads it: each context in the order of its first header,
+/// as `(headers, opened by a header with an exit, lines)`. Two texts that read the same give
+/// every diff the same script (what the vty-socket read of FRR's running config is tested
+/// against vtysh's with).
+pub fn read_as_diff(text: &str) -> Vec<(Vec<String>, bool, Vec<String>)> {
+    let conf = Conf::parse(text);
+    conf.order
+        .iter()
+        .map(|key| {
+            (
+                key.clone(),
+                conf.blocks.contains(key),
+                conf.lines_of(key).to_vec(),
+            )
+        })
+        .collect()
 }
 
 /// Top-level lines FRR shows that are no config of the file: never deleted.

@@ -4,7 +4,8 @@
 //! the agent owns the managed sections rendered from the `NodeConfig` by `netrollout-frr`. The
 //! full text (base + managed) is written to the `frr.conf` FRR reads (`--frr-config`) atomically
 //! (temporary file, fsync, rename); the agent then sends FRR the difference between its running
-//! config and the text (`sync`, one `vtysh -f`) and reads the running config back, and FRR's own
+//! config and the text (`sync`, one `vtysh -f`) and reads the running config back (straight from
+//! the daemons' vty sockets, no process start: `vty`, `merge`), and FRR's own
 //! `frr-reload.py --reload` applies the file when that does not converge (counted in
 //! [`Frr::fallbacks`]); FRR is never restarted. Lines FRR accepts and never shows (defaults of
 //! its `frr defaults` profile) are learnt as quiet by `sync` and are no difference after.
@@ -24,8 +25,13 @@
 //!
 //! Layout, one file per verb (as rtnetlink splits its handles):
 //! - `write`: render the managed text, join it to the base, write `frr.conf` atomically;
-//! - `reload`: check it (`vtysh -m -f`) and the fallback (new VRF VNIs, `frr-reload.py --reload`);
-//! - `sync`: FRR's running config read (with `show daemons`), the diff sent, read back;
+//! - `reload`: check it (`vtysh -m -f`, the same text once) and the fallback (new VRF VNIs, `frr-reload.py --reload`);
+//! - `sync`: the diff sent, FRR's running config read back;
+//! - `script`: the `vtysh -f` that sends the diff, started while the check runs;
+//! - `read`: FRR's running config and whether zebra and bgpd answer: over the vty sockets,
+//!   through vtysh when they cannot be used;
+//! - `vty`: the daemons' vty sockets (FRR's vtysh protocol);
+//! - `merge`: the daemons' texts joined as vtysh joins them (pure);
 //! - `diff`: texts as FRR's contexts and the script between them (pure);
 //! - `query`: ask FRR (`vtysh -c ...`);
 //! - `parse`: read FRR's texts (error lines, VRF VNIs, the base's `router bgp`);
@@ -42,12 +48,17 @@ use tokio::sync::Mutex;
 mod diff;
 mod error;
 mod identity;
+mod merge;
 mod parse;
 mod query;
+mod read;
 mod reload;
+mod script;
 mod sync;
+mod vty;
 mod write;
 
+pub use diff::read_as_diff;
 pub use error::FrrError;
 pub use parse::error_lines;
 
@@ -92,6 +103,14 @@ pub struct Frr {
     loaded: Mutex<Option<String>>,
     /// Applies the agent's diff did not bring to the text, which `frr-reload.py` then applied.
     fallbacks: AtomicU64,
+    /// The daemons' vty sockets (FRR's running config read without a process start).
+    vty: vty::Vty,
+    /// Reads of FRR (running config, daemons answering) that went through vtysh because the
+    /// vty sockets could not be used.
+    vty_fallbacks: AtomicU64,
+    /// FRR's parse (`vtysh -m -f`) of the texts checked last, newest last: the same text is
+    /// not parsed again.
+    marks: std::sync::Mutex<std::collections::VecDeque<(String, String)>>,
     /// Lines of the text FRR accepted and does not show in its running config (defaults of its
     /// `frr defaults` profile): learnt by `sync`, then no longer a difference.
     quiet: std::sync::Mutex<HashSet<diff::Line>>,
@@ -104,11 +123,14 @@ impl Frr {
         let base = write::read_base(&settings.base_config)?;
         let (routing, clash) = identity::routing_settings(&settings, &base)?;
         Ok(Self {
+            vty: vty::Vty::new(&settings),
             settings,
             routing,
             clash,
             loaded: Mutex::new(None),
             fallbacks: AtomicU64::new(0),
+            vty_fallbacks: AtomicU64::new(0),
+            marks: std::sync::Mutex::default(),
             quiet: std::sync::Mutex::default(),
         })
     }
@@ -117,6 +139,13 @@ impl Frr {
     /// did not bring FRR's running config to the text (each is logged with what was left).
     pub fn fallbacks(&self) -> u64 {
         self.fallbacks.load(Ordering::Relaxed)
+    }
+
+    /// How many reads of FRR (its running config, whether zebra and bgpd answer) of this
+    /// process went through vtysh because the daemons' vty sockets could not be used (each is
+    /// logged with the reason).
+    pub fn vty_fallbacks(&self) -> u64 {
+        self.vty_fallbacks.load(Ordering::Relaxed)
     }
 
     /// The ASN and router id of the managed sections.

@@ -4,8 +4,8 @@ use std::process::Stdio;
 
 use tokio::process::Command;
 
+use super::Frr;
 use super::parse::error_lines;
-use super::{Frr, FrrError};
 
 /// The FRR daemons the agent configures: zebra (interfaces, VNIs, routes) and bgpd.
 pub(super) const DAEMONS: [&str; 2] = ["zebra", "bgpd"];
@@ -28,31 +28,6 @@ impl Frr {
             ));
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    }
-
-    /// Asks each daemon the agent needs (`vtysh -d zebra|bgpd -c 'show version'`); an
-    /// [`FrrError::Unavailable`] names those that do not answer.
-    pub async fn require_running(&self) -> Result<(), FrrError> {
-        let mut daemons = Vec::new();
-        let mut detail = Vec::new();
-        for daemon in DAEMONS {
-            if let Err(e) = self.vtysh(&["-d", daemon, "-c", "show version"]).await {
-                daemons.push(daemon);
-                // vtysh's own words, when it has any beyond the command.
-                let said = e.rsplit_once(": ").map_or("", |(_, s)| s.trim());
-                detail.push(match said {
-                    "" => format!("vtysh -d {daemon}: no answer"),
-                    said => format!("vtysh -d {daemon}: {said}"),
-                });
-            }
-        }
-        if daemons.is_empty() {
-            return Ok(());
-        }
-        Err(FrrError::Unavailable {
-            daemons,
-            detail: detail.join("; "),
-        })
     }
 
     /// `vtysh` reaching this FRR (config directory, pathspace, socket).

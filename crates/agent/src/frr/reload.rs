@@ -9,6 +9,10 @@ use tokio::process::Command;
 use super::parse::{error_lines, vrf_vnis};
 use super::{Frr, FrrError};
 
+/// How many texts' parses [`Frr::check_once`] keeps: the last-known-good and the texts tried
+/// since (a restore, an apply again after a failure, a change and its undo).
+const MARKS: usize = 4;
+
 impl Frr {
     /// `vtysh -m -f FILE`: FRR's parser reads the file; an unknown line fails with its number.
     /// Returns the file as FRR read it (each context closed explicitly).
@@ -30,6 +34,31 @@ impl Frr {
             line = format!("vtysh -m -f exited with {}", out.status);
         }
         Err(FrrError::Rejected { line, wrote: false })
+    }
+
+    /// [`Frr::check`] of `file`, which holds `full`, unless this process parsed the same text
+    /// before: then FRR's parse of it then (the same vtysh parses the same text the same way;
+    /// a text it refused is not kept). The last [`MARKS`] texts are kept.
+    pub(super) async fn check_once(&self, full: &str, file: &Path) -> Result<String, FrrError> {
+        let kept = |marks: &std::collections::VecDeque<(String, String)>| {
+            marks
+                .iter()
+                .find(|(t, _)| t == full)
+                .map(|(_, m)| m.clone())
+        };
+        // A poisoned lock only means a panic elsewhere while it was held; the list is whole.
+        if let Some(marked) = kept(&self.marks.lock().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(marked);
+        }
+        let marked = self.check(file).await?;
+        let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
+        if kept(&marks).is_none() {
+            if marks.len() == MARKS {
+                marks.pop_front();
+            }
+            marks.push_back((full.to_string(), marked.clone()));
+        }
+        Ok(marked)
     }
 
     /// Configures the VNI of each VRF block of `full` whose VRF FRR has no config for yet,

@@ -14,8 +14,7 @@ use std::sync::atomic::Ordering;
 use tracing::{debug, warn};
 
 use super::diff::{Conf, Line, missing, script_quiet};
-use super::parse::error_lines;
-use super::query::DAEMONS;
+use super::script::Script;
 use super::{Frr, FrrError};
 
 /// Rounds of script and read-back before the agent gives the change to `frr-reload.py`: a `no`
@@ -24,43 +23,6 @@ use super::{Frr, FrrError};
 const ROUNDS: usize = 2;
 
 impl Frr {
-    /// `show running-config no-header`, FRR's own view of its config, read by one vtysh after
-    /// `show daemons`: [`FrrError::Unavailable`] when zebra or bgpd is not among the daemons
-    /// vtysh reached (their config would be missing from the text without an error).
-    pub(super) async fn running_checked(&self) -> Result<String, FrrError> {
-        let out = match self
-            .vtysh(&["-c", "show daemons", "-c", "show running-config no-header"])
-            .await
-        {
-            Ok(out) => out,
-            Err(line) => {
-                // Which daemon, in `require_running`'s words; else vtysh's own.
-                self.require_running().await?;
-                return Err(FrrError::Rejected { line, wrote: false });
-            }
-        };
-        let (daemons, running) = out.split_once('\n').unwrap_or((&out, ""));
-        let reached: Vec<&str> = daemons.split_whitespace().collect();
-        let missing: Vec<&'static str> = DAEMONS
-            .into_iter()
-            .filter(|d| !reached.contains(d))
-            .collect();
-        if missing.is_empty() {
-            return Ok(running.to_string());
-        }
-        Err(FrrError::Unavailable {
-            detail: format!(
-                "vtysh reached only: {}",
-                if reached.is_empty() {
-                    "none".to_string()
-                } else {
-                    reached.join(" ")
-                }
-            ),
-            daemons: missing,
-        })
-    }
-
     /// Makes FRR run `full`, read as `marked` (FRR's parse of the written `frr.conf`, from the
     /// check), starting from `running` (its running config before); returns the FRR writes (0
     /// when it already runs it, else 1). Falls back to [`Frr::reload_script_apply`] (counted in
@@ -71,11 +33,43 @@ impl Frr {
     /// due again is a default of its `frr defaults` profile (`no bgp ebgp-requires-policy` under
     /// `datacenter`): it is remembered as quiet and no longer a difference. Only lines to add
     /// can be quiet; a line FRR shows and the text lacks always is one.
+    ///
+    /// `early` is the script's vtysh when it was started already ([`Frr::start_early`]); it is
+    /// ended without a line when no script is sent.
     pub(super) async fn sync(
         &self,
         full: &str,
         marked: &str,
         running: &str,
+        mut early: Option<Script>,
+    ) -> Result<u32, FrrError> {
+        let synced = self.rounds(full, marked, running, &mut early).await;
+        if let Some(script) = early {
+            script.end().await;
+        }
+        synced
+    }
+
+    /// Whether FRR's `running` config differs from `full` as written (not yet as FRR parses
+    /// it): then the script's vtysh is started now ([`super::script`]), `None` otherwise.
+    pub(super) fn start_early(&self, full: &str, running: &str) -> Option<Script> {
+        let lines = script_quiet(
+            &Conf::parse(full),
+            &Conf::parse(running),
+            &self.quiet_lines(),
+        );
+        if lines.is_empty() {
+            return None;
+        }
+        self.start_script().ok()
+    }
+
+    async fn rounds(
+        &self,
+        full: &str,
+        marked: &str,
+        running: &str,
+        early: &mut Option<Script>,
     ) -> Result<u32, FrrError> {
         let new = Conf::parse(marked);
         let mut running = Conf::parse(running);
@@ -110,12 +104,19 @@ impl Frr {
                 break;
             }
             writes = 1;
-            if let Err(e) = self.exec_script(&lines).await {
+            let sent_script = match early.take() {
+                Some(script) => script.run(&lines).await,
+                None => match self.start_script() {
+                    Ok(script) => script.run(&lines).await,
+                    Err(e) => Err(e),
+                },
+            };
+            if let Err(e) = sent_script {
                 warn!(error = %e, "the agent's diff of FRR's config failed; applying it with frr-reload.py");
                 break;
             }
             sent = Some((lines, adds));
-            running = match self.running_checked().await {
+            running = match self.running_config().await {
                 Ok(text) => Conf::parse(&text),
                 Err(e @ FrrError::Unavailable { .. }) => return Err(e),
                 Err(e) => {
@@ -140,43 +141,6 @@ impl Frr {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .extend(lines);
-    }
-
-    /// `vtysh -f SCRIPT`: the lines go to the daemons that own them, as a config file would.
-    async fn exec_script(&self, lines: &[String]) -> Result<(), FrrError> {
-        let file = self.settings.rundir.join("frr-diff.netrollout.conf");
-        let mut text = lines.join("\n");
-        text.push('\n');
-        std::fs::write(&file, text).map_err(|source| FrrError::Write {
-            path: file.clone(),
-            source,
-        })?;
-        let program = self.settings.bindir.join("vtysh");
-        let out = self
-            .vtysh_cmd()
-            .arg("-f")
-            .arg(&file)
-            .output()
-            .await
-            .map_err(|source| FrrError::Spawn { program, source })?;
-        let _ = std::fs::remove_file(&file);
-        let said = format!(
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let line = error_lines(&said);
-        if out.status.success() && line.is_empty() {
-            return Ok(());
-        }
-        Err(FrrError::Rejected {
-            line: if line.is_empty() {
-                format!("vtysh -f exited with {}", out.status)
-            } else {
-                line
-            },
-            wrote: true,
-        })
     }
 
     /// The reload as it was before the diff: new VRF VNIs through vtysh, then `frr-reload.py`

@@ -57,24 +57,48 @@ impl Frr {
         // A daemon that is down would miss its lines without an error (frr-reload.py skips
         // it): ask first, and again after the change. The diff asks with the read of FRR's
         // running config, while the check runs (reads only).
+        // The diff also starts its script's vtysh as soon as the read shows a change is due,
+        // so that its start overlaps the check (`script`).
         let (up, checked) = match via {
-            Via::Diff => tokio::join!(self.running_checked(), self.check(&tmp)),
+            Via::Diff => {
+                let read = async {
+                    let running = self.running_config().await?;
+                    let early = self.start_early(full, &running);
+                    Ok((running, early))
+                };
+                tokio::join!(read, self.check_once(full, &tmp))
+            }
             Via::ReloadScript => {
                 let (up, checked) = tokio::join!(self.require_running(), self.check(&tmp));
-                (up.map(|()| String::new()), checked)
+                (up.map(|()| (String::new(), None)), checked)
             }
         };
-        let (running, marked) = match up.and_then(|running| checked.map(|m| (running, m))) {
-            Ok(both) => both,
-            Err(e) => {
+        let ((running, early), marked) = match (up, checked) {
+            (Ok(up), Ok(marked)) => (up, marked),
+            (up, checked) => {
                 let _ = std::fs::remove_file(&tmp);
+                let e = match (up, checked) {
+                    (Err(e), _) => e,
+                    (Ok((_, early)), Err(e)) => {
+                        if let Some(script) = early {
+                            script.end().await;
+                        }
+                        e
+                    }
+                    (Ok(_), Ok(_)) => unreachable!("both succeeded above"),
+                };
                 return Err(e);
             }
         };
-        std::fs::rename(&tmp, &self.settings.config).map_err(|source| FrrError::Write {
-            path: self.settings.config.clone(),
-            source,
-        })?;
+        if let Err(source) = std::fs::rename(&tmp, &self.settings.config) {
+            if let Some(script) = early {
+                script.end().await;
+            }
+            return Err(FrrError::Write {
+                path: self.settings.config.clone(),
+                source,
+            });
+        }
         if let Ok(d) = std::fs::File::open(&dir) {
             let _ = d.sync_all();
         }
@@ -82,7 +106,7 @@ impl Frr {
         *loaded = None;
         let writes = match via {
             // Asks the daemons again with each read-back, and after frr-reload.py.
-            Via::Diff => self.sync(full, &marked, &running).await?,
+            Via::Diff => self.sync(full, &marked, &running, early).await?,
             Via::ReloadScript => {
                 let reloaded = self.reload_script_apply(full).await;
                 // A daemon that died during the reload explains its failure better than the

@@ -181,6 +181,13 @@ async fn a_line_frr_rejects_fails_the_attempt_with_frrs_error_and_restores_frr_a
         "a rejected text reached frr.conf"
     );
     assert!(w.lab.holds(&good).await);
+    // Nor FRR: the script's vtysh, started while the check ran (FRR's config differed from
+    // the text), ended its session without a line.
+    assert_eq!(
+        strip_header(&w.node.running()),
+        strip_header(&running_before),
+        "a rejected text reached FRR"
+    );
 }
 
 /// `show running-config` without its `Building configuration...` preamble and the kernel's

@@ -4,7 +4,8 @@
 //! samples of `config/samples` and the lab's routed tenant) is applied step by step, each
 //! configuration from the one before, forwards and back again (so each is also removed). After
 //! each step FRR's running config equals the one a fresh FRR shows when it starts from that
-//! text, and the apply never needed `frr-reload.py` (the fallback counter stays at 0).
+//! text, and the apply never needed `frr-reload.py` (the fallback counter stays at 0), nor
+//! vtysh to read FRR (it is read over the daemons' vty sockets).
 //!
 //! Each configuration's fresh FRR starts in its own namespace, all at once, beside the FRR the
 //! steps change. Needs root and FRR (hack/install-deps.sh); fails loudly without.
@@ -64,7 +65,7 @@ fn vrf(name: &str, table: u32, vni: Option<u32>, rt: Option<&str>, p: Vec<VrfPol
 
 /// `config/samples`: VRF m2m (two policies: v4 and v6 prefixes, an aggregate, a community, a
 /// route target), routing table 100, the layer-2 networks vlan501 (in m2m) and vlan502.
-fn samples() -> NodeConfig {
+pub(crate) fn samples() -> NodeConfig {
     let mut m2m = policy("m2m", 10);
     m2m.import = vec![
         item("10.102.0.0/24", Some(32), PrefixAction::Permit),
@@ -102,7 +103,7 @@ fn samples() -> NodeConfig {
 
 /// The lab's routed tenant on its border node: VRF labr (VNI, route target, two export
 /// policies), its layer-2 networks, and the lab's own tenant network.
-fn routed_tenant() -> NodeConfig {
+pub(crate) fn routed_tenant() -> NodeConfig {
     let mut routed = policy("lab-routed", 10);
     routed.export = vec![item("10.251.0.0/16", Some(24), PrefixAction::Permit)];
     let mut border = policy("lab-border", 20);
@@ -306,6 +307,11 @@ async fn every_rendered_construct_converges_through_the_diff_forwards_and_back_w
             frr.fallbacks(),
             0,
             "{from} -> {name}: the apply fell back to frr-reload.py"
+        );
+        assert_eq!(
+            frr.vty_fallbacks(),
+            0,
+            "{from} -> {name}: FRR was read with vtysh, not over its vty sockets"
         );
         // The first step's text is the base FRR started with: a write only of the lines FRR
         // hides (defaults), which the agent then learns. Layer-2 networks alone change only

@@ -20,6 +20,7 @@ mod evpn;
 mod frr;
 mod frr_converge;
 mod frr_dies;
+mod frr_vty;
 mod health;
 mod hold;
 mod kills;

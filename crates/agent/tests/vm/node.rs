@@ -170,14 +170,25 @@ impl Node {
 
     /// `netrollout_agent_frr_writes_total` from the agent's /metrics.
     pub fn frr_writes(&self) -> u64 {
+        self.counter("netrollout_agent_frr_writes_total")
+    }
+
+    /// `netrollout_agent_frr_vty_fallbacks_total`: reads of FRR done with vtysh because the
+    /// daemons' vty sockets could not be used.
+    pub fn frr_vty_fallbacks(&self) -> u64 {
+        self.counter("netrollout_agent_frr_vty_fallbacks_total")
+    }
+
+    /// A counter from the agent's /metrics.
+    fn counter(&self, name: &str) -> u64 {
         let text = netrollout_testkit::http::metrics(
             &format!("{}:9101", self.lab.ns_ip),
             Duration::from_secs(20),
         );
         text.lines()
-            .find_map(|l| l.strip_prefix("netrollout_agent_frr_writes_total "))
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
             .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no frr_writes_total in:\n{text}"))
+            .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
     }
 
     /// The agent library's view of this FRR, for the routing probes.
