@@ -20,7 +20,7 @@ mod apply;
 mod configurator;
 mod node;
 
-pub use node::{STARTUP_TAINT, healthcheck};
+pub use node::{STARTUP_TAINT, VM_CHECK_TIMEOUT, WATCH_INTERVAL, healthcheck};
 
 /// How to build a lab.
 #[derive(Clone, Debug)]
@@ -43,6 +43,9 @@ pub struct Options {
     pub guard: crate::settings::GuardMode,
     /// `--probe-hold` of the agents.
     pub probe_hold: Duration,
+    /// `--probe-hold` of single agents, by node name, in place of `probe_hold` (a scenario
+    /// whose one wave must outlast a remote failure's report).
+    pub probe_holds: BTreeMap<String, Duration>,
     /// Directory holding the `netrollout-agent` and `netrollout-configurator` binaries.
     pub bin_dir: PathBuf,
     /// Run the nodes inside the Debian-kernel VM ([`crate::vm`]).

@@ -154,6 +154,7 @@ impl Settings {
             max_failures: self.max_failures,
             guard: self.guard,
             probe_hold: self.probe_hold,
+            probe_holds: Default::default(),
             bin_dir,
             vm: self.vm,
             without_vrfs: self.without_vrfs,

@@ -104,7 +104,7 @@ impl Cluster {
         ];
         args.extend(crate::agent_probe_args(
             &api,
-            &flag(self.opts.probe_hold),
+            &flag(*(self.opts.probe_holds.get(node)).unwrap_or(&self.opts.probe_hold)),
             &flag(check_timeout(self.vm.is_some())),
         ));
         // The tenant probe, a health-check file: from the node's own port on the lab's tenant
@@ -123,9 +123,9 @@ impl Cluster {
         )
         .with_context(|| format!("writing {}", file.display()))?;
         args.extend(["--healthcheck-config".into(), path(&file)]);
-        // Continuous health (the fleet guard's input) every 2 s, so a remote break shows well
-        // within a wave.
-        args.extend(["--watch-interval".into(), "2s".into()]);
+        // Continuous health (the fleet guard's input), so a remote break shows well within a
+        // wave.
+        args.extend(["--watch-interval".into(), flag(WATCH_INTERVAL)]);
         // The agent manages the node's FRR: the lab's base file (fabric session, ASN, router id)
         // plus the managed sections, applied with frr-reload.py in the node's pathspace.
         let pathspace = fabric::netns(node);
@@ -162,6 +162,10 @@ impl Cluster {
 
 /// The taint every lab Node starts with; its agent removes it once the node's network works.
 pub const STARTUP_TAINT: &str = "node.netrollout.io/network-unavailable";
+
+/// How often each agent runs its health checks (its `--watch-interval`): a loss is reported
+/// after two failing rounds, each taking up to the check timeout.
+pub const WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How long each health check waits for its answer with the nodes in the VM.
 pub const VM_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);

@@ -189,14 +189,14 @@ pub async fn run(scenario: &dyn Scenario, lab: &mut Cluster) -> Result<Summary> 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::path::PathBuf;
     use std::time::Duration;
 
     use super::*;
     use crate::settings::UpdateLimit;
 
-    fn base() -> Options {
+    pub(crate) fn base() -> Options {
         Options {
             nodes: 2,
             state_dir: PathBuf::from("state"),
@@ -207,6 +207,7 @@ mod tests {
             max_failures: 0,
             guard: crate::settings::GuardMode::Revert,
             probe_hold: Duration::from_secs(2),
+            probe_holds: Default::default(),
             bin_dir: PathBuf::from("bin"),
             vm: false,
             without_vrfs: false,

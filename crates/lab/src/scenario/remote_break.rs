@@ -15,7 +15,7 @@ use super::checks::{Summary, all_provisioned};
 use super::steps::settle;
 use super::traffic_checks::traffic_report;
 use super::{Monitor, Scenario, Story};
-use crate::cluster::{Cluster, Options};
+use crate::cluster::{Cluster, Options, VM_CHECK_TIMEOUT, WATCH_INTERVAL};
 use crate::inputs;
 use crate::settings::{GuardMode, UpdateLimit};
 use crate::traffic::{self, Loss, OUTSIDE_PEER};
@@ -24,10 +24,25 @@ use crate::traffic::{self, Loss, OUTSIDE_PEER};
 #[derive(Debug)]
 pub struct RemoteBreak;
 
-/// How long each agent keeps probing before it commits: longer than the time from the break
-/// to the guard's trip (the route's withdrawal through the reflector, a watch round, the
-/// report), so the guard decides while the border's wave is still in flight.
-const HOLD: Duration = Duration::from_secs(8);
+/// FRR's `bgp route-map delay-timer` at its default: bgpd acts on a changed route map this long
+/// after the change, so the border's export stops this long after its FRR apply.
+const ROUTE_MAP_DELAY: Duration = Duration::from_secs(5);
+
+/// The withdrawal's way from the border's bgpd through the reflector into the other nodes'
+/// kernels, and the report's (the `TenantReachable` write, a watch event, a configurator pass):
+/// each well under a second when the guest is not stalled.
+const WITHDRAWAL_AND_REPORT: Duration = Duration::from_secs(4);
+
+/// How long the border keeps probing before it commits: longer than the time from its FRR
+/// apply to the guard's trip, so the guard decides while the border's wave is still in flight
+/// (docs/contract.md, the guard's limits). That time is the route-map delay, then two failing
+/// health rounds on another node (an agent reports a loss only when the next round fails too;
+/// each round starts a watch interval after the last one and waits up to the check timeout),
+/// then the withdrawal and the report: 19 s. A run with 8 s here lost the race by 0.4 s: the
+/// route left 5.5 s after the apply and the confirmed loss came 7.7 s later.
+fn border_hold() -> Duration {
+    ROUTE_MAP_DELAY + (WATCH_INTERVAL + VM_CHECK_TIMEOUT) * 2 + WITHDRAWAL_AND_REPORT
+}
 
 /// How long the healthy fleet's writes are counted before the break.
 const STEADY: Duration = Duration::from_secs(20);
@@ -55,11 +70,15 @@ impl Scenario for RemoteBreak {
     }
 
     /// Limit 1 and the border first (first by name in the first zone, and a canary): its wave
-    /// is the first and holds it alone.
+    /// is the first and holds it alone, for [`border_hold`] after its probes pass (the other
+    /// agents keep the lab's hold: their waves race nothing).
     fn options(&self, base: Options) -> Options {
+        let mut probe_holds = base.probe_holds.clone();
+        let hold = base.probe_hold.max(border_hold());
+        probe_holds.insert(inputs::border(), hold);
         Options {
             update_limit: UpdateLimit::Count(1),
-            probe_hold: base.probe_hold.max(HOLD),
+            probe_holds,
             apply_timeout: base.apply_timeout.max(APPLY_TIMEOUT),
             ..base
         }

@@ -42,3 +42,18 @@ fn the_guard_is_credited_only_when_every_counted_node_failed_the_outside_check_a
     ));
     assert!(!counted_only_the_outside(&[], "lab-node-1"));
 }
+
+#[test]
+fn only_the_border_holds_and_longer_than_a_remote_loss_takes_to_reach_the_guard() {
+    let base = crate::scenario::tests::base();
+    let opts = RemoteBreak.options(base.clone());
+    let border = inputs::border();
+    let hold = opts.probe_holds[&border];
+    // The run that lost the race: the route left 5.5 s after the border's FRR apply, the other
+    // node's confirmed loss came 7.7 s later and was written 0.05 s after that.
+    assert!(hold >= Duration::from_millis(5_500 + 7_700 + 50) + Duration::from_secs(4));
+    assert!(hold >= ROUTE_MAP_DELAY + (WATCH_INTERVAL + VM_CHECK_TIMEOUT) * 2);
+    assert_eq!(opts.probe_holds.len(), 1, "{:?}", opts.probe_holds);
+    assert_eq!(opts.probe_hold, base.probe_hold);
+    assert_eq!(opts.update_limit, UpdateLimit::Count(1));
+}
