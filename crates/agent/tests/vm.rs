@@ -175,6 +175,12 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
         assert!(running.contains(line), "{line:?} missing:\n{running}");
     }
     say("node 1's running config has the VNI, route target, filters, aggregate, community");
+    // The base file's setting that keeps FRR 8.4 from requiring a connected next hop for the
+    // multihop peer (`Node::write_base`): FRR took it, and the agent's apply kept it.
+    assert!(
+        running.contains(" bgp disable-ebgp-connected-route-check\n"),
+        "the base file's connected-check setting is missing:\n{running}"
+    );
     // The routing probe, asked of the same FRR through the agent's library: every VRF with a
     // VNI is known to FRR's EVPN.
     for (n, c) in [(&*n1, &c1), (&*n2, &c2)] {
@@ -328,7 +334,8 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
     say("every read of FRR went over the daemons' vty sockets");
     assert!(n1.established(n2), "the underlay session survived");
     // The other direction, checked last: in one run node 1's EVPN table still held node 2's
-    // route as not valid (next hop unresolved) 60 s after rev-1, so this waits longer.
+    // route as not valid (next hop unresolved) 60 s after rev-1, so this waits longer (that
+    // run's base file lacked the connected-check setting `Node::write_base` explains).
     wait(
         "node 1's VRF table has node 2's 10.50.2.0/24",
         ROUTE_WAIT,

@@ -70,11 +70,19 @@ impl Node {
 
     /// The operator's base file: eBGP EVPN to the other node's VTEP address, two hops away
     /// (through the VM's root namespace).
+    ///
+    /// `bgp disable-ebgp-connected-route-check`: when both sides connect at once, FRR 8.4
+    /// registers the accepted connection's peer with next-hop tracking as a single-hop eBGP
+    /// peer (TTL 1) and marks the peer's address "Must be Connected" for every path through it
+    /// (FRRouting/frr#12025). The VTEP address is the EVPN routes' next hop and is not on a
+    /// connected network, so a run that hit the collision never made node 1's routes valid on
+    /// node 2 ("node 2's VRF table has 10.50.1.0/24" timed out). With the check off no peer
+    /// marks it, and the multihop session's routes resolve as they should.
     pub fn write_base(&self, peer: &Node) {
         let base = format!(
             "frr defaults datacenter\nhostname {HOSTNAME}\n!\nbgp route-map delay-timer 1\n!\n\
              router bgp {asn}\n bgp router-id {rid}\n no bgp ebgp-requires-policy\n \
-             no bgp default ipv4-unicast\n neighbor {pip} remote-as {pasn}\n \
+             no bgp default ipv4-unicast\n bgp disable-ebgp-connected-route-check\n neighbor {pip} remote-as {pasn}\n \
              neighbor {pip} ebgp-multihop 3\n neighbor {pip} update-source {ip}\n \
              neighbor {pip} timers 3 9\n neighbor {pip} timers connect 1\n !\n \
              address-family l2vpn evpn\n  neighbor {pip} activate\n exit-address-family\nexit\n!\n",
