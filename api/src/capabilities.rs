@@ -13,10 +13,15 @@ use serde::{Deserialize, Serialize};
 
 /// Condition type on a revision: `False` while a node it targets lacks what the revision's
 /// config for that node needs (reason [`NODES_LACK_CAPABILITIES`], the message naming each node
-/// and capability); `True` (reason `AllNodesCapable`) once none does.
+/// and capability); `True` (reason `AllNodesCapable`) once none does; `Unknown` (reason
+/// [`NOT_ROLLING_OUT`]) when the revision stopped rolling out while it was `False`.
 pub const NODES_CAPABLE_CONDITION: &str = "NodesCapable";
 /// Reason of [`NODES_CAPABLE_CONDITION`] while it is `False`, and of its Warning Event.
 pub const NODES_LACK_CAPABILITIES: &str = "NodesLackCapabilities";
+/// Reason of [`NODES_CAPABLE_CONDITION`] once the revision stopped rolling out (Superseded,
+/// Failed or Blocked) while it was `False`: no longer checked, the message keeping
+/// what the last check said.
+pub const NOT_ROLLING_OUT: &str = "NotRollingOut";
 
 /// What a node's agent found it can do, detected at start (and again while something is
 /// missing). Only `missing` holds a node back; a capability in neither list was not checked.

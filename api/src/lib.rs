@@ -42,7 +42,8 @@ pub use annotations::{
     UNRESPONSIVE_ANNOTATION,
 };
 pub use capabilities::{
-    Capability, NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NodeCapabilities, lacks_sentence,
+    Capability, NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NOT_ROLLING_OUT,
+    NodeCapabilities, lacks_sentence,
 };
 pub use labels::{CANARY_LABEL, MANAGED_BY_LABEL, ZONE_LABEL};
 pub use naming::{MANAGED_PREFIXES, MAX_IFNAME};

@@ -104,7 +104,8 @@ pub fn message(revision: &str, unmet: &[Unmet], held: bool) -> String {
 }
 
 /// The `NodesCapable` condition `ncr` should carry now, when it differs from the one it
-/// carries: `False` naming the unmet nodes, or `True` once none is left after a `False` (a
+/// carries: `False` naming the unmet nodes, or `True` once none is left after a `False` or an
+/// `Unknown` (the revision stopped rolling out while held, and was retried or raised since; a
 /// revision no node ever lacked anything for carries none).
 pub fn wanted(ncr: &NetworkConfigRevision, summary: &Summary, now: &Time) -> Option<Condition> {
     let name = ncr.metadata.name.as_deref()?;
@@ -114,7 +115,7 @@ pub fn wanted(ncr: &NetworkConfigRevision, summary: &Summary, now: &Time) -> Opt
             .find(|c| c.type_ == NODES_CAPABLE_CONDITION)
     });
     let (status, reason, msg) = if summary.unmet.is_empty() {
-        current.filter(|c| c.status == "False")?;
+        current.filter(|c| c.status != "True")?;
         (
             "True",
             ALL_NODES_CAPABLE,
@@ -272,6 +273,32 @@ mod tests {
             wanted(&ncr(vec![]), &summary(&[], false), &t(40)),
             None,
             "never lacked: none"
+        );
+    }
+
+    #[test]
+    fn a_revision_rolling_out_again_after_it_stopped_while_held_says_true_once_nothing_lacks() {
+        let mut stopped = wanted(&ncr(vec![]), &summary(&[("n-1", "vrf")], true), &t(10)).unwrap();
+        stopped.status = "Unknown".into();
+        stopped.reason = netrollout_api::NOT_ROLLING_OUT.into();
+        let ok = wanted(&ncr(vec![stopped.clone()]), &summary(&[], false), &t(30)).unwrap();
+        assert_eq!(
+            (
+                ok.status.as_str(),
+                ok.reason.as_str(),
+                ok.last_transition_time
+            ),
+            ("True", ALL_NODES_CAPABLE, t(30))
+        );
+        let held = wanted(
+            &ncr(vec![stopped]),
+            &summary(&[("n-1", "vrf")], true),
+            &t(40),
+        )
+        .unwrap();
+        assert_eq!(
+            (held.status.as_str(), held.reason.as_str()),
+            ("False", NODES_LACK_CAPABILITIES)
         );
     }
 }

@@ -13,8 +13,9 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
-    ANALYSIS_CONDITION, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION, NetworkConfigRevision,
-    READY_CONDITION, RECONCILING_CONDITION, RevisionPhase, STALLED_CONDITION,
+    ANALYSIS_CONDITION, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION,
+    NODES_CAPABLE_CONDITION, NOT_ROLLING_OUT, NetworkConfigRevision, READY_CONDITION,
+    RECONCILING_CONDITION, RevisionPhase, STALLED_CONDITION,
 };
 
 use crate::context::Context;
@@ -84,6 +85,13 @@ pub fn conditions(
         ),
     };
     let ready = phase == RevisionPhase::Succeeded;
+    // Stopped rolling out for good: never the target again unless a person retries it. (A
+    // Succeeded revision may be the target, whose pre-flight names a joining node that lacks
+    // what it needs.)
+    let stopped = matches!(
+        phase,
+        RevisionPhase::Superseded | RevisionPhase::Failed | RevisionPhase::Blocked
+    );
     let stalled = matches!(phase, RevisionPhase::Failed | RevisionPhase::Blocked);
     let mut want = vec![
         (READY_CONDITION, ready, reason, message.clone()),
@@ -148,8 +156,39 @@ pub fn conditions(
         ]
         .contains(&t)
     };
-    out.extend(current.iter().filter(|c| !ours(&c.type_)).cloned());
+    out.extend(
+        (current.iter().filter(|c| !ours(&c.type_))).map(|c| match c {
+            c if stopped && c.type_ == NODES_CAPABLE_CONDITION && c.status == "False" => {
+                not_checked(c, phase, generation, now)
+            }
+            c => c.clone(),
+        }),
+    );
     out
+}
+
+/// A `NodesCapable=False` (pre-flight: the revision waits for nodes to report a capability, and
+/// "rolls out on its own" once they do) on a revision that stopped rolling out in `phase`
+/// (Superseded, Failed, Blocked) would promise a dispatch that never comes: it turns `Unknown`,
+/// keeping what it said.
+fn not_checked(
+    c: &Condition,
+    phase: RevisionPhase,
+    generation: Option<i64>,
+    now: &Time,
+) -> Condition {
+    Condition {
+        type_: NODES_CAPABLE_CONDITION.into(),
+        status: "Unknown".into(),
+        reason: NOT_ROLLING_OUT.into(),
+        message: format!(
+            "not checked: the revision is {} and no longer rolls out; the last check said: {}",
+            phase_word(phase),
+            c.message
+        ),
+        observed_generation: generation,
+        last_transition_time: now.clone(),
+    }
 }
 
 /// The API's phase names are the reasons.

@@ -240,3 +240,59 @@ fn a_retry_drops_the_analysis_verdict_of_the_attempt_before_and_keeps_the_other_
             .any(|c| c["type"] == ANALYSIS_CONDITION)
     );
 }
+
+fn nodes_capable(status: &str, message: &str, since: i64) -> Condition {
+    Condition {
+        type_: NODES_CAPABLE_CONDITION.into(),
+        status: status.into(),
+        reason: "NodesLackCapabilities".into(),
+        message: message.into(),
+        observed_generation: Some(1),
+        last_transition_time: t(since),
+    }
+}
+
+#[test]
+fn a_held_revision_that_stops_rolling_out_says_its_capability_check_is_no_longer_made() {
+    use RevisionPhase::*;
+    let held = nodes_capable("False", "node n-1 lacks vrf", 5);
+    for phase in [Superseded, Failed, Blocked] {
+        let list = conditions(std::slice::from_ref(&held), Some(2), &facts(phase), &t(10));
+        let c = list
+            .iter()
+            .find(|c| c.type_ == NODES_CAPABLE_CONDITION)
+            .unwrap();
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("Unknown", NOT_ROLLING_OUT),
+            "{phase:?}"
+        );
+        assert!(
+            c.message.contains(phase_word(phase))
+                && c.message
+                    .ends_with("the last check said: node n-1 lacks vrf"),
+            "{}",
+            c.message
+        );
+        assert_eq!(
+            (c.observed_generation, c.last_transition_time.clone()),
+            (Some(2), t(10))
+        );
+        // Written once: the next write keeps it as it is.
+        let again = conditions(&list, Some(2), &facts(phase), &t(20));
+        assert_eq!(again, list, "{phase:?}");
+    }
+    // Rolling out, or the Succeeded target whose pre-flight names a joining node: as it is.
+    for phase in [Pending, Progressing, Succeeded] {
+        let list = conditions(std::slice::from_ref(&held), Some(2), &facts(phase), &t(10));
+        assert!(list.contains(&held), "{phase:?}: still False");
+    }
+    let capable = nodes_capable("True", "every node has what it needs", 5);
+    let list = conditions(
+        std::slice::from_ref(&capable),
+        Some(2),
+        &facts(Superseded),
+        &t(10),
+    );
+    assert!(list.contains(&capable), "a True one stays");
+}

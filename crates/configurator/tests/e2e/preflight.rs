@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use netrollout_api::{
-    NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NodeCapabilities, NodeNetworkConfigStatus,
+    NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NOT_ROLLING_OUT, NodeCapabilities,
+    NodeNetworkConfigStatus, RevisionPhase,
 };
 
 use crate::agents::{Agents, healthy};
@@ -102,5 +103,69 @@ async fn a_revision_needing_vrf_waits_for_the_node_that_lacks_it_and_rolls_out_o
     })
     .await;
     c.map_err(|e| anyhow::anyhow!("NodesCapable never turned True: {e}"))?;
+    cfg.stop().await
+}
+
+#[tokio::test]
+async fn a_held_revision_superseded_by_new_inputs_no_longer_promises_to_roll_out() -> R {
+    let lab = LabApi::netrollout().await;
+    nodes(&lab, 2).await?;
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(100)));
+    let cfg = lab.configurator(&["--update-limit=2"]);
+    let first = first_good(&lab).await?;
+    let first_name = first.metadata.name.clone().unwrap();
+    all_provisioned(&lab, &names(2), &first_name, Duration::from_secs(10)).await?;
+    lab.set_config_status("n-1", reports(&["bridge", "vxlan"], &["vrf"]))
+        .await;
+
+    // Held: n-1 lacks vrf.
+    lab.set_table("extra", 200).await?;
+    let held = eventually(Duration::from_secs(10), || async {
+        let newest = lab.revisions().await?.pop();
+        Ok(newest.is_some_and(|r| {
+            r.spec.sequence > first.spec.sequence
+                && r.status.as_ref().is_some_and(|s| {
+                    s.conditions
+                        .iter()
+                        .any(|c| c.type_ == NODES_CAPABLE_CONDITION && c.status == "False")
+                })
+        }))
+    })
+    .await;
+    held.map_err(|e| anyhow::anyhow!("the revision was never held: {e}"))?;
+    let held = lab.revisions().await?.pop().unwrap();
+    let held_name = held.metadata.name.clone().unwrap();
+    let said = condition(&held, NODES_CAPABLE_CONDITION).message.clone();
+
+    // New inputs: a newer revision (held too) supersedes it.
+    lab.set_table("extra", 201).await?;
+    let superseded = eventually(Duration::from_secs(10), || async {
+        let r = lab.revision_api().get(&held_name).await?;
+        Ok(r.status.as_ref().and_then(|s| s.phase) == Some(RevisionPhase::Superseded))
+    })
+    .await;
+    superseded.map_err(|e| anyhow::anyhow!("{held_name} was never Superseded: {e}"))?;
+    let superseded = lab.revision_api().get(&held_name).await?;
+    let c = condition(&superseded, NODES_CAPABLE_CONDITION);
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        ("Unknown", NOT_ROLLING_OUT),
+        "{c:?}"
+    );
+    assert!(
+        c.message.contains("is Superseded and no longer rolls out")
+            && c.message.ends_with(&format!("the last check said: {said}")),
+        "{}",
+        c.message
+    );
+    let newest = lab.revisions().await?.pop().unwrap();
+    assert_ne!(newest.metadata.name.as_deref(), Some(held_name.as_str()));
+    assert!(
+        lab.configs()
+            .await?
+            .iter()
+            .all(|c| c.spec.revision == first_name),
+        "every node still runs {first_name}"
+    );
     cfg.stop().await
 }
