@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use netrollout_api::{
-    NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NOT_ROLLING_OUT, NodeCapabilities,
-    NodeNetworkConfigStatus, RevisionPhase,
+    NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NOT_ROLLING_OUT, NetworkConfigRevision,
+    NodeCapabilities, NodeNetworkConfigStatus, RevisionPhase,
 };
 
 use crate::agents::{Agents, healthy};
@@ -23,6 +23,24 @@ fn reports(present: &[&str], missing: &[&str]) -> NodeNetworkConfigStatus {
         }),
         ..Default::default()
     }
+}
+
+/// Waits for the newest revision, newer than `sequence`, to say `NodesCapable=False`; returns it.
+async fn held_after(lab: &LabApi, sequence: i64) -> anyhow::Result<NetworkConfigRevision> {
+    let held = eventually(Duration::from_secs(10), || async {
+        let newest = lab.revisions().await?.pop();
+        Ok(newest.is_some_and(|r| {
+            r.spec.sequence > sequence
+                && r.status.as_ref().is_some_and(|s| {
+                    s.conditions
+                        .iter()
+                        .any(|c| c.type_ == NODES_CAPABLE_CONDITION && c.status == "False")
+                })
+        }))
+    })
+    .await;
+    held.map_err(|e| anyhow::anyhow!("the new revision never said NodesCapable=False: {e}"))?;
+    Ok(lab.revisions().await?.pop().unwrap())
 }
 
 #[tokio::test]
@@ -44,22 +62,7 @@ async fn a_revision_needing_vrf_waits_for_the_node_that_lacks_it_and_rolls_out_o
 
     // A second table needs vrf, which n-1 lacks: no node gets it.
     lab.set_table("extra", 200).await?;
-    let held = eventually(Duration::from_secs(10), || async {
-        let revs = lab.revisions().await?;
-        let newest = revs
-            .last()
-            .filter(|r| r.spec.sequence > first.spec.sequence);
-        Ok(newest.is_some_and(|r| {
-            r.status.as_ref().is_some_and(|s| {
-                s.conditions
-                    .iter()
-                    .any(|c| c.type_ == NODES_CAPABLE_CONDITION && c.status == "False")
-            })
-        }))
-    })
-    .await;
-    held.map_err(|e| anyhow::anyhow!("the new revision never said NodesCapable=False: {e}"))?;
-    let newest = lab.revisions().await?.pop().unwrap();
+    let newest = held_after(&lab, first.spec.sequence).await?;
     let name = newest.metadata.name.clone().unwrap();
     let c = condition(&newest, NODES_CAPABLE_CONDITION);
     assert_eq!(c.reason, NODES_LACK_CAPABILITIES);
@@ -120,20 +123,7 @@ async fn a_held_revision_superseded_by_new_inputs_no_longer_promises_to_roll_out
 
     // Held: n-1 lacks vrf.
     lab.set_table("extra", 200).await?;
-    let held = eventually(Duration::from_secs(10), || async {
-        let newest = lab.revisions().await?.pop();
-        Ok(newest.is_some_and(|r| {
-            r.spec.sequence > first.spec.sequence
-                && r.status.as_ref().is_some_and(|s| {
-                    s.conditions
-                        .iter()
-                        .any(|c| c.type_ == NODES_CAPABLE_CONDITION && c.status == "False")
-                })
-        }))
-    })
-    .await;
-    held.map_err(|e| anyhow::anyhow!("the revision was never held: {e}"))?;
-    let held = lab.revisions().await?.pop().unwrap();
+    let held = held_after(&lab, first.spec.sequence).await?;
     let held_name = held.metadata.name.clone().unwrap();
     let said = condition(&held, NODES_CAPABLE_CONDITION).message.clone();
 
