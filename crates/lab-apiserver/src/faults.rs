@@ -40,6 +40,11 @@ pub struct ErrorRule {
     /// HTTP code returned (default 500).
     #[serde(default = "default_code")]
     pub code: u16,
+    /// How many more requests the rule may fail; it stops failing after that many (none: no
+    /// limit). With rate 1 a test gets exactly that many errors, where a rate alone could by
+    /// chance give none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
 }
 
 fn default_code() -> u16 {
@@ -109,6 +114,21 @@ impl Faults {
                 resource: resource.map(String::from),
                 rate,
                 code: 500,
+                count: None,
+            });
+        }
+    }
+
+    /// Makes the next `n` requests for `verb` on `resource` (either `None` = any) fail with 500
+    /// InternalError, and no more.
+    pub fn fail_next(&self, verb: Option<&str>, resource: Option<&str>, n: u32) {
+        if let Ok(mut c) = self.cfg.lock() {
+            c.errors.push(ErrorRule {
+                verb: verb.map(String::from),
+                resource: resource.map(String::from),
+                rate: 1.0,
+                code: 500,
+                count: Some(n),
             });
         }
     }
@@ -162,33 +182,48 @@ impl Faults {
                 }
             }
         }
-        let cfg = self.config();
-        if cfg.latency_ms > 0 {
-            tokio::time::sleep(Duration::from_millis(cfg.latency_ms)).await;
+        let latency_ms = self.config().latency_ms;
+        if latency_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(latency_ms)).await;
         }
+        match self.injected(verb, resource, kind) {
+            Some(code) => Err(injected_error(code, verb, resource)),
+            None => Ok(()),
+        }
+    }
+
+    /// The code of the first rule that fails this request, spending one of its count.
+    fn injected(&self, verb: &str, resource: &str, kind: &str) -> Option<u16> {
         let matches = |want: &Option<String>, have: &[&str]| {
             want.as_deref()
                 .is_none_or(|w| have.iter().any(|h| h.eq_ignore_ascii_case(w)))
         };
-        for rule in &cfg.errors {
-            if matches(&rule.verb, &[verb])
+        let mut cfg = self.cfg.lock().ok()?;
+        let rule = cfg.errors.iter_mut().find(|rule| {
+            rule.count != Some(0)
+                && matches(&rule.verb, &[verb])
                 && matches(&rule.resource, &[resource, kind])
                 && rand::random::<f64>() < rule.rate
-            {
-                let reason = match rule.code {
-                    429 => "TooManyRequests",
-                    503 => "ServiceUnavailable",
-                    409 => "Conflict",
-                    504 => "Timeout",
-                    _ => "InternalError",
-                };
-                return Err(ApiError::new(
-                    rule.code,
-                    reason,
-                    format!("injected fault for {verb} {resource}"),
-                ));
-            }
+        })?;
+        if let Some(n) = rule.count.as_mut() {
+            *n -= 1;
         }
-        Ok(())
+        Some(rule.code)
     }
+}
+
+/// The error an injected fault answers with.
+fn injected_error(code: u16, verb: &str, resource: &str) -> ApiError {
+    let reason = match code {
+        429 => "TooManyRequests",
+        503 => "ServiceUnavailable",
+        409 => "Conflict",
+        504 => "Timeout",
+        _ => "InternalError",
+    };
+    ApiError::new(
+        code,
+        reason,
+        format!("injected fault for {verb} {resource}"),
+    )
 }

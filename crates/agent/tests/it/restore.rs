@@ -114,6 +114,7 @@ async fn a_break_while_the_api_server_is_unreachable_is_restored_and_reported_wh
             resource: None,
             rate: 1.0,
             code: 503,
+            count: None,
         })
         .collect();
     lab.server.faults().set(FaultConfig {

@@ -78,6 +78,23 @@ async fn faults_inject_errors_latency_and_outages_in_process_and_over_http() {
     );
     lab.server.faults().clear();
 
+    // A counted rule fails exactly that many requests, then none.
+    lab.server
+        .faults()
+        .fail_next(Some("create"), Some("configmaps"), 2);
+    for _ in 0..2 {
+        let err = cms
+            .create(&PostParams::default(), &config_map("counted"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, kube::Error::Api(e) if e.code == 500));
+    }
+    cms.create(&PostParams::default(), &config_map("counted"))
+        .await
+        .expect("the third create is served: the rule is spent");
+    assert_eq!(lab.server.faults().config().errors[0].count, Some(0));
+    lab.server.faults().clear();
+
     lab.server.faults().set_latency(Duration::from_millis(300));
     let t = std::time::Instant::now();
     cms.list(&Default::default()).await.unwrap();
