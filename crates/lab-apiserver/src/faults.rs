@@ -108,27 +108,24 @@ impl Faults {
     /// Makes a fraction `rate` of requests for `verb` on `resource` (either `None` = any) fail
     /// with 500 InternalError.
     pub fn set_error_rate(&self, verb: Option<&str>, resource: Option<&str>, rate: f64) {
+        self.add_rule(verb, resource, rate, None);
+    }
+
+    /// Makes the next `n` requests for `verb` on `resource` (either `None` = any) fail with 500
+    /// InternalError, and no more.
+    pub fn fail_next(&self, verb: Option<&str>, resource: Option<&str>, n: u32) {
+        self.add_rule(verb, resource, 1.0, Some(n));
+    }
+
+    /// Adds a rule failing requests with 500 InternalError.
+    fn add_rule(&self, verb: Option<&str>, resource: Option<&str>, rate: f64, count: Option<u32>) {
         if let Ok(mut c) = self.cfg.lock() {
             c.errors.push(ErrorRule {
                 verb: verb.map(String::from),
                 resource: resource.map(String::from),
                 rate,
                 code: 500,
-                count: None,
-            });
-        }
-    }
-
-    /// Makes the next `n` requests for `verb` on `resource` (either `None` = any) fail with 500
-    /// InternalError, and no more.
-    pub fn fail_next(&self, verb: Option<&str>, resource: Option<&str>, n: u32) {
-        if let Ok(mut c) = self.cfg.lock() {
-            c.errors.push(ErrorRule {
-                verb: verb.map(String::from),
-                resource: resource.map(String::from),
-                rate: 1.0,
-                code: 500,
-                count: Some(n),
+                count,
             });
         }
     }
@@ -182,7 +179,8 @@ impl Faults {
                 }
             }
         }
-        let latency_ms = self.config().latency_ms;
+        // The latency alone, without cloning the rules (`injected` reads them under the lock).
+        let latency_ms = self.cfg.lock().map_or(0, |c| c.latency_ms);
         if latency_ms > 0 {
             tokio::time::sleep(Duration::from_millis(latency_ms)).await;
         }

@@ -73,15 +73,14 @@ impl Scenario for RemoteBreak {
     /// is the first and holds it alone, for [`border_hold`] after its probes pass (the other
     /// agents keep the lab's hold: their waves race nothing).
     fn options(&self, base: Options) -> Options {
-        let mut probe_holds = base.probe_holds.clone();
         let hold = base.probe_hold.max(border_hold());
-        probe_holds.insert(inputs::border(), hold);
-        Options {
+        let mut opts = Options {
             update_limit: UpdateLimit::Count(1),
-            probe_holds,
             apply_timeout: base.apply_timeout.max(APPLY_TIMEOUT),
             ..base
-        }
+        };
+        opts.probe_holds.insert(inputs::border(), hold);
+        opts
     }
 
     fn play<'a>(&'a self, story: &'a mut Story<'_>) -> BoxFuture<'a, Result<()>> {
