@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The crates `Cargo.toml` builds unoptimised in the dev profile (`[profile.dev.package]`,
-# opt-level 0: proc macros, build scripts and what only they use) must run inside the compiler
-# only: a crate that tests or binaries also run would lose its optimisation there. And every
-# crate that runs only inside the compiler must be listed, or it builds at the dependencies'
-# opt-level 1 (a quarter of a cold debug build before the list; docs/building.md, "Profiles").
-# Fails naming each crate and what to change.
+# opt-level 0) are of two kinds, and each listed crate must be one of them:
+# - proc macros, build scripts and what only they use: they run inside the compiler only. Every
+#   such crate must be listed, or it builds at the dependencies' opt-level 1 (a quarter of a cold
+#   debug build before the list; docs/building.md, "Profiles").
+# - crates with no hot path, which `[profile.release.package]` builds at opt-level 0 too (the
+#   reason is given there). Every such crate must be listed in the dev profile as well.
+# A crate that tests or binaries run and that the release profile optimises must not be listed:
+# it would lose its optimisation in the tests. Fails naming each crate and what to change.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -28,12 +31,23 @@ for name, cfg in packages.items():
     if name != "*" and cfg.get("opt-level") == 0:
         print(name)
 ' | sort > "$work/listed"
+python3 -c '
+import tomllib
+packages = tomllib.load(open("Cargo.toml", "rb"))["profile"]["release"].get("package", {})
+for name, cfg in packages.items():
+    if cfg.get("opt-level") == 0 and not name.startswith(("netrollout-", "kubectl-")):
+        print(name)
+' | sort > "$work/cold"
 
 failed=0
 while read -r name; do
-  echo "build-only: $name is listed at opt-level 0 but tests or binaries run it: drop its line from [profile.dev.package]"
+  echo "build-only: $name is listed at opt-level 0 but tests or binaries run it and the release profile optimises it: drop its line from [profile.dev.package]"
   failed=1
-done < <(comm -12 "$work/listed" "$work/run")
+done < <(comm -12 "$work/listed" "$work/run" | comm -23 - "$work/cold")
+while read -r name; do
+  echo "build-only: $name has no hot path ([profile.release.package] builds it at opt-level 0): add \`$name = { opt-level = 0 }\` to [profile.dev.package]"
+  failed=1
+done < <(comm -23 "$work/cold" "$work/listed")
 while read -r name; do
   echo "build-only: $name is listed at opt-level 0 but nothing builds it: drop its line from [profile.dev.package]"
   failed=1
@@ -43,4 +57,4 @@ while read -r name; do
   failed=1
 done < <(comm -23 "$work/compiler" "$work/listed")
 [ "$failed" = 0 ] || exit 1
-echo "build-only: ok ($(wc -l < "$work/listed") crates unoptimised in the dev profile, each run by the compiler only)"
+echo "build-only: ok ($(wc -l < "$work/listed") crates unoptimised in the dev profile: $(comm -12 "$work/listed" "$work/cold" | wc -l) without a hot path as in release, the rest run by the compiler only)"
