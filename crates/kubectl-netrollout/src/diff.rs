@@ -1,157 +1,14 @@
-//! Structural diffs (pure) and the `diff` command: what changes between two revisions, in the
-//! inputs and on which nodes.
-//!
-//! Lists of objects are matched by their identity (`name`, `id`, `tableId`, `source` or `cidr`,
-//! the first that is present and unique), not by position, so inserting a VRF does not show
-//! every later VRF as changed. Paths read like `vrfs[m2m].policies[m2m].export[0].cidr`.
+//! The `diff` command: what changes between two revisions, in the inputs and on which nodes.
+//! The structural diff itself is the renderer's ([`netrollout_render::diff`]).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
-
-use netrollout_api::{NetworkConfigRevision, NodeConfig, Snapshot};
+use netrollout_api::{NetworkConfigRevision, Snapshot};
+use netrollout_render::diff::{Side, diff};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::cluster::{Observed, name};
-use crate::output::truncate;
 use crate::{Error, Result};
 
-/// Fields that identify an element of a list, in order of preference.
-const KEYS: [&str; 5] = ["name", "id", "tableId", "source", "cidr"];
-/// Distinct (old, new) config pairs remembered while diffing the nodes.
-const MEMO: usize = 64;
-
-/// One difference at a path.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Change {
-    /// Where, e.g. `layer2s[501].mtu`.
-    pub path: String,
-    /// The old value; absent when added.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub old: Option<Value>,
-    /// The new value; absent when removed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub new: Option<Value>,
-}
-
-impl fmt::Display for Change {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let show = |v: &Value| truncate(&v.to_string(), 100);
-        match (&self.old, &self.new) {
-            (None, Some(n)) => write!(f, "+ {}: {}", self.path, show(n)),
-            (Some(o), None) => write!(f, "- {}: {}", self.path, show(o)),
-            (Some(o), Some(n)) => write!(f, "~ {}: {} -> {}", self.path, show(o), show(n)),
-            (None, None) => write!(f, "  {}", self.path),
-        }
-    }
-}
-
-/// Every difference from `old` to `new`, in path order.
-pub fn changes(old: &Value, new: &Value) -> Vec<Change> {
-    let mut out = vec![];
-    walk("", Some(old), Some(new), &mut out);
-    out
-}
-
-fn walk(path: &str, old: Option<&Value>, new: Option<&Value>, out: &mut Vec<Change>) {
-    let join = |key: &str| {
-        if path.is_empty() {
-            key.to_string()
-        } else {
-            format!("{path}.{key}")
-        }
-    };
-    match (old, new) {
-        (Some(a), Some(b)) if a == b => {}
-        (Some(Value::Object(a)), Some(Value::Object(b))) => {
-            let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-            for k in keys {
-                walk(&join(k), a.get(k), b.get(k), out);
-            }
-        }
-        // A missing list and an empty one are the same: compare element by element.
-        (None | Some(Value::Null), Some(Value::Array(_))) => walk(path, Some(&EMPTY), new, out),
-        (Some(Value::Array(_)), None | Some(Value::Null)) => walk(path, old, Some(&EMPTY), out),
-        (Some(Value::Array(a)), Some(Value::Array(b))) => match (
-            keyed(a).or_else(|| keyed_like(b, a)),
-            keyed(b).or_else(|| keyed_like(a, b)),
-        ) {
-            (Some((ka, ma)), Some((kb, mb))) if ka == kb => {
-                let ids: BTreeSet<&String> = ma.keys().chain(mb.keys()).collect();
-                for id in ids {
-                    walk(
-                        &format!("{path}[{id}]"),
-                        ma.get(id).copied(),
-                        mb.get(id).copied(),
-                        out,
-                    );
-                }
-            }
-            _ if a.iter().chain(b).all(|v| !v.is_object() && !v.is_array()) => {
-                out.push(Change {
-                    path: path.into(),
-                    old: old.cloned(),
-                    new: new.cloned(),
-                });
-            }
-            _ => {
-                for i in 0..a.len().max(b.len()) {
-                    walk(&format!("{path}[{i}]"), a.get(i), b.get(i), out);
-                }
-            }
-        },
-        (None, None) => {}
-        _ => out.push(Change {
-            path: path.into(),
-            old: old.filter(|v| !v.is_null()).cloned(),
-            new: new.filter(|v| !v.is_null()).cloned(),
-        }),
-    }
-}
-
-static EMPTY: Value = Value::Array(Vec::new());
-
-/// An empty list takes the identity field of the list it is compared with.
-fn keyed_like<'a>(
-    other: &[Value],
-    items: &'a [Value],
-) -> Option<(&'static str, BTreeMap<String, &'a Value>)> {
-    if items.is_empty() {
-        keyed(other).map(|(k, _)| (k, BTreeMap::new()))
-    } else {
-        None
-    }
-}
-
-/// The identity field of a list of objects and its elements by identity, if one works.
-fn keyed(items: &[Value]) -> Option<(&'static str, BTreeMap<String, &Value>)> {
-    if items.is_empty() {
-        return None;
-    }
-    KEYS.iter().find_map(|key| {
-        let mut map = BTreeMap::new();
-        for item in items {
-            let id = match item.get(key)? {
-                Value::String(s) => s.clone(),
-                Value::Number(n) => n.to_string(),
-                _ => return None,
-            };
-            if map.insert(id, item).is_some() {
-                return None;
-            }
-        }
-        Some((*key, map))
-    })
-}
-
-/// Nodes that get the same changes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct NodeChanges {
-    /// Node names, sorted.
-    pub nodes: Vec<String>,
-    /// What changes on each of them.
-    pub changes: Vec<Change>,
-}
+pub use netrollout_render::diff::{Change, NodeChanges, changes};
 
 /// What `diff` prints.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -181,53 +38,23 @@ impl DiffReport {
         observed: &Observed,
     ) -> Result<Self> {
         let empty = Snapshot::default();
-        let old_snapshot = from.map_or(&empty, |r| &r.spec.snapshot);
-        let inputs = changes(&to_value(old_snapshot)?, &to_value(&to.spec.snapshot)?);
-        let nodes = render_nodes(observed);
-        let old = render(from.map_or("-", |r| name(r)), old_snapshot, &nodes)?;
-        let new = render(name(to), &to.spec.snapshot, &nodes)?;
-        let mut groups: BTreeMap<String, NodeChanges> = BTreeMap::new();
-        let mut unchanged = vec![];
-        // Nodes with the same labels get the same configs: diff each distinct pair once.
-        // The memo is bounded so fleets of all-different configs stay linear.
-        let mut memo: Vec<(Option<&NodeConfig>, Option<&NodeConfig>, Option<String>)> = vec![];
-        for node in &nodes {
-            let (a, b) = (
-                old.get(&node.name).and_then(Option::as_ref),
-                new.get(&node.name).and_then(Option::as_ref),
-            );
-            let key = match memo.iter().find(|(ma, mb, _)| *ma == a && *mb == b) {
-                Some((_, _, key)) => key.clone(),
-                None => {
-                    let c = changes(&to_value(&a)?, &to_value(&b)?);
-                    let key = if c.is_empty() {
-                        None
-                    } else {
-                        let key =
-                            serde_json::to_string(&c).map_err(|e| Error::Output(e.to_string()))?;
-                        groups.entry(key.clone()).or_insert_with(|| NodeChanges {
-                            nodes: vec![],
-                            changes: c,
-                        });
-                        Some(key)
-                    };
-                    if memo.len() < MEMO {
-                        memo.push((a, b, key.clone()));
-                    }
-                    key
+        let old = from.map_or(&empty, |r| &r.spec.snapshot);
+        let (from, to_name) = (from.map_or("-", |r| name(r)), name(to));
+        let found =
+            diff(old, &to.spec.snapshot, &render_nodes(observed)).map_err(|e| Error::Render {
+                revision: match e.side {
+                    Side::Old => from,
+                    Side::New => to_name,
                 }
-            };
-            match key.and_then(|k| groups.get_mut(&k)) {
-                Some(g) => g.nodes.push(node.name.clone()),
-                None => unchanged.push(node.name.clone()),
-            }
-        }
+                .to_string(),
+                message: e.error.to_string(),
+            })?;
         Ok(Self {
-            from: from.map_or("-", |r| name(r)).to_string(),
-            to: name(to).to_string(),
-            inputs,
-            nodes: groups.into_values().collect(),
-            unchanged,
+            from: from.to_string(),
+            to: to_name.to_string(),
+            inputs: found.inputs,
+            nodes: found.nodes,
+            unchanged: found.unchanged,
         })
     }
 
@@ -254,10 +81,6 @@ impl DiffReport {
     }
 }
 
-fn to_value<T: Serialize>(v: &T) -> Result<Value> {
-    serde_json::to_value(v).map_err(|e| Error::Output(e.to_string()))
-}
-
 /// The nodes to render for: Nodes that have a config, or every Node when none has.
 fn render_nodes(observed: &Observed) -> Vec<netrollout_render::Node> {
     let with_config = observed
@@ -273,93 +96,4 @@ fn render_nodes(observed: &Observed) -> Vec<netrollout_render::Node> {
             labels: node.metadata.labels.clone().unwrap_or_default(),
         })
         .collect()
-}
-
-fn render(
-    revision: &str,
-    snapshot: &Snapshot,
-    nodes: &[netrollout_render::Node],
-) -> Result<BTreeMap<String, Option<NodeConfig>>> {
-    let rendered = netrollout_render::render(snapshot, nodes).map_err(|e| Error::Render {
-        revision: revision.to_string(),
-        message: e.to_string(),
-    })?;
-    Ok(nodes
-        .iter()
-        .map(|n| (n.name.clone(), rendered.config(&n.name)))
-        .collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn lists_of_named_objects_are_matched_by_name_not_position() {
-        let old = json!({"vrfs": [{"name": "a", "mtu": 1500}, {"name": "b", "mtu": 1500}]});
-        let new = json!({"vrfs": [{"name": "0", "mtu": 9000}, {"name": "a", "mtu": 1500}, {"name": "b", "mtu": 9000}]});
-        let lines: Vec<String> = changes(&old, &new)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        assert_eq!(
-            lines,
-            [
-                "+ vrfs[0]: {\"mtu\":9000,\"name\":\"0\"}",
-                "~ vrfs[b].mtu: 1500 -> 9000"
-            ]
-        );
-    }
-
-    #[test]
-    fn scalar_lists_change_as_a_whole_and_removed_fields_show_their_old_value() {
-        let old = json!({"gw": ["10.0.0.1/24"], "vni": 5});
-        let new = json!({"gw": ["10.0.0.1/24", "fd00::1/64"]});
-        let lines: Vec<String> = changes(&old, &new)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        assert_eq!(
-            lines,
-            [
-                "~ gw: [\"10.0.0.1/24\"] -> [\"10.0.0.1/24\",\"fd00::1/64\"]",
-                "- vni: 5"
-            ]
-        );
-    }
-
-    #[test]
-    fn duplicate_identities_fall_back_to_positions() {
-        let old = json!([{"cidr": "10.0.0.0/8", "le": 24}, {"cidr": "10.0.0.0/8", "le": 32}]);
-        let new = json!([{"cidr": "10.0.0.0/8", "le": 24}, {"cidr": "10.0.0.0/8", "le": 28}]);
-        let lines: Vec<String> = changes(&old, &new)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        assert_eq!(lines, ["~ [1].le: 32 -> 28"]);
-    }
-
-    #[test]
-    fn a_list_that_appears_is_matched_by_identity_like_any_other() {
-        let old = json!({"tables": []});
-        let new = json!({"tables": [{"tableId": 100}], "vrfs": [{"name": "a"}]});
-        let lines: Vec<String> = changes(&old, &new)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        assert_eq!(
-            lines,
-            [
-                "+ tables[100]: {\"tableId\":100}",
-                "+ vrfs[a]: {\"name\":\"a\"}"
-            ]
-        );
-    }
-
-    #[test]
-    fn equal_documents_have_no_changes() {
-        let v = json!({"a": [1, 2], "b": {"c": null}});
-        assert!(changes(&v, &v).is_empty());
-    }
 }

@@ -10,6 +10,8 @@
 //!   interface names and table ids.
 //! - [`render`](mod@render): choosing, per node, the inputs whose `nodeSelector` matches, allocating
 //!   per-node loopback addresses, and building each node's `NodeConfig` on demand.
+//! - [`diff`](mod@diff): what changes between two snapshots, in the inputs and per node (the
+//!   kubectl plugin's `diff`, `undo` and `migrate`).
 //! - [`needs`](mod@needs): what a node's rendered config needs from the node (kernel drivers,
 //!   FRR's bgpd), for the configurator's pre-flight.
 //! - [`selector`]: Kubernetes label-selector semantics.
@@ -21,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 pub mod compile;
+pub mod diff;
 pub mod error;
 pub mod needs;
 pub mod net;
