@@ -262,16 +262,17 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The changes as `diff` prints them.
+    fn lines(old: &Value, new: &Value) -> Vec<String> {
+        changes(old, new).iter().map(ToString::to_string).collect()
+    }
+
     #[test]
     fn lists_of_named_objects_are_matched_by_name_not_position() {
         let old = json!({"vrfs": [{"name": "a", "mtu": 1500}, {"name": "b", "mtu": 1500}]});
         let new = json!({"vrfs": [{"name": "0", "mtu": 9000}, {"name": "a", "mtu": 1500}, {"name": "b", "mtu": 9000}]});
-        let lines: Vec<String> = changes(&old, &new)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
         assert_eq!(
-            lines,
+            lines(&old, &new),
             [
                 "+ vrfs[0]: {\"mtu\":9000,\"name\":\"0\"}",
                 "~ vrfs[b].mtu: 1500 -> 9000"
@@ -283,12 +284,8 @@ mod tests {
     fn scalar_lists_change_as_a_whole_and_removed_fields_show_their_old_value() {
         let old = json!({"gw": ["10.0.0.1/24"], "vni": 5});
         let new = json!({"gw": ["10.0.0.1/24", "fd00::1/64"]});
-        let lines: Vec<String> = changes(&old, &new)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
         assert_eq!(
-            lines,
+            lines(&old, &new),
             [
                 "~ gw: [\"10.0.0.1/24\"] -> [\"10.0.0.1/24\",\"fd00::1/64\"]",
                 "- vni: 5"
@@ -300,23 +297,15 @@ mod tests {
     fn duplicate_identities_fall_back_to_positions() {
         let old = json!([{"cidr": "10.0.0.0/8", "le": 24}, {"cidr": "10.0.0.0/8", "le": 32}]);
         let new = json!([{"cidr": "10.0.0.0/8", "le": 24}, {"cidr": "10.0.0.0/8", "le": 28}]);
-        let lines: Vec<String> = changes(&old, &new)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        assert_eq!(lines, ["~ [1].le: 32 -> 28"]);
+        assert_eq!(lines(&old, &new), ["~ [1].le: 32 -> 28"]);
     }
 
     #[test]
     fn a_list_that_appears_is_matched_by_identity_like_any_other() {
         let old = json!({"tables": []});
         let new = json!({"tables": [{"tableId": 100}], "vrfs": [{"name": "a"}]});
-        let lines: Vec<String> = changes(&old, &new)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
         assert_eq!(
-            lines,
+            lines(&old, &new),
             [
                 "+ tables[100]: {\"tableId\":100}",
                 "+ vrfs[a]: {\"name\":\"a\"}"
@@ -333,9 +322,7 @@ mod tests {
     #[test]
     fn a_long_value_is_cut_to_a_hundred_characters_in_its_line() {
         let long = "x".repeat(150);
-        let line = changes(&json!({"a": 1}), &json!({"a": long}))
-            .remove(0)
-            .to_string();
+        let line = lines(&json!({"a": 1}), &json!({"a": long})).remove(0);
         let shown = line.strip_prefix("~ a: 1 -> ").unwrap_or_default();
         assert_eq!(shown.chars().count(), SHOWN);
         assert!(shown.starts_with("\"xxx") && shown.ends_with('…'), "{line}");

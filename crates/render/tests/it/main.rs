@@ -4,6 +4,7 @@
 
 mod common;
 
+mod diff;
 mod hardening;
 mod inputs;
 mod routing;
