@@ -25,24 +25,24 @@ names() {
 names -e normal,build,dev > "$work/built"
 names -e normal,dev,no-proc-macro > "$work/run"
 comm -23 "$work/built" "$work/run" > "$work/compiler"
-python3 -c '
+# From Cargo.toml: the dev profile's crates at opt-level 0 (listed), all its entries (entries),
+# and the dependencies the release profile builds at 0 (cold).
+python3 - "$work" <<'EOF'
 import sys, tomllib
-packages = tomllib.load(open("Cargo.toml", "rb"))["profile"]["dev"]["package"]
-for name, cfg in packages.items():
-    if name != "*" and cfg.get("opt-level") == 0:
-        print(name)
-' | sort > "$work/listed"
-python3 -c '
-import tomllib
-print("\n".join(n for n in tomllib.load(open("Cargo.toml", "rb"))["profile"]["dev"]["package"] if n != "*"))
-' | sort > "$work/entries"
-python3 -c '
-import tomllib
-packages = tomllib.load(open("Cargo.toml", "rb"))["profile"]["release"].get("package", {})
-for name, cfg in packages.items():
-    if cfg.get("opt-level") == 0 and not name.startswith(("netrollout-", "kubectl-")):
-        print(name)
-' | sort > "$work/cold"
+profile = tomllib.load(open("Cargo.toml", "rb"))["profile"]
+dev = {n: c for n, c in profile["dev"]["package"].items() if n != "*"}
+release = profile["release"].get("package", {})
+files = {
+    "listed": [n for n, c in dev.items() if c.get("opt-level") == 0],
+    "entries": list(dev),
+    "cold": [n for n, c in release.items()
+             if c.get("opt-level") == 0 and not n.startswith(("netrollout-", "kubectl-"))],
+}
+for file, names in files.items():
+    with open(f"{sys.argv[1]}/{file}", "w") as out:
+        out.writelines(f"{n}\n" for n in names)
+EOF
+for f in listed entries cold; do sort -o "$work/$f" "$work/$f"; done  # in comm's order
 
 failed=0
 while read -r name; do
