@@ -13,12 +13,50 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 hack/install-deps.sh
-start=$SECONDS
-cargo test --workspace --locked
-echo "== cargo test --workspace: passed in $((SECONDS - start)) s" >&2
-
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
+start=$SECONDS
+# Built first (the same build the test run then finds fresh) to learn which package and target
+# each test binary is: cargo's "Running" lines name only the file (most are `tests/it/main.rs`).
+cargo test --workspace --locked --no-run --message-format=json-render-diagnostics >"$logs/artifacts"
+cargo test --workspace --locked 2>&1 | tee "$logs/cargo-test"
+echo "== cargo test --workspace: passed in $((SECONDS - start)) s" >&2
+# Each test binary's run time, slowest first: a test that turns slow (as the lab API server's
+# slow-watcher test did, 4 s to 11 s, when a build profile left kube-core unoptimised) shows
+# here, with no timed test.
+python3 - "$logs/artifacts" "$logs/cargo-test" >&2 <<'EOF'
+import json, os, re, sys
+
+def package(id):
+    # "path+file:///src/crates/agent#netrollout-agent@0.1.0", or "...#0.1.0" when the name is
+    # the directory's; the older form is "netrollout-agent 0.1.0 (path+file:///...)".
+    if "#" not in id:
+        return id.split(" ")[0]
+    url, frag = id.rsplit("#", 1)
+    return frag.split("@")[0] if "@" in frag else url.rstrip("/").rsplit("/", 1)[-1]
+
+names = {}
+for line in open(sys.argv[1]):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+        names[os.path.basename(m["executable"])] = f"{package(m['package_id'])} {m['target']['name']}"
+running, times = None, []
+for line in open(sys.argv[2], errors="replace"):
+    if m := re.match(r"\s+Running .*\((.+)\)$", line):
+        running = names.get(os.path.basename(m.group(1)), m.group(1))
+    elif m := re.match(r"\s+Doc-tests (\S+)", line):
+        running = f"{m.group(1)} doctests"
+    elif running and (m := re.match(r"test result: .*finished in ([0-9.]+)s", line)):
+        times.append((float(m.group(1)), running))
+        running = None
+if times:
+    print(f"== test binaries: {len(times)}, {sum(t for t, _ in times):.1f} s of run time; the slowest:")
+    for t, name in sorted(times, reverse=True)[:10]:
+        print(f"   {t:7.1f} s  {name}")
+EOF
 # Runs the suites given, in order, until one fails; prints each one's output when it ends.
 lane() {
   local suite name start rc
