@@ -102,7 +102,13 @@ for run in $(seq "$runs"); do
 done
 rm -rf "$scratch"/target-*
 
-python3 - "$scratch/times" "$base ($(git rev-parse --short "$base_id"))" "$tree ($(git rev-parse --short "$tree_id"))" <<'EOF'
+# Each tree by the name it was given and its commit, unless the name is that commit.
+label() {
+  local short
+  short=$(git rev-parse --short "$2")
+  case "$2" in "$1"*) echo "$short" ;; *) echo "$1 ($short)" ;; esac
+}
+python3 - "$scratch/times" "$(label "$base" "$base_id")" "$(label "$tree" "$tree_id")" <<'EOF'
 import statistics, sys
 path, names = sys.argv[1], {"base": sys.argv[2], "tree": sys.argv[3]}
 walls, cpus = {"base": [], "tree": []}, {"base": [], "tree": []}
