@@ -84,12 +84,12 @@ done
 
 echo "== build-times: ${build[*]}, $runs cold build(s) of each tree, alternated; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 : >"$scratch/times"
+# bash's `time` counts the CPU of every process the build starts (rustc, build scripts).
+TIMEFORMAT='%R %U %S'
 for run in $(seq "$runs"); do
   for side in base tree; do
     rm -rf "$scratch/target-$side"
     log="$scratch/$side.log"
-    # bash's `time` counts the CPU of every process the build starts (rustc, build scripts).
-    TIMEFORMAT='%R %U %S'
     if ! { time (cd "$scratch/$side" && CARGO_TARGET_DIR="$scratch/target-$side" "${build[@]}" >"$log" 2>&1); } 2>"$scratch/time"; then
       echo "build-times: the build of $side (${!side}) failed; its last lines:" >&2
       tail -20 "$log" >&2
@@ -100,7 +100,6 @@ for run in $(seq "$runs"); do
     echo "   run $run, $side: $wall s wall, $(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }') s CPU" >&2
   done
 done
-rm -rf "$scratch"/target-*
 
 # Each tree by the name it was given and its commit, unless the name is that commit.
 label() {
