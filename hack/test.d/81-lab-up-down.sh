@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `netrollout-lab up` as a user runs it: the rollout succeeds, kubectl works with the kubeconfig
-# it writes, and after the lab is killed with SIGKILL (a crash) `netrollout-lab down` leaves no
+# `netrollout-lab up` as a user runs it: the rollout succeeds, the lab says it is ready only once
+# every agent reports TenantReachable=True, kubectl works with the kubeconfig it writes, and after the lab is killed with SIGKILL (a crash) `netrollout-lab down` leaves no
 # namespace, link, process, FRR daemon or FRR directory behind. Then `up 2>&1 | tee up.log`
 # ended by Ctrl-C (SIGINT to the whole pipeline, as a terminal sends it; tee dies too, so the
 # lab's stdout is a broken pipe) must tear everything down by itself.
@@ -68,6 +68,13 @@ echo "$phases"
   || { echo "FAIL: not every node Provisioned" >&2; exit 1; }
 kubectl get ncr -o jsonpath='{.items[0].status.phase}' | grep -qx Succeeded \
   || { echo "FAIL: the revision is not Succeeded" >&2; exit 1; }
+# `up` says it is ready only once tenant traffic flows and every agent's health checks pass.
+grep -q "^rollout succeeded; tenant traffic flows between the nodes' workloads and every agent's health checks pass" "$state/up.log" \
+  || { cat "$state/up.log"; echo "FAIL: up did not say the lab is ready" >&2; exit 1; }
+reachable=$(kubectl get nnc -o jsonpath='{range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="TenantReachable")].status}{"\n"}{end}')
+echo "$reachable"
+[ "$(echo "$reachable" | grep -c '=True$')" -eq 3 ] \
+  || { echo "FAIL: up said the lab is ready before every agent reported TenantReachable=True" >&2; exit 1; }
 
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true

@@ -7,7 +7,8 @@
 # - every query of deploy/monitoring/dashboard.json returns at least one series at some point;
 # - `promtool check metrics` accepts what the configurator and an agent serve at /metrics.
 # The scenario itself must pass, and its teardown must end Prometheus.
-# Then, on an `up --prometheus` lab, analysis gates (docs/operations.md, "Analysis gates"): a
+# Then, on an `up --prometheus` lab (ready: Prometheus sees every node reachable), analysis gates
+# (docs/operations.md, "Analysis gates"): a
 # RolloutAnalysis over the agents' tenant-loss metrics that passes lets a revision complete
 # (AnalysisPassed Events), one that cannot pass fails it after its first wave
 # (AnalysisFailed Event, the `kubectl netrollout status` line, nodes back on the known-good
@@ -150,13 +151,17 @@ for _ in $(seq 1 90); do
   sleep 1
 done
 grep -q "^rollout succeeded" "$state/up.log" || { cat "$state/up.log"; echo "FAIL: the lab's first rollout did not succeed" >&2; exit 1; }
+grep -q "^rollout succeeded; tenant traffic flows" "$state/up.log" || { cat "$state/up.log"; echo "FAIL: the lab said it is ready with tenant traffic not flowing" >&2; exit 1; }
 analysis_start=$(date +%s)
 echo "analysis gates: the lab's first rollout took $((analysis_start - up_start))s after the Prometheus URL"
 python3 - "$state/up.log" <<'PY'
-import json, os, re, subprocess, sys, time
+import json, os, re, subprocess, sys, time, urllib.parse, urllib.request
 env = dict(os.environ)
 m = re.search(r"export KUBECONFIG=(\S+) PATH=(\S+):\$PATH", open(sys.argv[1]).read())
 env["KUBECONFIG"], env["PATH"] = m.group(1), m.group(2) + ":" + env["PATH"]
+
+log = open(sys.argv[1]).read()
+prometheus = re.search(r"^prometheus: (http://\S+)", log, re.M).group(1)
 
 def kubectl(*args, stdin=None):
     r = subprocess.run(["kubectl", *args], input=stdin, text=True, capture_output=True, env=env)
@@ -199,6 +204,23 @@ bad = subprocess.run(["kubectl", "apply", "-f", "-"], text=True, capture_output=
 if bad.returncode == 0 or "successCondition" not in bad.stderr:
     sys.exit(f"FAIL: a success condition outside the grammar was not refused naming the field: {bad.stderr}")
 print("refused:", bad.stderr.strip())
+
+# The gate that must pass starts from a healthy fleet as Prometheus sees it: every node's agent
+# scraped with health rounds run, none unreachable (the lab said so; the scrape may lag a second).
+nodes = len(json.loads(kubectl("get", "nnc", "-o", "json"))["items"])
+def prom(expr):
+    q = urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(f"{prometheus}/api/v1/query?{q}", timeout=5) as r:
+        return [float(x["value"][1]) for x in json.loads(r.read())["data"]["result"]]
+for _ in range(60):
+    healthy = prom(LOSS) == [0.0] and prom("count(netrollout_agent_health_rounds_total > 0)") == [float(nodes)]
+    if healthy:
+        break
+    time.sleep(0.5)
+else:
+    sys.exit(f"FAIL: Prometheus does not see all {nodes} nodes reachable 30 s after the lab said so: "
+             f"{LOSS} = {prom(LOSS)}")
+print(f"prometheus: all {nodes} nodes reachable ({LOSS} = 0)")
 
 analysis("result == 0")
 name, status = roll_out(1400, "Succeeded")

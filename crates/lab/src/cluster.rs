@@ -299,6 +299,12 @@ impl Cluster {
         self.vm.is_some()
     }
 
+    /// How long tenant traffic may take to flow after workloads attach or a node restores (EVPN
+    /// routes travel through the route reflector): 30 s, with the nodes in the VM 60 s.
+    pub fn converge(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(if self.in_vm() { 60 } else { 30 })
+    }
+
     /// Nodes that still carry [`STARTUP_TAINT`].
     pub async fn tainted(&self) -> Result<Vec<String>> {
         let nodes: Api<Node> = Api::all(self.client.clone());

@@ -337,6 +337,49 @@ async fn up(opts: Options, stop: &mut Stop) -> Result<()> {
     result
 }
 
+/// What `up` says once its first rollout succeeded `waited` ago: that the lab is ready when
+/// every workload pair answered for 2 s and every agent reports `TenantReachable=True`; after
+/// [`Cluster::converge`] without that, what still does not work; else nothing yet.
+fn readiness(lab: &Cluster, obs: &Observed, waited: Duration) -> Option<String> {
+    let silent = lab.traffic.unreachable(Duration::from_secs(2));
+    let unhealthy = obs.not_reachable();
+    if silent.is_empty() && unhealthy.is_empty() {
+        return Some(
+            "rollout succeeded; tenant traffic flows between the nodes' workloads and every \
+             agent's health checks pass."
+                .into(),
+        );
+    }
+    if waited < lab.converge() {
+        return None;
+    }
+    let mut not = Vec::new();
+    if !silent.is_empty() {
+        let pairs: Vec<String> = (silent.iter())
+            .map(|p| format!("{} {}→{}", p.network, p.from, p.to))
+            .collect();
+        not.push(format!("pairs without replies: {}", pairs.join(", ")));
+    }
+    if !unhealthy.is_empty() {
+        let nodes: Vec<String> = (unhealthy.iter())
+            .map(|(node, failing)| match failing.as_slice() {
+                [] => format!("{node} (no report yet)"),
+                f => format!("{node} ({})", f.join(", ")),
+            })
+            .collect();
+        not.push(format!(
+            "agents whose health checks fail: {} (kubectl netrollout nodes -o wide)",
+            nodes.join("; ")
+        ));
+    }
+    Some(format!(
+        "rollout succeeded, but {}s later tenant traffic does not flow everywhere: {}; a \
+         RolloutAnalysis over tenant loss would fail the next revision.",
+        waited.as_secs(),
+        not.join("; ")
+    ))
+}
+
 /// Applies the samples and the lab's tenant network, then shows the rollout and the tenant
 /// traffic until a signal.
 async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
@@ -367,13 +410,18 @@ async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
     );
     let tty = std::io::stdout().is_terminal();
     let mut shown = String::new();
+    // When the first rollout succeeded (the workloads then attach), and whether the lab said it
+    // is ready: only once tenant traffic flows and every agent's health checks pass, so what a
+    // user (or a RolloutAnalysis) does next starts from a healthy fleet.
+    let mut succeeded: Option<tokio::time::Instant> = None;
     let mut announced = false;
     loop {
         if let Ok(obs) = Observed::fetch(&lab.client).await {
             let done = obs.newest().and_then(|r| r.status.as_ref()?.phase)
                 == Some(RevisionPhase::Succeeded);
-            if done && !announced {
+            if done && succeeded.is_none() {
                 lab.start_traffic(&objects).await?;
+                succeeded = Some(tokio::time::Instant::now());
             }
             let view = format!("{}\n{}", obs.render(), lab.traffic.render());
             if view != shown {
@@ -383,11 +431,13 @@ async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
                 out!("{view}");
                 shown = view;
             }
-            if done && !announced {
+            if let Some(since) = succeeded
+                && !announced
+                && let Some(ready) = readiness(lab, &obs, since.elapsed())
+            {
                 announced = true;
                 out!(
-                    "rollout succeeded; tenant traffic flows between the nodes' workloads. The lab \
-                     stays up; in another terminal try:\n  \
+                    "{ready} The lab stays up; in another terminal try:\n  \
                      export KUBECONFIG={} PATH={}:$PATH\n  \
                      kubectl get ncr,nnc\n  \
                      kubectl netrollout status\n  \

@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
-use netrollout_api::{NetworkConfigRevision, NodeNetworkConfig, NodePhase, RevisionPhase};
+use netrollout_api::{
+    NetworkConfigRevision, NodeNetworkConfig, NodePhase, RevisionPhase, TENANT_REACHABLE_CONDITION,
+};
 
 /// One look at the rollout.
 #[derive(Clone, Debug, Default)]
@@ -77,6 +79,28 @@ impl Observed {
                     && phase(c) == Some(NodePhase::Provisioned)
             })
             .filter_map(|c| c.metadata.name.as_deref())
+            .collect()
+    }
+
+    /// Nodes whose agent does not report `TenantReachable=True` (its continuous health), each
+    /// with the checks it names as failing (none when it reported nothing yet).
+    pub fn not_reachable(&self) -> Vec<(&str, Vec<String>)> {
+        self.configs
+            .iter()
+            .filter(|c| {
+                !c.status.as_ref().is_some_and(|s| {
+                    s.conditions
+                        .iter()
+                        .any(|c| c.type_ == TENANT_REACHABLE_CONDITION && c.status == "True")
+                })
+            })
+            .map(|c| {
+                let failing = (c.status.as_ref())
+                    .and_then(|s| s.health.as_ref())
+                    .map(|h| h.failing_checks.clone())
+                    .unwrap_or_default();
+                (c.metadata.name.as_deref().unwrap_or_default(), failing)
+            })
             .collect()
     }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 use futures::future::BoxFuture;
 use kube::api::{Api, Patch, PatchParams};
-use netrollout_api::{RevisionPhase, TENANT_REACHABLE_CONDITION};
+use netrollout_api::RevisionPhase;
 
 use super::checks::{Summary, all_provisioned};
 use super::steps::settle;
@@ -348,15 +348,7 @@ fn counted_only_the_outside(failed: &[netrollout_api::FailedNode], border: &str)
 /// Waits until every node's agent reports `TenantReachable=True` (the guard counts only a
 /// regression it saw begin), and checks that.
 async fn every_node_reachable(summary: &mut Summary, m: &mut Monitor, lab: &Cluster) -> Result<()> {
-    let reachable = |o: &crate::progress::Observed| {
-        o.configs.iter().all(|c| {
-            (c.status.as_ref()).is_some_and(|s| {
-                s.conditions
-                    .iter()
-                    .any(|c| c.type_ == TENANT_REACHABLE_CONDITION && c.status == "True")
-            })
-        })
-    };
+    let reachable = |o: &crate::progress::Observed| o.not_reachable().is_empty();
     m.until(
         lab,
         "every agent to report TenantReachable=True",

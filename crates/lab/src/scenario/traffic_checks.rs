@@ -11,12 +11,6 @@ use crate::cluster::Cluster;
 use crate::progress;
 use crate::traffic::{self, Loss};
 
-/// How long tenant traffic may take to flow after workloads attach or a node restores (EVPN
-/// routes travel through the route reflector).
-fn converge(lab: &Cluster) -> Duration {
-    Duration::from_secs(if lab.in_vm() { 60 } else { 30 })
-}
-
 /// How long the traffic report watches after a rollout ends.
 const AFTER: Duration = Duration::from_secs(3);
 
@@ -40,7 +34,7 @@ pub(super) async fn start_traffic(
         lab.traffic.pairs().len(),
         traffic::RATE
     ));
-    let missing = lab.traffic.wait_reachable(converge(lab)).await;
+    let missing = lab.traffic.wait_reachable(lab.converge()).await;
     m.say(&format!(
         "tenant traffic: {}",
         if missing.is_empty() {
@@ -103,7 +97,7 @@ pub(super) async fn traffic_report(
     let (t0, t1) = window;
     // Some probes after the rollout, then until every pair answers again.
     tokio::time::sleep(AFTER).await;
-    let missing = lab.traffic.wait_reachable(converge(lab)).await;
+    let missing = lab.traffic.wait_reachable(lab.converge()).await;
     let end = traffic::now_ms().saturating_sub(traffic::PROBE_TIMEOUT.as_millis() as u64);
     let t = &lab.traffic;
     let mut rows = vec![vec![
