@@ -72,6 +72,13 @@ pub struct AnalysisCheck {
     #[serde(default)]
     #[schemars(range(min = 0, max = 100))]
     pub failure_limit: u32,
+    /// Seconds from the moment the last node of a wave finished to the first measurement
+    /// (default 0: at once). Prometheus holds what it scraped last, and a loss takes the
+    /// agents two health rounds to report: give the wave's effect time to reach the query
+    /// (Argo Rollouts' `initialDelay`). The analysis waits for the largest of its checks'.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 3600))]
+    pub initial_delay_seconds: u32,
 }
 
 fn default_interval() -> u32 {

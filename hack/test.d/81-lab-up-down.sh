@@ -9,6 +9,10 @@ cd "$(dirname "$0")/../.."
 cargo build --locked --bins -q
 state="${TMPDIR:-/tmp}/netrollout-lab-updown"
 lab=target/debug/netrollout-lab
+# A failed check leaves no lab running behind it (the suites after this one, or the next run).
+pid= group=
+trap '[ -z "$pid" ] || kill -9 "$pid" 2>/dev/null; [ -z "$group" ] || kill -9 -- "-$group" 2>/dev/null
+  $lab --state-dir "$state" down >/dev/null 2>&1 || true' EXIT
 $lab --state-dir "$state" down >/dev/null
 
 # Without root it stops at once and says what it needs.
@@ -78,6 +82,7 @@ echo "$reachable"
 
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true
+pid=
 leftover_procs=$(pgrep -f -- "netrollout-agent --node-name lab-node|netrollout-configurator --update-limit" | wc -l)
 echo "after SIGKILL: $(ip netns list | grep -c nrlab- || true) namespaces, $leftover_procs agent/configurator processes"
 $lab --state-dir "$state" down
@@ -115,6 +120,7 @@ for _ in $(seq 1 30); do
   sleep 1
 done
 pgrep -af "netrollout-lab --state-dir $state up" && { echo "FAIL: the lab did not exit after Ctrl-C" >&2; exit 1; }
+group=
 leftovers || { echo "FAIL: Ctrl-C on up | tee left the above behind" >&2; exit 1; }
 # tee died with the Ctrl-C, before the lab said it tears down: the lab wrote into a broken pipe.
 grep -q "tearing the lab down" "$state/tee.log" && echo "note: tee outlived the lab's last line this time"

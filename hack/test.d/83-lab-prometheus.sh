@@ -10,7 +10,7 @@
 # Then, on an `up --prometheus` lab (ready: Prometheus sees every node reachable), analysis gates
 # (docs/operations.md, "Analysis gates"): a
 # RolloutAnalysis over the agents' tenant-loss metrics that passes lets a revision complete
-# (AnalysisPassed Events), one that cannot pass fails it after its first wave
+# (AnalysisPassed Events; each wave measured initialDelaySeconds after it finished), one that cannot pass fails it after its first wave
 # (AnalysisFailed Event, the `kubectl netrollout status` line, nodes back on the known-good
 # revision), and a success condition outside the grammar is refused by the API server.
 set -euo pipefail
@@ -18,6 +18,9 @@ cd "$(dirname "$0")/../.."
 cargo build --locked --bins -q
 state="${TMPDIR:-/tmp}/netrollout-lab-prometheus"
 lab=target/debug/netrollout-lab
+# A failed check leaves no lab running behind it (the suites after this one, or the next run).
+pid=
+trap '[ -z "$pid" ] || kill -9 "$pid" 2>/dev/null; $lab --state-dir "$state" down >/dev/null 2>&1 || true' EXIT
 $lab --state-dir "$state" down >/dev/null
 mkdir -p "$state"
 
@@ -123,6 +126,7 @@ PY
 
 status=0
 wait "$pid" || status=$?
+pid=
 cat "$log"
 [ "$status" -eq 0 ] || { echo "FAIL: the bad-config scenario failed (exit $status)" >&2; exit 1; }
 grep -q "^prometheus: http://" "$log"
@@ -155,7 +159,7 @@ grep -q "^rollout succeeded; tenant traffic flows" "$state/up.log" || { cat "$st
 analysis_start=$(date +%s)
 echo "analysis gates: the lab's first rollout took $((analysis_start - up_start))s after the Prometheus URL"
 python3 - "$state/up.log" <<'PY'
-import json, os, re, subprocess, sys, time, urllib.parse, urllib.request
+import datetime, json, os, re, subprocess, sys, time, urllib.parse, urllib.request
 env = dict(os.environ)
 m = re.search(r"export KUBECONFIG=(\S+) PATH=(\S+):\$PATH", open(sys.argv[1]).read())
 env["KUBECONFIG"], env["PATH"] = m.group(1), m.group(2) + ":" + env["PATH"]
@@ -175,12 +179,16 @@ def newest():
 
 LOSS = "sum((1 - netrollout_agent_tenant_reachable) and on (instance) (netrollout_agent_health_rounds_total > 0))"
 
-def analysis(condition):
+def analysis(condition, delay=0):
     kubectl("apply", "-f", "-", stdin=json.dumps({
         "apiVersion": "netrollout.io/v1alpha1", "kind": "RolloutAnalysis",
         "metadata": {"name": "tenants"},
         "spec": {"checks": [{"name": "tenant-loss", "query": LOSS, "successCondition": condition,
-                             "intervalSeconds": 1, "inconclusiveLimit": 5}]}}))
+                             "intervalSeconds": 1, "inconclusiveLimit": 5,
+                             "initialDelaySeconds": delay}]}}))
+
+def when(t):
+    return datetime.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
 
 def roll_out(mtu, want):
     before = newest()["metadata"]["name"]
@@ -222,13 +230,22 @@ else:
              f"{LOSS} = {prom(LOSS)}")
 print(f"prometheus: all {nodes} nodes reachable ({LOSS} = 0)")
 
-analysis("result == 0")
+DELAY = 3
+analysis("result == 0", DELAY)
 name, status = roll_out(1400, "Succeeded")
 a = status.get("analysis", {})
 nodes = status["total"]
 if a.get("phase") != "Passed" or a.get("nodes") != nodes or a["checks"][0]["value"] != "0":
     sys.exit(f"FAIL: {name} succeeded without its analysis passing with all {nodes} nodes: {a}")
 print(f"{name} Succeeded; analysis: {a['message']}")
+# The last wave was measured initialDelaySeconds after its last node finished, not at once
+# (both times are written to the second: a second of slack).
+finished = max(when(n["status"]["finishedAt"]) for n in json.loads(kubectl("get", "nnc", "-o", "json"))["items"])
+waited = when(a["time"]) - finished
+if waited < DELAY - 1:
+    sys.exit(f"FAIL: {name}'s last wave was measured {waited:.1f}s after its last node finished, "
+             f"before initialDelaySeconds={DELAY}")
+print(f"{name}: the last wave was measured {waited:.0f}s after its last node finished (initialDelaySeconds {DELAY})")
 def events(name):
     items = json.loads(kubectl("get", "events.v1.events.k8s.io", "-n", "default", "-o", "json"))["items"]
     return [e for e in items if (e.get("regarding") or {}).get("name") == name]
@@ -270,6 +287,7 @@ PY
 echo "analysis gates: passed in $(( $(date +%s) - analysis_start ))s"
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true
+pid=
 $lab --state-dir "$state" down
 sleep 0.5
 if pgrep -af -- "prometheus --config.file=$state"; then

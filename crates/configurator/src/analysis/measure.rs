@@ -265,6 +265,7 @@ mod tests {
             interval_seconds: 2,
             inconclusive_limit,
             failure_limit,
+            initial_delay_seconds: 0,
         }
     }
 
