@@ -13,6 +13,9 @@ pub struct Analysis {
     pub checks: usize,
     /// The last verdict the configurator reached.
     pub verdict: Verdict,
+    /// The largest `initialDelaySeconds` of the checks: the configurator measures a wave that
+    /// long after it finished (said in the gate's reason; the planner keeps no clock for it).
+    pub initial_delay_seconds: u32,
 }
 
 /// The last verdict of a revision's analysis.

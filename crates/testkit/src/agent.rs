@@ -194,25 +194,38 @@ impl Lab {
         nnc.status.expect("the agent wrote a status")
     }
 
-    /// Creates or replaces the spec of this node's NodeNetworkConfig (a PUT, verb `update`).
+    /// Creates or replaces the spec of this node's NodeNetworkConfig (a PUT, verb `update`), as
+    /// the configurator does: the agent may write the status between the read and the write
+    /// (a 409 Conflict on the resource version), so a conflict reads again and retries.
     pub async fn set_spec(&self, revision: &str, config: NodeConfig) {
         let api = self.nnc_api();
         let spec = NodeNetworkConfigSpec {
             revision: revision.into(),
             config,
         };
-        match api.get_opt(&self.node).await.unwrap() {
-            Some(mut obj) => {
-                obj.spec = spec;
-                api.replace(&self.node, &PostParams::default(), &obj)
-                    .await
-                    .unwrap();
-            }
-            None => {
-                let obj = NodeNetworkConfig::new(&self.node, spec);
-                api.create(&PostParams::default(), &obj).await.unwrap();
+        for _ in 0..20 {
+            let written = match api.get_opt(&self.node).await.unwrap() {
+                Some(mut obj) => {
+                    obj.spec = spec.clone();
+                    api.replace(&self.node, &PostParams::default(), &obj)
+                        .await
+                        .map(drop)
+                }
+                None => {
+                    let obj = NodeNetworkConfig::new(&self.node, spec.clone());
+                    api.create(&PostParams::default(), &obj).await.map(drop)
+                }
+            };
+            match written {
+                Ok(()) => return,
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) => panic!("setting the spec of {} to {revision}: {e}", self.node),
             }
         }
+        panic!(
+            "setting the spec of {} to {revision}: 20 conflicts in a row",
+            self.node
+        );
     }
 
     /// Polls the NodeNetworkConfig until `pred` holds on it; panics with the agent log after

@@ -81,13 +81,12 @@ impl Settled {
 }
 
 /// The longest `initialDelaySeconds` among the checks of `ncr`.
-fn initial_delay(ncr: &NetworkConfigRevision) -> Duration {
-    let most = (ncr.spec.analysis.iter())
+fn initial_delay_seconds(ncr: &NetworkConfigRevision) -> u32 {
+    (ncr.spec.analysis.iter())
         .flat_map(|a| &a.spec.checks)
         .map(|c| c.initial_delay_seconds)
         .max()
-        .unwrap_or(0);
-    Duration::from_secs(u64::from(most))
+        .unwrap_or(0)
 }
 
 impl Analyst {
@@ -128,7 +127,11 @@ impl Analyst {
             },
             _ => Verdict::None,
         };
-        Analysis { checks, verdict }
+        Analysis {
+            checks,
+            verdict,
+            initial_delay_seconds: initial_delay_seconds(ncr),
+        }
     }
 
     /// Measures the target's checks when the pass says they are due, and tells a target held
@@ -149,7 +152,7 @@ impl Analyst {
         };
         match &self.prometheus {
             Some(p) if gate.due => {
-                let delay = initial_delay(&ncr);
+                let delay = Duration::from_secs(u64::from(initial_delay_seconds(&ncr)));
                 let left =
                     (self.settled).wait_left(&gate.revision, gate.nodes, delay, Instant::now());
                 if let Some(left) = left {

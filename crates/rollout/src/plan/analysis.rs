@@ -104,11 +104,15 @@ impl Pass<'_> {
         if r.analysis.passed_for(nodes) {
             return gate(false, false, String::new());
         }
+        let wait = match r.analysis.initial_delay_seconds {
+            0 => String::new(),
+            s => format!(" ({s}s after its last node finished: initialDelaySeconds)"),
+        };
         gate(
             true,
             true,
             format!(
-                "analysis of revision {} with {nodes} node(s) on it is due; no further node gets it until it passes",
+                "analysis of revision {} with {nodes} node(s) on it is due{wait}; no further node gets it until it passes",
                 r.name
             ),
         )
@@ -130,7 +134,11 @@ mod tests {
     fn gated(name: &str, seq: u64, phase: RevisionPhase, verdict: Verdict) -> Revision {
         Revision {
             phase,
-            analysis: Analysis { checks: 1, verdict },
+            analysis: Analysis {
+                checks: 1,
+                verdict,
+                ..Analysis::default()
+            },
             ..Revision::new(name, seq, format!("hash-{name}"))
         }
     }
@@ -212,7 +220,21 @@ mod tests {
         assert!(dispatched(&p, DispatchKind::Rollout).is_empty(), "{p:?}");
         let g = p.summary.analysis.unwrap();
         assert!(g.due && g.held && g.nodes == 2, "{g:?}");
-        assert!(g.reason.contains("is due"), "{}", g.reason);
+        assert!(g.reason.contains("is due;"), "{}", g.reason);
+        // With an initial delay the reason says when it is measured.
+        let mut waits = gated("new", 2, RevisionPhase::Progressing, Verdict::None);
+        waits.analysis.initial_delay_seconds = 30;
+        let g = plan(&fleet(2, waits), NOW, &settings())
+            .summary
+            .analysis
+            .unwrap();
+        assert!(g.due && g.held, "{g:?}");
+        assert!(
+            g.reason
+                .contains("is due (30s after its last node finished: initialDelaySeconds)"),
+            "{}",
+            g.reason
+        );
 
         let stale = gated(
             "new",

@@ -158,6 +158,7 @@ fn gate_all(w: &mut World) {
             r.analysis = Analysis {
                 checks: 1,
                 verdict: Verdict::None,
+                ..Analysis::default()
             };
         }
     }
