@@ -1,8 +1,5 @@
 //! One check measured: its success condition (the small grammar `result <op> number`), the
-//! number in a Prometheus query answer, and the tries a check gets ([`run_check`]).
-
-use std::future::Future;
-use std::time::Duration;
+//! number in a Prometheus query answer, and the tries a check gets ([`Tries`]).
 
 use netrollout_api::AnalysisCheck;
 
@@ -136,74 +133,68 @@ pub struct Outcome {
     pub message: String,
 }
 
-/// Measures `check` with `query` until it passes, fails more than `failureLimit` times, or is
-/// inconclusive more than `inconclusiveLimit` times (which fails it too), waiting
-/// `intervalSeconds` with `sleep` between two measurements.
-pub async fn run_check<Q, QF, S, SF>(check: &AnalysisCheck, mut query: Q, mut sleep: S) -> Outcome
-where
-    Q: FnMut() -> QF,
-    QF: Future<Output = Sample>,
-    S: FnMut(Duration) -> SF,
-    SF: Future<Output = ()>,
-{
-    let condition = match SuccessCondition::parse(&check.success_condition) {
-        Ok(c) => c,
-        Err(message) => {
-            return Outcome {
-                passed: false,
-                value: None,
-                message,
-            };
-        }
-    };
-    let (mut failed, mut inconclusive) = (0u32, 0u32);
-    let mut last = None;
-    loop {
-        match query().await {
-            Sample::Value(x) if condition.holds(x) => {
-                return Outcome {
-                    passed: true,
-                    value: Some(x),
-                    message: format!("result {x} meets `{}`", check.success_condition.trim()),
-                };
+/// The measurements of one check so far: a check is measured once per turn ([`Tries::judge`]),
+/// and measured again one `intervalSeconds` later while it is neither passed nor failed, so no
+/// wait happens inside a configurator pass.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tries {
+    failed: u32,
+    inconclusive: u32,
+    last: Option<f64>,
+}
+
+impl Tries {
+    /// Judges one measurement of `check` (`sample`): `Some` outcome when the check passed, or
+    /// failed more than `failureLimit` times, or was inconclusive more than
+    /// `inconclusiveLimit` times (which fails it too); `None`: measure again after the interval.
+    pub fn judge(&mut self, check: &AnalysisCheck, sample: Sample) -> Option<Outcome> {
+        let condition = match SuccessCondition::parse(&check.success_condition) {
+            Ok(c) => c,
+            Err(message) => {
+                return Some(Outcome {
+                    passed: false,
+                    value: None,
+                    message,
+                });
             }
+        };
+        match sample {
+            Sample::Value(x) if condition.holds(x) => Some(Outcome {
+                passed: true,
+                value: Some(x),
+                message: format!("result {x} meets `{}`", check.success_condition.trim()),
+            }),
             Sample::Value(x) => {
-                failed += 1;
-                last = Some(x);
-                if failed > check.failure_limit {
-                    return Outcome {
-                        passed: false,
-                        value: Some(x),
-                        message: format!(
-                            "result {x} does not meet `{}` ({failed} failed measurement(s), failureLimit {})",
-                            check.success_condition.trim(),
-                            check.failure_limit
-                        ),
-                    };
-                }
+                self.failed += 1;
+                self.last = Some(x);
+                (self.failed > check.failure_limit).then(|| Outcome {
+                    passed: false,
+                    value: Some(x),
+                    message: format!(
+                        "result {x} does not meet `{}` ({} failed measurement(s), failureLimit {})",
+                        check.success_condition.trim(),
+                        self.failed,
+                        check.failure_limit
+                    ),
+                })
             }
             Sample::Inconclusive(why) => {
-                inconclusive += 1;
-                if inconclusive > check.inconclusive_limit {
-                    return Outcome {
-                        passed: false,
-                        value: last,
-                        message: format!(
-                            "inconclusive {inconclusive} time(s), more than inconclusiveLimit {}: {why}",
-                            check.inconclusive_limit
-                        ),
-                    };
-                }
+                self.inconclusive += 1;
+                (self.inconclusive > check.inconclusive_limit).then(|| Outcome {
+                    passed: false,
+                    value: self.last,
+                    message: format!(
+                        "inconclusive {} time(s), more than inconclusiveLimit {}: {why}",
+                        self.inconclusive, check.inconclusive_limit
+                    ),
+                })
             }
         }
-        sleep(Duration::from_secs(u64::from(check.interval_seconds))).await;
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::cell::RefCell;
-
     use super::*;
 
     #[test]
@@ -269,23 +260,18 @@ mod tests {
         }
     }
 
-    /// Runs `check` over the `samples` in turn; returns the outcome and the sleeps taken.
+    /// Judges `check` over the `samples` in turn until it ends; returns the outcome and how
+    /// many measurements were asked again (each one interval later).
     fn run(check: &AnalysisCheck, samples: Vec<Sample>) -> (Outcome, usize) {
-        let samples = RefCell::new(samples.into_iter());
-        let sleeps = RefCell::new(0);
-        let outcome = futures::executor::block_on(run_check(
-            check,
-            || {
-                let s = samples.borrow_mut().next().expect("no more samples");
-                async move { s }
-            },
-            |d| {
-                assert_eq!(d, Duration::from_secs(2));
-                *sleeps.borrow_mut() += 1;
-                async {}
-            },
-        ));
-        (outcome, sleeps.into_inner())
+        let mut tries = Tries::default();
+        let mut again = 0;
+        for sample in samples {
+            if let Some(outcome) = tries.judge(check, sample) {
+                return (outcome, again);
+            }
+            again += 1;
+        }
+        panic!("no more samples after {again} measurement(s) asked again");
     }
 
     #[test]

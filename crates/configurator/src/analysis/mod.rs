@@ -4,27 +4,30 @@
 //! ([`Analyst::run`]): every check queried against Prometheus, the verdict written into the
 //! revision's `status.analysis` and its `AnalysisPassed` condition, and told as an Event.
 //!
-//! The first measurement of a wave waits its checks' largest `initialDelaySeconds` from the
-//! pass that first found the wave finished ([`Settled`]); the passes in between (every
-//! `--resync` at least) measure nothing and block nothing, so the fleet guard, new inputs and
-//! timeouts are handled meanwhile.
+//! The measurement is spread over passes ([`wave`]): the first comes the checks' largest
+//! `initialDelaySeconds` after the pass that first found the wave finished, a check that is
+//! neither passed nor failed is measured again one `intervalSeconds` later, and the passes in
+//! between (every `--resync` at least) measure nothing and block nothing, so the fleet guard,
+//! new inputs and timeouts are handled meanwhile.
 //!
 //! Layout: `measure` (the success-condition grammar, the number in a query answer, the tries
-//! of one check), `prometheus` (the HTTP API client).
+//! of one check), `wave` (one wave's analysis across passes), `prometheus` (the HTTP API
+//! client).
 
 mod measure;
 mod prometheus;
+mod wave;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use netrollout_api::{
-    ANALYSIS_CONDITION, AnalysisPhase, CheckResult, NamedInput, NetworkConfigRevision,
-    RevisionAnalysis, RolloutAnalysis, RolloutAnalysisSpec,
+    ANALYSIS_CONDITION, AnalysisPhase, NamedInput, NetworkConfigRevision, RevisionAnalysis,
+    RolloutAnalysis, RolloutAnalysisSpec,
 };
-use netrollout_rollout::analysis::{Analysis, Gate, Verdict};
+use netrollout_rollout::analysis::{Analysis, Verdict};
 use netrollout_rollout::{Revision, Summary};
 
 use crate::context::Context;
@@ -42,42 +45,7 @@ const NO_PROMETHEUS: &str = "the configurator has no --prometheus-url to measure
 pub struct Analyst {
     prometheus: Option<Prometheus>,
     told: NotedMemo,
-    settled: Settled,
-}
-
-/// When the wave an analysis is due for finished, as this configurator first saw it (a new
-/// leader starts the wait afresh: longer, never shorter). Keyed by the revision and how many
-/// nodes run it; forgotten whenever no analysis is due, so a wave that ends with the same
-/// count as an earlier one (after a retry) waits again.
-#[derive(Debug, Default)]
-struct Settled(Mutex<Option<(String, usize, Instant)>>);
-
-impl Settled {
-    /// How much longer the analysis of `revision` with `nodes` nodes on it waits before its
-    /// first measurement, `delay` after the first call for them (`now`); `None`: measure.
-    fn wait_left(
-        &self,
-        revision: &str,
-        nodes: usize,
-        delay: Duration,
-        now: Instant,
-    ) -> Option<Duration> {
-        let mut settled = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let since = match &*settled {
-            Some((r, n, at)) if r == revision && *n == nodes => *at,
-            _ => {
-                *settled = Some((revision.to_string(), nodes, now));
-                now
-            }
-        };
-        let left = delay.saturating_sub(now.saturating_duration_since(since));
-        (!left.is_zero()).then_some(left)
-    }
-
-    /// No analysis is due: the next due one starts its wait then.
-    fn forget(&self) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = None;
-    }
+    waves: wave::Waves,
 }
 
 /// The longest `initialDelaySeconds` among the checks of `ncr`.
@@ -95,7 +63,7 @@ impl Analyst {
         Self {
             prometheus,
             told: NotedMemo::default(),
-            settled: Settled::default(),
+            waves: wave::Waves::default(),
         }
     }
 
@@ -141,11 +109,11 @@ impl Analyst {
     /// Writing the verdict failed (the pass is retried, and measures again).
     pub async fn run(&self, ctx: &Context, summary: &Summary) -> Result<()> {
         let Some(gate) = summary.analysis.as_ref() else {
-            self.settled.forget();
+            self.waves.forget();
             return Ok(());
         };
         if !gate.due {
-            self.settled.forget();
+            self.waves.forget();
         }
         let Some(ncr) = crate::reconcile::target_revision(ctx, summary) else {
             return Ok(());
@@ -153,22 +121,32 @@ impl Analyst {
         match &self.prometheus {
             Some(p) if gate.due => {
                 let delay = Duration::from_secs(u64::from(initial_delay_seconds(&ncr)));
-                let left =
-                    (self.settled).wait_left(&gate.revision, gate.nodes, delay, Instant::now());
-                if let Some(left) = left {
-                    let wave = format!("{} node(s)", gate.nodes);
-                    if self
-                        .told
-                        .first_time(&format!("settling/{}", gate.revision), &wave)
-                    {
+                let now = Instant::now();
+                let mut wave = (self.waves).take(&gate.revision, gate.nodes, || {
+                    if !delay.is_zero() {
                         tracing::info!(revision = %gate.revision, nodes = gate.nodes,
-                            "analysis waits {}s (initialDelaySeconds) after the wave before its first measurement; {}s left",
-                            delay.as_secs(), left.as_secs_f64().ceil());
+                            "analysis measures {}s after the wave (initialDelaySeconds)", delay.as_secs());
                     }
+                    wave::Wave::new(&gate.revision, gate.nodes, now, delay)
+                });
+                if let Some(left) = wave.wait_left(now) {
+                    tracing::debug!(revision = %gate.revision, nodes = gate.nodes,
+                        "analysis: next measurement in {}s", left.as_secs_f64().ceil());
+                    self.waves.put(wave);
                     return Ok(());
                 }
-                let verdict = measure(p, &ncr, gate).await;
-                self.tell(ctx, &ncr, verdict).await
+                let verdict = wave
+                    .advance(&checks(&ncr), now, |q| async move { p.query(&q).await })
+                    .await;
+                let told = match verdict {
+                    Some(v) => self.tell(ctx, &ncr, v).await,
+                    None => Ok(()),
+                };
+                if told.is_ok() {
+                    wave.written();
+                }
+                self.waves.put(wave);
+                told
             }
             None if gate.held => {
                 let verdict = RevisionAnalysis {
@@ -253,56 +231,11 @@ impl Analyst {
     }
 }
 
-/// Every check of `ncr` measured in turn against `p`, stopping at the first that fails.
-async fn measure(p: &Prometheus, ncr: &NetworkConfigRevision, gate: &Gate) -> RevisionAnalysis {
-    let mut results = Vec::new();
-    let mut failed = None;
-    'all: for object in &ncr.spec.analysis {
-        for check in &object.spec.checks {
-            let outcome =
-                measure::run_check(check, || p.query(&check.query), tokio::time::sleep).await;
-            let name = format!("{}/{}", object.name, check.name);
-            results.push(CheckResult {
-                name: name.clone(),
-                verdict: if outcome.passed { "Passed" } else { "Failed" }.into(),
-                value: outcome.value.map(|v| v.to_string()),
-                message: outcome.message.clone(),
-            });
-            if !outcome.passed {
-                failed = Some(format!(
-                    "check {name} ({}) {}",
-                    check.query, outcome.message
-                ));
-                break 'all;
-            }
-        }
-    }
-    let revision = &gate.revision;
-    let nodes = gate.nodes;
-    let (phase, message) = match failed {
-        Some(f) => (
-            AnalysisPhase::Failed,
-            format!("with {nodes} node(s) on revision {revision}: {f}"),
-        ),
-        None => (
-            AnalysisPhase::Passed,
-            format!(
-                "every check passed with {nodes} node(s) on revision {revision} ({}); the rollout goes on",
-                results
-                    .iter()
-                    .map(|r| format!("{} = {}", r.name, r.value.as_deref().unwrap_or("?")))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ),
-    };
-    RevisionAnalysis {
-        phase,
-        nodes: i32::try_from(nodes).unwrap_or(i32::MAX),
-        message,
-        checks: results,
-        time: None,
-    }
+/// Every check of `ncr` in order, named `object/check`.
+fn checks(ncr: &NetworkConfigRevision) -> Vec<wave::Named<'_>> {
+    (ncr.spec.analysis.iter())
+        .flat_map(|a| (a.spec.checks.iter()).map(move |c| (format!("{}/{}", a.name, c.name), c)))
+        .collect()
 }
 
 /// The `RolloutAnalysis` objects now, sorted by name: what a new revision copies.
@@ -329,31 +262,4 @@ pub async fn snapshot(ctx: &Context) -> Result<Vec<NamedInput<RolloutAnalysisSpe
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_first_measurement_of_a_wave_waits_the_initial_delay_from_when_the_wave_was_first_seen_finished()
-     {
-        let settled = Settled::default();
-        let t0 = Instant::now();
-        let s = Duration::from_secs;
-        let delay = s(30);
-        // First seen finished at t0: the whole delay is left; 10 s later, 20 s.
-        assert_eq!(settled.wait_left("r", 1, delay, t0), Some(delay));
-        assert_eq!(settled.wait_left("r", 1, delay, t0 + s(10)), Some(s(20)));
-        assert_eq!(settled.wait_left("r", 1, delay, t0 + s(30)), None);
-        // The next wave (more nodes on the revision) waits afresh.
-        assert_eq!(settled.wait_left("r", 3, delay, t0 + s(40)), Some(delay));
-        assert_eq!(settled.wait_left("r", 3, delay, t0 + s(70)), None);
-        // A wave that ends with a count seen before (a retry) waits again once forgotten.
-        settled.forget();
-        assert_eq!(settled.wait_left("r", 3, delay, t0 + s(80)), Some(delay));
-        // Another revision waits afresh; no delay measures at once.
-        assert_eq!(settled.wait_left("q", 3, delay, t0 + s(81)), Some(delay));
-        assert_eq!(settled.wait_left("p", 1, Duration::ZERO, t0 + s(82)), None);
-    }
 }
