@@ -20,19 +20,30 @@ exec 9>/tmp/netrollout-lab.lock
 flock 9
 lab() { target/debug/netrollout-lab --state-dir "$state" "$@"; }
 lab down >/dev/null
+# A failed check leaves no lab (or VM) running behind it.
+pid=
+trap '[ -z "$pid" ] || kill -9 "$pid" 2>/dev/null; lab down >/dev/null 2>&1 || true' EXIT
 # The full samples, VRFs included (the reason for VM mode), and the routed tenant.
 lab scenario happy --vm --nodes 3
 # tenant-break's story (limit 1: with 3 nodes in a ring, a first wave of one leaves a pair that
 # must lose nothing), then the fleet guard's: one VM boot for both.
 lab scenario remote-break --vm --nodes 3
 # Ctrl-C on `up --vm` (output into a pipe, as `| tee` would) powers the VM off.
+# The log of an earlier run must not pass for this one's: until `cat` (re)creates the file, the
+# wait below would read the old one (it did: the check after it then read the new, empty file).
 log="$state.up.log"
+rm -f "$log"
 target/debug/netrollout-lab --state-dir "$state" up --vm --nodes 2 > >(cat >"$log") 2>&1 &
 pid=$!
-for _ in $(seq 240); do grep -q 'applied config/samples' "$log" && break; sleep 1; done
-grep -q 'applied config/samples' "$log" || { cat "$log" >&2; echo "lab-vm: up --vm did not start" >&2; exit 1; }
+for _ in $(seq 240); do
+  grep -qs 'applied config/samples' "$log" && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 1
+done
+grep -qs 'applied config/samples' "$log" || { cat "$log" >&2; echo "lab-vm: up --vm did not start" >&2; exit 1; }
 kill -INT "$pid"
 wait "$pid" || true
+pid=
 grep -q 'tearing the lab down' "$log" || { cat "$log" >&2; echo "lab-vm: up --vm ignored Ctrl-C" >&2; exit 1; }
 left=""
 if pgrep -f -- "$state/vm" >/dev/null; then left+=" a qemu process;"; fi

@@ -23,6 +23,8 @@ pid=
 trap '[ -z "$pid" ] || kill -9 "$pid" 2>/dev/null; $lab --state-dir "$state" down >/dev/null 2>&1 || true' EXIT
 $lab --state-dir "$state" down >/dev/null
 mkdir -p "$state"
+# The logs of an earlier run must not pass for this one's (the waits below read them).
+rm -f "$state/scenario.log" "$state/up.log"
 
 # The agents' /metrics are out of reach in VM mode: the pair is refused before anything starts.
 if out=$($lab --state-dir "$state" up --vm --prometheus 2>&1); then
