@@ -337,49 +337,6 @@ async fn up(opts: Options, stop: &mut Stop) -> Result<()> {
     result
 }
 
-/// What `up` says once its first rollout succeeded `waited` ago: that the lab is ready when
-/// every workload pair answered for 2 s and every agent reports `TenantReachable=True`; after
-/// [`Cluster::converge`] without that, what still does not work; else nothing yet.
-fn readiness(lab: &Cluster, obs: &Observed, waited: Duration) -> Option<String> {
-    let silent = lab.traffic.unreachable(Duration::from_secs(2));
-    let unhealthy = obs.not_reachable();
-    if silent.is_empty() && unhealthy.is_empty() {
-        return Some(
-            "rollout succeeded; tenant traffic flows between the nodes' workloads and every \
-             agent's health checks pass."
-                .into(),
-        );
-    }
-    if waited < lab.converge() {
-        return None;
-    }
-    let mut not = Vec::new();
-    if !silent.is_empty() {
-        let pairs: Vec<String> = (silent.iter())
-            .map(|p| format!("{} {}→{}", p.network, p.from, p.to))
-            .collect();
-        not.push(format!("pairs without replies: {}", pairs.join(", ")));
-    }
-    if !unhealthy.is_empty() {
-        let nodes: Vec<String> = (unhealthy.iter())
-            .map(|(node, failing)| match failing.as_slice() {
-                [] => format!("{node} (no report yet)"),
-                f => format!("{node} ({})", f.join(", ")),
-            })
-            .collect();
-        not.push(format!(
-            "agents whose health checks fail: {} (kubectl netrollout nodes -o wide)",
-            nodes.join("; ")
-        ));
-    }
-    Some(format!(
-        "rollout succeeded, but {}s later tenant traffic does not flow everywhere: {}; a \
-         RolloutAnalysis over tenant loss would fail the next revision.",
-        waited.as_secs(),
-        not.join("; ")
-    ))
-}
-
 /// Applies the samples and the lab's tenant network, then shows the rollout and the tenant
 /// traffic until a signal.
 async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
@@ -433,7 +390,11 @@ async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
             }
             if let Some(since) = succeeded
                 && !announced
-                && let Some(ready) = readiness(lab, &obs, since.elapsed())
+                && let Some(ready) = obs.readiness(
+                    &lab.traffic.unreachable(Duration::from_secs(2)),
+                    since.elapsed(),
+                    lab.converge(),
+                )
             {
                 announced = true;
                 out!(

@@ -2,6 +2,7 @@
 //! as aligned tables.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use anyhow::Result;
 use k8s_openapi::api::core::v1::Node;
@@ -9,6 +10,8 @@ use kube::api::{Api, ListParams};
 use netrollout_api::{
     NetworkConfigRevision, NodeNetworkConfig, NodePhase, RevisionPhase, TENANT_REACHABLE_CONDITION,
 };
+
+use crate::workload::Pair;
 
 /// One look at the rollout.
 #[derive(Clone, Debug, Default)]
@@ -102,6 +105,52 @@ impl Observed {
                 (c.metadata.name.as_deref().unwrap_or_default(), failing)
             })
             .collect()
+    }
+
+    /// What `up` says once its first rollout succeeded `waited` ago, with `silent` the workload
+    /// pairs that did not answer every probe of the last 2 s: that the lab is ready when none
+    /// is silent and every agent reports `TenantReachable=True`; after `converge` without
+    /// that, what still does not work; else nothing yet.
+    pub fn readiness(
+        &self,
+        silent: &[Pair],
+        waited: Duration,
+        converge: Duration,
+    ) -> Option<String> {
+        let unhealthy = self.not_reachable();
+        if silent.is_empty() && unhealthy.is_empty() {
+            return Some(
+                "rollout succeeded; tenant traffic flows between the nodes' workloads and every \
+                 agent's health checks pass."
+                    .into(),
+            );
+        }
+        if waited < converge {
+            return None;
+        }
+        let mut not = Vec::new();
+        if !silent.is_empty() {
+            let pairs: Vec<String> = silent.iter().map(ToString::to_string).collect();
+            not.push(format!("pairs without replies: {}", pairs.join(", ")));
+        }
+        if !unhealthy.is_empty() {
+            let nodes: Vec<String> = (unhealthy.iter())
+                .map(|(node, failing)| match failing.as_slice() {
+                    [] => format!("{node} (no report yet)"),
+                    f => format!("{node} ({})", f.join(", ")),
+                })
+                .collect();
+            not.push(format!(
+                "agents whose health checks fail: {} (kubectl netrollout nodes -o wide)",
+                nodes.join("; ")
+            ));
+        }
+        Some(format!(
+            "rollout succeeded, but {}s later tenant traffic does not flow everywhere: {}; a \
+             RolloutAnalysis over tenant loss would fail the next revision.",
+            waited.as_secs(),
+            not.join("; ")
+        ))
     }
 
     /// Aligned tables of revisions and nodes.
@@ -223,4 +272,74 @@ pub fn table(rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use netrollout_api::NodeNetworkConfigStatus;
+
+    use super::*;
+    use crate::workload::Kind;
+
+    /// A node config whose agent reports `reachable` ("True", "False"; `None`: nothing yet)
+    /// with `failing` checks.
+    fn config(node: &str, reachable: Option<&str>, failing: &[&str]) -> NodeNetworkConfig {
+        let mut c = NodeNetworkConfig::new(node, Default::default());
+        let conditions: Vec<serde_json::Value> = (reachable.iter())
+            .map(|s| {
+                serde_json::json!({"type": TENANT_REACHABLE_CONDITION, "status": s, "reason": "R",
+                    "message": "", "lastTransitionTime": "2026-11-27T00:00:00Z"})
+            })
+            .collect();
+        let status =
+            serde_json::json!({"conditions": conditions, "health": {"failingChecks": failing}});
+        c.status = Some(serde_json::from_value::<NodeNetworkConfigStatus>(status).unwrap());
+        c
+    }
+
+    #[test]
+    fn the_lab_is_ready_only_when_every_pair_answers_and_every_agent_reports_reachable() {
+        let s = Duration::from_secs;
+        let obs = |configs| Observed {
+            configs,
+            ..Observed::default()
+        };
+        let healthy = obs(vec![
+            config("n1", Some("True"), &[]),
+            config("n2", Some("True"), &[]),
+        ]);
+        let ready = healthy.readiness(&[], s(1), s(30)).unwrap();
+        assert!(
+            ready.starts_with("rollout succeeded; tenant traffic flows"),
+            "{ready}"
+        );
+
+        let silent = [Pair {
+            kind: Kind::Bridged,
+            network: "lab-tenant".into(),
+            from: "n1".into(),
+            to: "n2".into(),
+        }];
+        let sick = obs(vec![
+            config("n1", Some("False"), &["icmp 172.31.88.12"]),
+            config("n2", None, &[]),
+        ]);
+        // Before the convergence time: nothing said yet, whichever is missing.
+        assert_eq!(healthy.readiness(&silent, s(29), s(30)), None);
+        assert_eq!(sick.readiness(&[], s(29), s(30)), None);
+        // After it: what still fails, by pair and by agent.
+        let late = sick.readiness(&silent, s(31), s(30)).unwrap();
+        assert!(
+            late.starts_with("rollout succeeded, but 31s later"),
+            "{late}"
+        );
+        assert!(
+            late.contains("pairs without replies: lab-tenant n1→n2"),
+            "{late}"
+        );
+        assert!(
+            late.contains("n1 (icmp 172.31.88.12); n2 (no report yet)"),
+            "{late}"
+        );
+    }
 }

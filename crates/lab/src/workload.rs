@@ -226,6 +226,13 @@ pub struct Pair {
     pub to: String,
 }
 
+/// `network from→to`, as the lab's reports name a pair.
+impl std::fmt::Display for Pair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}→{}", self.network, self.from, self.to)
+    }
+}
+
 /// The destination of a routed flow to the outside namespace.
 pub const OUTSIDE_PEER: &str = "outside";
 

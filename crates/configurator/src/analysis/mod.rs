@@ -120,9 +120,9 @@ impl Analyst {
         };
         match &self.prometheus {
             Some(p) if gate.due => {
-                let delay = Duration::from_secs(u64::from(initial_delay_seconds(&ncr)));
                 let now = Instant::now();
                 let mut wave = (self.waves).take(&gate.revision, gate.nodes, || {
+                    let delay = Duration::from_secs(u64::from(initial_delay_seconds(&ncr)));
                     if !delay.is_zero() {
                         tracing::info!(revision = %gate.revision, nodes = gate.nodes,
                             "analysis measures {}s after the wave (initialDelaySeconds)", delay.as_secs());

@@ -385,7 +385,7 @@ fn outside_lost(
     let mut flows = Vec::new();
     for p in t.pairs() {
         let l = t.loss(t0, t1, |q| *q == p);
-        flows.push(format!("{} {} {}→{} {l}", p.kind, p.network, p.from, p.to));
+        flows.push(format!("{} {p} {l}", p.kind));
     }
     m.say(&format!(
         "probes lost/sent per flow since the break: {}",

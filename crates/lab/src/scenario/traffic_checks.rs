@@ -76,7 +76,7 @@ fn reachability_detail(lab: &Cluster, missing: &[traffic::Pair]) -> String {
     } else {
         missing
             .iter()
-            .map(|p| format!("{} {}→{}", p.network, p.from, p.to))
+            .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(", ")
     }
