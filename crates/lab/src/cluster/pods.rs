@@ -103,7 +103,7 @@ impl Cluster {
         let pathspace = fabric::netns(node);
         prepare_frr(&crate::frr::config_dir(&pathspace))?;
         let mut overlay = Overlay {
-            image,
+            image: image.clone(),
             supplemental_groups: Some(frr_groups()?),
             ..Overlay::default()
         };
@@ -154,7 +154,12 @@ impl Cluster {
             overlay,
         };
         let run = pods::spec::run(&template, &placement)?;
-        Pod::start(run, self.containers_conf(), self.log_path(node))
+        Pod::start(
+            run,
+            self.containers_conf(),
+            self.log_path(node),
+            image.is_some(),
+        )
     }
 
     /// Starts configurator replica `id` as the bundle's Deployment pod in a network namespace
@@ -200,7 +205,7 @@ impl Cluster {
             },
         };
         let run = pods::spec::run(&template, &placement)?;
-        let pod = Pod::start(run, self.containers_conf(), self.log_path(id))?;
+        let pod = Pod::start(run, self.containers_conf(), self.log_path(id), false)?;
         Ok((pod, SocketAddr::from((ip, 8080))))
     }
 
@@ -230,15 +235,24 @@ impl Cluster {
     }
 
     /// Replaces `node`'s agent container with one of `image`, as a DaemonSet's rolling update
-    /// does (the old pod stopped with its grace period, then the new one started), and waits
-    /// until the new one is ready.
-    pub async fn replace_agent(&mut self, node: &str, image: &str, ready: Duration) -> Result<()> {
+    /// does (the old pod stopped with its grace period, or killed at once with `kill`, as when
+    /// the grace period runs out; then the new one started), and waits until the new one is
+    /// ready. The new agent's output goes on in the node's log.
+    pub async fn replace_agent(
+        &mut self,
+        node: &str,
+        image: &str,
+        ready: Duration,
+        kill: bool,
+    ) -> Result<()> {
         let (index, old) = self
             .nodes
             .remove(node)
             .with_context(|| format!("no node {node}"))?;
-        if let Some(Proc::Pod(p)) = old {
-            p.stop().await;
+        match old {
+            Some(Proc::Pod(p)) if kill => drop(p.kill().await),
+            Some(Proc::Pod(p)) => drop(p.stop().await),
+            _ => bail!("{node}'s agent runs in no container: replacing it needs --containers"),
         }
         let spawn = self.agent(node, index)?;
         let pod = self.start_agent_pod(node, index, &spawn, Some(image.to_string()))?;

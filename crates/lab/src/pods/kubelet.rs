@@ -50,8 +50,13 @@ pub struct Pod {
 }
 
 impl Pod {
-    /// Starts the pod's container (creating its directories first) and its kubelet task.
-    pub fn start(run: Run, conf: PathBuf, log: PathBuf) -> Result<Self> {
+    /// Starts the pod's container (creating its directories first) and its kubelet task; its
+    /// output goes to `log`, appended (a replaced pod's log goes on) or, unless `append`, from
+    /// an empty file.
+    pub fn start(run: Run, conf: PathBuf, log: PathBuf, append: bool) -> Result<Self> {
+        if !append {
+            std::fs::write(&log, "").with_context(|| format!("creating {}", log.display()))?;
+        }
         for dir in &run.create {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }

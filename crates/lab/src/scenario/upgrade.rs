@@ -2,8 +2,10 @@
 //! agent containers are replaced one node at a time, as the DaemonSet's rolling update
 //! (`maxUnavailable: 1`) does: the old pod stopped with its grace period, the new image's
 //! started, the next node only once it is ready. The first node replaced is one applying the
-//! change (its agent restarts mid-apply and recovers by its journal); nodes that already ran
-//! the revision restart idle and must write nothing to the kernel or FRR.
+//! change, and its old container is killed at once (as when the grace period runs out or the
+//! node's memory runs out: with SIGTERM the agent finishes its apply first): the new agent
+//! recovers by its journal. Then netrollout is rolled back to the old image: every agent
+//! restarts idle, on the revision it runs, and must write nothing to the kernel or FRR.
 
 use std::time::Duration;
 
@@ -14,8 +16,8 @@ use netrollout_api::RevisionPhase;
 use super::checks::all_provisioned;
 use super::steps::{new_revision, rollout, settle};
 use super::traffic_checks::{start_traffic, traffic_report};
-use super::{Scenario, Story};
-use crate::cluster::Options;
+use super::{Monitor, Scenario, Story, Summary};
+use crate::cluster::{Cluster, Options};
 use crate::{fabric, traffic};
 
 /// The agents replaced node by node mid-rollout.
@@ -33,9 +35,9 @@ impl Scenario for Upgrade {
     fn about(&self) -> &'static str {
         "(--containers) while a one-network change rolls out (limit 1), every agent\n\
          container is replaced node by node as a DaemonSet rolling update does, the first\n\
-         one mid-apply: the revision succeeds with no node failed, the agent replaced\n\
-         mid-apply recovers, the agents replaced idle write nothing to the kernel or FRR,\n\
-         every agent runs the new image and is ready, untouched networks lose no probe"
+         one killed mid-apply: the revision succeeds with no node failed, the killed agent\n\
+         recovers by its journal, every agent runs the new image and is ready, untouched\n\
+         networks lose no probe; rolled back idle, no agent writes to the kernel or FRR"
     }
 
     fn in_all(&self) -> bool {
@@ -86,32 +88,41 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
     ));
     lab.apply(&objects).await?;
     let next = new_revision(m, lab, &target).await?;
+    // A node whose agent reports Provisioning: it wrote its journal and applies.
+    let applying = |o: &crate::progress::Observed| -> Option<String> {
+        (o.configs.iter())
+            .find(|c| {
+                c.status.as_ref().is_some_and(|s| {
+                    s.phase == Some(netrollout_api::NodePhase::Provisioning)
+                        && s.observed_revision.as_deref() == Some(next.as_str())
+                })
+            })
+            .and_then(|c| c.metadata.name.clone())
+    };
     m.until(lab, "a node applying the change", settle(lab), |o| {
-        !o.in_flight().is_empty()
+        applying(o).is_some()
     })
     .await?;
-    let first = m.now.in_flight()[0].to_string();
+    let first = applying(&m.now).unwrap_or_default();
     let mut order = vec![first.clone()];
     order.extend(nodes.iter().filter(|n| **n != first).cloned());
-    let mut idle = Vec::new();
-    for node in &order {
+    for (i, node) in order.iter().enumerate() {
         m.observe(lab).await?;
         let done = m.now.provisioned_on(&next).contains(&node.as_str());
-        let applying = m.now.in_flight().contains(&node.as_str());
-        m.say(&format!(
-            "replacing the agent of {node} ({})",
-            if applying {
-                "mid-apply"
-            } else if done {
-                "idle, on the new revision"
-            } else {
-                "idle"
-            }
-        ));
-        if done {
-            idle.push(node.clone());
-        }
-        lab.replace_agent(node, &next_image, Duration::from_secs(60))
+        let state = match (m.now.in_flight().contains(&node.as_str()), done) {
+            (true, _) => "mid-apply",
+            (false, true) => "idle, on the new revision",
+            (false, false) => "idle",
+        };
+        // The first is killed at once; the others stop with their grace period.
+        let kill = i == 0;
+        let how = if kill {
+            "killed at once"
+        } else {
+            "stopped with its grace period"
+        };
+        m.say(&format!("replacing the agent of {node} ({state}; {how})"));
+        lab.replace_agent(node, &next_image, Duration::from_secs(60), kill)
             .await?;
         m.say(&format!(
             "the agent of {node} runs {next_image} and is ready"
@@ -129,10 +140,15 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
         failures.is_empty(),
         format!("{failures:?}"),
     );
+    let log = std::fs::read_to_string(lab.log_path(&first)).unwrap_or_default();
+    let recovered = log.contains("journal says an apply was interrupted");
     summary.check(
-        "the agent replaced mid-apply recovered: its node runs the revision",
-        m.now.provisioned_on(&next).contains(&first.as_str()),
-        first.clone(),
+        "the agent killed mid-apply recovered by its journal: its node runs the revision",
+        recovered && m.now.provisioned_on(&next).contains(&first.as_str()),
+        format!(
+            "{first}: {} the recovery in its log",
+            if recovered { "found" } else { "did not find" }
+        ),
     );
     let stale: Vec<String> = (nodes.iter())
         .filter(|n| {
@@ -150,6 +166,28 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
             stale.join(", ")
         },
     );
+    traffic_report(summary, m, lab, (t0, t1), &[changed.as_str()], &[]).await;
+    idle_restarts(summary, m, lab, &old).await
+}
+
+/// Netrollout rolled back to `image` once the revision succeeded: every agent restarts idle,
+/// on the revision it runs, and must write nothing (no apply, no FRR write).
+async fn idle_restarts(
+    summary: &mut Summary,
+    m: &mut Monitor,
+    lab: &mut Cluster,
+    image: &str,
+) -> Result<()> {
+    m.say(&format!(
+        "rolling every agent back to {image}: each restarts idle"
+    ));
+    let idle = lab.node_names();
+    for node in &idle {
+        lab.replace_agent(node, image, Duration::from_secs(60), false)
+            .await?;
+    }
+    // Each agent has read its node config and its state by now; what it would write, it wrote.
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let mut wrote = Vec::new();
     for node in &idle {
         let index = (lab.node_indices().into_iter())
@@ -166,16 +204,19 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
                 .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
                 .sum()
         };
-        let (frr, applies) = (
+        let (frr, applies, restores) = (
             count("netrollout_agent_frr_writes_total"),
             count("netrollout_agent_applies_total"),
+            count("netrollout_agent_restores_total"),
         );
-        if frr != 0.0 || applies != 0.0 {
-            wrote.push(format!("{node}: {frr} FRR writes, {applies} applies"));
+        if frr != 0.0 || applies != 0.0 || restores != 0.0 {
+            wrote.push(format!(
+                "{node}: {frr} FRR writes, {applies} applies, {restores} restores"
+            ));
         }
     }
     summary.check(
-        "agents replaced idle wrote nothing: no apply, no FRR write since their start",
+        "agents restarted idle wrote nothing: no apply, restore or FRR write since their start",
         !idle.is_empty() && wrote.is_empty(),
         if wrote.is_empty() {
             format!("{} idle replacement(s): {}", idle.len(), idle.join(", "))
@@ -183,6 +224,5 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
             wrote.join("; ")
         },
     );
-    traffic_report(summary, m, lab, (t0, t1), &[changed.as_str()], &[]).await;
     Ok(())
 }
