@@ -224,7 +224,10 @@ async fn disable_segmentation_turns_offload_off_and_the_next_revision_restores_i
             assert!(has(&k, &format!("{f}: off")), "{dev} {f}:\n{k}");
         }
     }
-    assert!(has(&ethtool(&lab.ns, "l2.500"), "tcp-segmentation-offload: off"));
+    assert!(has(
+        &ethtool(&lab.ns, "l2.500"),
+        "tcp-segmentation-offload: off"
+    ));
 
     lab.set_spec("rev-on", config(false)).await;
     let status = lab.wait_finished("rev-on", 30).await.status.unwrap();
