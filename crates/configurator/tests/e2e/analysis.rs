@@ -18,8 +18,8 @@ use netrollout_api::{
 use netrollout_testkit::fake_prometheus::FakePrometheus;
 
 use crate::agents::Agents;
-use crate::lab::{ConfiguratorLab as _, LabApi, R};
-use crate::{all_provisioned, condition, failing_tables, names, nodes, succeeded_after};
+use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
+use crate::{all_provisioned, condition, failing_tables, names, nodes};
 
 fn check(name: &str, initial_delay_seconds: u32) -> AnalysisCheck {
     AnalysisCheck {
@@ -150,9 +150,29 @@ async fn an_undo_to_a_gated_revision_measures_it_afresh_before_any_node_gets_it_
     // Succeeded again.
     let undo = SystemTime::now();
     lab.set_table("extra", 100).await?;
-    let again = succeeded_after(&lab, b.spec.sequence).await?;
-    assert_eq!(again.metadata.name.as_deref(), Some(a_name.as_str()));
-    all_provisioned(&lab, &names(2), &a_name, Duration::from_secs(10)).await?;
+    // (The revision is Succeeded from its first rollout until the pass after the raise: wait
+    // for both nodes on it, then for it to be Succeeded with a verdict of its new sequence.)
+    all_provisioned(&lab, &names(2), &a_name, Duration::from_secs(20)).await?;
+    let current = || async {
+        let revisions = lab.revisions().await?;
+        let a = revisions
+            .into_iter()
+            .find(|r| r.metadata.name.as_deref() == Some(&a_name));
+        R::Ok(a.filter(|a| {
+            let s = a.status.clone().unwrap_or_default();
+            s.phase == Some(RevisionPhase::Succeeded)
+                && s.analysis
+                    .is_some_and(|v| v.sequence == Some(a.spec.sequence))
+                && s.observed_generation == a.metadata.generation
+        }))
+    };
+    eventually(Duration::from_secs(20), || async {
+        Ok(current().await?.is_some())
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("a never Succeeded with a verdict of its new sequence: {e}"))?;
+    let again = current().await?.expect("a, Succeeded again");
+    assert!(again.spec.sequence > b.spec.sequence, "a was raised");
     let configs = lab.configs().await?;
     let n0 = configs
         .iter()
