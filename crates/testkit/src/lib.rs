@@ -20,7 +20,6 @@
 //! - `wait` (`kube`): polling with a deadline.
 //! - `fake_agents` (`kube`): simulated agents that write NodeNetworkConfig status as the real one.
 //! - `agent` (feature `agent`): the real `netrollout-agent` in a namespace against a lab server.
-//! - `sim` (feature `sim`): the planner's deterministic fleet simulator (agents, world, PRNG).
 //!
 //! Everything here runs inside tests: a failed step panics with what went wrong, which is the
 //! test failure (hence the crate-wide allow below).
@@ -48,7 +47,5 @@ pub mod fleet;
 pub mod kubectl;
 #[cfg(feature = "kube")]
 pub mod objects;
-#[cfg(feature = "sim")]
-pub mod sim;
 #[cfg(feature = "kube")]
 pub mod wait;
