@@ -3,8 +3,6 @@
 //!
 //! - [`cmd`]: run a tool and assert it succeeded; [`cmd::Run`], a finished process.
 //! - [`netns`]: a fresh network namespace per test, cleaned up on drop and after crashes.
-//! - [`frr`]: zebra + bgpd of Debian's `frr` in a namespace and pathspace, stopped on drop: the
-//!   one FRR start (bgpd only once zebra is up), also the lab's.
 //! - [`poll`]: waiting with a deadline from blocking code (the VM suites).
 //! - [`http`]: scrape a binary's `/metrics` from blocking test code.
 //! - [`manifests`]: the Go operator's `v1alpha1` manifests (the repository's fixtures, and the
@@ -26,7 +24,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod cmd;
-pub mod frr;
 pub mod http;
 pub mod manifests;
 pub mod netns;
