@@ -17,6 +17,8 @@
 //!   the configurator and the agent write.
 //! - `wait` (`kube`): polling with a deadline.
 //! - `fake_agents` (`kube`): simulated agents that write NodeNetworkConfig status as the real one.
+//! - `fake_prometheus` (`kube`): a Prometheus query API that answers what a test says and
+//!   records when each query came.
 //! - `agent` (feature `agent`): the real `netrollout-agent` in a namespace against a lab server.
 //!
 //! Everything here runs inside tests: a failed step panics with what went wrong, which is the
@@ -38,6 +40,8 @@ pub mod agent;
 pub mod apiserver;
 #[cfg(feature = "kube")]
 pub mod fake_agents;
+#[cfg(feature = "kube")]
+pub mod fake_prometheus;
 #[cfg(feature = "kube")]
 pub mod fleet;
 #[cfg(feature = "kube")]

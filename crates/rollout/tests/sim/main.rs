@@ -265,6 +265,7 @@ fn fleets_with_analysis_gates_never_pass_a_wave_whose_analysis_has_not_passed() 
             "passed with 1 node(s)",
             "passed with 2 node(s)",
             "failed with",
+            "(Succeeded, analysis Passed",
             "analysis of revision",
             "(Rollout)",
             "(Rollback)",
