@@ -28,8 +28,8 @@ use crate::views::NodeConfigView;
 /// Reason of `NodesCapable` once no targeted node lacks anything.
 const ALL_NODES_CAPABLE: &str = "AllNodesCapable";
 
-/// Fills `unmet` of every revision that may be dispatched (Pending, Progressing, Succeeded)
-/// from the capabilities the node configs of `nncs` reported missing (the fleet keeps those
+/// Fills `unmet` of every revision that may be dispatched (Pending, Progressing, Succeeded, and
+/// a Superseded one raised to the newest sequence) from the capabilities the node configs of `nncs` reported missing (the fleet keeps those
 /// that report any, [`crate::fleet::View::lacking`], so a capable fleet costs nothing here).
 pub fn fill<'a>(
     revisions: &mut [Revision],
@@ -47,11 +47,13 @@ pub fn fill<'a>(
     if lacking.is_empty() {
         return;
     }
-    for r in revisions.iter_mut().filter(|r| {
-        matches!(
-            r.phase,
-            RevisionPhase::Pending | RevisionPhase::Progressing | RevisionPhase::Succeeded
-        )
+    // A Superseded revision may be dispatched only as the newest one: raised (inputs back to
+    // its content), it is the target and is held like a new one from the pass that raised it.
+    let newest = revisions.iter().map(|r| r.sequence).max();
+    for r in revisions.iter_mut().filter(|r| match r.phase {
+        RevisionPhase::Pending | RevisionPhase::Progressing | RevisionPhase::Succeeded => true,
+        RevisionPhase::Superseded => Some(r.sequence) == newest,
+        RevisionPhase::Failed | RevisionPhase::Blocked => false,
     }) {
         let Some(ncr) = ncrs
             .iter()

@@ -83,7 +83,8 @@ pub enum RevisionPhase {
     Succeeded,
     /// More than `max_failures` nodes failed it; never dispatched again until a person retries.
     Failed,
-    /// A newer revision replaced it before it finished.
+    /// A newer revision replaced it before it finished. When it is the target again (its
+    /// sequence raised) it is Progressing from that pass on.
     Superseded,
     /// Never rolled out: its content is identical to a Failed revision.
     Blocked,

@@ -159,3 +159,75 @@ async fn a_held_revision_superseded_by_new_inputs_no_longer_promises_to_roll_out
     );
     cfg.stop().await
 }
+
+#[tokio::test]
+async fn inputs_back_to_a_superseded_held_revision_hold_it_again_from_the_pass_that_raised_it() -> R
+{
+    let lab = LabApi::netrollout().await;
+    nodes(&lab, 2).await?;
+    let agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(100)));
+    let cfg = lab.configurator(&["--update-limit=2"]);
+    let first = first_good(&lab).await?;
+    let first_name = first.metadata.name.clone().unwrap();
+    all_provisioned(&lab, &names(2), &first_name, Duration::from_secs(10)).await?;
+    lab.set_config_status("n-1", reports(&["bridge", "vxlan"], &["vrf"]))
+        .await;
+    lab.set_table("extra", 200).await?;
+    let held = held_after(&lab, first.spec.sequence).await?;
+    let held_name = held.metadata.name.clone().unwrap();
+    lab.set_table("extra", 201).await?;
+    let newer = held_after(&lab, held.spec.sequence).await?;
+    assert_ne!(newer.metadata.name.as_deref(), Some(held_name.as_str()));
+    let pickups = agents.pickups().len();
+
+    // The inputs return to the superseded revision's content: it is raised, the target, and
+    // held like a new one (n-1 still lacks vrf): no node gets it, n-0 neither.
+    lab.set_table("extra", 200).await?;
+    let raised = eventually(Duration::from_secs(10), || async {
+        let r = lab.revision_api().get(&held_name).await?;
+        Ok(r.spec.sequence > newer.spec.sequence
+            && r.status.as_ref().and_then(|s| s.phase) == Some(RevisionPhase::Progressing)
+            && condition(&r, NODES_CAPABLE_CONDITION).status == "False")
+    })
+    .await;
+    if let Err(e) = raised {
+        let r = lab.revision_api().get(&held_name).await?;
+        let runs: Vec<(String, String)> = lab
+            .configs()
+            .await?
+            .into_iter()
+            .map(|c| (c.metadata.name.unwrap_or_default(), c.spec.revision))
+            .collect();
+        anyhow::bail!(
+            "{held_name} was never raised and held: {e}; it is {:?} with {:?}; nodes run {runs:?}",
+            r.status.as_ref().and_then(|s| s.phase),
+            r.status.as_ref().and_then(|s| s
+                .conditions
+                .iter()
+                .find(|c| c.type_ == NODES_CAPABLE_CONDITION))
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let raised = lab.revision_api().get(&held_name).await?;
+    let c = condition(&raised, NODES_CAPABLE_CONDITION);
+    assert_eq!(c.reason, NODES_LACK_CAPABILITIES, "{c:?}");
+    assert!(
+        c.message.contains("is not dispatched to any node") && c.message.contains("n-1 lacks vrf"),
+        "{}",
+        c.message
+    );
+    assert_eq!(agents.pickups().len(), pickups, "nothing dispatched");
+    assert!(
+        lab.configs()
+            .await?
+            .iter()
+            .all(|c| c.spec.revision == first_name),
+        "every node still runs {first_name}"
+    );
+
+    // n-1 loaded vrf: the raised revision rolls out on its own.
+    lab.set_config_status("n-1", reports(&["bridge", "vrf", "vxlan"], &[]))
+        .await;
+    all_provisioned(&lab, &names(2), &held_name, Duration::from_secs(10)).await?;
+    cfg.stop().await
+}

@@ -168,7 +168,8 @@ impl<'a> Pass<'a> {
     /// Mark the goal Progressing, or Succeeded once every counted node runs it (and, with
     /// analysis checks, they passed with all of them: [`Pass::analysis_passed`]). A Succeeded
     /// goal that counted nodes with another revision must move to (an undo raised its
-    /// sequence) is Progressing again: it is not Ready until they run it.
+    /// sequence) is Progressing again: it is not Ready until they run it. A Superseded goal
+    /// (raised) is Progressing again at once.
     pub(super) fn progress(&mut self, d: &Decision, goal_dispatched: usize) {
         let (Some(g), Mode::RollingOut | Mode::Paused) = (d.goal, &d.mode) else {
             return;
@@ -201,7 +202,10 @@ impl<'a> Pass<'a> {
                 self.settings.max_failures
             );
             self.set_phase(g, RevisionPhase::Succeeded, reason, Vec::new());
-        } else if goal_dispatched > 0 || t.nodes > 0 {
+        } else if goal_dispatched > 0 || t.nodes > 0 || self.phases[g] == RevisionPhase::Superseded
+        {
+            // A Superseded goal was raised (inputs back to its content): it rolls out again,
+            // Progressing from the pass that raised it even while nothing can be dispatched.
             // Written once per phase change, so no counts here (they would go stale): the
             // status counts and `progress` carry them.
             let reason = match self.settings.strategy {

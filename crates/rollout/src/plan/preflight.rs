@@ -5,25 +5,20 @@
 
 use super::{Decision, Pass};
 use crate::action::Mode;
-use crate::state::{Node, RevisionPhase, Unmet};
+use crate::state::{Node, Unmet};
 
 impl Pass<'_> {
     /// The managed nodes that do not run the rollout target yet and lack what it needs for
     /// them, and whether that holds the target: while a revision rolls out (Pending or
-    /// Progressing) and any node is listed, it is dispatched to no node (nothing is half rolled
-    /// out because of a node that cannot apply it). A Succeeded target is not held (the fleet
-    /// runs it; a node that joins lacking what it needs just does not get it), nor is a
-    /// rollback (it returns nodes to what they ran): their lacking nodes are only skipped
+    /// Progressing, or raised from Succeeded or Superseded: [`Pass::rolling_out`], from the pass
+    /// that raised it) and any node is listed, it is dispatched to no node (nothing is half
+    /// rolled out because of a node that cannot apply it). A Succeeded target the whole fleet
+    /// runs is not held (a node that joins lacking what it needs just does not get it), nor is
+    /// a rollback (it returns nodes to what they ran): their lacking nodes are only skipped
     /// ([`Pass::lacks`]).
     pub(super) fn preflight(&self, d: &Decision) -> (Vec<Unmet>, bool) {
         let unmet = self.unmet_of_goal(d);
-        let held = !unmet.is_empty()
-            && d.goal.is_some_and(|g| {
-                matches!(
-                    self.phases[g],
-                    RevisionPhase::Pending | RevisionPhase::Progressing
-                )
-            });
+        let held = !unmet.is_empty() && d.goal.is_some_and(|g| self.rolling_out(g));
         (unmet, held)
     }
 

@@ -9,7 +9,7 @@
 use netrollout_rollout::analysis::{Analysis, Verdict};
 use netrollout_rollout::guard::{GuardMode, Health};
 use netrollout_rollout::{
-    DispatchRecord, Mode, Node, NodePhase, RevisionPhase, Settings, State, plan,
+    DispatchRecord, Mode, Node, NodePhase, RevisionPhase, Settings, State, Unmet, plan,
 };
 
 use crate::regressions::{dispatched, limit, on, pairs, phase_changes, rev, t};
@@ -192,5 +192,59 @@ fn a_raised_gated_revision_is_measured_afresh_before_any_node_gets_it_and_before
     assert_eq!(
         phase_changes(&p),
         [("a".to_string(), RevisionPhase::Failed)]
+    );
+}
+
+#[test]
+fn pre_flight_holds_a_raised_revision_from_the_pass_that_raised_it_like_a_new_one() {
+    // e (on b) lacks what a needs. Raised from Succeeded (an undo) or from Superseded (inputs
+    // back to a revision that never finished): in the first pass no node gets a, not only e.
+    for phase in [RevisionPhase::Succeeded, RevisionPhase::Superseded] {
+        let mut state = raised();
+        state.nodes[1].health = Health::Healthy;
+        state.revisions[0].phase = phase;
+        let lacks = vec![Unmet {
+            node: "e".into(),
+            missing: vec!["vrf".into()],
+        }];
+        state.revisions[0].unmet = lacks.clone();
+        let p = plan(&state, t(40), &limit(2));
+        assert_eq!(
+            dispatched(&p),
+            pairs(&[]),
+            "{phase:?}: nothing half rolled out"
+        );
+        assert!(p.summary.held, "{phase:?}: {p:?}");
+        assert_eq!(p.summary.unmet, lacks, "{phase:?}");
+        assert_eq!(p.summary.target.as_deref(), Some("a"), "{phase:?}");
+        assert!(
+            phase_changes(&p).contains(&("a".to_string(), RevisionPhase::Progressing)),
+            "{phase:?}: rolling out again while held: {p:?}"
+        );
+        // Once e reports it, a rolls out again on its own.
+        state.revisions[0].unmet.clear();
+        let p = plan(&state, t(40), &limit(2));
+        assert_eq!(
+            dispatched(&p),
+            pairs(&[("a", "e"), ("a", "f")]),
+            "{phase:?}"
+        );
+        assert!(!p.summary.held, "{phase:?}");
+    }
+    // Superseded while held, before any node got it: raised, it is Progressing at once (the
+    // target, rolling out), though no node gets it yet.
+    let mut state = raised();
+    state.revisions[0].phase = RevisionPhase::Superseded;
+    state.revisions[0].unmet = vec![Unmet {
+        node: "e".into(),
+        missing: vec!["vrf".into()],
+    }];
+    state.nodes[0] = node("c", "b", NodePhase::Provisioned, 30, 2);
+    state.nodes[1] = node("d", "b", NodePhase::Provisioned, 30, 2);
+    let p = plan(&state, t(40), &limit(2));
+    assert!(dispatched(&p).is_empty() && p.summary.held, "{p:?}");
+    assert!(
+        phase_changes(&p).contains(&("a".to_string(), RevisionPhase::Progressing)),
+        "{p:?}"
     );
 }
