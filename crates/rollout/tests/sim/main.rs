@@ -24,11 +24,12 @@ mod regressions_failure;
 mod regressions_guard;
 mod regressions_known_good;
 mod regressions_preflight;
+mod regressions_raised;
 mod regressions_waves;
 mod scenario;
 
-// The simulator itself lives in the test kit (the benchmark uses it too).
-use netrollout_testkit::sim::{agent, rng, world};
+// The simulator itself lives beside the planner (`src/sim/`; the benchmark uses it too).
+use netrollout_rollout::sim::{agent, rng, world};
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -225,6 +226,7 @@ fn fleets_whose_health_regresses_keep_every_fleet_guard_invariant() {
             "guard=halt tripped",
             "guard off: ",
             "regressed before the wave of",
+            "(Succeeded): raised",
             "(Rollback)",
             "-> Succeeded",
             "== heal",
@@ -263,6 +265,7 @@ fn fleets_with_analysis_gates_never_pass_a_wave_whose_analysis_has_not_passed() 
             "passed with 1 node(s)",
             "passed with 2 node(s)",
             "failed with",
+            "(Succeeded, analysis Passed",
             "analysis of revision",
             "(Rollout)",
             "(Rollback)",
