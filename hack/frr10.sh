@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds (once) and prints the root file system of FRR 10.3, Debian 13's FRR, beside the host's
 # FRR 8.4 (Debian 12's `frr` package, hack/install-deps.sh). The tests, the lab and the
-# benchmarks run its daemons from it with `chroot` inside a node's network namespace (the test
-# kit's FRR start, crates/testkit/src/frr.rs, `Version::V10_3`), and its vtysh and frr-reload.py
+# benchmarks run its daemons from it with `chroot` inside a node's network namespace (the one
+# FRR start, crates/frr/src/daemons.rs, `Version::V10_3`), and its vtysh and frr-reload.py
 # through the wrappers written under DIR/netrollout/bin (they run the root file system's
 # programs with its own libraries, on the host's paths, so the agent hands them its files as it
 # does to FRR 8.4's).

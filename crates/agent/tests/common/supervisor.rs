@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use netrollout_testkit::frr::{Log, Start, Version};
+use netrollout_frr::daemons::{Log, Start, Version};
 
 /// Where pathspace `ps` keeps its pid files (the test kit's FRR start puts them there).
 fn pid_file(ps: &str, daemon: &str) -> std::path::PathBuf {

@@ -20,7 +20,7 @@ use netrollout_agent::frr::{Frr, FrrSettings};
 use netrollout_api::{
     Layer2Config, NodeConfig, PrefixAction, PrefixItem, RoutingTableConfig, VrfConfig, VrfPolicy,
 };
-use netrollout_testkit::frr::Version;
+use netrollout_frr::daemons::Version;
 use netrollout_testkit::netns::Netns;
 use netrollout_testkit::objects::layer2;
 
@@ -264,7 +264,7 @@ impl Drop for Fresh {
 #[tokio::test]
 async fn every_rendered_construct_converges_through_the_diff_forwards_and_back_without_the_fallback()
  {
-    netrollout_testkit::frr::require_installed();
+    netrollout_frr::daemons::require_installed();
     let dir = tempfile::tempdir().unwrap();
     chmod_755(dir.path());
     std::fs::write(dir.path().join("base.conf"), BASE).unwrap();

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use common::frr::{FrrNs, chmod_755};
 use netrollout_agent::frr::listed_defaults;
-use netrollout_testkit::frr::Version;
+use netrollout_frr::daemons::Version;
 use netrollout_testkit::netns::Netns;
 
 /// The line that undoes `line`: `no LINE`, or `LINE` without its `no`.
@@ -73,7 +73,7 @@ fn bgp_lines(frr: &FrrNs) -> Vec<String> {
 
 #[test]
 fn every_listed_default_is_accepted_hidden_and_its_opposite_shown_under_each_profile() {
-    netrollout_testkit::frr::require_installed();
+    netrollout_frr::daemons::require_installed();
     let version = Version::from_env();
     let major: u32 = version
         .to_string()

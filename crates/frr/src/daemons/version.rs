@@ -23,7 +23,7 @@ pub const ROOT_ENV: &str = "NETROLLOUT_FRR10_ROOT";
 /// FRR 10.3's root file system when [`ROOT_ENV`] is not set (hack/frr10.sh's default).
 pub const DEFAULT_ROOT: &str = "/var/cache/netrollout/frr-10.3";
 
-/// An FRR version the test kit starts.
+/// An FRR version the one FRR start starts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Version {
     /// Debian 12's FRR 8.4, installed on the host (hack/install-deps.sh).
@@ -82,7 +82,7 @@ impl Version {
         }
     }
 
-    /// The daemons the test kit starts, in start order: FRR 10 needs mgmtd before the others.
+    /// The daemons the start starts, in start order: FRR 10 needs mgmtd before the others.
     pub fn daemons(self) -> &'static [&'static str] {
         match self {
             Version::V8_4 => &["zebra", "bgpd"],

@@ -1,8 +1,8 @@
 //! A real FRR (zebra + bgpd; FRR 10's mgmtd first) in a network namespace, with an FRR
-//! pathspace (`-N`) of its own: the one start of the workspace, used by the tests, the
-//! benchmarks, the test VM and the lab (which depends on this module alone, no features), on
-//! either FRR version the project runs ([`Version`]: Debian 12's 8.4 on the host, Debian 13's
-//! 10.3 by chroot into the root file system hack/frr10.sh builds). Needs root and FRR. [`Start::try_start`] says what went wrong as an [`Error`];
+//! pathspace (`-N`) of its own: the one start of the workspace, used by the lab, the tests, the
+//! benchmarks and the test VM, on either FRR version the project runs ([`Version`]: Debian 12's
+//! 8.4 on the host, Debian 13's 10.3 by chroot into the root file system hack/frr10.sh builds).
+//! Needs root and FRR. [`Start::try_start`] says what went wrong as an [`Error`];
 //! [`Start::start`] panics with it (for tests). The daemons are stopped (by the pids in their pid
 //! files) on drop, unless [`Daemons::detach`]ed.
 //!
@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-mod daemons;
+mod running;
 mod version;
 
-pub use daemons::Daemons;
+pub use running::Daemons;
 pub use version::{DEFAULT_ROOT, ROOT_ENV, VERSION_ENV, Version};
 
 /// Where the Debian package installs the daemons (on the host, and inside FRR 10.3's root file
