@@ -18,8 +18,18 @@
 //! - `netrollout_agent_tenant_reachable`, `netrollout_agent_health_rounds_total`,
 //!   `netrollout_agent_health_transitions_total{to}`: continuous health ([`crate::watch`]).
 //!
-//! `/healthz` answers 200 while the process serves; `/readyz` answers 200 once the agent has
-//! recovered its state and started watching, 503 before.
+//! - `netrollout_agent_step_in_flight_seconds{step}`: the age of each step in flight (a
+//!   netlink apply, an FRR reload, a state-file write, a probe round); none when idle;
+//! - `netrollout_agent_part_busy_seconds{part}`: how long the kernel, FRR or the state
+//!   directory has not answered the oldest work it was handed (`kernel`, `frr`, `disk`);
+//! - `netrollout_agent_slow_steps_total{part}`, `netrollout_agent_step_timeouts_total{part}`:
+//!   steps past their slow threshold, and past their deadline (an error of the step).
+//!
+//! `/healthz` answers 200 while the agent is live and 503 with the reason when it is stuck
+//! ([`crate::steps::Steps::liveness`]: a step in flight past its deadline, a main loop without
+//! progress and nothing in flight, a supervised task that ended); a long wait on the kernel is
+//! no reason. `/readyz` answers 200 once the agent has recovered its state and started
+//! watching, 503 before.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,7 +45,10 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::steps::Steps;
+
 type Labels = Vec<(String, String)>;
+type Seconds = Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>;
 
 /// The agent's metrics and readiness, shared with the HTTP server.
 #[derive(Debug)]
@@ -54,6 +67,12 @@ pub struct Metrics {
     /// Continuous health ([`crate::watch`]).
     pub health: crate::watch::HealthMetrics,
     ready: AtomicBool,
+    /// The steps in flight, what the parts owe, the main loop's progress (`/healthz`).
+    pub steps: Arc<Steps>,
+    slow_steps: Family<Labels, Counter>,
+    step_timeouts: Family<Labels, Counter>,
+    step_seconds: Seconds,
+    busy_seconds: Seconds,
 }
 
 impl Default for Metrics {
@@ -120,7 +139,36 @@ impl Default for Metrics {
             probe_seconds.clone(),
         );
         let health = crate::watch::HealthMetrics::register(&mut registry);
+        let slow_steps = Family::<Labels, Counter>::default();
+        let step_timeouts = Family::<Labels, Counter>::default();
+        let step_seconds = Seconds::default();
+        let busy_seconds = Seconds::default();
+        registry.register(
+            "slow_steps",
+            "Steps past their slow threshold, by the part waited on",
+            slow_steps.clone(),
+        );
+        registry.register(
+            "step_timeouts",
+            "Steps past their deadline (an error of the step), by the part waited on",
+            step_timeouts.clone(),
+        );
+        registry.register(
+            "step_in_flight_seconds",
+            "Age of each step in flight",
+            step_seconds.clone(),
+        );
+        registry.register(
+            "part_busy_seconds",
+            "How long a part has not answered the oldest work handed to it",
+            busy_seconds.clone(),
+        );
         Self {
+            steps: Arc::new(Steps::default()),
+            slow_steps,
+            step_timeouts,
+            step_seconds,
+            busy_seconds,
             registry,
             health,
             applies,
@@ -202,6 +250,20 @@ impl Metrics {
         self.probe_seconds.observe(seconds);
     }
 
+    /// Counts a step past its slow threshold, waiting on `part`.
+    pub fn slow(&self, part: &str) {
+        self.slow_steps
+            .get_or_create(&vec![("part".into(), part.into())])
+            .inc();
+    }
+
+    /// Counts a step past its deadline, waiting on `part`.
+    pub fn timed_out(&self, part: &str) {
+        self.step_timeouts
+            .get_or_create(&vec![("part".into(), part.into())])
+            .inc();
+    }
+
     /// Marks the agent ready (or not).
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::SeqCst);
@@ -209,6 +271,23 @@ impl Metrics {
 
     /// The metrics in the Prometheus text format (what `/metrics` serves).
     pub fn render(&self) -> String {
+        let now = std::time::Instant::now();
+        let snapshot = self.steps.snapshot();
+        self.step_seconds.clear();
+        for f in &snapshot.in_flight {
+            let age = now.saturating_duration_since(f.since).as_secs_f64();
+            self.step_seconds
+                .get_or_create(&vec![("step".into(), f.step.into())])
+                .set(age);
+        }
+        self.busy_seconds.clear();
+        // Oldest first: the first of each part is its age.
+        for b in snapshot.busy.iter().rev() {
+            let age = now.saturating_duration_since(b.since).as_secs_f64();
+            self.busy_seconds
+                .get_or_create(&vec![("part".into(), b.part.as_str().into())])
+                .set(age);
+        }
         let mut out = String::new();
         if let Err(e) = encode(&mut out, &self.registry) {
             tracing::error!(error = %e, "encoding metrics");
@@ -231,7 +310,7 @@ pub fn health_app(metrics: Arc<Metrics>) -> Router {
 /// Adds `/healthz` (the process runs) and `/readyz` (its state is recovered).
 fn health(routes: Router<Arc<Metrics>>) -> Router<Arc<Metrics>> {
     routes
-        .route("/healthz", get(|| async { "ok" }))
+        .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
 }
 
@@ -243,6 +322,13 @@ async fn render(State(m): State<Arc<Metrics>>) -> impl axum::response::IntoRespo
         )],
         m.render(),
     )
+}
+
+async fn healthz(State(m): State<Arc<Metrics>>) -> (StatusCode, String) {
+    match m.steps.liveness(std::time::Instant::now()) {
+        Ok(()) => (StatusCode::OK, "ok".into()),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
+    }
 }
 
 async fn readyz(State(m): State<Arc<Metrics>>) -> (StatusCode, &'static str) {
