@@ -17,6 +17,7 @@ use crate::fabric;
 
 mod apply;
 mod configurator;
+mod liveness;
 mod node;
 mod pods;
 
@@ -184,6 +185,7 @@ impl Cluster {
             true => Some(
                 crate::vm::VmHost::boot(
                     &crate::vm::script(&opts.bin_dir)?,
+                    &opts.bin_dir,
                     &opts.state_dir,
                     server.addr().port(),
                     traffic.recorder(),
