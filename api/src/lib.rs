@@ -13,6 +13,8 @@
 //!   verdict a revision carries.
 //! - [`capabilities`]: what a node's config needs from the node and what its agent found.
 //! - [`crds`]: every CRD of the group, and their YAML as committed under `config/crd/`.
+//! - [`health`]: a node's continuous health (`TenantReachable`), written and read in one shape.
+//! - [`reason`]: the reason words of a revision's failed nodes and Events, read back by word.
 //! - The wire contract beyond the kinds: [`labels`], [`annotations`] (every key with its typed
 //!   payload) and [`naming`] (interface prefixes and the kernel's length limit). Their items are
 //!   re-exported here.
@@ -26,10 +28,12 @@ pub mod analysis;
 pub mod annotations;
 pub mod capabilities;
 pub mod crds;
+pub mod health;
 pub mod inputs;
 pub mod labels;
 pub mod naming;
 pub mod node;
+pub mod reason;
 pub mod revision;
 mod schema;
 
@@ -45,6 +49,7 @@ pub use capabilities::{
     Capability, NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NOT_ROLLING_OUT,
     NodeCapabilities, lacks_sentence,
 };
+pub use health::{Reachability, TENANT_REACHABLE_CONDITION, tenant_reachable};
 pub use labels::{CANARY_LABEL, MANAGED_BY_LABEL, ZONE_LABEL};
 pub use naming::{MANAGED_PREFIXES, MAX_IFNAME};
 
@@ -71,30 +76,6 @@ pub const VERSION: &str = "v1alpha1";
 
 /// Node condition type the agent sets from the outcome of its last apply.
 pub const NODE_CONDITION: &str = "NetworkConfigReady";
-/// Condition type the agent sets on its `NodeNetworkConfig` from its continuous health checks
-/// after it committed: `True` when every enforced tenant/VRF reachability check passes, `False`
-/// with the failing checks named in the message and in `status.health.failingChecks`. Written
-/// only when it changes; the configurator's fleet guard reads it.
-pub const TENANT_REACHABLE_CONDITION: &str = "TenantReachable";
-
-/// The `TenantReachable` condition's status, reason and message for a node whose `failing`
-/// checks fail (`True`, `ChecksPass` when none do): the one shape the agent writes.
-pub fn tenant_reachable(failing: &[impl AsRef<str>]) -> (&'static str, &'static str, String) {
-    if failing.is_empty() {
-        (
-            "True",
-            "ChecksPass",
-            "every tenant reachability check passes".to_string(),
-        )
-    } else {
-        let names: Vec<&str> = failing.iter().map(AsRef::as_ref).collect();
-        (
-            "False",
-            "ChecksFailing",
-            format!("failing: {}", names.join(", ")),
-        )
-    }
-}
 /// Condition type the configurator sets on input objects.
 pub const ACCEPTED_CONDITION: &str = "Accepted";
 

@@ -186,6 +186,11 @@ pub struct FailedNode {
     /// What the agent reported.
     #[serde(default)]
     pub message: String,
+    /// For a node the fleet guard counted (reason `HealthRegressed`): the health checks its
+    /// agent reported failing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub failing_checks: Vec<String>,
     /// When the failure was detected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::time")]

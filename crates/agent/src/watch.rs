@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use netrollout_api::{GROUP, NodeNetworkConfig, TENANT_REACHABLE_CONDITION, VERSION};
+use netrollout_api::{GROUP, NodeNetworkConfig, Reachability, TENANT_REACHABLE_CONDITION, VERSION};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -58,26 +58,15 @@ impl Verdict {
 
     /// The verdict `nnc` carries (its `TenantReachable` condition and failing checks), if any.
     pub fn on(nnc: &NodeNetworkConfig) -> Option<(Verdict, Time)> {
-        let status = nnc.status.as_ref()?;
-        let c = status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == TENANT_REACHABLE_CONDITION)?;
-        let mut failing = match c.status.as_str() {
-            "True" => Vec::new(),
-            "False" => status
-                .health
-                .as_ref()
-                .map(|h| h.failing_checks.clone())
-                .unwrap_or_default(),
-            _ => return None,
-        };
-        if c.status == "False" && failing.is_empty() {
+        let (verdict, since) = nnc.status.as_ref()?.reachability()?;
+        let mut failing = match verdict {
+            Reachability::Reachable => Vec::new(),
             // A False condition without names is not what this agent writes: write again.
-            return None;
-        }
+            Reachability::Unreachable(checks) if checks.is_empty() => return None,
+            Reachability::Unreachable(checks) => checks,
+        };
         failing.sort();
-        Some((Verdict { failing }, c.last_transition_time.clone()))
+        Some((Verdict { failing }, since.clone()))
     }
 
     /// The server-side apply body for `node` at `generation`: the condition (its

@@ -15,7 +15,7 @@ use netrollout_rollout::guard::Health;
 
 use crate::views::NodeConfigView;
 use netrollout_rollout::{
-    DispatchRecord, Node, NodePhase, NodeStatus, Revision, RevisionPhase, Timestamp,
+    DispatchRecord, FailureCause, Node, NodePhase, NodeStatus, Revision, RevisionPhase, Timestamp,
 };
 
 /// The dispatch record in its annotation form ([`netrollout_api::Dispatch`]).
@@ -105,6 +105,18 @@ pub fn revision_phase(ncr: &NetworkConfigRevision) -> RevisionPhase {
     }
 }
 
+/// The reason word a failed node is written with for the planner's `cause`
+/// ([`netrollout_api::reason`]): the agent's own word when it reported one, `Failed` when it
+/// did not.
+pub fn failure_reason(cause: &FailureCause) -> &str {
+    use netrollout_api::reason;
+    match cause {
+        FailureCause::Reported(r) => reason::agent_failure(r.as_deref()),
+        FailureCause::ApplyTimeout => reason::APPLY_TIMEOUT,
+        FailureCause::HealthRegressed { .. } => reason::HEALTH_REGRESSED,
+    }
+}
+
 /// The API phase of a planner phase.
 pub fn api_phase(p: RevisionPhase) -> ApiRevisionPhase {
     match p {
@@ -125,7 +137,7 @@ pub fn revision(ncr: &NetworkConfigRevision) -> Revision {
         hash: ncr.spec.hash.clone(),
         phase: revision_phase(ncr),
         paused: ncr.spec.paused,
-        guard_tripped: crate::health::guard_tripped(ncr),
+        guard_tripped: ncr.status.as_ref().is_some_and(|s| s.failed_by_guard()),
         unmet: Vec::new(),
         // Filled by the analysis step (it knows whether Prometheus is configured).
         analysis: Default::default(),
@@ -251,6 +263,111 @@ pub fn state(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_failure_cause_is_written_as_a_reason_word() {
+        use netrollout_api::reason::{self, is_reason_word};
+        for (cause, word) in [
+            (
+                FailureCause::Reported(Some("ProbeFailed".into())),
+                "ProbeFailed",
+            ),
+            (
+                FailureCause::Reported(Some("probe failed".into())),
+                reason::FAILED,
+            ),
+            (FailureCause::Reported(None), reason::FAILED),
+            (FailureCause::ApplyTimeout, reason::APPLY_TIMEOUT),
+            (
+                FailureCause::HealthRegressed { checks: vec![] },
+                reason::HEALTH_REGRESSED,
+            ),
+        ] {
+            assert_eq!(failure_reason(&cause), word);
+            assert!(is_reason_word(failure_reason(&cause)), "{cause:?}");
+        }
+    }
+
+    /// Every sentence an object carries, reworded to one that means nothing.
+    fn reworded_revision(mut ncr: NetworkConfigRevision) -> NetworkConfigRevision {
+        const NOTHING: &str = "reworded: no program may read this";
+        if let Some(s) = ncr.status.as_mut() {
+            s.message = Some(NOTHING.into());
+            s.failed_nodes
+                .iter_mut()
+                .for_each(|f| f.message = NOTHING.into());
+            s.conditions
+                .iter_mut()
+                .for_each(|c| c.message = NOTHING.into());
+        }
+        ncr
+    }
+
+    #[test]
+    fn a_reworded_message_changes_nothing_the_planner_reads() {
+        use netrollout_api::reason::{APPLY_TIMEOUT, HEALTH_REGRESSED};
+        use netrollout_api::{FailedNode, NetworkConfigRevisionStatus, NodeNetworkConfig};
+        let rev = |reason: &str, message: &str| {
+            let mut r = NetworkConfigRevision::new("ncr-2", Default::default());
+            r.status = Some(NetworkConfigRevisionStatus {
+                phase: Some(ApiRevisionPhase::Failed),
+                message: Some(message.into()),
+                failed_nodes: vec![FailedNode {
+                    node: "n-1".into(),
+                    reason: reason.into(),
+                    message: message.into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+            r
+        };
+        for r in [
+            rev(HEALTH_REGRESSED, "fleet guard tripped: n-1"),
+            rev(HEALTH_REGRESSED, "x"),
+            rev(APPLY_TIMEOUT, "fleet guard tripped: n-1"),
+            rev("ProbeFailed", "1 node failed"),
+        ] {
+            assert_eq!(revision(&reworded_revision(r.clone())), revision(&r));
+        }
+        assert!(revision(&rev(HEALTH_REGRESSED, "x")).guard_tripped);
+        assert!(!revision(&rev(APPLY_TIMEOUT, "fleet guard tripped: n-1")).guard_tripped);
+
+        // A node's health: the condition's status and the named checks, never its message.
+        let kube = KubeNode::default();
+        for failing in [&[][..], &["tenant-a", "gw"][..]] {
+            let mut nnc = NodeNetworkConfig::new("n-1", Default::default());
+            let (status, reason, message) = netrollout_api::tenant_reachable(failing);
+            nnc.status = Some(netrollout_api::NodeNetworkConfigStatus {
+                health: Some(netrollout_api::NodeHealth {
+                    failing_checks: failing.iter().map(|c| c.to_string()).collect(),
+                }),
+                conditions: vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+                    type_: netrollout_api::TENANT_REACHABLE_CONDITION.into(),
+                    status: status.into(),
+                    reason: reason.into(),
+                    message,
+                    last_transition_time: to_time(Timestamp::from_millis(0)),
+                    observed_generation: None,
+                }],
+                ..Default::default()
+            });
+            let view = NodeConfigView::of(&nnc);
+            let mut other = view.clone();
+            let conditions = &mut other.status.as_mut().unwrap().conditions;
+            conditions[0].message = "reworded: no program may read this".into();
+            let previous = Health::Regressed {
+                since: Timestamp::from_millis(3),
+                checks: vec!["a".into()],
+            };
+            for previous in [None, Some(&previous)] {
+                assert_eq!(
+                    node(&kube, Some(&other), None, previous).health,
+                    node(&kube, Some(&view), None, previous).health
+                );
+            }
+        }
+    }
 
     #[test]
     fn a_dispatch_record_survives_the_round_trip_through_its_annotation() {

@@ -13,7 +13,9 @@ use netrollout_api::{
     DISPATCH_ANNOTATION, FailedNode, MANAGED_BY_LABEL, NetworkConfigRevision, NodeNetworkConfig,
     NodeNetworkConfigSpec, RETRIED_ANNOTATION, UNRESPONSIVE_ANNOTATION,
 };
-use netrollout_rollout::{Action, DispatchKind, DispatchRecord, NodeFailure, RevisionPhase};
+use netrollout_rollout::{
+    Action, DispatchKind, DispatchRecord, FailureCause, NodeFailure, RevisionPhase,
+};
 use tracing::Instrument;
 
 use crate::conditions::{self, Refusal};
@@ -249,8 +251,12 @@ async fn set_phase(
             .map(|f| {
                 crate::late_failures::bounded(FailedNode {
                     node: f.node.clone(),
-                    reason: f.reason.clone(),
+                    reason: convert::failure_reason(&f.cause).to_owned(),
                     message: f.message.clone(),
+                    failing_checks: match &f.cause {
+                        FailureCause::HealthRegressed { checks } => checks.clone(),
+                        _ => Vec::new(),
+                    },
                     time: Some(convert::to_time(f.at)),
                 })
             })

@@ -1,50 +1,36 @@
 //! The fleet guard's input and output on the configurator's side (docs/contract.md, "Fleet
 //! guard"): each node's health read from its `NodeNetworkConfig` (the agent's
-//! `TenantReachable` condition and `status.health.failingChecks`), whether a revision was failed
-//! by the guard (read back from its status), and the sentence of the `GuardTripped` Event.
+//! `TenantReachable` condition and `status.health.failingChecks`, as `netrollout_api::health`
+//! reads them) and the sentence of the `GuardTripped` Event. Whether the guard failed a revision
+//! is read back from its status by word (`NetworkConfigRevisionStatus::failed_by_guard`).
 
 use std::sync::Arc;
 
-use netrollout_api::{
-    NetworkConfigRevision, RevisionPhase as ApiRevisionPhase, TENANT_REACHABLE_CONDITION,
-};
+use netrollout_api::reason::GUARD_TRIPPED;
+use netrollout_api::{NetworkConfigRevision, Reachability};
+use netrollout_rollout::Timestamp;
 use netrollout_rollout::guard::{GuardTrip, Health};
-use netrollout_rollout::{Timestamp, reason};
 
 use crate::context::Context;
 use crate::views::NodeConfigView;
-
-/// The message prefix the planner writes on a revision the guard failed.
-const TRIP_PREFIX: &str = "fleet guard tripped";
 
 /// The failing checks `nnc`'s agent reports, or `None` when it reports the node reachable or
 /// reports nothing (an agent that does not watch is healthy to the guard). The names come from
 /// `status.health.failingChecks`; an agent that only wrote the condition gets `(unnamed)`.
 pub fn failing_checks(nnc: Option<&NodeConfigView>) -> Option<Vec<String>> {
-    let status = nnc?.status.as_ref()?;
-    let cond = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == TENANT_REACHABLE_CONDITION)?;
-    if cond.status != "False" {
-        return None;
+    match nnc?.status.as_ref()?.reachability()?.0 {
+        Reachability::Reachable => None,
+        Reachability::Unreachable(checks) if checks.is_empty() => {
+            Some(vec!["(unnamed)".to_owned()])
+        }
+        Reachability::Unreachable(checks) => Some(checks),
     }
-    let checks = status
-        .health
-        .as_ref()
-        .map(|h| h.failing_checks.clone())
-        .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| vec!["(unnamed)".to_owned()]);
-    Some(checks)
 }
 
 /// Whether `nnc`'s agent reports its checks passing (`TenantReachable=True`).
 pub fn reports_reachable(nnc: Option<&NodeConfigView>) -> bool {
-    nnc.and_then(|n| n.status.as_ref()).is_some_and(|s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == TENANT_REACHABLE_CONDITION && c.status == "True")
-    })
+    nnc.and_then(|n| n.status.as_ref())
+        .is_some_and(|s| s.reports_reachable())
 }
 
 /// The planner's health of a node whose agent reports `checks` failing (see
@@ -79,24 +65,6 @@ pub fn health(
 /// The `since` of a node first seen regressed without having been seen healthy: before every
 /// wave.
 pub const BEFORE_ANYTHING_SEEN: Timestamp = Timestamp::from_millis(0);
-
-/// Whether the fleet guard failed `ncr` (the planner's `Revision::guard_tripped`): Failed, with
-/// a regressed node in its failed-node list or the guard's sentence as its message. A retry
-/// clears the failure and with it this.
-pub fn guard_tripped(ncr: &NetworkConfigRevision) -> bool {
-    let Some(status) = ncr.status.as_ref() else {
-        return false;
-    };
-    status.phase == Some(ApiRevisionPhase::Failed)
-        && (status
-            .failed_nodes
-            .iter()
-            .any(|f| f.reason == reason::HEALTH_REGRESSED)
-            || status
-                .message
-                .as_deref()
-                .is_some_and(|m| m.starts_with(TRIP_PREFIX)))
-}
 
 /// The note of the `GuardTripped` Warning Event: the regressed nodes with their failing checks,
 /// the current wave and what happens next (bounded: an Event note holds at most 1 kB).
@@ -140,7 +108,7 @@ pub async fn tell_trip(ctx: &Context, trip: &GuardTrip, ncrs: &[Arc<NetworkConfi
         .find(|r| r.metadata.name.as_deref() == Some(trip.revision.as_str()))
     {
         ctx.writer()
-            .event(ncr.as_ref(), true, reason::GUARD_TRIPPED, "Guard", &note)
+            .event(ncr.as_ref(), true, GUARD_TRIPPED, "Guard", &note)
             .await;
     }
 }
@@ -163,7 +131,7 @@ fn bounded(mut s: String, max: usize) -> String {
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-    use netrollout_api::{NodeHealth, NodeNetworkConfigStatus};
+    use netrollout_api::{NodeHealth, NodeNetworkConfigStatus, TENANT_REACHABLE_CONDITION};
     use netrollout_rollout::guard::{GuardMode, Regression};
 
     fn nnc(status: &str, checks: &[&str]) -> NodeConfigView {
@@ -234,43 +202,6 @@ mod tests {
         let healthy = health(None, true, Some(&first), t(8));
         let again = health(Some(vec!["icmp".into()]), false, Some(&healthy), t(9));
         assert_eq!(again.regressed_since(), Some(t(9)));
-    }
-
-    #[test]
-    fn only_a_failed_revision_with_a_regressed_node_or_the_guards_sentence_was_failed_by_the_guard()
-    {
-        use netrollout_api::{FailedNode, NetworkConfigRevisionStatus};
-        let rev = |phase, reason: &str, message: &str| {
-            let mut r = NetworkConfigRevision::new("ncr-2", Default::default());
-            r.status = Some(NetworkConfigRevisionStatus {
-                phase: Some(phase),
-                message: Some(message.into()),
-                failed_nodes: vec![FailedNode {
-                    node: "n-1".into(),
-                    reason: reason.into(),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            });
-            r
-        };
-        let failed = ApiRevisionPhase::Failed;
-        assert!(guard_tripped(&rev(failed, "HealthRegressed", "x")));
-        assert!(guard_tripped(&rev(
-            failed,
-            "ApplyTimeout",
-            "fleet guard tripped: n-1"
-        )));
-        assert!(!guard_tripped(&rev(failed, "ProbeFailed", "1 node failed")));
-        assert!(!guard_tripped(&rev(
-            ApiRevisionPhase::Progressing,
-            "HealthRegressed",
-            "fleet guard tripped"
-        )));
-        assert!(!guard_tripped(&NetworkConfigRevision::new(
-            "ncr-3",
-            Default::default()
-        )));
     }
 
     #[test]

@@ -118,8 +118,11 @@ pub const MAX_LISTED: usize = 100;
 /// Longest message of a listed failure, in bytes (the agent's text, e.g. FRR's error lines).
 pub const MAX_MESSAGE: usize = 1024;
 
-/// `failure` with its message cut to [`MAX_MESSAGE`] bytes (at a character boundary).
+/// `failure` with its message cut to [`MAX_MESSAGE`] bytes (at a character boundary) and at
+/// most 64 failing checks.
 pub fn bounded(mut failure: FailedNode) -> FailedNode {
+    // The API's bound on `failingChecks` (an agent reports at most as many).
+    failure.failing_checks.truncate(64);
     if failure.message.len() > MAX_MESSAGE {
         let mut end = MAX_MESSAGE - 3;
         while !failure.message.is_char_boundary(end) {
@@ -134,7 +137,7 @@ pub fn bounded(mut failure: FailedNode) -> FailedNode {
 /// A failure as the planner lists it: the agent's reason word (`Failed` without one), the
 /// agent's `reason: message`, when it finished.
 fn failed_node(node: &str, s: &NodeNetworkConfigStatus) -> FailedNode {
-    let reason = netrollout_rollout::reason::agent_failure(s.reason.as_deref()).to_string();
+    let reason = netrollout_api::reason::agent_failure(s.reason.as_deref()).to_string();
     bounded(FailedNode {
         node: node.to_string(),
         message: match (&s.reason, &s.message) {
@@ -143,6 +146,7 @@ fn failed_node(node: &str, s: &NodeNetworkConfigStatus) -> FailedNode {
             (None, None) => "the agent reported Failed without a reason".into(),
         },
         reason,
+        failing_checks: Vec::new(),
         time: Some(
             s.finished_at
                 .clone()
@@ -242,7 +246,7 @@ mod tests {
             serde_json::from_value(patches[0].1["failedNodes"].clone()).unwrap();
         for f in &nodes {
             assert!(
-                netrollout_rollout::reason::is_reason_word(&f.reason),
+                netrollout_api::reason::is_reason_word(&f.reason),
                 "{nodes:?}"
             );
         }

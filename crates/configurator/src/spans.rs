@@ -112,7 +112,7 @@ pub fn lifecycle(action: &RevisionAction) -> Span {
 mod tests {
     use std::sync::{Arc, Mutex};
 
-    use netrollout_rollout::{DispatchRecord, NodeDispatch, NodeFailure, Timestamp};
+    use netrollout_rollout::{DispatchRecord, FailureCause, NodeDispatch, NodeFailure, Timestamp};
     use tracing::field::{Field, Visit};
     use tracing::span::{Attributes, Id};
     use tracing_subscriber::layer::{Context as LayerContext, Layer, SubscriberExt};
@@ -183,7 +183,7 @@ mod tests {
                 reason: "r".into(),
                 failed_nodes: vec![NodeFailure {
                     node: "n1".into(),
-                    reason: "ProbeFailed".into(),
+                    cause: FailureCause::Reported(Some("ProbeFailed".into())),
                     message: "ProbeFailed: x".into(),
                     at: Timestamp::from_millis(1),
                 }],

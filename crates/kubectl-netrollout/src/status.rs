@@ -8,6 +8,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use netrollout_api::reason::HEALTH_REGRESSED;
 use netrollout_api::{FailedNode, NetworkConfigRevision, NodePhase, RevisionPhase};
 use serde::Serialize;
 
@@ -164,10 +165,6 @@ impl RevisionRow {
     }
 }
 
-/// The reason the configurator gives a node the fleet guard counted against a revision
-/// (`netrollout_rollout::reason::HEALTH_REGRESSED`; the plugin reads the API only).
-const HEALTH_REGRESSED: &str = "HealthRegressed";
-
 impl RevisionRow {
     /// When the fleet guard failed this revision (docs/contract.md, "Fleet guard"): one line
     /// naming the regressed nodes and their failing checks.
@@ -179,7 +176,10 @@ impl RevisionRow {
             .failed_nodes
             .iter()
             .filter(|f| f.reason == HEALTH_REGRESSED)
-            .map(|f| format!("{} ({})", f.node, failing_checks(&f.message)))
+            .map(|f| match f.failing_checks.as_slice() {
+                [] => format!("{} ({})", f.node, f.message),
+                checks => format!("{} ({})", f.node, checks.join(", ")),
+            })
             .collect();
         if regressed.is_empty() {
             return None;
@@ -190,15 +190,6 @@ impl RevisionRow {
             regressed.join(", ")
         ))
     }
-}
-
-/// The failing checks in the configurator's message of a regressed node ("health checks A, B
-/// failing since ..."); the whole message if it has another shape.
-fn failing_checks(message: &str) -> &str {
-    message
-        .strip_prefix("health checks ")
-        .and_then(|m| m.split_once(" failing since"))
-        .map_or(message, |(checks, _)| checks)
 }
 
 /// What `status` prints.

@@ -8,7 +8,7 @@ use anyhow::Result;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use netrollout_api::{
-    NetworkConfigRevision, NodeNetworkConfig, NodePhase, RevisionPhase, TENANT_REACHABLE_CONDITION,
+    NetworkConfigRevision, NodeNetworkConfig, NodeNetworkConfigStatus, NodePhase, RevisionPhase,
 };
 
 use crate::workload::Pair;
@@ -91,11 +91,9 @@ impl Observed {
         self.configs
             .iter()
             .filter(|c| {
-                !c.status.as_ref().is_some_and(|s| {
-                    s.conditions
-                        .iter()
-                        .any(|c| c.type_ == TENANT_REACHABLE_CONDITION && c.status == "True")
-                })
+                !c.status
+                    .as_ref()
+                    .is_some_and(NodeNetworkConfigStatus::reports_reachable)
             })
             .map(|c| {
                 let failing = (c.status.as_ref())
@@ -276,7 +274,7 @@ pub fn table(rows: &[Vec<String>]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use netrollout_api::NodeNetworkConfigStatus;
+    use netrollout_api::TENANT_REACHABLE_CONDITION;
 
     use super::*;
     use crate::workload::Kind;

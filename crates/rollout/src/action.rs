@@ -118,13 +118,29 @@ pub struct NodeDispatch {
 pub struct NodeFailure {
     /// Node name.
     pub node: String,
-    /// Why, as one CamelCase word ([`crate::reason`]): the agent's reason (`ProbeFailed`,
-    /// `AgentCrashed`, …), `ApplyTimeout`, or `Failed` when the agent gave no reason word.
-    pub reason: String,
+    /// Why: the configurator writes it as the failed node's reason word.
+    pub cause: FailureCause,
     /// What went wrong, for people: the agent's reason and message, or the apply timeout.
     pub message: String,
     /// When it was detected (configurator clock).
     pub at: Timestamp,
+}
+
+/// Why a node failed a revision. The planner knows causes, not words: the configurator writes
+/// each as the reason word the API defines for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailureCause {
+    /// The agent reported Failed, with its reason as reported (`ProbeFailed`, `AgentCrashed`,
+    /// …; absent or not a word when the agent gave none).
+    Reported(Option<String>),
+    /// The apply did not finish within `--apply-timeout` after the agent started it.
+    ApplyTimeout,
+    /// The fleet guard counted the node: its health checks regressed during the current wave
+    /// (it may never have been dispatched the revision).
+    HealthRegressed {
+        /// The checks its agent reports failing.
+        checks: Vec<String>,
+    },
 }
 
 /// Counts and the overall decision of one pass.

@@ -30,7 +30,7 @@ pub enum Verdict {
         /// Managed nodes that ran the revision when it was measured.
         nodes: usize,
     },
-    /// A check failed: the revision fails (reason [`crate::reason::ANALYSIS_FAILED`]) and,
+    /// A check failed: the revision fails (the Event's reason is `AnalysisFailed`) and,
     /// as after any failure, its nodes return to the known-good revision.
     Failed {
         /// What failed, for people (the check, its value and its condition).

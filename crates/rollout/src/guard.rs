@@ -113,10 +113,11 @@ pub struct Regression {
 }
 
 /// The guard tripped in this pass ([`crate::Summary::guard`]): what the executor turns into a
-/// Warning Event with reason [`crate::reason::GUARD_TRIPPED`] and a status line. The same pass
-/// fails the revision: its [`crate::Action::SetRevisionPhase`] lists each regressed node as a
-/// failed node with reason [`crate::reason::HEALTH_REGRESSED`] and its failing checks in the
-/// message, and its reason sentence names them too.
+/// Warning Event `GuardTripped` and a status line. The same pass fails the revision: its
+/// [`crate::Action::SetRevisionPhase`] lists each regressed node as a failed node of cause
+/// [`crate::action::FailureCause::HealthRegressed`] with its failing checks (named in the
+/// message too), and
+/// its reason sentence names them too.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GuardTrip {
     /// The revision that was rolling out (now Failed).

@@ -36,7 +36,6 @@
 //! - [`order`]: dispatch order ([`order::first_in_dispatch_order_of`] picks a wave from bounded
 //!   per-group heaps, without collecting or sorting the candidates).
 //! - `prune`: history limits.
-//! - [`reason`]: the reason words written into a revision's status (`ApplyTimeout`, …).
 //! - [`time`]: caller-supplied instants.
 //! - [`lifecycle`]: the revision lifecycle (create, reuse, raise, refuse, retry, `Accepted`
 //!   verdicts), the other pure decision of the configurator, on its own small types.
@@ -54,12 +53,13 @@ pub mod lifecycle;
 pub mod order;
 mod plan;
 mod prune;
-pub mod reason;
 pub mod settings;
 pub mod state;
 pub mod time;
 
-pub use action::{Action, DispatchKind, Mode, NodeDispatch, NodeFailure, Plan, Summary};
+pub use action::{
+    Action, DispatchKind, FailureCause, Mode, NodeDispatch, NodeFailure, Plan, Summary,
+};
 pub use domain::{DomainOrder, DomainPolicy, ParseDomainOrderError};
 pub use fleet::Fleet;
 pub use plan::{plan, plan_with};

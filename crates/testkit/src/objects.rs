@@ -182,6 +182,7 @@ pub fn failed_status(node: &str, total: i32) -> NetworkConfigRevisionStatus {
             node: node.into(),
             reason: "ProbeFailed".into(),
             message: "gateway 10.250.0.1 unreachable after apply".into(),
+            failing_checks: Vec::new(),
             time: None,
         }],
         ..Default::default()

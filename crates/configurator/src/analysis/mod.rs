@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ListParams, Patch, PatchParams};
+use netrollout_api::reason::ANALYSIS_FAILED;
 use netrollout_api::{
     ANALYSIS_CONDITION, AnalysisPhase, NamedInput, NetworkConfigRevision, RevisionAnalysis,
     RolloutAnalysis, RolloutAnalysisSpec,
@@ -179,7 +180,7 @@ impl Analyst {
         verdict.time = Some(now.clone());
         let (status, reason, event) = match verdict.phase {
             AnalysisPhase::Passed => ("True", "ChecksPassed", "AnalysisPassed"),
-            AnalysisPhase::Failed => ("False", "AnalysisFailed", "AnalysisFailed"),
+            AnalysisPhase::Failed => ("False", ANALYSIS_FAILED, ANALYSIS_FAILED),
             AnalysisPhase::Unavailable => (
                 "False",
                 "PrometheusNotConfigured",

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use netrollout_api::RevisionPhase;
-use netrollout_rollout::reason::is_reason_word;
+use netrollout_api::reason::is_reason_word;
 
 use crate::agents::Agents;
 use crate::lab::{ConfiguratorLab as _, LabApi, R};

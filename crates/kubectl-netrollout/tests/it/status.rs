@@ -73,7 +73,9 @@ async fn status_names_the_regressed_nodes_and_their_checks_when_the_fleet_guard_
     status.failed_nodes = vec![FailedNode {
         node: "node-b".into(),
         reason: "HealthRegressed".into(),
-        message: "health checks tenant-blue-gw, outside failing since 1.2s after the current wave of revision ncr-two started (not dispatched)".into(),
+        // The checks are read from their field, never from the sentence beside them.
+        message: "reworded: node-b's checks regressed 1.2s into the wave".into(),
+        failing_checks: vec!["tenant-blue-gw".into(), "outside".into()],
         time: None,
     }];
     lab.revision("ncr-two", 2, snapshot(9000, false), status)

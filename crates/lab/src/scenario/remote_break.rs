@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 use futures::future::BoxFuture;
 use kube::api::{Api, Patch, PatchParams};
-use netrollout_api::RevisionPhase;
+use netrollout_api::{NetworkConfigRevisionStatus, RevisionPhase};
 
 use super::checks::{Summary, all_provisioned};
 use super::steps::settle;
@@ -187,20 +187,19 @@ async fn with_guard(
     let message = status.message.clone().unwrap_or_default();
     summary.check(
         "the fleet guard failed the revision (not the border's own probes)",
-        message.contains("fleet guard tripped")
+        status.failed_by_guard()
             && m.failures().get(&border).map_or(0, Vec::len) == border_failures_before,
         message,
     );
     // The cause must be the break: every node the guard counted failed the outside check and
     // no other (the break touches nothing else; a guard that tripped on a busy node's
     // timeouts would fail the revision for the wrong reason, as it once did here).
-    let regressed: Vec<String> = (status.failed_nodes.iter())
-        .filter(|f| f.reason == netrollout_rollout::reason::HEALTH_REGRESSED)
-        .map(|f| format!("{}: {}", f.node, f.message))
+    let regressed: Vec<String> = (status.regressed_nodes())
+        .map(|f| format!("{}: {}", f.node, f.failing_checks.join(", ")))
         .collect();
     summary.check(
         "the guard counted only nodes that failed the outside check (and no other), not the border",
-        counted_only_the_outside(&status.failed_nodes, &border),
+        counted_only_the_outside(&status, &border),
         regressed.join("; "),
     );
     let given: Vec<String> = m.dispatched(bad).into_iter().collect();
@@ -331,17 +330,15 @@ async fn retry(lab: &Cluster, name: &str) -> Result<()> {
 }
 
 /// Whether the guard's failed nodes (`HealthRegressed`) are all nodes but `border` whose only
-/// failing check is the outside (the planner's message names the failing checks).
-fn counted_only_the_outside(failed: &[netrollout_api::FailedNode], border: &str) -> bool {
+/// failing reachability check is the outside (their `failingChecks`).
+fn counted_only_the_outside(status: &NetworkConfigRevisionStatus, border: &str) -> bool {
     let outside = format!("icmp {} ", inputs::OUTSIDE_ADDR);
-    let regressed: Vec<_> = (failed.iter())
-        .filter(|f| f.reason == netrollout_rollout::reason::HEALTH_REGRESSED)
-        .collect();
+    let regressed: Vec<_> = status.regressed_nodes().collect();
     !regressed.is_empty()
         && regressed.iter().all(|f| {
-            f.message.contains(&outside)
-                && f.message.matches("icmp ").count() == 1
-                && f.node != border
+            let icmp = (f.failing_checks.iter()).filter(|c| c.starts_with("icmp "));
+            let icmp: Vec<&String> = icmp.collect();
+            matches!(icmp.as_slice(), [only] if only.starts_with(&outside)) && f.node != border
         })
 }
 

@@ -14,7 +14,7 @@ use crate::state::RevisionPhase;
 
 impl Pass<'_> {
     /// Fail every revision rolling out (Pending or Progressing) whose analysis failed (no node
-    /// is listed as failed: the Event says [`crate::reason::ANALYSIS_FAILED`]).
+    /// is listed as failed: the Event says `AnalysisFailed`).
     pub(super) fn fail_by_analysis(&mut self) {
         for i in 0..self.revs.len() {
             let Verdict::Failed { message } = &self.revs[i].analysis.verdict else {

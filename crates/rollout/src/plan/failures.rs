@@ -5,9 +5,8 @@
 use std::collections::HashMap;
 
 use super::{NAMED_FAILURES, Pass};
-use crate::action::NodeFailure;
+use crate::action::{FailureCause, NodeFailure};
 use crate::assess::{Cond, assess};
-use crate::reason;
 use crate::state::{Revision, RevisionPhase};
 
 impl Pass<'_> {
@@ -111,9 +110,9 @@ impl Pass<'_> {
             .nodes()
             .filter(|n| n.ready && !n.deleting && n.spec_revision.as_deref() == Some(&r.name))
             .filter_map(|n| {
-                let (reason, message) = match assess(n, self.now, self.settings) {
+                let (cause, message) = match assess(n, self.now, self.settings) {
                     Cond::Failed { reason, message } => (
-                        reason::agent_failure(reason).to_owned(),
+                        FailureCause::Reported(reason.map(str::to_owned)),
                         match (reason, message) {
                             (Some(r), Some(m)) => format!("{r}: {m}"),
                             (Some(x), None) | (None, Some(x)) => x.to_owned(),
@@ -121,7 +120,7 @@ impl Pass<'_> {
                         },
                     ),
                     Cond::TimedOut => (
-                        reason::APPLY_TIMEOUT.to_owned(),
+                        FailureCause::ApplyTimeout,
                         format!(
                             "did not finish applying within the apply timeout of {:?}",
                             self.settings.apply_timeout
@@ -131,7 +130,7 @@ impl Pass<'_> {
                 };
                 Some(NodeFailure {
                     node: n.name.clone(),
-                    reason,
+                    cause,
                     message,
                     at: self.now,
                 })

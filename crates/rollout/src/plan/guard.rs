@@ -8,11 +8,10 @@
 //! nodes, read only while a node is regressed, so the step costs nothing on a healthy fleet.
 
 use super::{Decision, NAMED_FAILURES, Pass};
-use crate::action::{Mode, NodeFailure};
+use crate::action::{FailureCause, Mode, NodeFailure};
 use crate::assess::assess;
 use crate::guard::{GuardMode, GuardTrip, Health, Regression};
 use crate::order::first_in_dispatch_order_of;
-use crate::reason;
 use crate::state::{Node, RevisionPhase};
 use crate::time::Timestamp;
 
@@ -97,7 +96,9 @@ impl Pass<'_> {
             .iter()
             .map(|r| NodeFailure {
                 node: r.node.clone(),
-                reason: reason::HEALTH_REGRESSED.to_owned(),
+                cause: FailureCause::HealthRegressed {
+                    checks: r.checks.clone(),
+                },
                 message: format!(
                     "health checks {} failing since {:?} after the current wave of revision {name} started{}",
                     checks(&r.checks),

@@ -5,10 +5,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use netrollout_rollout::{
-    Action, Node, NodePhase, Plan, RevisionPhase, Settings, State, Timestamp,
+    Action, FailureCause, Node, NodePhase, Plan, RevisionPhase, Settings, State, Timestamp,
 };
-
-use netrollout_rollout::reason::is_reason_word;
 
 use crate::world::STEP_MS;
 
@@ -239,11 +237,14 @@ impl Checker {
                     && !reason.starts_with("analysis of revision") =>
                 {
                     for f in failed_nodes {
-                        // Reasons are words tools match on; sentences go into the message.
-                        if !is_reason_word(&f.reason) || f.message.is_empty() {
+                        // A cause, never a sentence (the configurator writes its word); the
+                        // sentence goes into the message, which must say something.
+                        if matches!(f.cause, FailureCause::HealthRegressed { .. })
+                            || f.message.is_empty()
+                        {
                             return Err(format!(
-                                "failed node {} of {revision}: reason {:?} is not a CamelCase word (message {:?})",
-                                f.node, f.reason, f.message
+                                "failed node {} of {revision}: cause {:?} outside a guard trip, or no message ({:?})",
+                                f.node, f.cause, f.message
                             ));
                         }
                         let n = node(&by_name, &f.node)?;

@@ -19,10 +19,9 @@
 use std::collections::HashSet;
 
 use netrollout_rollout::guard::{GuardMode, Health};
-use netrollout_rollout::reason::HEALTH_REGRESSED;
 use netrollout_rollout::{
-    Action, Node, NodeFailure, Plan, RevisionPhase, RolloutStrategy, Settings, State, Timestamp,
-    UpdateLimit,
+    Action, FailureCause, Node, NodeFailure, Plan, RevisionPhase, RolloutStrategy, Settings, State,
+    Timestamp, UpdateLimit,
 };
 
 use crate::agent::{Agent, Behavior};
@@ -33,7 +32,10 @@ use crate::world::World;
 /// Whether a failure was written by the guard (its failed nodes regressed, they did not fail
 /// the revision themselves); the ordinary failure invariants skip it, G2 checks it.
 pub fn is_guard_failure(failed: &[NodeFailure]) -> bool {
-    !failed.is_empty() && failed.iter().all(|f| f.reason == HEALTH_REGRESSED)
+    !failed.is_empty()
+        && failed
+            .iter()
+            .all(|f| matches!(f.cause, FailureCause::HealthRegressed { .. }))
 }
 
 fn counts(n: &Node) -> bool {

@@ -3,7 +3,8 @@
 //! leader changes and history.
 
 use netrollout_rollout::{
-    Action, DispatchKind, DispatchRecord, Mode, NodePhase, RevisionPhase, Settings, State, plan,
+    Action, DispatchKind, DispatchRecord, FailureCause, Mode, NodePhase, RevisionPhase, Settings,
+    State, plan,
 };
 
 use crate::agent::{Agent, Behavior};
@@ -44,7 +45,11 @@ fn more_failures_than_max_failures_fail_the_revision_and_list_the_failed_nodes()
     assert_eq!((revision.as_str(), *phase), ("r2", RevisionPhase::Failed));
     let names: Vec<&str> = failed_nodes.iter().map(|f| f.node.as_str()).collect();
     assert_eq!(names, ["a", "b"]);
-    assert_eq!(failed_nodes[0].reason, "ProbeFailed", "{failed_nodes:?}");
+    assert_eq!(
+        failed_nodes[0].cause,
+        FailureCause::Reported(Some("ProbeFailed".into())),
+        "{failed_nodes:?}"
+    );
     assert_eq!(
         failed_nodes[0].message, "ProbeFailed: gateway unreachable",
         "{failed_nodes:?}"
@@ -188,7 +193,11 @@ fn an_apply_longer_than_the_apply_timeout_fails_the_node_by_the_configurators_cl
     };
     // The reason is a word tools can match on; the sentence is the message.
     assert_eq!(failed_nodes[0].node, "a");
-    assert_eq!(failed_nodes[0].reason, "ApplyTimeout", "{failed_nodes:?}");
+    assert_eq!(
+        failed_nodes[0].cause,
+        FailureCause::ApplyTimeout,
+        "{failed_nodes:?}"
+    );
     assert!(
         failed_nodes[0].message.contains("apply timeout of 120s"),
         "{failed_nodes:?}"

@@ -5,10 +5,9 @@
 //! current wave (a, b) was dispatched at t(10); b is still applying.
 
 use netrollout_rollout::guard::{GuardMode, Health};
-use netrollout_rollout::reason::{HEALTH_REGRESSED, is_reason_word};
 use netrollout_rollout::{
-    Action, DispatchKind, Mode, Node, NodePhase, Plan, RevisionPhase, RolloutStrategy, Settings,
-    State, plan,
+    Action, DispatchKind, FailureCause, Mode, Node, NodePhase, Plan, RevisionPhase,
+    RolloutStrategy, Settings, State, plan,
 };
 
 use crate::regressions::{dispatched, kinds, limit, on, pairs, phase_changes, rev, t};
@@ -60,7 +59,7 @@ fn guard(mode: GuardMode) -> Settings {
 }
 
 /// The failure the guard wrote: its reason sentence and failed nodes.
-fn trip(p: &Plan) -> (&str, Vec<(&str, &str, &str)>) {
+fn trip(p: &Plan) -> (&str, Vec<(&str, &FailureCause, &str)>) {
     let Some(Action::SetRevisionPhase {
         phase: RevisionPhase::Failed,
         reason,
@@ -72,7 +71,7 @@ fn trip(p: &Plan) -> (&str, Vec<(&str, &str, &str)>) {
     };
     let nodes = failed_nodes
         .iter()
-        .map(|f| (f.node.as_str(), f.reason.as_str(), f.message.as_str()))
+        .map(|f| (f.node.as_str(), &f.cause, f.message.as_str()))
         .collect();
     (reason, nodes)
 }
@@ -87,9 +86,12 @@ fn a_node_that_regresses_during_the_wave_fails_the_revision_and_returns_its_node
     let (reason, failed) = trip(&p);
     // The untouched node is named with its failing checks, in the failure and its sentence.
     assert_eq!(failed.len(), 1, "{p:?}");
-    let (node, word, message) = failed[0];
-    assert_eq!((node, word), ("e", HEALTH_REGRESSED));
-    assert!(is_reason_word(word));
+    let (node, cause, message) = failed[0];
+    let checks = vec!["tenant-a".to_string(), "border-exit".to_string()];
+    assert_eq!(
+        (node, cause),
+        ("e", &FailureCause::HealthRegressed { checks })
+    );
     assert!(message.contains("tenant-a, border-exit"), "{message}");
     assert!(message.contains("not dispatched"), "{message}");
     for part in [

@@ -4,7 +4,8 @@
 //! "The plan", Failure and Rollback).
 
 use netrollout_rollout::{
-    Action, DispatchKind, Mode, Node, NodePhase, Plan, RevisionPhase, Settings, State, plan,
+    Action, DispatchKind, FailureCause, Mode, Node, NodePhase, Plan, RevisionPhase, Settings,
+    State, plan,
 };
 
 use crate::agent::{Agent, Behavior};
@@ -48,7 +49,11 @@ fn a_succeeded_revision_raised_again_fails_when_more_than_max_failures_nodes_fai
     };
     let names: Vec<&str> = failed_nodes.iter().map(|f| f.node.as_str()).collect();
     assert_eq!(names, ["a", "b"]);
-    assert!(failed_nodes.iter().all(|f| f.reason == "ProbeFailed"));
+    assert!(
+        failed_nodes
+            .iter()
+            .all(|f| f.cause == FailureCause::Reported(Some("ProbeFailed".into())))
+    );
     assert!(reason.contains("had succeeded before"), "{reason}");
     assert!(reason.contains("no longer a rollback target"), "{reason}");
     // The rollout halts: c and d never get it. The nodes that failed it go back to the
