@@ -362,8 +362,8 @@ mod tests {
             };
             for previous in [None, Some(&previous)] {
                 assert_eq!(
-                    node(&kube, Some(&other), None, previous).health,
-                    node(&kube, Some(&view), None, previous).health
+                    node(&kube, Some(&other), &Reading::default(), previous).health,
+                    node(&kube, Some(&view), &Reading::default(), previous).health
                 );
             }
         }
