@@ -6,7 +6,8 @@ set -euo pipefail
 # frr + frr-pythontools: the routing daemon the agent configures (frr-reload.py applies changes).
 # faketime (libfaketime): the agent's clock-jump test runs the agent under it (crates/agent/tests/it/clock.rs).
 # prometheus: promtool checks and unit-tests deploy/monitoring/ (hack/test.d/25-monitoring.sh).
-packages=(iproute2 iputils-ping qemu-system-x86 busybox-static cpio kmod frr frr-pythontools prometheus faketime)
+# ethtool: the dataplane's offload test reads the kernel's features back with it (crates/dataplane/tests/kernel/offload.rs).
+packages=(iproute2 iputils-ping qemu-system-x86 busybox-static cpio kmod frr frr-pythontools prometheus faketime ethtool)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

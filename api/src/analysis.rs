@@ -39,8 +39,10 @@ pub const CHECK_NAME_PATTERN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 )]
 #[serde(rename_all = "camelCase")]
 pub struct RolloutAnalysisSpec {
-    /// The checks; each must pass.
+    /// The checks; each must pass. A list keyed by `name` (verdicts and Events name their
+    /// check): the API server refuses a name given twice, naming the second item's field.
     #[schemars(length(min = 1, max = 32))]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["name".into()]))]
     pub checks: Vec<AnalysisCheck>,
 }
 

@@ -50,6 +50,11 @@ pub struct Dispatch {
         with = "opt_time_text"
     )]
     pub picked_up_at: Option<Timestamp>,
+    /// The revision's `spec.sequence` when it was dispatched: the targeting the dispatch
+    /// belongs to (a raise of the sequence starts a new one). Absent in records written before
+    /// it was recorded: such a dispatch belongs to no current wave of the fleet guard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<i64>,
 }
 
 impl Dispatch {
@@ -135,14 +140,24 @@ mod tests {
             at: ms(1_700_000_000_123),
             previous: Some("ncr-0".into()),
             picked_up_at: Some(ms(1_700_000_001_000)),
+            sequence: Some(7),
         };
         let json = d.to_annotation().unwrap();
         assert_eq!(
             json,
-            r#"{"revision":"ncr-1","at":"2023-11-14T22:13:20.123Z","previous":"ncr-0","pickedUpAt":"2023-11-14T22:13:21.000Z"}"#
+            r#"{"revision":"ncr-1","at":"2023-11-14T22:13:20.123Z","previous":"ncr-0","pickedUpAt":"2023-11-14T22:13:21.000Z","sequence":7}"#
         );
         let annotations = BTreeMap::from([(DISPATCH_ANNOTATION.to_string(), json)]);
         assert_eq!(Dispatch::from_annotations(Some(&annotations)), Some(d));
+        // A record written before the sequence was recorded still reads, without one.
+        let old = BTreeMap::from([(
+            DISPATCH_ANNOTATION.to_string(),
+            r#"{"revision":"ncr-1","at":"2023-11-14T22:13:20.123Z"}"#.to_string(),
+        )]);
+        assert_eq!(
+            Dispatch::from_annotations(Some(&old)).map(|d| d.sequence),
+            Some(None)
+        );
     }
 
     #[test]

@@ -189,9 +189,6 @@ pub struct VrfLoopback {
 /// Why `advertiseNeighbors: true` is refused (by the CRD, the configurator and `migrate`).
 pub const ADVERTISE_NEIGHBORS_REFUSED: &str = "advertiseNeighbors: true is not supported: netrollout installs no host routes for local neighbours (the Go operator's neighbour tracker); EVPN type-2 MAC/IP routes already carry each neighbour to the other nodes of the network; remove the field or set it to false";
 
-/// Why `disableSegmentation: true` is refused (by the CRD, the configurator and `migrate`).
-pub const DISABLE_SEGMENTATION_REFUSED: &str = "disableSegmentation: true is not supported: netrollout does not turn off segmentation offload (GSO, GRO, TSO) on a network's interfaces, as the Go operator does on its VLAN interface for AF_PACKET users; remove the field or set it to false";
-
 /// One layer-2 network: a VLAN stretched over VXLAN, optionally routed in a VRF.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[kube(
@@ -222,7 +219,6 @@ pub const DISABLE_SEGMENTATION_REFUSED: &str = "disableSegmentation: true is not
     )
 )]
 #[x_kube(validation = Rule::new("!has(self.advertiseNeighbors) || !self.advertiseNeighbors").message(ADVERTISE_NEIGHBORS_REFUSED).field_path(".advertiseNeighbors"))]
-#[x_kube(validation = Rule::new("!has(self.disableSegmentation) || !self.disableSegmentation").message(DISABLE_SEGMENTATION_REFUSED).field_path(".disableSegmentation"))]
 #[serde(rename_all = "camelCase")]
 pub struct Layer2NetworkConfigurationSpec {
     /// VLAN id of the network.
@@ -270,8 +266,9 @@ pub struct Layer2NetworkConfigurationSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub neigh_suppression: Option<bool>,
 
-    /// Turn off segmentation offload (GSO, GRO, TSO) on the network's interfaces. Not
-    /// supported, only `false` is accepted.
+    /// Turn off segmentation offload (GSO, GRO, TSO) on the network's interfaces (its bridge,
+    /// VXLAN device and macvlan), limiting the packets Linux hands on to the MTU, as AF_PACKET
+    /// users need; back on when turned off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disable_segmentation: bool,
 

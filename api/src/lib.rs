@@ -54,9 +54,9 @@ pub use labels::{CANARY_LABEL, MANAGED_BY_LABEL, ZONE_LABEL};
 pub use naming::{MANAGED_PREFIXES, MAX_IFNAME};
 
 pub use inputs::{
-    ADVERTISE_NEIGHBORS_REFUSED, DISABLE_SEGMENTATION_REFUSED, InputStatus,
-    Layer2NetworkConfiguration, Layer2NetworkConfigurationSpec, PrefixAction, PrefixItem,
-    RoutingTable, RoutingTableSpec, VRFRouteConfiguration, VRFRouteConfigurationSpec, VrfLoopback,
+    ADVERTISE_NEIGHBORS_REFUSED, InputStatus, Layer2NetworkConfiguration,
+    Layer2NetworkConfigurationSpec, PrefixAction, PrefixItem, RoutingTable, RoutingTableSpec,
+    VRFRouteConfiguration, VRFRouteConfigurationSpec, VrfLoopback,
 };
 pub use node::{
     FailedCheck, Layer2Config, LoopbackConfig, NodeConfig, NodeHealth, NodeNetworkConfig,

@@ -185,7 +185,8 @@ pub struct Layer2Config {
     /// ARP/ND suppression on the VXLAN device.
     #[serde(default)]
     pub neigh_suppression: bool,
-    /// No VLAN sub-interface segmentation.
+    /// Segmentation offload (GSO, GRO, TSO) off on the bridge, the VXLAN device and the
+    /// macvlan (`ethtool -K NAME gso off gro off tso off`); on when false.
     #[serde(default)]
     pub disable_segmentation: bool,
 }

@@ -8,7 +8,7 @@
 //!
 //! | rendered | kernel objects |
 //! |---|---|
-//! | layer2 `id` | bridge `l2.<id>` (MTU, anycast MAC, master = its VRF device), VXLAN `lx.<id>` enslaved to it, optional macvlan `mv.<id>` on the bridge, anycast gateway addresses on the bridge |
+//! | layer2 `id` | bridge `l2.<id>` (MTU, anycast MAC, master = its VRF device), VXLAN `lx.<id>` enslaved to it, optional macvlan `mv.<id>` on the bridge, anycast gateway addresses on the bridge; segmentation offload (GSO, GRO, TSO) of the three off with `disableSegmentation`, on otherwise |
 //! | VRF | VRF device `vr.<name>` (table), with a VNI: bridge `br.<name>` + VXLAN `vx.<name>`; veth pair `vd.<name>`/`vv.<name>` (`vv.` in the VRF); loopbacks as dummy devices in the VRF; one `from PREFIX lookup TABLE` rule per SBR prefix |
 //! | routing table | VRF device `tb.<id>` bound to the table |
 
@@ -17,7 +17,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use netrollout_api::{Layer2Config, NodeConfig, VrfConfig};
 use netrollout_dataplane::{
-    Address, Desired, Link, LinkKind, Mac, Managed, Rule, VXLAN_PORT, Vxlan,
+    Address, Desired, Link, LinkKind, Mac, Managed, Rule, Segmentation, VXLAN_PORT, Vxlan,
 };
 
 /// Priority (`ip rule pref`) of the source-based routing rules of VRFs.
@@ -154,7 +154,16 @@ fn add_layer2(
     vtep: &Vtep,
 ) -> Result<(), ConvertError> {
     let object = format!("layer2 {}", l2.id);
-    let mut bridge = Link::new(&l2.bridge_interface, LinkKind::Bridge).mtu(l2.mtu);
+    // Kept on (the kernel's default) unless turned off: turning the field off restores it, and
+    // a change by hand is undone.
+    let offload = if l2.disable_segmentation {
+        Segmentation::Off
+    } else {
+        Segmentation::On
+    };
+    let mut bridge = Link::new(&l2.bridge_interface, LinkKind::Bridge)
+        .mtu(l2.mtu)
+        .segmentation(offload);
     if let Some(mac) = &l2.anycast_mac {
         bridge = bridge.mac(parse_mac(&object, mac)?);
     }
@@ -173,15 +182,19 @@ fn add_layer2(
     desired.add_link(
         Link::new(&l2.vxlan_interface, kind)
             .mtu(l2.mtu)
-            .master(&l2.bridge_interface),
+            .master(&l2.bridge_interface)
+            .segmentation(offload),
     );
     if let Some(mv) = &l2.macvlan_interface {
-        desired.add_link(Link::new(
-            mv,
-            LinkKind::Macvlan {
-                parent: l2.bridge_interface.clone(),
-            },
-        ));
+        desired.add_link(
+            Link::new(
+                mv,
+                LinkKind::Macvlan {
+                    parent: l2.bridge_interface.clone(),
+                },
+            )
+            .segmentation(offload),
+        );
     }
     for gw in &l2.anycast_gateways {
         desired.addresses.push(Address {

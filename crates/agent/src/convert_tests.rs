@@ -73,6 +73,32 @@ fn a_layer2_becomes_a_bridge_with_its_vxlan_port_and_gateway_address() {
 }
 
 #[test]
+fn disable_segmentation_turns_offload_off_on_the_networks_three_devices_and_on_otherwise() {
+    let mut off = layer2(100);
+    off.macvlan_interface = Some("mv.100".into());
+    off.disable_segmentation = true;
+    let mut on = layer2(101);
+    on.macvlan_interface = Some("mv.101".into());
+    let config = NodeConfig {
+        layer2s: vec![off, on],
+        ..Default::default()
+    };
+    let d = to_desired(&config, &vtep()).unwrap();
+    for (id, want) in [(100, Segmentation::Off), (101, Segmentation::On)] {
+        for prefix in ["l2.", "lx.", "mv."] {
+            let name = format!("{prefix}{id}");
+            assert_eq!(d.links[&name].segmentation, want, "{name}");
+        }
+    }
+    // Nothing else of the node is the network's: left as the kernel has it.
+    let mut with_vrf = config.clone();
+    with_vrf.vrfs = vec![vrf()];
+    let d = to_desired(&with_vrf, &vtep()).unwrap();
+    assert_eq!(d.links["vd.cluster"].segmentation, Segmentation::Untouched);
+    assert_eq!(d.links["br.cluster"].segmentation, Segmentation::Untouched);
+}
+
+#[test]
 fn a_vrf_with_a_vni_becomes_a_vrf_device_bridge_vxlan_veth_pair_loopback_and_rules() {
     let mut l2 = layer2(200);
     l2.vrf = Some("cluster".into());

@@ -28,6 +28,7 @@ pub fn dispatch_annotation(r: &DispatchRecord) -> Option<Dispatch> {
             Some(t) => Some(to_jiff(t)?),
             None => None,
         },
+        sequence: r.sequence.and_then(|s| i64::try_from(s).ok()),
     })
 }
 
@@ -42,6 +43,7 @@ pub fn dispatch_record(d: &Dispatch) -> Option<DispatchRecord> {
             Some(t) => Some(from_jiff(t)?),
             None => None,
         },
+        sequence: d.sequence.and_then(|s| u64::try_from(s).ok()),
     })
 }
 
@@ -376,6 +378,7 @@ mod tests {
             at: Timestamp::from_millis(1_700_000_000_123),
             previous: Some("ncr-0".into()),
             picked_up_at: Some(Timestamp::from_millis(1_700_000_001_000)),
+            sequence: Some(4),
         };
         let json = dispatch_annotation(&r).unwrap().to_annotation().unwrap();
         assert!(json.contains("2023-11-14T22:13:20.123Z"), "{json}");
@@ -397,6 +400,7 @@ mod tests {
             at: jiff::Timestamp::from_millisecond(-1).unwrap(),
             previous: None,
             picked_up_at: None,
+            sequence: None,
         };
         assert_eq!(dispatch_record(&before_1970), None);
     }

@@ -159,6 +159,7 @@ mod tests {
             at: Timestamp::from_millis(1),
             previous: None,
             picked_up_at: None,
+            sequence: None,
         }
     }
 

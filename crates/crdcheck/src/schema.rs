@@ -217,6 +217,7 @@ fn walk(s: &Value, v: &mut Value, path: String, out: &mut Outcome, prune: bool) 
                     walk(is, item, format!("{path}[{i}]"), out, prune);
                 }
             }
+            duplicates(s, items, &path, out);
         }
         Value::Object(map) => object(s, map, &path, out, prune),
         _ => {}
@@ -253,6 +254,41 @@ fn object(s: &Value, map: &mut Map<String, Value>, path: &str, out: &mut Outcome
         ));
     }
     required(s, map, path, out);
+}
+
+/// `x-kubernetes-list-type: map` (each item's `x-kubernetes-list-map-keys` once in the list)
+/// and `set` (each item once): a repeated item is refused at its index, in kube-apiserver's
+/// words.
+fn duplicates(s: &Value, items: &[Value], path: &str, out: &mut Outcome) {
+    let key = |item: &Value| -> Option<(Value, String)> {
+        match s["x-kubernetes-list-type"].as_str()? {
+            "map" => {
+                let keys = s["x-kubernetes-list-map-keys"].as_array()?;
+                let fields: Vec<String> = (keys.iter().filter_map(Value::as_str))
+                    .filter_map(|k| Some(format!("{k:?}:{}", item.get(k)?)))
+                    .collect();
+                let shown = format!("map[string]interface {{}}{{{}}}", fields.join(", "));
+                let id = Value::Array(
+                    keys.iter()
+                        .map(|k| item[k.as_str().unwrap_or("")].clone())
+                        .collect(),
+                );
+                Some((id, shown))
+            }
+            "set" => Some((item.clone(), show(item))),
+            _ => None,
+        }
+    };
+    let mut seen = std::collections::HashSet::new();
+    for (i, item) in items.iter().enumerate() {
+        let Some((id, shown)) = key(item) else {
+            return;
+        };
+        if !seen.insert(id.to_string()) {
+            out.invalid
+                .push((format!("{path}[{i}]"), format!("Duplicate value: {shown}")));
+        }
+    }
 }
 
 fn combinators(s: &Value, v: &Value, path: &str, out: &mut Outcome) {
@@ -328,6 +364,37 @@ mod tests {
         let mut o = json!({"spec": {"vrf": 3}});
         let out = validate(&schema(), &mut o, true);
         assert_eq!(out.invalid.len(), 2, "{out:?}");
+    }
+
+    #[test]
+    fn a_list_keyed_by_name_refuses_a_key_twice_naming_the_second_item() {
+        // As kube-apiserver: `x-kubernetes-list-type: map` keys are unique, `set` items are.
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "checks": {"type": "array", "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "required": ["name"], "properties": {
+                    "name": {"type": "string"}, "query": {"type": "string"}}}},
+            "tags": {"type": "array", "x-kubernetes-list-type": "set",
+                "items": {"type": "string"}}}}}});
+        let mut ok = json!({"spec": {"checks": [{"name": "a", "query": "x"}, {"name": "b", "query": "x"}],
+            "tags": ["a", "b"]}});
+        assert_eq!(validate(&schema, &mut ok, false), Outcome::default());
+        let mut twice = json!({"spec": {"checks": [{"name": "a", "query": "x"}, {"name": "b"}, {"name": "a", "query": "y"}],
+            "tags": ["a", "b", "a"]}});
+        let out = validate(&schema, &mut twice, false);
+        assert_eq!(
+            out.invalid,
+            vec![
+                (
+                    "spec.checks[2]".to_string(),
+                    r#"Duplicate value: map[string]interface {}{"name":"a"}"#.to_string()
+                ),
+                (
+                    "spec.tags[2]".to_string(),
+                    r#"Duplicate value: "a""#.to_string()
+                ),
+            ]
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::dump::DumpSocket;
 use crate::error::{Error, Result};
 use crate::exec::{Outcome, groups, outcome};
 use crate::model::{Desired, Managed, Observed};
-use crate::msg::request;
+use crate::msg::{Request, request};
 use crate::observe::{ifindex, observed};
 use crate::op::Op;
 
@@ -121,6 +121,7 @@ impl Dataplane {
             &raw.addresses,
             &raw.routes,
             &raw.rules,
+            &raw.segmentation,
             &self.managed,
         ))
     }
@@ -159,11 +160,17 @@ impl Dataplane {
                 requests.push((op, req));
             }
             let results: Vec<Result<Outcome>> = futures::stream::iter(requests)
-                .map(|(op, (msg, flags))| {
+                .map(|(op, req)| {
                     let handle = self.handle.clone();
+                    let dumps = self.dumps.clone();
                     async move {
                         tracing::debug!(%op, "netlink write");
-                        let errno = send(handle, msg, flags).await?;
+                        let errno = match req {
+                            Request::Route(msg, flags) => send(handle, msg, flags).await?,
+                            Request::Segmentation { ifindex, on } => {
+                                set_segmentation(op, dumps, ifindex, on).await?
+                            }
+                        };
                         outcome(op, errno)
                     }
                 })
@@ -225,6 +232,24 @@ async fn send(
         }
     }
     Ok(errno)
+}
+
+/// Switches a link's segmentation offload on the ethtool netlink socket; returns the kernel's
+/// errno.
+async fn set_segmentation(op: &Op, dumps: Arc<DumpSocket>, ifindex: u32, on: bool) -> Result<i32> {
+    let unsupported = || Error::Kernel {
+        op: op.verb(),
+        object: op.object(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "this kernel has no ethtool netlink interface (Linux 5.6 or later with CONFIG_ETHTOOL_NETLINK)",
+        ),
+    };
+    tokio::task::spawn_blocking(move || dumps.ethtool.as_ref().map(|e| e.set(ifindex, on)))
+        .await
+        .map_err(|e| Error::Connection(std::io::Error::other(e)))?
+        .ok_or_else(unsupported)?
+        .map_err(Error::Connection)
 }
 
 fn serve_in_netns(

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{Desired, Link, LinkKind, Observed, ObservedLink, Route};
+use crate::model::{Desired, Link, LinkKind, Observed, ObservedLink, Route, Segmentation};
 use crate::op::{LinkChange, Op};
 use crate::validate::link_order;
 
@@ -190,6 +190,27 @@ fn plan_new_link(
             neigh_suppress: true,
         });
     }
+    segmentation(link, at_creation(&link.kind), ops);
+}
+
+/// The segmentation offload the kernel gives a new device: bridges, VXLAN devices and macvlans
+/// start with every feature on (the kernel tests check it); of other kinds nothing is assumed
+/// (a veth starts with GRO off), so a wanted state is always written.
+fn at_creation(kind: &LinkKind) -> Segmentation {
+    match kind {
+        LinkKind::Bridge | LinkKind::Vxlan(_) | LinkKind::Macvlan { .. } => Segmentation::On,
+        _ => Segmentation::Mixed,
+    }
+}
+
+/// Switches the link's segmentation offload when what it has is not what it should have.
+fn segmentation(link: &Link, have: Segmentation, ops: &mut Vec<Op>) {
+    if let Some(on) = have.to_reach(link.segmentation) {
+        ops.push(Op::SetSegmentation {
+            link: link.name.clone(),
+            on,
+        });
+    }
 }
 
 /// Plans in-place changes of an existing link; returns whether its master changes.
@@ -228,6 +249,7 @@ fn plan_existing_link(
             });
         }
     }
+    segmentation(link, have.segmentation, ops);
     master_changed
 }
 

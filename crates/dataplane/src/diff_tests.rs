@@ -7,7 +7,7 @@ use proptest::prelude::*;
 
 use super::diff;
 use crate::model::{
-    Address, Desired, Link, LinkKind, Mac, Observed, Route, Rule, VXLAN_PORT, Vxlan,
+    Address, Desired, Link, LinkKind, Mac, Observed, Route, Rule, Segmentation, VXLAN_PORT, Vxlan,
 };
 use crate::model_kernel::ModelKernel;
 use crate::op::{LinkChange, Op};
@@ -88,16 +88,30 @@ fn add_vrf(d: &mut Desired, x: &str, table: u32) {
 }
 
 fn add_l2(d: &mut Desired, vlan: u32, mtu: u32, neigh_suppress: bool, vrf: Option<&str>) {
+    add_l2_offload(d, vlan, mtu, neigh_suppress, vrf, Segmentation::On);
+}
+
+/// A layer-2 network whose bridge and VXLAN device want `seg`, as the agent lays it out.
+fn add_l2_offload(
+    d: &mut Desired,
+    vlan: u32,
+    mtu: u32,
+    neigh_suppress: bool,
+    vrf: Option<&str>,
+    seg: Segmentation,
+) {
     let br = format!("l2.{vlan}");
     let mut bridge = Link::new(&br, LinkKind::Bridge)
         .mtu(mtu)
-        .mac(Mac([2, 0, 0, 0, 0, 1]));
+        .mac(Mac([2, 0, 0, 0, 0, 1]))
+        .segmentation(seg);
     bridge.master = vrf.map(|v| format!("vr.{v}"));
     d.add_link(bridge);
     d.add_link(
         Link::new(format!("lx.{vlan}"), vxlan(1000 + vlan, neigh_suppress))
             .mtu(mtu)
-            .master(&br),
+            .master(&br)
+            .segmentation(seg),
     );
     d.addresses.push(Address {
         link: br,
@@ -137,6 +151,58 @@ fn a_config_in_place_needs_no_ops() {
     add_vrf(&mut d, "a", 100);
     add_l2(&mut d, 10, 1450, true, Some("a"));
     assert_eq!(diff(&d, &from_scratch(&d)), vec![]);
+}
+
+#[test]
+fn offload_is_switched_off_after_creation_and_back_on_when_no_longer_off() {
+    let mut off = Desired::default();
+    add_l2_offload(&mut off, 10, 1500, false, None, Segmentation::Off);
+    let ops = diff(&off, &Observed::default());
+    let created = ops
+        .iter()
+        .position(|o| matches!(o, Op::CreateLink(l) if l.name == "l2.10"))
+        .unwrap();
+    let switched = |on: bool| Op::SetSegmentation {
+        link: "l2.10".into(),
+        on,
+    };
+    let set = ops.iter().position(|o| *o == switched(false)).unwrap();
+    assert!(created < set, "{ops:#?}");
+    let s = simulate(Observed::default(), &ops);
+    assert_eq!(diff(&off, &s), vec![], "the no-op writes nothing");
+
+    let mut on = Desired::default();
+    add_l2_offload(&mut on, 10, 1500, false, None, Segmentation::On);
+    let back = diff(&on, &s);
+    assert!(back.contains(&switched(true)), "{back:#?}");
+    assert_eq!(
+        back.len(),
+        2,
+        "the bridge and the VXLAN device only: {back:#?}"
+    );
+
+    // Left to the kernel: whatever the link has stays.
+    let mut untouched = Desired::default();
+    add_l2_offload(
+        &mut untouched,
+        10,
+        1500,
+        false,
+        None,
+        Segmentation::Untouched,
+    );
+    assert_eq!(diff(&untouched, &s), vec![]);
+    // Observed partly on: switched as a whole.
+    let mut mixed = s.clone();
+    mixed.links.get_mut("l2.10").unwrap().link.segmentation = Segmentation::Mixed;
+    assert_eq!(diff(&off, &mixed), vec![switched(false)]);
+    // Not readable (no ethtool netlink): on is the kernel's default, off is written.
+    let mut unread = s;
+    for l in unread.links.values_mut() {
+        l.link.segmentation = Segmentation::Untouched;
+    }
+    assert_eq!(diff(&on, &unread), vec![]);
+    assert_eq!(diff(&off, &unread).len(), 2);
 }
 
 #[test]
@@ -227,6 +293,11 @@ fn node() -> impl Strategy<Value = Desired> {
         prop::bool::ANY,
         prop::bool::ANY,
         prop::option::of(0usize..2),
+        prop::sample::select(vec![
+            Segmentation::On,
+            Segmentation::Off,
+            Segmentation::Untouched,
+        ]),
     );
     (
         prop::collection::vec(l2, 0..6),
@@ -236,7 +307,7 @@ fn node() -> impl Strategy<Value = Desired> {
             let mut d = Desired::default();
             let names = ["a", "b"];
             let mut used = BTreeMap::new();
-            for (vlan, jumbo, ns, vrf) in nets {
+            for (vlan, jumbo, ns, vrf, seg) in nets {
                 if d.links.contains_key(&format!("l2.{vlan}")) {
                     continue;
                 }
@@ -247,7 +318,7 @@ fn node() -> impl Strategy<Value = Desired> {
                         100 + 10 * u32::from(v == "b") + shifts[usize::from(v == "b")],
                     );
                 }
-                add_l2(&mut d, vlan, if jumbo { 9000 } else { 1500 }, ns, vrf);
+                add_l2_offload(&mut d, vlan, if jumbo { 9000 } else { 1500 }, ns, vrf, seg);
             }
             for (v, table) in used {
                 add_vrf(&mut d, v, table);

@@ -3,7 +3,7 @@
 //! lower link, kind data). On a node with thousands of links this keeps observe in the tens
 //! of milliseconds, where decoding every attribute of every link costs several times that.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -19,7 +19,8 @@ use rtnetlink::packet_core::{
 };
 use rtnetlink::sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 
-use crate::model::{Managed, RTPROT_NETROLLOUT};
+use crate::ethtool::Ethtool;
+use crate::model::{Managed, RTPROT_NETROLLOUT, Segmentation};
 use crate::observe::link_name;
 
 /// Link attributes the model reads besides the link info: address, name, MTU, lower link,
@@ -37,6 +38,8 @@ pub(crate) struct Dumps {
     pub addresses: Vec<AddressMessage>,
     pub routes: Vec<RouteMessage>,
     pub rules: Vec<RuleMessage>,
+    /// The segmentation offload of managed links by index (empty without ethtool netlink).
+    pub segmentation: HashMap<u32, Segmentation>,
 }
 
 /// A blocking netlink socket used only for dumps, with strict checking so that the kernel
@@ -45,6 +48,8 @@ pub(crate) struct Dumps {
 pub(crate) struct DumpSocket {
     socket: Mutex<Socket>,
     seq: AtomicU32,
+    /// The ethtool netlink socket; `None` when the kernel has none.
+    pub ethtool: Option<Ethtool>,
 }
 
 impl DumpSocket {
@@ -57,6 +62,7 @@ impl DumpSocket {
         Ok(Self {
             socket: Mutex::new(socket),
             seq: AtomicU32::new(1),
+            ethtool: Ethtool::open()?,
         })
     }
 
@@ -103,6 +109,11 @@ impl DumpSocket {
                 }
             })
             .map_err(|e| ("rules", e))?;
+        }
+        if let Some(ethtool) = &self.ethtool {
+            let mut all = ethtool.wanted().map_err(|e| ("segmentation offload", e))?;
+            all.retain(|index, _| managed.contains(index));
+            d.segmentation = all;
         }
         tracing::debug!(?t_links, ?t_addrs, total = ?t.elapsed(), "dumped");
         Ok(d)

@@ -24,6 +24,7 @@
 //! - `op`: [`Op`], one netlink write each.
 //! - `msg`: netlink request messages for ops (pure).
 //! - `dump`: fast dumps over a blocking socket, decoding only the attributes the model needs.
+//! - `ethtool`: segmentation offload (GSO, GRO, TSO) over the ethtool generic netlink family.
 //! - `observe`: netlink dump messages into [`Observed`] (pure).
 //! - `exec`: which ops may run concurrently; kernel answers as typed outcomes.
 //! - `dataplane`: the connection ([`Dataplane`]), observe, execute, apply, [`Report`].
@@ -34,6 +35,7 @@ mod dataplane;
 mod diff;
 mod dump;
 mod error;
+mod ethtool;
 mod exec;
 mod model;
 mod model_kernel;
@@ -47,7 +49,7 @@ pub use diff::diff;
 pub use error::{Error, Result};
 pub use model::{
     Address, Desired, Family, Link, LinkKind, MAX_NAME_LEN, Mac, Managed, Observed, ObservedLink,
-    RTPROT_NETROLLOUT, Route, Rule, VXLAN_PORT, Vxlan,
+    RTPROT_NETROLLOUT, Route, Rule, Segmentation, VXLAN_PORT, Vxlan,
 };
 pub use model_kernel::ModelKernel;
 pub use op::{LinkChange, Op};

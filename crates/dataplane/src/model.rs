@@ -136,6 +136,39 @@ pub struct Link {
     pub mac: Option<Mac>,
     /// The bridge or VRF this link is enslaved to (`ip link set X master M`), `None` for nomaster.
     pub master: Option<String>,
+    /// Segmentation offload (GSO, GRO, TSO) through ethtool netlink; changes in place.
+    pub segmentation: Segmentation,
+}
+
+/// Segmentation offload of a link: the features `ethtool -K NAME gso X gro X tso X` switches
+/// (generic segmentation, generic receive and TCP segmentation offload), counting only those
+/// the device lets users change.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Segmentation {
+    /// Desired: left as the kernel has it. Observed: not read (the kernel has no ethtool
+    /// netlink interface).
+    #[default]
+    Untouched,
+    /// Every one wanted on (the kernel's default for the devices netrollout creates).
+    On,
+    /// Every one wanted off (`ethtool -K NAME gso off gro off tso off`).
+    Off,
+    /// Observed only: some on, some off.
+    Mixed,
+}
+
+impl Segmentation {
+    /// Whether a link observed with `self` needs a write to reach `desired`: never for
+    /// `Untouched`; `On` is what the kernel starts with, so an unread state counts as on.
+    pub fn to_reach(self, desired: Segmentation) -> Option<bool> {
+        match (desired, self) {
+            (Segmentation::On, Segmentation::On | Segmentation::Untouched) => None,
+            (Segmentation::Off, Segmentation::Off) => None,
+            (Segmentation::On, _) => Some(true),
+            (Segmentation::Off, _) => Some(false),
+            (Segmentation::Untouched | Segmentation::Mixed, _) => None,
+        }
+    }
 }
 
 impl Link {
@@ -147,7 +180,14 @@ impl Link {
             mtu: None,
             mac: None,
             master: None,
+            segmentation: Segmentation::Untouched,
         }
+    }
+
+    /// Sets the segmentation offload wanted (builder style).
+    pub fn segmentation(mut self, segmentation: Segmentation) -> Self {
+        self.segmentation = segmentation;
+        self
     }
 
     /// Sets the master (builder style).

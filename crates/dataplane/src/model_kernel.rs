@@ -4,7 +4,7 @@
 //! that a test can stop it after any op (a crash between two netlink requests) and diff the
 //! result. The diff's own tests and the agent's transaction tests run on it.
 
-use crate::model::{Link, LinkKind, Mac, Managed, Observed, ObservedLink};
+use crate::model::{Link, LinkKind, Mac, Managed, Observed, ObservedLink, Segmentation};
 use crate::op::{LinkChange, Op};
 
 /// The managed objects of a model kernel.
@@ -43,6 +43,7 @@ fn execute(s: &mut Observed, op: &Op, managed: &Managed) -> Result<(), String> {
                 kind,
                 mtu: l.mtu.or(Some(1500)),
                 mac: l.mac.or(Some(Mac([2; 6]))),
+                segmentation: Segmentation::On,
                 ..l.clone()
             };
             s.links
@@ -55,7 +56,8 @@ fn execute(s: &mut Observed, op: &Op, managed: &Managed) -> Result<(), String> {
                     },
                 )
                 .mtu(1500)
-                .mac(Mac([3; 6]));
+                .mac(Mac([3; 6]))
+                .segmentation(Segmentation::On);
                 s.links.insert(
                     peer.clone(),
                     ObservedLink {
@@ -95,6 +97,14 @@ fn execute(s: &mut Observed, op: &Op, managed: &Managed) -> Result<(), String> {
             Some(other) => return Err(format!("neigh_suppress on a {}", other.as_str())),
             None => return Err("No such device (ENODEV)".into()),
         },
+        Op::SetSegmentation { link, on } => {
+            let l = s.links.get_mut(link).ok_or("No such device (ENODEV)")?;
+            l.link.segmentation = if *on {
+                Segmentation::On
+            } else {
+                Segmentation::Off
+            };
+        }
         Op::AddAddress(a) => {
             if !s.links.contains_key(&a.link) {
                 return Err("No such device (ENODEV)".into());

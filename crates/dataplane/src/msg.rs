@@ -18,15 +18,32 @@ use rtnetlink::packet_core::{NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE,
 use crate::model::{Address, Family, Link, LinkKind, RTPROT_NETROLLOUT, Route, Rule};
 use crate::op::{LinkChange, Op};
 
-/// A request ready to send: message and netlink header flags.
-pub(crate) type Request = (RouteNetlinkMessage, u16);
+/// A request ready to send.
+#[derive(Debug)]
+pub(crate) enum Request {
+    /// An rtnetlink message and its netlink header flags.
+    Route(RouteNetlinkMessage, u16),
+    /// Segmentation offload of the link with this index, on the ethtool netlink socket.
+    Segmentation {
+        /// The link's interface index.
+        ifindex: u32,
+        /// On or off.
+        on: bool,
+    },
+}
 
 const ACK: u16 = NLM_F_REQUEST | NLM_F_ACK;
 
 /// Builds the request for `op`; `index` resolves link names, `Err(name)` names a missing link.
 pub(crate) fn request(op: &Op, index: &dyn Fn(&str) -> Option<u32>) -> Result<Request, String> {
     let idx = |name: &str| index(name).ok_or_else(|| name.to_string());
-    Ok(match op {
+    let route = match op {
+        Op::SetSegmentation { link, on } => {
+            return Ok(Request::Segmentation {
+                ifindex: idx(link)?,
+                on: *on,
+            });
+        }
         Op::CreateLink(link) => (
             RouteNetlinkMessage::NewLink(create_link(link, &idx)?),
             ACK | NLM_F_CREATE | NLM_F_EXCL,
@@ -72,7 +89,8 @@ pub(crate) fn request(op: &Op, index: &dyn Fn(&str) -> Option<u32>) -> Result<Re
             ACK | NLM_F_CREATE | NLM_F_EXCL,
         ),
         Op::DeleteRule(r) => (RouteNetlinkMessage::DelRule(rule(r)), ACK),
-    })
+    };
+    Ok(Request::Route(route.0, route.1))
 }
 
 type Idx<'a> = dyn Fn(&str) -> Result<u32, String> + 'a;

@@ -16,7 +16,7 @@ use netlink_packet_route::rule::{RuleAttribute, RuleMessage};
 use crate::model::Managed;
 use crate::model::{
     Address, Family, Link, LinkKind, Mac, Observed, ObservedLink, RTPROT_NETROLLOUT, Route, Rule,
-    VXLAN_PORT, Vxlan,
+    Segmentation, VXLAN_PORT, Vxlan,
 };
 use crate::msg::table_of;
 
@@ -26,6 +26,7 @@ pub(crate) fn observed(
     addresses: &[AddressMessage],
     routes: &[RouteMessage],
     rules: &[RuleMessage],
+    segmentation: &HashMap<u32, Segmentation>,
     owned: &Managed,
 ) -> Observed {
     let names: HashMap<u32, String> = links
@@ -39,7 +40,11 @@ pub(crate) fn observed(
     };
     for m in links {
         if let Some(name) = link_name(m).filter(|n| owned.owns(n)) {
-            out.links.insert(name.to_string(), link(m, name, &name_of));
+            let mut l = link(m, name, &name_of);
+            if let Some(seg) = segmentation.get(&m.header.index) {
+                l.link.segmentation = *seg;
+            }
+            out.links.insert(name.to_string(), l);
         }
     }
     for m in addresses {
@@ -137,6 +142,7 @@ fn link(m: &LinkMessage, name: &str, name_of: &dyn Fn(u32) -> String) -> Observe
             mtu,
             mac,
             master,
+            segmentation: Segmentation::Untouched,
         },
         up: m.header.flags.contains(LinkFlags::Up),
     }
@@ -268,14 +274,14 @@ pub(crate) fn ifindex(links: &[LinkMessage]) -> BTreeMap<String, u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::msg::request;
+    use crate::msg::{Request, request};
     use crate::op::Op;
     use netlink_packet_route::RouteNetlinkMessage;
 
     /// A link message as the kernel would report it, built from a creation request.
     fn link_msg(link: &Link, index: u32, names: &[(&str, u32)]) -> LinkMessage {
         let lookup = |n: &str| names.iter().find(|(m, _)| *m == n).map(|(_, i)| *i);
-        let (RouteNetlinkMessage::NewLink(mut m), _) =
+        let Request::Route(RouteNetlinkMessage::NewLink(mut m), _) =
             request(&Op::CreateLink(link.clone()), &lookup).unwrap()
         else {
             panic!("not a link message")
@@ -313,9 +319,8 @@ mod tests {
                 names.iter().find(|(m, _)| *m == n).map(|(_, i)| *i)
             })
             .unwrap()
-            .0
             {
-                RouteNetlinkMessage::NewAddress(m) => m,
+                Request::Route(RouteNetlinkMessage::NewAddress(m), _) => m,
                 _ => panic!(),
             }
         };
@@ -331,6 +336,7 @@ mod tests {
             &addresses,
             &[foreign_route],
             &[],
+            &HashMap::from([(1, Segmentation::Off), (2, Segmentation::Off)]),
             &crate::model::for_tests::managed(),
         );
 
@@ -343,6 +349,12 @@ mod tests {
         assert_eq!(lx.kind, LinkKind::Vxlan(vx));
         assert_eq!(lx.master.as_deref(), Some("l2.1"));
         assert_eq!(observed.links["l2.1"].link.mtu, Some(1450));
+        assert_eq!(
+            observed.links["l2.1"].link.segmentation,
+            Segmentation::Off,
+            "the offload read for the link"
+        );
+        assert_eq!(lx.segmentation, Segmentation::Untouched, "none read for it");
         assert!(observed.links["l2.1"].up);
         let addrs: Vec<String> = observed.addresses.iter().map(ToString::to_string).collect();
         assert_eq!(addrs, vec!["10.1.0.1/24 dev l2.1"]);

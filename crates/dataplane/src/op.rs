@@ -26,6 +26,13 @@ pub enum Op {
         /// Neighbour suppression wanted.
         neigh_suppress: bool,
     },
+    /// `ethtool -K NAME gso X gro X tso X` (ethtool netlink, not rtnetlink).
+    SetSegmentation {
+        /// The link.
+        link: String,
+        /// Offload wanted on (`true`) or off.
+        on: bool,
+    },
     /// `ip addr add ADDR dev LINK` (IPv6 with `nodad`: anycast gateways exist on every node).
     AddAddress(Address),
     /// `ip route replace ... proto 177`.
@@ -77,6 +84,8 @@ impl Op {
             Op::CreateLink(_) => "create link",
             Op::ModifyLink(_) => "modify link",
             Op::SetBridgePort { .. } => "set bridge port",
+            Op::SetSegmentation { on: true, .. } => "turn on segmentation offload of",
+            Op::SetSegmentation { on: false, .. } => "turn off segmentation offload of",
             Op::AddAddress(_) => "add address",
             Op::ReplaceRoute(_) => "replace route",
             Op::AddRule(_) => "add rule",
@@ -92,7 +101,7 @@ impl Op {
             Op::DeleteLink(name) => name.clone(),
             Op::CreateLink(l) => format!("{} ({})", l.name, l.kind.as_str()),
             Op::ModifyLink(c) => c.name.clone(),
-            Op::SetBridgePort { link, .. } => link.clone(),
+            Op::SetBridgePort { link, .. } | Op::SetSegmentation { link, .. } => link.clone(),
         }
     }
 
@@ -100,7 +109,10 @@ impl Op {
         match self {
             Op::DeleteRule(_) | Op::DeleteRoute(_) | Op::DeleteAddress(_) => Stage::Prune,
             Op::DeleteLink(_) => Stage::DeleteLinks,
-            Op::CreateLink(_) | Op::ModifyLink(_) | Op::SetBridgePort { .. } => Stage::Links,
+            Op::CreateLink(_)
+            | Op::ModifyLink(_)
+            | Op::SetBridgePort { .. }
+            | Op::SetSegmentation { .. } => Stage::Links,
             Op::AddAddress(_) => Stage::Addresses,
             Op::ReplaceRoute(_) => Stage::Routes,
             Op::AddRule(_) => Stage::Rules,
@@ -116,7 +128,7 @@ impl Op {
                 _ => vec![&l.name],
             },
             Op::ModifyLink(c) => vec![&c.name],
-            Op::SetBridgePort { link, .. } => vec![link],
+            Op::SetBridgePort { link, .. } | Op::SetSegmentation { link, .. } => vec![link],
             _ => Vec::new(),
         }
     }
@@ -134,7 +146,7 @@ impl Op {
                 r.extend(c.master.iter().flatten().map(String::as_str));
                 r
             }
-            Op::SetBridgePort { link, .. } => vec![link],
+            Op::SetBridgePort { link, .. } | Op::SetSegmentation { link, .. } => vec![link],
             Op::DeleteAddress(a) | Op::AddAddress(a) => vec![&a.link],
             Op::DeleteRoute(r) | Op::ReplaceRoute(r) => r.dev.iter().map(String::as_str).collect(),
             Op::AddRule(r) | Op::DeleteRule(r) => r.iif.iter().map(String::as_str).collect(),

@@ -1,10 +1,13 @@
 //! Kernel tests on this machine's kernel, each in a fresh network namespace (needs root):
 //! bridges, VXLAN, veth, macvlan, addresses, routes in tables, rules, MTU, master/nomaster,
-//! idempotency, drift repair, shrinking, foreign objects, errors.
+//! idempotency, drift repair, shrinking, foreign objects, errors; segmentation offload
+//! (`offload`).
 // Test helpers may panic: a failed setup is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "kernel/offload.rs"]
+mod offload;
 
 use common::{ANYCAST_MAC, TestNs, add_layer2, address, vxlan};
 use netrollout_dataplane::{

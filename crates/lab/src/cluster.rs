@@ -12,15 +12,16 @@ use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use netrollout_lab_apiserver::{Config, LabServer};
 use serde_json::json;
-use tokio::process::Child;
 
 use crate::fabric;
 
 mod apply;
 mod configurator;
 mod node;
+mod pods;
 
 pub use node::{STARTUP_TAINT, VM_CHECK_TIMEOUT, WATCH_INTERVAL, healthcheck};
+pub use pods::{Proc, frr_groups};
 
 /// How to build a lab.
 #[derive(Clone, Debug)]
@@ -56,6 +57,9 @@ pub struct Options {
     pub prometheus: bool,
     /// What the lab rolls out first: the samples or the user's manifests.
     pub inputs: crate::inputs::Source,
+    /// Run the agents and configurators as their images under podman, in the shape of the
+    /// bundle's pods ([`crate::pods`]).
+    pub containers: bool,
 }
 
 /// A running lab.
@@ -66,8 +70,8 @@ pub struct Cluster {
     pub client: kube::Client,
     opts: Options,
     /// Per node its number and, in local mode, its agent (in VM mode the guest runs it).
-    nodes: BTreeMap<String, (usize, Option<Child>)>,
-    configurators: BTreeMap<String, Child>,
+    nodes: BTreeMap<String, (usize, Option<Proc>)>,
+    configurators: BTreeMap<String, Proc>,
     next_index: usize,
     /// Whether the nodes' kernel has VRF devices (and `--without-vrfs` was not given): the
     /// inputs that need a VRF roll out.
@@ -116,6 +120,15 @@ impl Cluster {
         if opts.vm {
             crate::vm::preflight(&opts.bin_dir)?;
         }
+        if opts.containers {
+            if opts.vm {
+                bail!(
+                    "--containers does not work with --vm: the VM has no podman; drop one of \
+                     the two flags"
+                );
+            }
+            crate::pods::preflight()?;
+        }
         Ok(())
     }
 
@@ -127,6 +140,7 @@ impl Cluster {
         // left here is not its to remove (and may be another lab's, running).
         let mut leftovers = Vec::new();
         if !opts.vm {
+            leftovers.extend(remove_containers());
             leftovers.extend(crate::frr::teardown());
             leftovers.extend(fabric::teardown());
         }
@@ -138,8 +152,12 @@ impl Cluster {
         }
         // A new lab is a new cluster: agent state from an earlier lab must not leak into it.
         let _ = std::fs::remove_dir_all(opts.state_dir.join("nodes"));
+        let _ = std::fs::remove_dir_all(opts.state_dir.join("pods"));
         std::fs::create_dir_all(opts.state_dir.join("logs"))
             .with_context(|| format!("creating {}", opts.state_dir.display()))?;
+        if opts.containers {
+            crate::pods::containers_conf(&opts.state_dir)?;
+        }
         // The VM sees the state directory at the same (absolute) path.
         opts.state_dir = std::fs::canonicalize(&opts.state_dir)
             .with_context(|| format!("resolving {}", opts.state_dir.display()))?;
@@ -338,12 +356,12 @@ impl Cluster {
     /// Stops every process and removes the fabric.
     pub async fn shutdown(mut self) -> Result<()> {
         self.traffic.stop().await;
-        for (_, mut child) in std::mem::take(&mut self.configurators) {
-            let _ = child.kill().await;
+        for (_, proc) in std::mem::take(&mut self.configurators) {
+            proc.kill().await;
         }
-        for (_, (_, child)) in std::mem::take(&mut self.nodes) {
-            if let Some(mut child) = child {
-                let _ = child.kill().await;
+        for (_, (_, proc)) in std::mem::take(&mut self.nodes) {
+            if let Some(proc) = proc {
+                proc.kill().await;
             }
         }
         let in_vm = self.vm.is_some();
@@ -383,6 +401,7 @@ impl std::fmt::Debug for Cluster {
 pub fn cleanup(state_dir: &Path) -> Vec<String> {
     let killed = crate::pids::kill_recorded(state_dir);
     let mut done = vec![format!("stopped {killed} process(es)")];
+    done.extend(remove_containers());
     done.extend(crate::frr::teardown());
     done.extend(fabric::teardown());
     if std::fs::remove_dir_all(state_dir.join("vm")).is_ok() {
@@ -400,4 +419,11 @@ fn cleanup_vm(state_dir: &Path) -> Vec<String> {
         done.push("the VM's initramfs".into());
     }
     done
+}
+
+/// Removes the containers of a lab (container mode), if podman is installed.
+fn remove_containers() -> Vec<String> {
+    (crate::pods::remove_all(None).into_iter())
+        .map(|c| format!("container {c}"))
+        .collect()
 }

@@ -6,7 +6,7 @@
 //! the remote VTEPs' flood entries. Pathspaces carry the `nrlab-` prefix, so
 //! [`teardown`] finds the daemons (by their pid files) and directories a crashed lab left.
 //!
-//! The base config is written to `/etc/frr/NAME/frr-base.conf`, where the agent's
+//! The base config is written to `/etc/frr/NAME/netrollout-base.conf`, where the agent's
 //! `--frr-base-config` flag can point; the daemons start from it.
 
 use std::net::Ipv4Addr;
@@ -49,9 +49,16 @@ pub fn config_dir(pathspace: &str) -> PathBuf {
     Path::new(ETC).join(pathspace)
 }
 
-/// The base config file of a pathspace (what `--frr-base-config` points to).
+/// The run directory of a pathspace (pid files, vty sockets).
+pub fn run_dir(pathspace: &str) -> PathBuf {
+    Path::new(RUN).join(pathspace)
+}
+
+/// The base config file of a pathspace (what `--frr-base-config` points to): named as
+/// docs/operations.md has an operator name it, which the agent's pod template expects
+/// (`NETROLLOUT_FRR_BASE_CONFIG=/etc/frr/netrollout-base.conf`).
 pub fn base_config(pathspace: &str) -> PathBuf {
-    config_dir(pathspace).join("frr-base.conf")
+    config_dir(pathspace).join("netrollout-base.conf")
 }
 
 /// The base config of a lab node: ASN, router id = its fabric address, iBGP EVPN to the route
@@ -84,7 +91,7 @@ pub fn reflector_config() -> String {
 /// daemons' pids. They keep running until [`teardown`].
 pub fn start(netns: &str, pathspace: &str, config: &str) -> Result<Vec<u32>> {
     let etc = config_dir(pathspace);
-    let run = Path::new(RUN).join(pathspace);
+    let run = run_dir(pathspace);
     for dir in [&etc, &run] {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }

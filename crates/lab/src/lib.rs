@@ -16,6 +16,7 @@
 //! - [`traffic`]: the host's table of ping streams between the workloads, loss per window.
 //! - [`workload`]: a node's workload on a network and its pinger (host and guest both run them).
 //! - [`pids`]: the pid file every started process is recorded in.
+//! - [`pods`]: container mode: the bundle's pod templates onto podman, and a kubelet's probes.
 //! - [`pinger`]: the raw-ICMP probe stream a workload runs.
 //! - [`settings`]: typed settings (update limit, durations).
 //! - [`vm`]: VM mode's host side: boots the Debian-kernel VM, talks to its guest side.
@@ -37,6 +38,7 @@ pub mod inputs;
 pub mod manifests;
 pub mod pids;
 pub mod pinger;
+pub mod pods;
 pub mod progress;
 pub mod prometheus;
 pub mod scenario;

@@ -131,6 +131,12 @@ struct Settings {
     /// added for the traffic measure.
     #[arg(long, value_name = "DIR")]
     manifests: Option<PathBuf>,
+    /// Run each node's agent and the configurator as their images under podman, in the shape
+    /// deploy/netrollout.yaml gives their pods (security context, volumes, environment, memory
+    /// limit, probes; read from the bundle). Build the images first: hack/images.sh. Not with
+    /// --vm.
+    #[arg(long)]
+    containers: bool,
 }
 
 impl Settings {
@@ -159,6 +165,7 @@ impl Settings {
             vm: self.vm,
             without_vrfs: self.without_vrfs,
             prometheus: self.prometheus,
+            containers: self.containers,
             inputs: match &self.manifests {
                 Some(dir) => inputs::Source::Manifests(Manifests::read(dir)?),
                 None => inputs::Source::Samples,

@@ -60,6 +60,7 @@ fn fleet(n: usize) -> State {
                     at: Timestamp::from_millis(0),
                     previous: None,
                     picked_up_at: Some(Timestamp::from_millis(1)),
+                    sequence: None,
                 });
             }
             node.ready = i % 250 != 0;

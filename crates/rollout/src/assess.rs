@@ -99,6 +99,7 @@ mod tests {
             at: Timestamp::from_millis(0),
             previous: None,
             picked_up_at: picked.map(Timestamp::from_millis),
+            sequence: None,
         });
         n
     }

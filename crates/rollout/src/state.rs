@@ -213,4 +213,18 @@ pub struct DispatchRecord {
     pub previous: Option<String>,
     /// When the configurator first saw the agent report Provisioning for it.
     pub picked_up_at: Option<Timestamp>,
+    /// The revision's sequence when it was dispatched: the targeting the dispatch belongs to.
+    /// A raise (an undo, inputs returning to its content, a retry) makes the revision the
+    /// target again under a new sequence, and only dispatches of the current one make its wave
+    /// ([`DispatchRecord::of_targeting`]). `None`: a record written before dispatches named
+    /// their targeting, of no current wave.
+    pub sequence: Option<u64>,
+}
+
+impl DispatchRecord {
+    /// Whether this dispatch belongs to the current targeting of `revision`: it dispatched that
+    /// revision while it had its current sequence.
+    pub fn of_targeting(&self, revision: &Revision) -> bool {
+        self.revision == revision.name && self.sequence == Some(revision.sequence)
+    }
 }

@@ -3,13 +3,24 @@
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
+/// What to do about a base file the agent cannot read: in its pod the agent is root without
+/// the capability to bypass file permissions, so FRR's own files (`frr:frr`, mode 0640) need
+/// FRR's groups.
+fn base_fix(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::PermissionDenied => {
+            "give the agent's pod FRR's groups (supplementalGroups) and make /etc/frr group-writable \
+             (docs/operations.md, \"FRR on the node\", step 3)"
+        }
+        _ => "create it (see docs/operations.md) or drop --frr-base-config",
+    }
+}
+
 /// What went wrong with FRR.
 #[derive(Debug, thiserror::Error)]
 pub enum FrrError {
     /// The base file cannot be read.
-    #[error(
-        "FRR base config {path}: {source}; create it (see docs/operations.md) or drop --frr-base-config"
-    )]
+    #[error("FRR base config {path}: {source}; {fix}", fix = base_fix(.source))]
     Base {
         /// The file.
         path: PathBuf,
@@ -81,4 +92,26 @@ pub enum FrrError {
         /// parser refused the file first).
         wrote: bool,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_base_file_the_agent_may_not_read_points_to_frrs_groups() {
+        let denied = FrrError::Base {
+            path: "/etc/frr/netrollout-base.conf".into(),
+            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        };
+        assert!(
+            denied.to_string().contains("supplementalGroups"),
+            "{denied}"
+        );
+        let missing = FrrError::Base {
+            path: "/etc/frr/netrollout-base.conf".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        assert!(missing.to_string().contains("create it"), "{missing}");
+    }
 }

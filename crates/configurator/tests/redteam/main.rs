@@ -11,6 +11,7 @@
 // A test crate: its helpers may panic (clippy.toml allows this only inside `#[test]` functions).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod analysis_cases;
 mod cross;
 #[allow(dead_code)]
 #[path = "../e2e/lab.rs"]
@@ -56,7 +57,7 @@ async fn lab_with_bundle() -> LabApi {
     lab.ok_in(&["apply", "-f", "-"], Some(&docs)).await;
     lab::eventually(Duration::from_secs(10), || async {
         let run = lab
-            .kubectl_run(&["get", "vrf,layer2,taas", "--no-headers"], None)
+            .kubectl_run(&["get", "vrf,layer2,taas,analysis", "--no-headers"], None)
             .await;
         Ok(run.code == 0)
     })
@@ -69,7 +70,12 @@ async fn lab_with_bundle() -> LabApi {
 async fn every_bad_input_is_refused_at_kubectl_apply_naming_the_object_and_its_field() {
     let lab = lab_with_bundle().await;
     // The valid objects the cases start from are accepted: a case fails only for its change.
-    for kind in [table::Kind::Vrf, table::Kind::Layer2, table::Kind::Table] {
+    for kind in [
+        table::Kind::Vrf,
+        table::Kind::Layer2,
+        table::Kind::Table,
+        table::Kind::Analysis,
+    ] {
         let base = table::base(kind, &format!("base-{}", kind.name().to_lowercase()));
         lab.ok_in(&["apply", "-f", "-"], Some(&base.to_string()))
             .await;

@@ -9,6 +9,7 @@ pub enum Kind {
     Vrf,
     Layer2,
     Table,
+    Analysis,
 }
 
 impl Kind {
@@ -17,6 +18,7 @@ impl Kind {
             Kind::Vrf => "VRFRouteConfiguration",
             Kind::Layer2 => "Layer2NetworkConfiguration",
             Kind::Table => "RoutingTable",
+            Kind::Analysis => "RolloutAnalysis",
         }
     }
 }
@@ -52,6 +54,11 @@ pub fn base(kind: Kind, name: &str) -> Value {
             "nodeSelector": {"matchLabels": {"rack": "a"}},
         }),
         Kind::Table => json!({ "tableId": 300 }),
+        Kind::Analysis => json!({ "checks": [
+            {"name": "tenant-loss", "query": "sum(netrollout_tenant_lost)", "successCondition": "result == 0",
+             "intervalSeconds": 10, "inconclusiveLimit": 3, "failureLimit": 0, "initialDelaySeconds": 30},
+            {"name": "bgp-down", "query": "count(frr_bgp_peer_down)", "successCondition": "result < 1"},
+        ]}),
     };
     json!({
         "apiVersion": "netrollout.io/v1alpha1",
@@ -109,6 +116,7 @@ pub fn many(n: usize, item: impl Fn(usize) -> Value) -> Value {
 pub fn cases() -> Vec<Case> {
     use Kind::*;
     let mut out = crate::vrf_cases::cases();
+    out.extend(crate::analysis_cases::cases());
     out.extend([
         // Layer2NetworkConfiguration
         c(Layer2, "id", json!(0), "spec.id"),

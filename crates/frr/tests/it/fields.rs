@@ -85,7 +85,7 @@ const CONSUMERS: &[Entry] = &[
     (L2, "advertiseNeighbors", Rejected, "vlan501", "/advertiseNeighbors", None, || json!(true)),
     (L2, "createMacVLANInterface", Kernel, "vlan501", "/createMacVLANInterface", None, || json!(true)),
     (L2, "neighSuppression", Kernel, "vlan501", "/neighSuppression", None, || json!(false)),
-    (L2, "disableSegmentation", Rejected, "vlan501", "/disableSegmentation", None, || json!(true)),
+    (L2, "disableSegmentation", Kernel, "vlan501", "/disableSegmentation", None, || json!(true)),
     (L2, "vrf", Kernel, "vlan501", "/vrf", None, || Value::Null),
     (L2, "nodeSelector", Kernel, "vlan501", "/nodeSelector", None, || json!({"matchLabels": {"netrollout.io/rack": "r9"}})),
     (TABLE, "tableId", Frr, "taas-100", "/tableId", None, || json!(101)),

@@ -9,17 +9,23 @@
 //! field saying why. Each spec is checked against netrollout's types: a field netrollout does
 //! not know is an error, never silently lost; a value netrollout's CRD refuses is an error
 //! naming the object, the field and why (e.g. `advertiseNeighbors: true`). Every object is
-//! checked before the run fails, so one run lists them all. Kinds without an equivalent (the
-//! operator's node configs and revisions, which netrollout generates) are skipped with a note.
+//! checked before the run fails, so one run lists them all. Kinds users write that netrollout
+//! does not carry (`BGPPeering`, `MirrorTarget`, `MirrorSelector`) are errors too, saying what
+//! to do; the operator's node configs and revisions, which netrollout generates itself, are
+//! skipped with a note.
 //!
 //! Layout: this module converts and reports; `schema` holds the checks of one spec (the CRD's
-//! schema and rules, the configurator's checks, the typed round trip).
+//! schema and rules, the configurator's checks, the typed round trip); `refused` the kinds that
+//! cannot migrate and why.
 
 use serde_json::{Map, Value};
 
 use crate::diff::changes;
 
+mod refused;
 mod schema;
+
+pub use refused::{BGP_PEERING_REFUSED, MIRRORING_REFUSED};
 
 use crate::{Error, Result};
 use schema::{check_alone, check_limits, spec_schema, typed_spec, unknown_fields};
@@ -155,6 +161,9 @@ fn convert_one(at: &str, doc: &Value, m: &mut Migration) -> Result<()> {
             "{at}: skipped {api_version} {kind} {name}: not a network operator object"
         ));
         return Ok(());
+    }
+    if let Some(why) = refused::why_not(kind) {
+        return Err(bad(format!("{kind} {name}: {why}")));
     }
     if !INPUT_KINDS.contains(&kind) {
         m.notes.push(format!(
@@ -317,10 +326,11 @@ mod tests {
             )
         };
         let text = format!(
-            "{}---\n{}---\n{}",
+            "{}---\n{}---\n{}---\n{}",
             l2("l2a", "advertiseNeighbors"),
             l2("l2b", "disableSegmentation"),
             l2("l2c", "createMacVLANInterface"),
+            l2("l2d", "advertiseNeighbors"),
         );
         let err = convert("in.yaml", &text).unwrap_err().to_string();
         assert!(err.contains("2 objects cannot migrate"), "{err}");
@@ -336,16 +346,12 @@ mod tests {
             line("l2a").contains(netrollout_api::ADVERTISE_NEIGHBORS_REFUSED),
             "{err}"
         );
-        assert!(line("l2b").contains("in.yaml document 2"), "{err}");
-        assert!(line("l2b").contains("spec.disableSegmentation: "), "{err}");
-        assert!(
-            line("l2b").contains(netrollout_api::DISABLE_SEGMENTATION_REFUSED),
-            "{err}"
-        );
-        assert!(!err.contains("l2c"), "{err}");
+        assert!(line("l2d").contains("in.yaml document 4"), "{err}");
+        // Segmentation offload is netrollout's to turn off too: it migrates.
+        assert!(!err.contains("l2b") && !err.contains("l2c"), "{err}");
         // `false` is what netrollout does, and migrates.
         let ok = text.replace(": true}", ": false}");
-        assert_eq!(convert("in.yaml", &ok).unwrap().objects.len(), 3);
+        assert_eq!(convert("in.yaml", &ok).unwrap().objects.len(), 4);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod go_operator;
 mod migrate;
 mod nodes;
 mod status;

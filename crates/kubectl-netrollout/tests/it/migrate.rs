@@ -140,10 +140,10 @@ async fn migrate_reads_stdin_and_refuses_fields_netrollout_does_not_know() {
     );
 }
 
-/// `advertiseNeighbors: true` and `disableSegmentation: true` (which netrollout does not
-/// implement) are refused where the user first meets them: `kubectl apply` of a netrollout
-/// object (the CRD's CEL rules, naming the field and why) and `migrate` of the Go operator's
-/// manifest (per object and field); `false` applies.
+/// `advertiseNeighbors: true` (which netrollout does not implement) is refused where the user
+/// first meets it: `kubectl apply` of a netrollout object (the CRD's CEL rules, naming the field
+/// and why) and `migrate` of the Go operator's manifest (per object and field); `false`
+/// applies, and so does `disableSegmentation: true`, which netrollout carries out.
 #[tokio::test]
 async fn unsupported_layer2_settings_are_refused_by_kubectl_apply_and_by_migrate_naming_the_field()
 {
@@ -154,16 +154,10 @@ async fn unsupported_layer2_settings_are_refused_by_kubectl_apply_and_by_migrate
              spec:\n  id: 5\n  mtu: 1500\n  vni: 5005\n  {field}: {value}\n"
         )
     };
-    for (field, why) in [
-        (
-            "advertiseNeighbors",
-            netrollout_api::ADVERTISE_NEIGHBORS_REFUSED,
-        ),
-        (
-            "disableSegmentation",
-            netrollout_api::DISABLE_SEGMENTATION_REFUSED,
-        ),
-    ] {
+    for (field, why) in [(
+        "advertiseNeighbors",
+        netrollout_api::ADVERTISE_NEIGHBORS_REFUSED,
+    )] {
         let refused = lab
             .kubectl_run(
                 &["apply", "-f", "-"],
@@ -202,6 +196,18 @@ async fn unsupported_layer2_settings_are_refused_by_kubectl_apply_and_by_migrate
         accepted.stdout.contains("l2 created"),
         "{}",
         accepted.stdout
+    );
+    let offload = lab
+        .kubectl_run(
+            &["apply", "-f", "-"],
+            Some(&doc("netrollout.io", "l2", "disableSegmentation", true)),
+        )
+        .await;
+    offload.expect_code(0);
+    assert!(
+        offload.stdout.contains("l2 configured"),
+        "{}",
+        offload.stdout
     );
 }
 

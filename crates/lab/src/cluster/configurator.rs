@@ -25,15 +25,40 @@ impl Cluster {
         Ok(child)
     }
 
+    /// The lab's rollout settings as configurator flags.
+    fn configurator_flags(&self) -> Vec<(String, String)> {
+        let mut flags: Vec<(String, String)> = [
+            ("--update-limit", self.opts.update_limit.to_string()),
+            ("--apply-timeout", flag(self.opts.apply_timeout)),
+            ("--pickup-timeout", flag(self.opts.pickup_timeout)),
+            ("--max-failures", self.opts.max_failures.to_string()),
+            ("--guard", self.opts.guard.as_str().to_string()),
+        ]
+        .map(|(k, v)| (k.to_string(), v))
+        .to_vec();
+        if let Some(p) = &self.prometheus {
+            flags.push(("--prometheus-url".into(), p.url()));
+        }
+        flags
+    }
+
     /// Starts a configurator replica with the lab's rollout settings.
     pub fn start_configurator(&mut self, id: &str) -> Result<()> {
+        if self.opts.containers {
+            let flags = self.configurator_flags();
+            let (pod, metrics) = self.start_configurator_pod(id, flags)?;
+            self.configurators
+                .insert(id.to_string(), super::Proc::Pod(pod));
+            return self.set_configurator_metrics(id, metrics);
+        }
         let mut cmd = Command::new(self.opts.bin_dir.join("netrollout-configurator"));
+        // With a Prometheus, analysis checks (`RolloutAnalysis`) are measured against it.
         cmd.env("POD_NAME", id)
-            .args(["--update-limit", &self.opts.update_limit.to_string()])
-            .args(["--apply-timeout", &flag(self.opts.apply_timeout)])
-            .args(["--pickup-timeout", &flag(self.opts.pickup_timeout)])
-            .args(["--max-failures", &self.opts.max_failures.to_string()])
-            .args(["--guard", self.opts.guard.as_str()])
+            .args(
+                self.configurator_flags()
+                    .into_iter()
+                    .flat_map(|(k, v)| [k, v]),
+            )
             .args(["--lease-namespace", NAMESPACE, "--lease-name", LEASE])
             .args(["--health-addr", "127.0.0.1:0"]);
         // With a Prometheus, each replica's metrics port is known (and kept when it restarts).
@@ -45,10 +70,6 @@ impl Cluster {
             None => SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         };
         cmd.args(["--metrics-addr", &metrics.to_string()]);
-        // With a Prometheus, analysis checks (`RolloutAnalysis`) are measured against it.
-        if let Some(p) = &self.prometheus {
-            cmd.args(["--prometheus-url", &p.url()]);
-        }
         let kubeconfig = crate::identities::configurator_kubeconfig(
             &self.server,
             &self.opts.state_dir,
@@ -56,7 +77,12 @@ impl Cluster {
             id,
         )?;
         let child = self.spawn(cmd.env("KUBECONFIG", kubeconfig), id)?;
-        self.configurators.insert(id.to_string(), child);
+        self.configurators
+            .insert(id.to_string(), super::Proc::Process(child));
+        self.set_configurator_metrics(id, metrics)
+    }
+
+    fn set_configurator_metrics(&mut self, id: &str, metrics: SocketAddr) -> Result<()> {
         if let Some(p) = &self.prometheus {
             self.configurator_metrics.insert(id.to_string(), metrics);
             let t: Vec<_> = (self.configurator_metrics.iter())
@@ -93,10 +119,11 @@ impl Cluster {
 
     /// Kills a configurator replica with SIGKILL.
     pub async fn kill_configurator(&mut self, id: &str) -> Result<()> {
-        let mut child = self
+        let proc = self
             .configurators
             .remove(id)
             .with_context(|| format!("no configurator {id}"))?;
-        child.kill().await.with_context(|| format!("killing {id}"))
+        proc.kill().await;
+        Ok(())
     }
 }

@@ -63,13 +63,17 @@ impl Cluster {
                 .with_context(|| format!("starting {name} in the VM"))?;
                 None
             }
+            None if self.opts.containers => Some(super::Proc::Pod(
+                self.start_agent_pod(&name, index, &agent, None)
+                    .with_context(|| format!("starting the agent pod of {name}"))?,
+            )),
             None => {
                 let child = agent
                     .command()?
                     .spawn()
                     .with_context(|| format!("starting the agent of {name}"))?;
                 crate::pids::record_pids(&self.opts.state_dir, child.id().as_slice())?;
-                Some(child)
+                Some(super::Proc::Process(child))
             }
         };
         self.nodes.insert(name.clone(), (index, child));
@@ -88,7 +92,7 @@ impl Cluster {
     }
 
     /// The agent of `node`: its command line in the node's namespace.
-    fn agent(&self, node: &str, index: usize) -> Result<crate::vm::Spawn> {
+    pub(super) fn agent(&self, node: &str, index: usize) -> Result<crate::vm::Spawn> {
         let state = self.opts.state_dir.join("nodes").join(node);
         std::fs::create_dir_all(&state)?;
         // The fabric address of the API server (in VM mode, the guest's relay there).

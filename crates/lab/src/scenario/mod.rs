@@ -18,11 +18,13 @@ mod configurator_crash;
 mod happy;
 mod monitor;
 mod node_join;
+mod pod_checks;
 mod preflight;
 mod remote_break;
 mod steps;
 mod tenant_break;
 mod traffic_checks;
+mod upgrade;
 
 use anyhow::Result;
 use futures::future::BoxFuture;
@@ -47,6 +49,11 @@ pub trait Scenario: std::fmt::Debug + Send + Sync {
     /// (they have suites of their own).
     fn needs_vrf(&self) -> bool {
         false
+    }
+
+    /// Whether `all` runs it (stories needing a VRF or containers have suites of their own).
+    fn in_all(&self) -> bool {
+        !self.needs_vrf()
     }
 
     /// Lab settings for the story; most keep the user's.
@@ -84,7 +91,7 @@ impl Story<'_> {
 }
 
 /// Every scenario, in the order `--help` lists them and `all` runs those that need no VRF.
-pub const ALL: [&dyn Scenario; 7] = [
+pub const ALL: [&dyn Scenario; 8] = [
     &happy::Happy,
     &bad_config::BadConfig,
     &node_join::NodeJoin,
@@ -92,6 +99,7 @@ pub const ALL: [&dyn Scenario; 7] = [
     &api_outage::ApiOutage,
     &tenant_break::TenantBreak,
     &remote_break::RemoteBreak,
+    &upgrade::Upgrade,
 ];
 
 /// The scenario called `name`.
@@ -112,7 +120,7 @@ pub fn help() -> String {
         "  Every scenario checks tenant traffic (loss per node and network, full reachability at the end).\n",
     );
     text.push_str(&format!(
-        "  {:<20}each of the above but those that need --vm, one lab each",
+        "  {:<20}each of the above but those that need --vm or --containers, one lab each",
         "all"
     ));
     text
@@ -131,7 +139,7 @@ impl Choice {
     /// The scenarios to run.
     pub fn scenarios(self) -> Vec<&'static dyn Scenario> {
         match self {
-            Choice::All => ALL.into_iter().filter(|s| !s.needs_vrf()).collect(),
+            Choice::All => ALL.into_iter().filter(|s| s.in_all()).collect(),
             Choice::One(s) => vec![s],
         }
     }
@@ -156,6 +164,7 @@ impl std::str::FromStr for Choice {
 /// Runs `scenario` on a started lab, then checks what every story promises: the nodes in flight
 /// never exceeded the update limit.
 pub async fn run(scenario: &dyn Scenario, lab: &mut Cluster) -> Result<Summary> {
+    let started = std::time::Instant::now();
     let m = Monitor::new(lab);
     let nodes = lab.node_names().len();
     let (samples, skipped) = inputs::initial(&lab.options().inputs, lab.vrf, nodes)?;
@@ -185,6 +194,7 @@ pub async fn run(scenario: &dyn Scenario, lab: &mut Cluster) -> Result<Summary> 
         peak <= limit,
         format!("peak {peak} (limit {limit}): {}", at.join(", ")),
     );
+    pod_checks::report(&mut summary, &m, lab, started.elapsed());
     Ok(summary)
 }
 
@@ -212,6 +222,7 @@ pub(crate) mod tests {
             vm: false,
             without_vrfs: false,
             prometheus: false,
+            containers: false,
             inputs: Default::default(),
         }
     }
@@ -274,7 +285,9 @@ pub(crate) mod tests {
         assert!(lines.next().is_some_and(|l| l.contains("tenant traffic")));
         assert_eq!(
             lines.next(),
-            Some("  all                 each of the above but those that need --vm, one lab each")
+            Some(
+                "  all                 each of the above but those that need --vm or --containers, one lab each"
+            )
         );
         assert_eq!(lines.next(), None);
     }
@@ -287,8 +300,10 @@ pub(crate) mod tests {
                 "configurator-crash" => (2, 2, UpdateLimit::Count(1)),
                 "node-join" => (3, 1, UpdateLimit::Count(1)),
                 "remote-break" => (2, 1, UpdateLimit::Count(1)),
+                "upgrade" => (3, 1, UpdateLimit::Count(1)),
                 _ => (2, 1, UpdateLimit::Count(2)),
             };
+            assert_eq!(o.containers, s.name() == "upgrade", "{}", s.name());
             assert_eq!(
                 (o.nodes, o.configurators, o.update_limit),
                 expected,

@@ -56,14 +56,6 @@ impl Compiler {
                     netrollout_api::ADVERTISE_NEIGHBORS_REFUSED.to_string(),
                 );
             }
-            if spec.disable_segmentation {
-                self.invalid.push(
-                    LAYER2_KIND,
-                    name,
-                    "spec.disableSegmentation",
-                    netrollout_api::DISABLE_SEGMENTATION_REFUSED.to_string(),
-                );
-            }
             let vrf_name = spec.vrf.clone().filter(|v| !v.is_empty());
             let vrf = vrf_name.as_ref().and_then(|v| {
                 let found = self.out.vrfs.iter().position(|c| &c.name == v);

@@ -1,6 +1,7 @@
 //! The routing fields of the inputs as render carries them to the nodes: VRF loopbacks become
 //! host routes their policy exports, communities (standard and large) are checked against what
-//! FRR takes, and layer-2 settings netrollout does not implement are refused naming the field.
+//! FRR takes, `advertiseNeighbors` is refused naming the field, `disableSegmentation` reaches the
+//! node's config.
 
 use crate::common;
 
@@ -172,7 +173,7 @@ fn large_communities_are_carried_and_communities_frr_refuses_are_named_where_the
 }
 
 #[test]
-fn advertise_neighbors_and_disable_segmentation_are_refused_naming_the_field_and_why() {
+fn advertise_neighbors_is_refused_naming_the_field_and_why_and_disable_segmentation_is_rendered() {
     let l2 = |name: &str, id: i32| {
         L2::new(
             name,
@@ -188,14 +189,16 @@ fn advertise_neighbors_and_disable_segmentation_are_refused_naming_the_field_and
     neighbours.spec.advertise_neighbors = true;
     let mut offload = l2("offload", 11);
     offload.spec.disable_segmentation = true;
-    let got = problems(&[], &[neighbours, offload, l2("fine", 12)]);
+    let got = problems(&[], &[neighbours, offload.clone(), l2("fine", 12)]);
     assert_eq!(
         fields(&got),
-        [
-            "Layer2NetworkConfiguration neighbours: spec.advertiseNeighbors",
-            "Layer2NetworkConfiguration offload: spec.disableSegmentation",
-        ]
+        ["Layer2NetworkConfiguration neighbours: spec.advertiseNeighbors"]
     );
     assert_eq!(got[0].message, netrollout_api::ADVERTISE_NEIGHBORS_REFUSED);
-    assert_eq!(got[1].message, netrollout_api::DISABLE_SEGMENTATION_REFUSED);
+
+    let config = config_of(&[], &[offload, l2("fine", 12)], "n1");
+    let offloads: Vec<(u16, bool)> = (config.layer2s.iter())
+        .map(|l| (l.id, l.disable_segmentation))
+        .collect();
+    assert_eq!(offloads, [(11, true), (12, false)]);
 }

@@ -5,29 +5,34 @@
 //! start of the revision's current wave counts against it, whether it was dispatched or not;
 //! `guard_threshold` of them fail the revision. The regressed nodes are indexed by the fleet
 //! ([`crate::fleet`]) and the wave start comes from the dispatch records of the revision's
-//! nodes, read only while a node is regressed, so the step costs nothing on a healthy fleet.
+//! nodes made under its current sequence (its current targeting: a raise starts a new one),
+//! read only while a node is regressed, so the step costs nothing on a healthy fleet.
 
 use super::{Decision, NAMED_FAILURES, Pass};
 use crate::action::{FailureCause, Mode, NodeFailure};
 use crate::assess::assess;
 use crate::guard::{GuardMode, GuardTrip, Health, Regression};
 use crate::order::first_in_dispatch_order_of;
-use crate::state::{Node, RevisionPhase};
+use crate::state::{DispatchRecord, Node, RevisionPhase};
 use crate::time::Timestamp;
 
 impl Pass<'_> {
-    /// When the current wave of revision `i` started: the earliest dispatch of its nodes in
-    /// flight, else (the wave finished, the next one is not dispatched yet) its latest
-    /// dispatch. `None`: not dispatched to any node yet. Reads the revision's nodes: asked only
-    /// while a Ready node is regressed.
+    /// The dispatch of node `n` if it belongs to the current targeting of revision `i` (it
+    /// runs `i`, dispatched under `i`'s current sequence): a dispatch from before a raise (an
+    /// undo, inputs returning to it, a retry) is of another rollout and starts no wave.
+    fn targeting_dispatch<'n>(&self, n: &'n Node, i: usize) -> Option<&'n DispatchRecord> {
+        let d = n.current_dispatch()?;
+        (!n.deleting && d.of_targeting(&self.revs[i])).then_some(d)
+    }
+
+    /// When the current wave of revision `i` started: the earliest dispatch of its current
+    /// targeting in flight, else (the wave finished, the next one is not dispatched yet) its
+    /// latest one. `None`: not dispatched to any node since it became the target. Reads the
+    /// revision's nodes: asked only while a Ready node is regressed.
     pub(super) fn wave_start(&self, i: usize) -> Option<Timestamp> {
-        let name = self.revs[i].name.as_str();
         let (mut first, mut last): (Option<Timestamp>, Option<Timestamp>) = (None, None);
         for n in self.fleet.nodes() {
-            if n.deleting || n.spec_revision.as_deref() != Some(name) {
-                continue;
-            }
-            let Some(d) = n.current_dispatch() else {
+            let Some(d) = self.targeting_dispatch(n, i) else {
                 continue;
             };
             last = last.max(Some(d.at));
@@ -88,8 +93,7 @@ impl Pass<'_> {
         let wave: Vec<String> = self
             .fleet
             .nodes()
-            .filter(|n| !n.deleting && n.spec_revision.as_deref() == Some(name.as_str()))
-            .filter(|n| n.current_dispatch().is_some_and(|d| d.at >= start))
+            .filter(|n| self.targeting_dispatch(n, c).is_some_and(|d| d.at >= start))
             .map(|n| n.name.clone())
             .collect();
         let failures = regressions

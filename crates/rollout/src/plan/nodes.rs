@@ -46,6 +46,7 @@ impl<'a> Pass<'a> {
                     at: self.now,
                     previous: None,
                     picked_up_at: provisioning.then_some(self.now),
+                    sequence: self.by_name.get(spec).map(|&i| self.revs[i].sequence),
                 },
                 reason: format!(
                     "node {} has spec revision {spec} without a dispatch record; adopted as dispatched now",
@@ -115,13 +116,11 @@ impl<'a> Pass<'a> {
             }
         };
 
-        let join_rev = self.revs[join].name.as_str();
-
         let mut groups: Vec<(&str, DispatchKind, Vec<NodeDispatch>)> = Vec::new();
         let mut to_goal = 0;
         for n in &eligible {
             let (rev, kind) = match n.spec_revision.as_deref() {
-                None => (join_rev, DispatchKind::Join),
+                None => (join, DispatchKind::Join),
                 Some(spec) => {
                     let bad = self
                         .by_name
@@ -132,10 +131,12 @@ impl<'a> Pass<'a> {
                     } else {
                         DispatchKind::Rollout
                     };
-                    (goal, kind)
+                    (g, kind)
                 }
             };
-            to_goal += usize::from(rev == goal);
+            to_goal += usize::from(rev == g);
+            let sequence = Some(self.revs[rev].sequence);
+            let rev = self.revs[rev].name.as_str();
             let nd = NodeDispatch {
                 node: n.name.clone(),
                 record: DispatchRecord {
@@ -143,6 +144,7 @@ impl<'a> Pass<'a> {
                     at: self.now,
                     previous: n.spec_revision.clone(),
                     picked_up_at: None,
+                    sequence,
                 },
             };
             match groups.iter_mut().find(|(r, k, _)| *r == rev && *k == kind) {

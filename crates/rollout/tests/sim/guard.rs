@@ -16,7 +16,7 @@
 //! - G5: a revision the guard failed with `--guard=halt` holds the fleet: no dispatch while it
 //!   is the newest revision.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use netrollout_rollout::guard::{GuardMode, Health};
 use netrollout_rollout::{
@@ -42,24 +42,48 @@ fn counts(n: &Node) -> bool {
     n.ready && !n.deleting
 }
 
-/// The revision rolling out, if any: the newest by sequence, Pending or Progressing.
+/// The revision rolling out, if any: the newest by sequence, Pending or Progressing, or
+/// Succeeded and the target again (raised) while counted nodes run another revision.
 fn rolling_out(s: &State) -> Option<&str> {
     let newest = s.revisions.iter().max_by_key(|r| r.sequence)?;
-    matches!(
-        newest.phase,
-        RevisionPhase::Pending | RevisionPhase::Progressing
-    )
-    .then_some(newest.name.as_str())
+    let known = |n: &Node| {
+        (n.spec_revision.as_deref()).is_some_and(|r| s.revisions.iter().any(|x| x.name == r))
+    };
+    let elsewhere = s.nodes.iter().any(|n| {
+        counts(n)
+            && n.unresponsive_since.is_none()
+            && known(n)
+            && n.spec_revision.as_deref() != Some(newest.name.as_str())
+    });
+    let rolling = match newest.phase {
+        RevisionPhase::Pending | RevisionPhase::Progressing => true,
+        RevisionPhase::Succeeded => elsewhere,
+        _ => false,
+    };
+    rolling.then_some(newest.name.as_str())
 }
 
-/// Where the current wave of `rev` started: the earliest dispatch of its nodes in flight, else
-/// its latest dispatch.
-fn wave_start(s: &State, rev: &str, now: Timestamp, set: &Settings) -> Option<Timestamp> {
+/// When each revision last became the target (created, or its sequence raised: an undo or
+/// inputs returning to it), on the world's clock: only dispatches since belong to its current
+/// rollout.
+pub type Targeted = HashMap<String, Timestamp>;
+
+/// Where the current wave of `rev` started: among its dispatches since it last became the
+/// target, the earliest in flight, else the latest.
+fn wave_start(
+    s: &State,
+    rev: &str,
+    now: Timestamp,
+    set: &Settings,
+    targeted: &Targeted,
+) -> Option<Timestamp> {
+    let since = targeted.get(rev).copied()?;
     let on = || {
         s.nodes
             .iter()
             .filter(move |n| !n.deleting && n.spec_revision.as_deref() == Some(rev))
             .filter_map(|n| Some((n, n.current_dispatch()?.at)))
+            .filter(move |(_, at)| *at >= since)
     };
     on().filter(|(n, _)| in_flight(n, now, set))
         .map(|(_, at)| at)
@@ -81,6 +105,7 @@ pub fn check_guard(
     p: &Plan,
     now: Timestamp,
     s: &Settings,
+    targeted: &Targeted,
 ) -> Result<Option<String>, String> {
     let guard_failures: Vec<(&String, &Vec<NodeFailure>)> = p
         .actions
@@ -128,7 +153,8 @@ pub fn check_guard(
             "G5: a dispatch while the guard holds the fleet: {p:?}"
         ));
     }
-    let wave = rolling_out(before).and_then(|r| Some((r, wave_start(before, r, now, s)?)));
+    let wave =
+        rolling_out(before).and_then(|r| Some((r, wave_start(before, r, now, s, targeted)?)));
     // G2.
     for (rev, failed) in &guard_failures {
         let Some((_, start)) = wave.filter(|w| w.0 == rev.as_str()) else {
@@ -242,10 +268,10 @@ fn inject(w: &mut World, breaking: &HashSet<String>, chronic: &HashSet<String>) 
 }
 
 /// One pass with every invariant: the fleet's (check.rs) and the guard's.
-fn pass(w: &mut World, checker: &mut Checker) -> Result<Plan, String> {
+fn pass(w: &mut World, checker: &mut Checker, targeted: &Targeted) -> Result<Plan, String> {
     pass_checking(w, checker, |w, checker, before, p| {
         checker.check_pass(before, p, &w.state, w.now, &w.settings)?;
-        if let Some(line) = check_guard(before, p, w.now, &w.settings)? {
+        if let Some(line) = check_guard(before, p, w.now, &w.settings, targeted)? {
             w.log.push(format!("  {line}"));
         }
         // The configurator persists the guard's failure with the phase write.
@@ -295,7 +321,9 @@ fn run(w: &mut World, rng: &mut crate::rng::Rng) -> Result<(), String> {
             Agent::new(behavior, rng.range(1, 3) as u32),
         );
     }
+    let mut targeted = Targeted::new();
     let good = w.add_revision(0);
+    targeted.insert(good.clone(), w.now);
     w.converge_on(&good);
     let mut chronic = HashSet::new();
     for n in &mut w.state.nodes {
@@ -318,12 +346,19 @@ fn run(w: &mut World, rng: &mut crate::rng::Rng) -> Result<(), String> {
     w.advance();
     for step in 0..rng.range(20, 40) {
         if step % 8 == 0 {
+            // New content, or the inputs return to an earlier one (an undo): that revision is
+            // the target again, a known-good one among them.
             let c = 1 + step / 8;
-            w.add_revision(c);
+            let c = if c > 1 && rng.chance(40) {
+                rng.below(c)
+            } else {
+                c
+            };
+            target(w, &mut targeted, c);
         }
         inject(w, &breaking, &chronic);
         w.step_agents();
-        pass(w, &mut checker)?;
+        pass(w, &mut checker, &targeted)?;
         w.advance();
     }
     w.log.push("== heal".into());
@@ -336,11 +371,28 @@ fn run(w: &mut World, rng: &mut crate::rng::Rng) -> Result<(), String> {
     }
     for _ in 0..200 {
         w.step_agents();
-        let p = pass(w, &mut checker)?;
+        let p = pass(w, &mut checker, &targeted)?;
         if settled(w, &p) {
             return Ok(());
         }
         w.advance();
     }
     Err("liveness: the healed fleet did not settle within 200 steps".into())
+}
+
+/// The inputs change to content `c`: its revision is created, or raised (logged as a
+/// reversion when it had rolled out before), unless it is Failed.
+fn target(w: &mut World, targeted: &mut Targeted, c: u64) {
+    let name = crate::world::rev_name(c);
+    let before = w.state.revisions.iter().find(|r| r.name == name);
+    let (seq, phase) = (before.map(|r| r.sequence), before.map(|r| r.phase));
+    w.add_revision(c);
+    let after = w.state.revisions.iter().find(|r| r.name == name);
+    if after.map(|r| r.sequence) != seq {
+        targeted.insert(name.clone(), w.now);
+        if let Some(phase) = phase {
+            w.log
+                .push(format!("inputs reverted to {name} ({phase:?}): raised"));
+        }
+    }
 }

@@ -27,6 +27,7 @@ mod regressions_failure;
 mod regressions_guard;
 mod regressions_known_good;
 mod regressions_preflight;
+mod regressions_raised;
 mod regressions_waves;
 mod scenario;
 mod slots;
@@ -247,6 +248,7 @@ fn fleets_whose_health_regresses_keep_every_fleet_guard_invariant() {
             "guard=halt tripped",
             "guard off: ",
             "regressed before the wave of",
+            "(Succeeded): raised",
             "(Rollback)",
             "-> Succeeded",
             "== heal",

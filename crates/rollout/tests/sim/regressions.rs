@@ -38,6 +38,7 @@ pub fn on(name: &str, revision: &str, phase: NodePhase) -> Node {
         at: t(0),
         previous: None,
         picked_up_at: (phase == NodePhase::Provisioning).then(|| t(0)),
+        sequence: None,
     });
     n
 }
@@ -159,6 +160,7 @@ fn stale_status_about_a_previous_revision_is_never_counted() {
         at: t(0),
         previous: Some("r1".into()),
         picked_up_at: None,
+        sequence: None,
     });
     let state = State {
         revisions: vec![
@@ -410,6 +412,7 @@ fn a_wave_split_over_two_passes_keeps_the_zone_round_robin_of_one_pass() {
         at: t(1),
         previous: Some("r1".into()),
         picked_up_at: None,
+        sequence: None,
     });
     let split = State { revisions, nodes };
     assert_eq!(

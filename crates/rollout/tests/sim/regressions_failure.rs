@@ -148,6 +148,7 @@ fn an_agent_that_never_picks_up_is_marked_unresponsive_withdrawn_and_retried_lat
         at: t(0),
         previous: Some("r1".into()),
         picked_up_at: None,
+        sequence: None,
     });
     let mut state = State {
         revisions: vec![

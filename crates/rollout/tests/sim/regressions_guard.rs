@@ -7,10 +7,23 @@
 use netrollout_rollout::guard::{GuardMode, Health};
 use netrollout_rollout::{
     Action, DispatchKind, FailureCause, Mode, Node, NodePhase, Plan, RevisionPhase,
-    RolloutStrategy, Settings, State, plan,
+    RolloutStrategy, Settings, State, Timestamp,
 };
 
 use crate::regressions::{dispatched, kinds, limit, on, pairs, phase_changes, rev, t};
+
+/// Plans `state` with every dispatch record made under its revision's current sequence (the
+/// fleet of this file never raised one: every dispatch is of the current targeting).
+fn plan(state: &State, now: Timestamp, s: &Settings) -> Plan {
+    let mut state = state.clone();
+    for n in &mut state.nodes {
+        if let Some(d) = n.dispatch.as_mut() {
+            let r = state.revisions.iter().find(|r| r.name == d.revision);
+            d.sequence = r.map(|r| r.sequence);
+        }
+    }
+    netrollout_rollout::plan(&state, now, s)
+}
 
 /// A node on `revision` (reported `phase`), dispatched at `at` seconds.
 fn at(name: &str, revision: &str, phase: NodePhase, secs: u64) -> Node {

@@ -1,0 +1,64 @@
+//! Kinds of the Go operator's `v1alpha1` API that users write but netrollout does not carry:
+//! `migrate` refuses them, naming the object and what to do, rather than skipping them (a
+//! skipped `MirrorTarget` would be a mirror that silently stops). The operator's generated kinds
+//! (node configs, revisions) are skipped with a note instead: netrollout makes its own.
+
+/// Why a user kind of the Go operator cannot migrate and what to do, or `None` when netrollout
+/// has no such kind because it generates it itself.
+pub(super) fn why_not(kind: &str) -> Option<&'static str> {
+    match kind {
+        "MirrorTarget" | "MirrorSelector" => Some(MIRRORING_REFUSED),
+        "BGPPeering" => Some(BGP_PEERING_REFUSED),
+        _ => None,
+    }
+}
+
+/// Traffic mirroring (docs/migration.md says why it is refused).
+pub const MIRRORING_REFUSED: &str = "netrollout does not carry traffic mirroring (the Go \
+    operator's GRE tunnel to a collector in a VRF and its tc mirror rules on the source \
+    network), so migrating would stop the mirror without a word; remove the MirrorTarget and \
+    MirrorSelector objects from what you migrate and keep the Go operator on the clusters that \
+    mirror traffic (docs/migration.md)";
+
+/// BGP peering for workloads (docs/migration.md says why it is refused).
+pub const BGP_PEERING_REFUSED: &str = "netrollout does not carry BGP peering for workloads yet \
+    (the Go operator's listen ranges on a peering VLAN or loopback peers in the VRF's BGP \
+    instance), so migrating would drop the workloads' sessions; remove the BGPPeering objects \
+    from what you migrate and keep the Go operator on the clusters whose workloads peer with \
+    their nodes (docs/migration.md)";
+
+#[cfg(test)]
+mod tests {
+    use super::super::convert;
+
+    #[test]
+    fn mirroring_and_bgp_peering_are_refused_naming_each_object_and_what_to_do() {
+        let doc = |kind: &str, name: &str| {
+            format!(
+                "apiVersion: network.t-caas.telekom.com/v1alpha1\nkind: {kind}\nmetadata: {{name: {name}}}\nspec: {{}}\n"
+            )
+        };
+        let text = [
+            doc("MirrorTarget", "collector"),
+            doc("MirrorSelector", "web"),
+            doc("BGPPeering", "lb"),
+            doc("RoutingTable", "t").replace("spec: {}", "spec: {tableId: 7}"),
+        ]
+        .join("---\n");
+        let err = convert("in.yaml", &text).unwrap_err().to_string();
+        assert!(err.contains("3 objects cannot migrate"), "{err}");
+        for (at, kind, name, why) in [
+            (1, "MirrorTarget", "collector", super::MIRRORING_REFUSED),
+            (2, "MirrorSelector", "web", super::MIRRORING_REFUSED),
+            (3, "BGPPeering", "lb", super::BGP_PEERING_REFUSED),
+        ] {
+            let line = err
+                .lines()
+                .find(|l| l.contains(&format!("{kind} {name}:")))
+                .unwrap_or_else(|| panic!("{kind} {name} is not named: {err}"));
+            assert!(line.contains(&format!("in.yaml document {at}")), "{line}");
+            assert!(line.contains(why), "{line}");
+        }
+        assert!(!err.contains("RoutingTable"), "{err}");
+    }
+}
