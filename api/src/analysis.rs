@@ -114,6 +114,29 @@ pub struct RevisionAnalysis {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::time")]
     pub time: Option<Time>,
+    /// The revision's `spec.sequence` when the verdict was reached: the targeting it speaks
+    /// for. A revision raised since (an undo, inputs returning to its content, a retry) is
+    /// rolled out like a new one and measured afresh; the configurator clears an earlier
+    /// targeting's verdict and `AnalysisPassed` condition ([`analysis_is_current`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<i64>,
+}
+
+/// Whether the revision `ncr`'s analysis status is of its current targeting: it carries no
+/// verdict and no `AnalysisPassed` condition, or a verdict reached under its current
+/// `spec.sequence`. `false` after a raise: the verdict (and the condition with it) speaks for
+/// an earlier rollout of the same content.
+pub fn analysis_is_current(ncr: &crate::NetworkConfigRevision) -> bool {
+    let Some(status) = ncr.status.as_ref() else {
+        return true;
+    };
+    match &status.analysis {
+        Some(a) => a.sequence == Some(ncr.spec.sequence),
+        None => !status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == ANALYSIS_CONDITION),
+    }
 }
 
 /// Where a revision's analysis stands.

@@ -39,7 +39,7 @@ mod schema;
 
 pub use analysis::{
     ANALYSIS_CONDITION, AnalysisCheck, AnalysisPhase, CheckResult, RevisionAnalysis,
-    RolloutAnalysis, RolloutAnalysisSpec,
+    RolloutAnalysis, RolloutAnalysisSpec, analysis_is_current,
 };
 pub use annotations::{
     DISPATCH_ANNOTATION, Dispatch, NODE_RETRY_ANNOTATION, RETRIED_ANNOTATION, RETRY_ANNOTATION,

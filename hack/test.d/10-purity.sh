@@ -44,9 +44,9 @@ for pkg in $candidates; do
   checked=$((checked + 1))
 done
 
-# The pure decisions, by module: each must exist (a move out of the crate is noticed) and read no
-# clock nor do I/O through std.
-decisions='crates/rollout/src/plan crates/rollout/src/plan.rs crates/rollout/src/lifecycle'
+# The pure decisions (and the simulator that drives them in virtual time), by module: each must
+# exist (a move out of the crate is noticed) and read no clock nor do I/O through std.
+decisions='crates/rollout/src/plan crates/rollout/src/plan.rs crates/rollout/src/lifecycle crates/rollout/src/sim'
 io_in_std='SystemTime|Instant::now|std::fs|std::net|std::process|std::thread|std::env'
 for module in $decisions; do
   if [ ! -e "$module" ]; then

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use netrollout_agent::frr::{Frr, FrrSettings};
 use netrollout_api::{NodeConfig, PrefixAction, PrefixItem, VrfConfig, VrfPolicy};
+use netrollout_frr::daemons::{Log, Start};
 use netrollout_testkit::cmd::run;
-use netrollout_testkit::frr::{Log, Start};
 
 const BASE: &str = "frr defaults datacenter\nhostname bench\n!\nrouter bgp 65000\n \
     bgp router-id 192.0.2.1\nexit\n!\n";

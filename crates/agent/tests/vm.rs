@@ -27,8 +27,8 @@ use std::time::Instant;
 use clap::Parser;
 use netrollout_agent::routing;
 use netrollout_api::{LoopbackConfig, NodePhase, PrefixAction};
+use netrollout_frr::daemons::FRR_LIB;
 use netrollout_testkit::cmd::run;
-use netrollout_testkit::frr::FRR_LIB;
 
 #[path = "vm/config.rs"]
 mod config;

@@ -239,8 +239,10 @@ async fn set_phase(
             world.globally_paused,
             world.refusal,
         );
-        status["conditions"] = fields["conditions"].clone();
-        status["observedGeneration"] = fields["observedGeneration"].clone();
+        // With `analysis: null` when it is of an earlier targeting (a raised revision).
+        for (k, v) in fields.as_object().into_iter().flatten() {
+            status[k] = v.clone();
+        }
     }
     if phase == RevisionPhase::Failed {
         // At most MAX_LISTED, messages bounded: the revision must stay one storable object

@@ -1,7 +1,7 @@
 //! The FRR renderer: a node's rendered [`NodeConfig`] plus its routing [`Settings`] → the
 //! FRR configuration text the agent manages.
 //!
-//! Pure: no I/O, no async, no clock. The same input gives byte-identical text, so the agent can
+//! The renderer is pure: no I/O, no async, no clock. The same input gives byte-identical text, so the agent can
 //! compare texts to know whether FRR needs a write at all. The layout follows the Go network
 //! operator's templates (`pkg/frr/tpl/*.tpl`), so its users find the names they know:
 //! `vrf vr.<name>` with its `vni`, `ip`/`ipv6 prefix-list pl_<vrf>_<import|export>_<seq>`,
@@ -15,10 +15,14 @@
 //!   VRF's side of the route leak).
 //! - this file: [`Settings`], [`render`] and [`with_base`] (base + managed text; the managed
 //!   VRF blocks ahead of the base, around an FRR 8.4 reload bug).
+//! - [`daemons`]: the one start of FRR's daemons (zebra, then bgpd once zebra is up) in a
+//!   network namespace and pathspace of their own, the crate's only I/O (std processes, no
+//!   runtime): the lab runs its nodes' FRR with it, the tests and benchmarks theirs.
 
 #![forbid(unsafe_code)]
 
 pub mod bgp;
+pub mod daemons;
 pub mod policy;
 
 use std::net::Ipv4Addr;

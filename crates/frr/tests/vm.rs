@@ -22,8 +22,8 @@ use netrollout_api::{
     NodeConfig, PrefixAction, PrefixItem, VRFRouteConfiguration, VRFRouteConfigurationSpec,
     VrfConfig, VrfLoopback, VrfPolicy,
 };
+use netrollout_frr::daemons::{Daemons, Log, Start};
 use netrollout_frr::{Settings, render, with_base};
-use netrollout_testkit::frr::{Daemons, Log, Start};
 use netrollout_testkit::poll;
 use netrollout_testkit::prefixes::{item, permit_all};
 

@@ -126,7 +126,7 @@ pub struct RevisionRow {
     /// The pre-flight verdict while nodes lack what it needs (the message of its
     /// `NodesCapable=False` condition, docs/contract.md "Pre-flight").
     pub preflight: Option<String>,
-    /// The verdict of its analysis checks (`status.analysis`, docs/contract.md "Analysis"):
+    /// The verdict of its analysis checks (`status.analysis`, docs/contract.md "Analysis gates"):
     /// the phase and the configurator's message (which says how many nodes ran it).
     pub analysis: Option<String>,
     /// Creation time.

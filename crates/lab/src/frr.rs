@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
-use netrollout_testkit::frr::{self as testkit_frr, Log, Start};
+use netrollout_frr::daemons::{self, Log, Start};
 
 use crate::fabric;
 
@@ -29,14 +29,14 @@ pub const RR_NETNS: &str = "nrlab-rr";
 /// `NETROLLOUT_LAB_FRR_DIR` names another directory.
 fn daemon_dir() -> PathBuf {
     std::env::var_os("NETROLLOUT_LAB_FRR_DIR")
-        .map_or_else(|| PathBuf::from(testkit_frr::FRR_LIB), PathBuf::from)
+        .map_or_else(|| PathBuf::from(daemons::FRR_LIB), PathBuf::from)
 }
 const ETC: &str = "/etc/frr";
 const RUN: &str = "/var/run/frr";
 
 /// Checks that Debian's `frr` package is installed (daemons and the `frr` user).
 pub fn check_installed() -> Result<()> {
-    testkit_frr::check_installed(&daemon_dir()).context("the lab runs FRR on every node")?;
+    daemons::check_installed(&daemon_dir()).context("the lab runs FRR on every node")?;
     let user = Command::new("id").arg("frr").output();
     if !user.is_ok_and(|o| o.status.success()) {
         bail!("the lab runs FRR as user frr, which does not exist: reinstall the frr package");

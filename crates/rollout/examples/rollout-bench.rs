@@ -18,11 +18,11 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use netrollout_rollout::sim::{agent, rng, world};
 use netrollout_rollout::{
     Action, DispatchRecord, Fleet, Node, NodePhase, NodeStatus, Revision, RevisionPhase,
     RolloutStrategy, Settings, State, Timestamp, UpdateLimit, plan, plan_with,
 };
-use netrollout_testkit::sim::{agent, rng, world};
 
 fn fleet(n: usize) -> State {
     let mut revisions = vec![

@@ -1,4 +1,4 @@
-//! Analysis gates (docs/contract.md, "Analysis"): a revision that carries checks against
+//! Analysis gates (docs/contract.md, "Analysis gates"): a revision that carries checks against
 //! Prometheus is rolled out wave by wave, and no wave is dispatched before the checks passed
 //! for every node that already runs it; a failed analysis fails the revision like a failed node.
 //!
@@ -13,6 +13,11 @@ pub struct Analysis {
     pub checks: usize,
     /// The last verdict the configurator reached.
     pub verdict: Verdict,
+    /// The revision's sequence when that verdict was reached: the targeting it speaks for. A
+    /// revision raised since (an undo, inputs returning to its content, a retry) is rolled out
+    /// like a new one and measured afresh: a verdict of an earlier sequence is no verdict
+    /// ([`Analysis::verdict_at`]). `None`: of no known targeting.
+    pub sequence: Option<u64>,
     /// The largest `initialDelaySeconds` of the checks: the configurator measures a wave that
     /// long after it finished (said in the gate's reason; the planner keeps no clock for it).
     pub initial_delay_seconds: u32,
@@ -50,9 +55,20 @@ impl Analysis {
         self.checks > 0
     }
 
-    /// Whether the checks passed with at least `nodes` nodes on the revision.
-    pub fn passed_for(&self, nodes: usize) -> bool {
-        matches!(self.verdict, Verdict::Passed { nodes: n } if n >= nodes)
+    /// The verdict for the revision's targeting of sequence `sequence` (its `spec.sequence`
+    /// now): the last verdict if it was reached under that sequence, else none.
+    pub fn verdict_at(&self, sequence: u64) -> &Verdict {
+        if self.sequence == Some(sequence) {
+            &self.verdict
+        } else {
+            &Verdict::None
+        }
+    }
+
+    /// Whether the checks passed, under sequence `sequence`, with at least `nodes` nodes on the
+    /// revision.
+    pub fn passed_for(&self, sequence: u64, nodes: usize) -> bool {
+        matches!(self.verdict_at(sequence), Verdict::Passed { nodes: n } if *n >= nodes)
     }
 }
 
@@ -61,6 +77,9 @@ impl Analysis {
 pub struct Gate {
     /// The revision rolling out.
     pub revision: String,
+    /// Its sequence in this pass: the targeting a verdict measured now speaks for (the
+    /// configurator writes it with the verdict, [`Analysis::sequence`]).
+    pub sequence: u64,
     /// Managed nodes that run it now.
     pub nodes: usize,
     /// Its nodes have all finished (none in flight) and the checks have not passed for them:

@@ -37,6 +37,8 @@
 //!   per-group heaps, without collecting or sorting the candidates).
 //! - `prune`: history limits.
 //! - [`time`]: caller-supplied instants.
+//! - `sim` (feature `sim`, for this crate's tests and benchmark only): the deterministic fleet
+//!   simulator that drives [`plan`] in virtual time against simulated agents.
 //! - [`lifecycle`]: the revision lifecycle (create, reuse, raise, refuse, retry, `Accepted`
 //!   verdicts), the other pure decision of the configurator, on its own small types.
 //!
@@ -54,6 +56,8 @@ pub mod order;
 mod plan;
 mod prune;
 pub mod settings;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod state;
 pub mod time;
 

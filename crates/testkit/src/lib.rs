@@ -3,8 +3,6 @@
 //!
 //! - [`cmd`]: run a tool and assert it succeeded; [`cmd::Run`], a finished process.
 //! - [`netns`]: a fresh network namespace per test, cleaned up on drop and after crashes.
-//! - [`frr`]: zebra + bgpd of Debian's `frr` in a namespace and pathspace, stopped on drop: the
-//!   one FRR start (bgpd only once zebra is up), also the lab's.
 //! - [`poll`]: waiting with a deadline from blocking code (the VM suites).
 //! - [`http`]: scrape a binary's `/metrics` from blocking test code.
 //! - [`manifests`]: the Go operator's `v1alpha1` manifests (the repository's fixtures, and the
@@ -19,15 +17,15 @@
 //!   the configurator and the agent write.
 //! - `wait` (`kube`): polling with a deadline.
 //! - `fake_agents` (`kube`): simulated agents that write NodeNetworkConfig status as the real one.
+//! - `fake_prometheus` (`kube`): a Prometheus query API that answers what a test says and
+//!   records when each query came.
 //! - `agent` (feature `agent`): the real `netrollout-agent` in a namespace against a lab server.
-//! - `sim` (feature `sim`): the planner's deterministic fleet simulator (agents, world, PRNG).
 //!
 //! Everything here runs inside tests: a failed step panics with what went wrong, which is the
 //! test failure (hence the crate-wide allow below).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod cmd;
-pub mod frr;
 pub mod http;
 pub mod manifests;
 pub mod netns;
@@ -43,12 +41,12 @@ pub mod apiserver;
 #[cfg(feature = "kube")]
 pub mod fake_agents;
 #[cfg(feature = "kube")]
+pub mod fake_prometheus;
+#[cfg(feature = "kube")]
 pub mod fleet;
 #[cfg(feature = "kube")]
 pub mod kubectl;
 #[cfg(feature = "kube")]
 pub mod objects;
-#[cfg(feature = "sim")]
-pub mod sim;
 #[cfg(feature = "kube")]
 pub mod wait;

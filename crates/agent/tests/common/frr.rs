@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use netrollout_frr::daemons::{Daemons, Log};
 use netrollout_testkit::cmd::run;
-use netrollout_testkit::frr::{Daemons, Log};
 
 use super::{Lab, lab};
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use netrollout_testkit::frr::FRR_LIB;
+use netrollout_frr::daemons::FRR_LIB;
 
 /// Where pathspace `ps` keeps its pid files (the test kit's FRR start puts them there).
 fn pid_file(ps: &str, daemon: &str) -> String {

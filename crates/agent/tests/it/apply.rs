@@ -194,6 +194,56 @@ async fn probes_that_failed_before_the_change_are_reported_not_enforced() {
     assert!(lab.holds(&layer2s(400, 2)).await);
 }
 
+/// `disableSegmentation` through the real agent: offload off on the network's bridge, VXLAN
+/// device and macvlan (read back with `ethtool -k`), and on again when the next revision turns
+/// the field off.
+#[tokio::test]
+async fn disable_segmentation_turns_offload_off_and_the_next_revision_restores_it() {
+    let mut lab = common::lab().await;
+    let config = |off: bool| {
+        let mut c = layer2s(500, 1);
+        c.layer2s[0].macvlan_interface = Some("mv.500".into());
+        c.layer2s[0].disable_segmentation = off;
+        c
+    };
+    let ethtool = |ns: &str, dev: &str| {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", ns, "ethtool", "-k", dev])
+            .output()
+            .expect("ethtool (hack/install-deps.sh)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let has = |text: &str, line: &str| text.lines().any(|l| l.starts_with(line));
+    lab.set_spec("rev-off", config(true)).await;
+    lab.start_agent();
+    let status = lab.wait_finished("rev-off", 30).await.status.unwrap();
+    assert_eq!(status.phase, Some(NodePhase::Provisioned), "{status:?}");
+    for dev in ["l2.500", "lx.500", "mv.500"] {
+        let k = ethtool(&lab.ns, dev);
+        for f in ["generic-segmentation-offload", "generic-receive-offload"] {
+            assert!(has(&k, &format!("{f}: off")), "{dev} {f}:\n{k}");
+        }
+    }
+    assert!(has(
+        &ethtool(&lab.ns, "l2.500"),
+        "tcp-segmentation-offload: off"
+    ));
+
+    lab.set_spec("rev-on", config(false)).await;
+    let status = lab.wait_finished("rev-on", 30).await.status.unwrap();
+    assert_eq!(status.phase, Some(NodePhase::Provisioned), "{status:?}");
+    for dev in ["l2.500", "lx.500", "mv.500"] {
+        let k = ethtool(&lab.ns, dev);
+        for f in [
+            "generic-segmentation-offload",
+            "generic-receive-offload",
+            "tcp-segmentation-offload",
+        ] {
+            assert!(has(&k, &format!("{f}: on")), "{dev} {f}:\n{k}");
+        }
+    }
+}
+
 /// An HTTP GET from the host to the agent's metrics server: (status line, body).
 async fn http_get(lab: &Lab, path: &str) -> (String, String) {
     http_get_port(lab, 9101, path).await

@@ -261,7 +261,7 @@ impl Drop for Fresh {
 #[tokio::test]
 async fn every_rendered_construct_converges_through_the_diff_forwards_and_back_without_the_fallback()
  {
-    netrollout_testkit::frr::require_installed();
+    netrollout_frr::daemons::require_installed();
     let dir = tempfile::tempdir().unwrap();
     chmod_755(dir.path());
     std::fs::write(dir.path().join("base.conf"), BASE).unwrap();

@@ -23,7 +23,7 @@ use common::supervisor::{crash, restart};
 use netrollout_agent::frr::{Frr, FrrError};
 use netrollout_agent::store::{JOURNAL_FILE, Store};
 use netrollout_api::{NodeConfig, NodePhase};
-use netrollout_testkit::frr::DUMP;
+use netrollout_frr::daemons::DUMP;
 use netrollout_testkit::netns::Netns;
 
 use crate::frr_converge::{BASE, settings};
@@ -203,7 +203,7 @@ async fn frr_down_when_an_apply_would_start_touches_nothing_and_the_revision_is_
 #[tokio::test]
 async fn bgpd_killed_while_frr_reload_runs_fails_the_apply_naming_bgpd_and_the_diff_converges_once_it_is_back()
  {
-    netrollout_testkit::frr::require_installed();
+    netrollout_frr::daemons::require_installed();
     let dir = tempfile::tempdir().unwrap();
     chmod_755(dir.path());
     let ns = Netns::new("frrdies");

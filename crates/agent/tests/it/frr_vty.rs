@@ -92,7 +92,7 @@ fn vtysh_running(node: &Node, ours: &str) -> String {
 #[tokio::test]
 async fn the_socket_read_of_the_running_config_is_vtyshs_show_running_config_for_the_samples_and_the_routed_tenant()
  {
-    netrollout_testkit::frr::require_installed();
+    netrollout_frr::daemons::require_installed();
     let dir = tempfile::tempdir().unwrap();
     chmod_755(dir.path());
     let root = dir.path().to_path_buf();
@@ -138,7 +138,7 @@ async fn the_socket_read_of_the_running_config_is_vtyshs_show_running_config_for
 
 #[tokio::test]
 async fn a_daemon_down_is_an_error_naming_it_and_its_socket_and_vtysh_is_not_asked() {
-    netrollout_testkit::frr::require_installed();
+    netrollout_frr::daemons::require_installed();
     let dir = tempfile::tempdir().unwrap();
     chmod_755(dir.path());
     let node = start(dir.path(), "node", &NodeConfig::default(), "");
@@ -174,7 +174,7 @@ async fn a_daemon_down_is_an_error_naming_it_and_its_socket_and_vtysh_is_not_ask
 
 #[tokio::test]
 async fn without_a_socket_directory_vtysh_reads_frr_and_the_fallback_is_counted() {
-    netrollout_testkit::frr::require_installed();
+    netrollout_frr::daemons::require_installed();
     let dir = tempfile::tempdir().unwrap();
     chmod_755(dir.path());
     let node = start(dir.path(), "node", &NodeConfig::default(), "");

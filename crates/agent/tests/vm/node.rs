@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use netrollout_agent::frr::{Frr, FrrSettings};
 use netrollout_api::{NodeConfig, NodeNetworkConfigStatus, NodePhase};
+use netrollout_frr::daemons::{Daemons, FRR_LIB, Log, Start};
 use netrollout_testkit::agent::Lab;
 use netrollout_testkit::cmd::run;
-use netrollout_testkit::frr::{Daemons, FRR_LIB, Log, Start};
 use serde_json::Value;
 
 use super::{HOSTNAME, say};

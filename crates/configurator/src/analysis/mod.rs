@@ -1,4 +1,4 @@
-//! Analysis gates (docs/contract.md, "Analysis"): the `RolloutAnalysis` objects copied into
+//! Analysis gates (docs/contract.md, "Analysis gates"): the `RolloutAnalysis` objects copied into
 //! each new revision ([`snapshot`]), each revision's checks and last verdict handed to the
 //! planner ([`Analyst::fill`]), and the measurement the planner asks for after a wave
 //! ([`Analyst::run`]): every check queried against Prometheus, the verdict written into the
@@ -81,9 +81,14 @@ impl Analyst {
         }
     }
 
+    /// The checks and the verdict of the current targeting: a verdict reached under an earlier
+    /// sequence (the revision was raised since) is none; the conditions step clears it.
     fn analysis_of(&self, ncr: &NetworkConfigRevision) -> Analysis {
         let checks = ncr.spec.analysis.iter().map(|a| a.spec.checks.len()).sum();
-        let status = ncr.status.as_ref().and_then(|s| s.analysis.as_ref());
+        let current = netrollout_api::analysis_is_current(ncr);
+        let status = (ncr.status.as_ref())
+            .and_then(|s| s.analysis.as_ref())
+            .filter(|_| current);
         let verdict = match status {
             Some(a) if a.phase == AnalysisPhase::Failed => Verdict::Failed {
                 message: a.message.clone(),
@@ -99,6 +104,7 @@ impl Analyst {
         Analysis {
             checks,
             verdict,
+            sequence: u64::try_from(ncr.spec.sequence).ok(),
             initial_delay_seconds: initial_delay_seconds(ncr),
         }
     }
@@ -140,7 +146,7 @@ impl Analyst {
                     .advance(&checks(&ncr), now, |q| async move { p.query(&q).await })
                     .await;
                 let told = match verdict {
-                    Some(v) => self.tell(ctx, &ncr, v).await,
+                    Some(v) => self.tell(ctx, &ncr, v, gate.sequence).await,
                     None => Ok(()),
                 };
                 if told.is_ok() {
@@ -156,28 +162,34 @@ impl Analyst {
                     message: gate.reason.clone(),
                     checks: Vec::new(),
                     time: None,
+                    sequence: i64::try_from(gate.sequence).ok(),
                 };
                 let current = ncr.status.as_ref().and_then(|s| s.analysis.as_ref());
-                if current.is_some_and(|c| c.phase == verdict.phase && c.message == verdict.message)
-                {
+                if current.is_some_and(|c| {
+                    (c.phase, &c.message, c.sequence)
+                        == (verdict.phase, &verdict.message, verdict.sequence)
+                }) {
                     return Ok(());
                 }
-                self.tell(ctx, &ncr, verdict).await
+                self.tell(ctx, &ncr, verdict, gate.sequence).await
             }
             _ => Ok(()),
         }
     }
 
-    /// Writes `verdict` and the condition it gives into the revision's status, then the Event.
+    /// Writes `verdict`, reached while the revision had sequence `sequence` (the targeting it
+    /// speaks for), and the condition it gives into the revision's status, then the Event.
     async fn tell(
         &self,
         ctx: &Context,
         ncr: &NetworkConfigRevision,
         mut verdict: RevisionAnalysis,
+        sequence: u64,
     ) -> Result<()> {
         let name = ncr.metadata.name.clone().unwrap_or_default();
         let now = convert::to_time(convert::now());
         verdict.time = Some(now.clone());
+        verdict.sequence = i64::try_from(sequence).ok();
         let (status, reason, event) = match verdict.phase {
             AnalysisPhase::Passed => ("True", "ChecksPassed", "AnalysisPassed"),
             AnalysisPhase::Failed => ("False", ANALYSIS_FAILED, ANALYSIS_FAILED),

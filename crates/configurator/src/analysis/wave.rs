@@ -124,6 +124,7 @@ impl Wave {
             message,
             checks: self.results.clone(),
             time: None,
+            sequence: None,
         };
         self.verdict = Some((verdict.clone(), false));
         verdict

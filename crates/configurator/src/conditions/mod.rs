@@ -282,11 +282,28 @@ fn fields(ncr: &NetworkConfigRevision, facts: &Facts<'_>) -> serde_json::Value {
         facts,
         &convert::to_time(convert::now()),
     );
-    serde_json::json!({ "conditions": list, "observedGeneration": generation })
+    with_current_analysis(ncr, list)
 }
 
-/// The status fields to write on `ncr` when its conditions are out of date; `None` when they
-/// are current.
+/// The status fields for `list`: with the analysis of an earlier targeting cleared. A raised
+/// revision (an undo, inputs returning to its content) is rolled out like a new one, so its
+/// verdict (`status.analysis`) and `AnalysisPassed` condition, reached under an earlier
+/// sequence, speak for a rollout that is not this one: both go, as after a retry, and come
+/// back with the first verdict measured under the current sequence.
+fn with_current_analysis(
+    ncr: &NetworkConfigRevision,
+    mut list: Vec<Condition>,
+) -> serde_json::Value {
+    let generation = ncr.metadata.generation;
+    if netrollout_api::analysis_is_current(ncr) {
+        return serde_json::json!({ "conditions": list, "observedGeneration": generation });
+    }
+    list.retain(|c| c.type_ != ANALYSIS_CONDITION);
+    serde_json::json!({ "conditions": list, "observedGeneration": generation, "analysis": null })
+}
+
+/// The status fields to write on `ncr` when its conditions are out of date or its analysis
+/// is of an earlier targeting; `None` when they are current.
 pub fn update(
     ncr: &NetworkConfigRevision,
     globally_paused: bool,
@@ -306,10 +323,13 @@ pub fn update(
         &facts,
         &convert::to_time(convert::now()),
     );
-    if want == status.conditions && status.observed_generation == generation {
+    if want == status.conditions
+        && status.observed_generation == generation
+        && netrollout_api::analysis_is_current(ncr)
+    {
         return None;
     }
-    Some(serde_json::json!({ "conditions": want, "observedGeneration": generation }))
+    Some(with_current_analysis(ncr, want))
 }
 
 /// Writes the conditions of every revision (not being deleted) whose conditions are out of

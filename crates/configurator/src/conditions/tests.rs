@@ -199,11 +199,12 @@ fn conditions_up_to_date_need_no_write_and_a_new_generation_or_refusal_does() {
     assert_eq!(fields["conditions"][0]["observedGeneration"], 2);
 }
 
-#[test]
-fn a_retry_drops_the_analysis_verdict_of_the_attempt_before_and_keeps_the_other_conditions() {
+/// A revision at sequence 1 (generation 1) in `phase` whose analysis passed under sequence 1.
+fn passed(phase: RevisionPhase) -> NetworkConfigRevision {
     let mut ncr = NetworkConfigRevision::new("ncr-a", Default::default());
+    ncr.spec.sequence = 1;
     ncr.metadata.generation = Some(1);
-    let mut list = conditions(&[], Some(1), &facts(RevisionPhase::Failed), &t(10));
+    let mut list = conditions(&[], Some(1), &facts(phase), &t(10));
     list.push(Condition {
         type_: ANALYSIS_CONDITION.into(),
         status: "True".into(),
@@ -213,10 +214,65 @@ fn a_retry_drops_the_analysis_verdict_of_the_attempt_before_and_keeps_the_other_
         observed_generation: Some(1),
     });
     ncr.status = Some(netrollout_api::NetworkConfigRevisionStatus {
-        phase: Some(RevisionPhase::Failed),
+        phase: Some(phase),
+        message: Some("why".into()),
         conditions: list,
+        observed_generation: Some(1),
+        analysis: Some(netrollout_api::RevisionAnalysis {
+            nodes: 4,
+            sequence: Some(1),
+            ..Default::default()
+        }),
         ..Default::default()
     });
+    ncr
+}
+
+#[test]
+fn a_raised_revision_drops_the_analysis_of_its_earlier_rollout_in_the_next_write() {
+    // Its own rollout's verdict: kept, nothing to write.
+    let mut ncr = passed(RevisionPhase::Succeeded);
+    assert_eq!(update(&ncr, false, None), None);
+    // Raised (an undo, inputs returning to it): sequence and generation 2. The verdict and its
+    // condition speak for the rollout under sequence 1: both go, in the conditions' write and
+    // in a phase write alike.
+    ncr.spec.sequence = 2;
+    ncr.metadata.generation = Some(2);
+    assert!(!netrollout_api::analysis_is_current(&ncr));
+    let fields = update(&ncr, false, None).expect("a write");
+    assert_eq!(fields["analysis"], serde_json::Value::Null);
+    assert!(fields.as_object().unwrap().contains_key("analysis"));
+    let phase = for_phase(&ncr, RevisionPhase::Progressing, "again", false, None);
+    for f in [&fields, &phase] {
+        let list = f["conditions"].as_array().unwrap();
+        assert!(!list.iter().any(|c| c["type"] == ANALYSIS_CONDITION), "{f}");
+        assert_eq!(list.len(), 3, "the standard conditions stay: {f}");
+    }
+    // Only the analysis moved on: a pause (a new generation, the same sequence) keeps it.
+    let mut paused = passed(RevisionPhase::Progressing);
+    paused.spec.paused = true;
+    paused.metadata.generation = Some(2);
+    let fields = update(&paused, false, None).expect("a new generation");
+    assert!(
+        !fields.as_object().unwrap().contains_key("analysis"),
+        "{fields}"
+    );
+    // Once the raised revision's first verdict is written, nothing is due.
+    let mut measured = passed(RevisionPhase::Progressing);
+    measured.spec.sequence = 2;
+    measured.metadata.generation = Some(2);
+    let status = measured.status.as_mut().unwrap();
+    status.analysis.as_mut().unwrap().sequence = Some(2);
+    status.observed_generation = Some(2);
+    for c in &mut status.conditions {
+        c.observed_generation = Some(2);
+    }
+    assert_eq!(update(&measured, false, None), None);
+}
+
+#[test]
+fn a_retry_drops_the_analysis_verdict_of_the_attempt_before_and_keeps_the_other_conditions() {
+    let ncr = passed(RevisionPhase::Failed);
 
     let fields = for_retry(&ncr, "retried", false);
     let after: Vec<Condition> = serde_json::from_value(fields["conditions"].clone()).unwrap();

@@ -1,6 +1,8 @@
 //! End-to-end tests: the configurator against the in-process lab API server, with simulated
 //! agents that write status the way the real agent does.
 //!
+//! - `analysis`: analysis gates measured against a fake Prometheus: the initial delay, and an
+//!   undo to a gated revision measured afresh.
 //! - `rollout`: waves under the update limit, revisions reused and superseded, invalid inputs.
 //! - `failure`: a failing node halts and reverts; a failed config stays blocked until retried.
 //! - `fleet`: nodes joining, leaving and NotReady mid-rollout; unresponsive agents; pauses.
@@ -21,6 +23,7 @@
 // A test crate: its helpers may panic (clippy.toml allows this only inside `#[test]` functions).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod analysis;
 mod domains;
 mod failure;
 mod faults;

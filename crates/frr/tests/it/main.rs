@@ -5,6 +5,7 @@
 
 mod common;
 
+mod daemons;
 mod fields;
 mod frr_load;
 mod golden;

@@ -1,11 +1,15 @@
-//! The analysis gate's step of a pass (docs/contract.md, "Analysis"; the data is in
+//! The analysis gate's step of a pass (docs/contract.md, "Analysis gates"; the data is in
 //! [`crate::analysis`]).
 //!
 //! A revision with checks rolls out wave by wave: the first wave is dispatched as any other;
 //! every later one only once no node of the revision is in flight and the checks passed with
 //! all the nodes that run it ([`Pass::analysis_gate`]); it is Succeeded only once the last
 //! wave passed too ([`Pass::analysis_passed`]). A failed analysis fails the revision
-//! ([`Pass::fail_by_analysis`]); the rollback that follows is the one after any failure.
+//! ([`Pass::fail_by_analysis`]); the rollback that follows is the one after any failure. Only
+//! a verdict reached under the revision's current sequence counts: a raised revision (an undo,
+//! inputs returning to its content, a retry) is measured afresh ([`Analysis::verdict_at`]).
+//!
+//! [`Analysis::verdict_at`]: crate::analysis::Analysis::verdict_at
 
 use super::{Decision, Pass};
 use crate::action::Mode;
@@ -17,7 +21,8 @@ impl Pass<'_> {
     /// is listed as failed: the Event says `AnalysisFailed`).
     pub(super) fn fail_by_analysis(&mut self) {
         for i in 0..self.revs.len() {
-            let Verdict::Failed { message } = &self.revs[i].analysis.verdict else {
+            let r = &self.revs[i];
+            let Verdict::Failed { message } = r.analysis.verdict_at(r.sequence) else {
                 continue;
             };
             if !matches!(
@@ -45,35 +50,32 @@ impl Pass<'_> {
     /// Whether the goal `g` may be Succeeded as far as its analysis goes: it has no checks, or
     /// they passed with every node that runs it.
     pub(super) fn analysis_passed(&self, g: usize) -> bool {
-        let a = &self.revs[g].analysis;
-        !a.gated() || a.passed_for(self.tally[g].nodes)
+        let r = &self.revs[g];
+        !r.analysis.gated() || r.analysis.passed_for(r.sequence, self.tally[g].nodes)
     }
 
-    /// Where the goal's gate stands: `None` unless a revision with checks is rolling out.
+    /// Where the goal's gate stands: `None` unless a revision with checks is rolling out (a
+    /// raised one too, from the pass that raised it: [`Pass::rolling_out`]).
     pub(super) fn analysis_gate(&self, d: &Decision) -> Option<Gate> {
         let (Some(g), Mode::RollingOut) = (d.goal, &d.mode) else {
             return None;
         };
         let r = &self.revs[g];
-        if !r.analysis.gated()
-            || !matches!(
-                self.phases[g],
-                RevisionPhase::Pending | RevisionPhase::Progressing
-            )
-        {
+        if !r.analysis.gated() || !self.rolling_out(g) {
             return None;
         }
         let nodes = self.tally[g].nodes;
         let gate = |due: bool, held: bool, reason: String| {
             Some(Gate {
                 revision: r.name.clone(),
+                sequence: r.sequence,
                 nodes,
                 due,
                 held,
                 reason,
             })
         };
-        if let Verdict::Unavailable { message } = &r.analysis.verdict {
+        if let Verdict::Unavailable { message } = r.analysis.verdict_at(r.sequence) {
             return gate(
                 false,
                 true,
@@ -101,7 +103,7 @@ impl Pass<'_> {
                 ),
             );
         }
-        if r.analysis.passed_for(nodes) {
+        if r.analysis.passed_for(r.sequence, nodes) {
             return gate(false, false, String::new());
         }
         let wait = match r.analysis.initial_delay_seconds {
@@ -137,6 +139,7 @@ mod tests {
             analysis: Analysis {
                 checks: 1,
                 verdict,
+                sequence: Some(seq),
                 ..Analysis::default()
             },
             ..Revision::new(name, seq, format!("hash-{name}"))

@@ -43,11 +43,12 @@ impl Pass<'_> {
         first.or(last)
     }
 
-    /// Whether revision `i` is rolling out: Pending or Progressing, or Succeeded and the target
-    /// again while counted nodes run another revision.
-    fn rolling_out(&self, i: usize) -> bool {
+    /// Whether revision `i`, the rollout candidate, is rolling out: Pending or Progressing;
+    /// Superseded and the target again (raised: it is Progressing once dispatched); or
+    /// Succeeded and the target again while counted nodes run another revision.
+    pub(super) fn rolling_out(&self, i: usize) -> bool {
         match self.phases[i] {
-            RevisionPhase::Pending | RevisionPhase::Progressing => true,
+            RevisionPhase::Pending | RevisionPhase::Progressing | RevisionPhase::Superseded => true,
             RevisionPhase::Succeeded => self.counted_configured > self.tally[i].counted,
             _ => false,
         }

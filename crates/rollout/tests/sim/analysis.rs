@@ -1,22 +1,29 @@
-//! Analysis gates in the simulator (docs/contract.md, "Analysis"): every revision carries one
-//! check; the analysis of revisions whose content is `2 mod 3` fails (at a random wave), the
+//! Analysis gates in the simulator (docs/contract.md, "Analysis gates"): every revision carries
+//! one check; the analysis of revisions whose content is `2 mod 3` fails (at a random wave), the
 //! others pass, and a measurement is sometimes inconclusive (no verdict yet: the configurator
 //! measures again in a later pass). After each pass the simulated configurator measures when the
-//! pass says an analysis is due, as the real one does against Prometheus.
+//! pass says an analysis is due, as the real one does against Prometheus, and writes the verdict
+//! with the sequence the pass planned under. The inputs sometimes return to an earlier content
+//! (an undo, or reverted inputs): that revision is raised, and its last verdict stays in its
+//! status, as a raise leaves it until the configurator clears it.
 //!
-//! Invariants, after every pass (computed from the state the planner saw):
-//! - A1: no node is dispatched a revision that is rolling out (Pending or Progressing) past a
-//!   wave whose analysis has not passed: nodes already run it only if none is in flight and the
-//!   checks passed with all of them.
-//! - A2: a revision whose analysis failed is dispatched to no node, and one rolling out is
-//!   failed in that very pass (the rollout halts or rolls back like after a failed node).
+//! Invariants, after every pass, computed from the state the planner saw and the simulated
+//! configurator's own record of what it measured (never from the planner's reading of it):
+//! - A1: no node is dispatched a gated revision past a wave whose analysis has not passed:
+//!   nodes already run it only if none is in flight and a measurement under its *current*
+//!   sequence passed with all of them (a raised revision is measured afresh).
+//! - A2: a revision whose analysis failed under its current sequence is dispatched to no node,
+//!   and one rolling out is failed in that very pass (the rollout halts or rolls back like
+//!   after a failed node).
 //! - A3: a revision whose analysis did not fail is never failed by analysis; a revision is
-//!   Succeeded only once its checks passed with every node that runs it.
+//!   Succeeded only once a measurement under its current sequence passed with every node that
+//!   runs it.
 //! - A4: once nothing fails analysis any more, the fleet converges.
 
 use netrollout_rollout::analysis::{Analysis, Verdict};
 use netrollout_rollout::{
-    Action, DispatchKind, Plan, RevisionPhase, RolloutStrategy, Settings, State, UpdateLimit,
+    Action, DispatchKind, Plan, Revision, RevisionPhase, RolloutStrategy, Settings, State,
+    UpdateLimit,
 };
 
 use crate::agent::{Agent, Behavior};
@@ -39,33 +46,49 @@ fn nodes_on(state: &State, rev: &str) -> usize {
         .count()
 }
 
-fn check_analysis(before: &State, p: &Plan, w: &World) -> Result<(), String> {
+/// What the simulated configurator measured: revision, the sequence the pass planned it under,
+/// the nodes on it, passed.
+type Measured = Vec<(String, u64, usize, bool)>;
+
+/// Whether a measurement of `r` under its current sequence passed with at least `on` nodes.
+fn passed_now(measured: &Measured, r: &Revision, on: usize) -> bool {
+    (measured.iter())
+        .any(|(m, seq, nodes, ok)| *m == r.name && *seq == r.sequence && *ok && *nodes >= on)
+}
+
+/// Whether the last measurement of `r` under its current sequence failed.
+fn failed_now(measured: &Measured, r: &Revision) -> bool {
+    (measured.iter().rev())
+        .find(|(m, seq, ..)| *m == r.name && *seq == r.sequence)
+        .is_some_and(|(.., ok)| !ok)
+}
+
+fn check_analysis(before: &State, p: &Plan, w: &World, measured: &Measured) -> Result<(), String> {
     for a in &p.actions {
         match a {
             Action::Dispatch {
                 revision,
-                kind,
+                kind: DispatchKind::Rollout,
                 nodes,
                 ..
-            } if *kind != DispatchKind::Rollback => {
+            } => {
                 let Some(r) = before.revisions.iter().find(|r| &r.name == revision) else {
                     continue;
                 };
-                if let Verdict::Failed { .. } = r.analysis.verdict {
+                if failed_now(measured, r) {
                     return Err(format!("A2: {revision} failed analysis but was dispatched"));
-                }
-                if !matches!(r.phase, RevisionPhase::Pending | RevisionPhase::Progressing) {
-                    continue;
                 }
                 let on = nodes_on(before, revision);
                 let flying = before.nodes.iter().any(|n| {
                     n.spec_revision.as_deref() == Some(revision) && in_flight(n, w.now, &w.settings)
                 });
-                if on > 0 && (flying || !r.analysis.passed_for(on)) {
+                if on > 0 && (flying || !passed_now(measured, r, on)) {
                     return Err(format!(
-                        "A1: {} node(s) dispatched {revision} while {on} run it (in flight: {flying}) and its analysis says {:?}",
+                        "A1: {} node(s) dispatched {revision} (sequence {}) while {on} run it (in flight: {flying}) and no measurement under that sequence passed with them; its status says {:?} (sequence {:?})",
                         nodes.len(),
-                        r.analysis.verdict
+                        r.sequence,
+                        r.analysis.verdict,
+                        r.analysis.sequence
                     ));
                 }
             }
@@ -78,20 +101,17 @@ fn check_analysis(before: &State, p: &Plan, w: &World) -> Result<(), String> {
                 let Some(r) = before.revisions.iter().find(|r| &r.name == revision) else {
                     continue;
                 };
-                let failed = matches!(r.analysis.verdict, Verdict::Failed { .. });
                 if *phase == RevisionPhase::Failed
                     && reason.starts_with("analysis of revision")
-                    && !failed
+                    && !failed_now(measured, r)
                 {
                     return Err(format!("A3: {revision} failed by analysis that passed"));
                 }
-                if *phase == RevisionPhase::Succeeded
-                    && !r.analysis.passed_for(nodes_on(before, revision))
-                {
+                let on = nodes_on(before, revision);
+                if *phase == RevisionPhase::Succeeded && !passed_now(measured, r, on) {
                     return Err(format!(
-                        "A3: {revision} Succeeded while its analysis says {:?} with {} node(s) on it",
-                        r.analysis.verdict,
-                        nodes_on(before, revision)
+                        "A3: {revision} Succeeded (sequence {}) with {on} node(s) on it, but no measurement under that sequence passed with them; its status says {:?} (sequence {:?})",
+                        r.sequence, r.analysis.verdict, r.analysis.sequence
                     ));
                 }
             }
@@ -100,7 +120,7 @@ fn check_analysis(before: &State, p: &Plan, w: &World) -> Result<(), String> {
     }
     for r in &before.revisions {
         let rolling = matches!(r.phase, RevisionPhase::Pending | RevisionPhase::Progressing);
-        if rolling && matches!(r.analysis.verdict, Verdict::Failed { .. }) {
+        if rolling && failed_now(measured, r) {
             let failed_now = p.actions.iter().any(|a| {
                 matches!(a, Action::SetRevisionPhase { revision, phase: RevisionPhase::Failed, .. } if *revision == r.name)
             });
@@ -115,8 +135,9 @@ fn check_analysis(before: &State, p: &Plan, w: &World) -> Result<(), String> {
     Ok(())
 }
 
-/// The simulated configurator's analysis: measure the target when the pass says it is due.
-fn measure(w: &mut World, p: &Plan, failing: bool) {
+/// The simulated configurator's analysis: measure the target when the pass says it is due, and
+/// write the verdict with the sequence the pass planned under.
+fn measure(w: &mut World, p: &Plan, failing: bool, measured: &mut Measured) {
     let Some(gate) = p.summary.analysis.as_ref().filter(|g| g.due) else {
         return;
     };
@@ -142,6 +163,8 @@ fn measure(w: &mut World, p: &Plan, failing: bool) {
         ));
         Verdict::Passed { nodes: gate.nodes }
     };
+    let passed = matches!(verdict, Verdict::Passed { .. });
+    measured.push((gate.revision.clone(), gate.sequence, gate.nodes, passed));
     if let Some(r) = w
         .state
         .revisions
@@ -149,6 +172,7 @@ fn measure(w: &mut World, p: &Plan, failing: bool) {
         .find(|r| r.name == gate.revision)
     {
         r.analysis.verdict = verdict;
+        r.analysis.sequence = Some(gate.sequence);
     }
 }
 
@@ -178,6 +202,7 @@ pub fn scenario(seed: u64) -> (Result<(), String>, Vec<String>) {
 
 fn run(w: &mut World) -> Result<(), String> {
     let mut checker = Checker::default();
+    let mut measured = Measured::new();
     for _ in 0..w.rng.range(2, 8) {
         let zone = w.rng.range(0, 2);
         w.add_node(zone, false, Agent::new(Behavior::Healthy, 1));
@@ -187,18 +212,33 @@ fn run(w: &mut World) -> Result<(), String> {
     let mut content = 0;
     for _ in 0..w.rng.range(20, 60) {
         if w.rng.chance(8) {
-            content += 1;
-            w.add_revision(content);
+            // New content, or (an undo) the inputs return to an earlier one, whose revision is
+            // raised with the verdict its last rollout left in its status.
+            let c = if content > 0 && w.rng.chance(40) {
+                w.rng.below(content + 1)
+            } else {
+                content += 1;
+                content
+            };
+            let name = crate::world::rev_name(c);
+            let was = (w.state.revisions.iter().find(|r| r.name == name))
+                .map(|r| (r.phase, r.analysis.verdict.clone()));
+            w.add_revision(c);
+            if let Some((phase, verdict)) = was {
+                w.log.push(format!(
+                    "inputs reverted to {name} ({phase:?}, analysis {verdict:?})"
+                ));
+            }
             gate_all(w);
         }
-        step(w, &mut checker, true)?;
+        step(w, &mut checker, true, &mut measured)?;
     }
     w.log.push("== heal: every analysis passes".into());
     content += 3 - content % 3;
     w.add_revision(content);
     gate_all(w);
     for _ in 0..300 {
-        let p = step(w, &mut checker, false)?;
+        let p = step(w, &mut checker, false, &mut measured)?;
         // A last wave that was just measured is planned on by the next pass.
         let measured = p.summary.analysis.as_ref().is_some_and(|g| g.due);
         if settled(w, &p) && !measured {
@@ -216,13 +256,18 @@ fn run(w: &mut World) -> Result<(), String> {
     Err("A4: no convergence once every analysis passed".into())
 }
 
-fn step(w: &mut World, checker: &mut Checker, failing: bool) -> Result<Plan, String> {
+fn step(
+    w: &mut World,
+    checker: &mut Checker,
+    failing: bool,
+    measured: &mut Measured,
+) -> Result<Plan, String> {
     w.step_agents();
     let p = pass_checking(w, checker, |w, checker, before, p| {
-        check_analysis(before, p, w)?;
+        check_analysis(before, p, w, measured)?;
         checker.check_pass(before, p, &w.state, w.now, &w.settings)
     })?;
-    measure(w, &p, failing);
+    measure(w, &p, failing, measured);
     w.advance();
     Ok(p)
 }

@@ -32,8 +32,8 @@ mod regressions_waves;
 mod scenario;
 mod slots;
 
-// The simulator itself lives in the test kit (the benchmark uses it too).
-use netrollout_testkit::sim::{agent, rng, world};
+// The simulator itself lives beside the planner (`src/sim/`; the benchmark uses it too).
+use netrollout_rollout::sim::{agent, rng, world};
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -287,6 +287,7 @@ fn fleets_with_analysis_gates_never_pass_a_wave_whose_analysis_has_not_passed() 
             "passed with 1 node(s)",
             "passed with 2 node(s)",
             "failed with",
+            "(Succeeded, analysis Passed",
             "analysis of revision",
             "(Rollout)",
             "(Rollback)",

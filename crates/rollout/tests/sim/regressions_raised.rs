@@ -6,6 +6,7 @@
 //! (dispatched at t(0)); `b` (sequence 2) rolled out to e, f at t(30). The inputs return to
 //! `a`'s content: its sequence is raised to 3.
 
+use netrollout_rollout::analysis::{Analysis, Verdict};
 use netrollout_rollout::guard::{GuardMode, Health};
 use netrollout_rollout::{
     DispatchRecord, Mode, Node, NodePhase, RevisionPhase, Settings, State, plan,
@@ -120,4 +121,76 @@ fn a_dispatch_record_without_a_targeting_starts_no_wave() {
     let p = plan(&state, t(40), &guard(GuardMode::Revert));
     assert!(p.summary.guard.is_none(), "{p:?}");
     assert_eq!(dispatched(&p), pairs(&[("a", "e"), ("a", "f")]));
+}
+
+/// `a` gated by one check: its last rollout passed with all four nodes, under sequence 1.
+fn gated_raised() -> State {
+    let mut state = raised();
+    state.nodes[1].health = Health::Healthy;
+    state.revisions[0].analysis = Analysis {
+        checks: 1,
+        verdict: Verdict::Passed { nodes: 4 },
+        sequence: Some(1),
+        ..Analysis::default()
+    };
+    state
+}
+
+#[test]
+fn a_raised_gated_revision_is_measured_afresh_before_any_node_gets_it_and_before_it_succeeds() {
+    let s = limit(2);
+    // The pass that raised it: its old verdict speaks for another rollout. The nodes that run
+    // it are measured first; no node gets it meanwhile.
+    let p = plan(&gated_raised(), t(40), &s);
+    assert!(dispatched(&p).is_empty(), "{p:?}");
+    let g = p.summary.analysis.as_ref().expect("a is gated again");
+    assert!(g.due && g.held && g.nodes == 2, "{g:?}");
+    assert_eq!(
+        g.sequence, 3,
+        "the verdict is written for the current sequence"
+    );
+    // Passed under sequence 3 with c and d: the next wave goes out.
+    let mut state = gated_raised();
+    state.revisions[0].phase = RevisionPhase::Progressing;
+    state.revisions[1].phase = RevisionPhase::Superseded;
+    state.revisions[0].analysis.verdict = Verdict::Passed { nodes: 2 };
+    state.revisions[0].analysis.sequence = Some(3);
+    let p = plan(&state, t(50), &s);
+    assert_eq!(dispatched(&p), pairs(&[("a", "e"), ("a", "f")]));
+    // Every node on it: Succeeded only once it passed with all four under sequence 3, not on
+    // the strength of the old rollout's verdict.
+    state.nodes[2] = node("e", "a", NodePhase::Provisioned, 50, 3);
+    state.nodes[3] = node("f", "a", NodePhase::Provisioned, 50, 3);
+    state.revisions[0].analysis.sequence = Some(1);
+    state.revisions[0].analysis.verdict = Verdict::Passed { nodes: 4 };
+    let p = plan(&state, t(60), &s);
+    assert!(phase_changes(&p).is_empty(), "{p:?}");
+    assert!(
+        p.summary
+            .analysis
+            .as_ref()
+            .is_some_and(|g| g.due && g.nodes == 4)
+    );
+    state.revisions[0].analysis.sequence = Some(3);
+    let p = plan(&state, t(60), &s);
+    assert_eq!(
+        phase_changes(&p),
+        [("a".to_string(), RevisionPhase::Succeeded)]
+    );
+    // A failure under the old sequence does not fail it either; one under the current does.
+    state.revisions[0].analysis.verdict = Verdict::Failed {
+        message: "check tenants/lost: result 3".into(),
+    };
+    state.revisions[0].analysis.sequence = Some(1);
+    let p = plan(&state, t(60), &s);
+    assert!(
+        !phase_changes(&p).contains(&("a".to_string(), RevisionPhase::Failed)),
+        "{p:?}"
+    );
+    state.revisions[0].analysis.sequence = Some(3);
+    let p = plan(&state, t(60), &s);
+    assert_eq!(
+        phase_changes(&p),
+        [("a".to_string(), RevisionPhase::Failed)]
+    );
 }

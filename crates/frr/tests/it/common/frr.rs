@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use netrollout_testkit::frr::{Daemons, Start};
+use netrollout_frr::daemons::{Daemons, Start};
 
 /// zebra and bgpd running in namespace `name`; stopped and removed on drop.
 #[derive(Debug)]

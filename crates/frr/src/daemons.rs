@@ -9,8 +9,8 @@
 //! routes of that session may stay not valid for over a minute.
 
 //! A real FRR (zebra + bgpd of Debian's `frr` package) in a network namespace, with an FRR
-//! pathspace (`-N`) of its own: the one start of the workspace, used by the tests, the
-//! benchmarks, the test VM and the lab (which depends on this module alone, no features). Needs
+//! pathspace (`-N`) of its own: the one start of the workspace, used by the lab, the tests, the
+//! benchmarks and the test VM. Needs
 //! root and FRR. [`Start::try_start`] says what went wrong as an [`Error`];
 //! [`Start::start`] panics with it (for tests). The daemons are stopped (by the pids in their pid
 //! files) on drop, unless [`Daemons::detach`]ed.

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use netrollout_rollout::{
+use crate::{
     Action, Fleet, Node, Plan, Revision, RevisionPhase, Settings, State, Timestamp, plan_with,
 };
 
@@ -231,9 +231,9 @@ impl World {
         }
         for n in &mut self.state.nodes {
             n.spec_revision = Some(rev.to_owned());
-            n.status = Some(netrollout_rollout::NodeStatus {
+            n.status = Some(crate::NodeStatus {
                 observed_revision: rev.to_owned(),
-                phase: netrollout_rollout::NodePhase::Provisioned,
+                phase: crate::NodePhase::Provisioned,
                 started_at: None,
                 finished_at: None,
                 reason: None,

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use netrollout_rollout::{Node, NodePhase, NodeStatus, Timestamp};
+use crate::{Node, NodePhase, NodeStatus, Timestamp};
 
 use super::rng::Rng;
 

@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::Duration;
 
-use netrollout_testkit::frr::{Error, FRR_LIB, Log, Start, require_installed};
+use netrollout_frr::daemons::{Error, FRR_LIB, Log, Start, require_installed};
 use netrollout_testkit::netns::Netns;
 
 /// Writes an executable `/bin/sh` script `name` into `dir`.
