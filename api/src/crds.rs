@@ -6,6 +6,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
+use crate::refused::{BGPPeering, MirrorSelector, MirrorTarget};
 use crate::{
     Layer2NetworkConfiguration, NetworkConfigRevision, NodeNetworkConfig, RolloutAnalysis,
     RoutingTable, VRFRouteConfiguration,
@@ -20,6 +21,9 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         NetworkConfigRevision::crd(),
         NodeNetworkConfig::crd(),
         RolloutAnalysis::crd(),
+        BGPPeering::crd(),
+        MirrorTarget::crd(),
+        MirrorSelector::crd(),
     ]
 }
 

@@ -1,4 +1,5 @@
-//! The `netrollout.io/v1alpha1` API: the six custom resource kinds and the CRD generator.
+//! The `netrollout.io/v1alpha1` API: the six custom resource kinds and the CRD generator (and
+//! three CRDs that only refuse kinds of the Go operator netrollout does not carry).
 //!
 //! Users write the three input kinds; their field names, types and ranges match the Go network
 //! operator's `v1alpha1` API, so its manifests migrate by changing `apiVersion` alone. The
@@ -12,6 +13,8 @@
 //! - [`analysis`]: `RolloutAnalysis`, checks against Prometheus that gate each wave, and the
 //!   verdict a revision carries.
 //! - [`capabilities`]: what a node's config needs from the node and what its agent found.
+//! - [`refused`]: `BGPPeering`, `MirrorTarget`, `MirrorSelector`: kinds of the Go operator
+//!   netrollout does not carry, whose CRDs refuse every object saying why.
 //! - [`crds`]: every CRD of the group, and their YAML as committed under `config/crd/`.
 //! - [`health`]: a node's continuous health (`TenantReachable`), written and read in one shape.
 //! - [`reason`]: the reason words of a revision's failed nodes and Events, read back by word.
@@ -34,6 +37,7 @@ pub mod labels;
 pub mod naming;
 pub mod node;
 pub mod reason;
+pub mod refused;
 pub mod revision;
 mod schema;
 

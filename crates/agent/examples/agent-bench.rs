@@ -68,6 +68,12 @@ async fn main() {
         "< 100 ms",
     );
     row("  status write", median(&|r| r.1.status), "< 50 ms");
+    drop(lab);
+    let waited = netrollout_testkit::netns::wait_until_settled(Duration::from_secs(900));
+    eprintln!(
+        "agent-bench: waited {:.1} s for the kernel to finish removing its namespaces",
+        waited.as_secs_f64()
+    );
 }
 
 /// Step durations of one revision, in ms, from the agent's JSON log.

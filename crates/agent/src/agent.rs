@@ -10,7 +10,9 @@
 
 mod effects;
 pub mod recovery;
+mod wait;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use netrollout_api::{NODE_CONDITION, NODE_RETRY_ANNOTATION, NodeNetworkConfig};
@@ -21,12 +23,16 @@ use tracing::Instrument;
 use crate::convert::Vtep;
 use crate::error::{Error, Result};
 use crate::frr::Frr;
+use crate::lane::Lane;
 use crate::metrics::Metrics;
 use crate::probe::Prober;
 use crate::state::Journal;
 use crate::status::Report;
+use crate::steps::Steps;
 use crate::store::Store;
-use crate::txn::{self, Core, Disk, Event, Said, Spec};
+use crate::txn::{self, Core, Disk, Event, Part, Said, Spec};
+
+pub use wait::Deadlines;
 
 /// What the agent needs to know about its node beyond the API objects.
 #[derive(Clone, Debug)]
@@ -41,6 +47,8 @@ pub struct Settings {
     pub probe_interval: Duration,
     /// How long probes must keep passing once they pass before the change is committed.
     pub probe_hold: Duration,
+    /// When a step is slow and when it ends as an error.
+    pub deadlines: Deadlines,
 }
 
 /// The agent's moving parts.
@@ -48,10 +56,16 @@ pub struct Settings {
 pub struct Agent {
     settings: Settings,
     store: Store,
-    dataplane: Dataplane,
+    dataplane: Arc<Dataplane>,
     prober: Prober,
-    frr: Option<Frr>,
-    metrics: std::sync::Arc<Metrics>,
+    frr: Option<Arc<Frr>>,
+    metrics: Arc<Metrics>,
+    /// The steps in flight and what the parts owe (shared with the metrics and `/healthz`).
+    steps: Arc<Steps>,
+    /// The work handed to the kernel, FRR and the state directory, each in order.
+    kernel: Lane,
+    frr_lane: Lane,
+    disk: Lane,
     reports: watch::Sender<Option<Report>>,
     /// The journal of the last transaction when it ended with an error, not a crash: its
     /// attempt is made again under the same number ([`Disk::stopped`]).
@@ -66,15 +80,20 @@ impl Agent {
         dataplane: Dataplane,
         prober: Prober,
         frr: Option<Frr>,
-        metrics: std::sync::Arc<Metrics>,
+        metrics: Arc<Metrics>,
         reports: watch::Sender<Option<Report>>,
     ) -> Self {
+        let steps = metrics.steps.clone();
         Self {
             settings,
             store,
-            dataplane,
+            dataplane: Arc::new(dataplane),
             prober,
-            frr,
+            frr: frr.map(Arc::new),
+            kernel: Lane::new(Part::Kernel, steps.clone()),
+            frr_lane: Lane::new(Part::Frr, steps.clone()),
+            disk: Lane::new(Part::Disk, steps.clone()),
+            steps,
             metrics,
             reports,
             stopped: std::sync::Mutex::new(None),
@@ -116,7 +135,8 @@ impl Agent {
         let span = tracing::info_span!("attempt", revision = %spec.revision);
         let run = effects::Run::new(spec.revision.clone());
         let mut core = Core::new(self.core_settings());
-        self.drive(&mut core, run, Event::Spec(spec, self.read_disk()?))
+        let disk = self.read_disk().await?;
+        self.drive(&mut core, run, Event::Spec(spec, disk))
             .instrument(span)
             .await
     }
@@ -133,14 +153,18 @@ impl Agent {
     }
 
     /// What the state directory holds; a corrupt file is an error (nothing is applied from it).
-    fn read_disk(&self) -> Result<Disk> {
-        Ok(Disk {
-            lkg: self.store.last_known_good()?,
-            has_lkg: self.store.has_last_known_good(),
-            journal: self.store.journal()?,
-            failures: self.store.failures()?,
-            stopped: self.stopped().clone(),
+    async fn read_disk(&self) -> Result<Disk> {
+        let stopped = self.stopped().clone();
+        self.on_disk("read", "read the state files".into(), move |store| {
+            Ok(Disk {
+                lkg: store.last_known_good()?,
+                has_lkg: store.has_last_known_good(),
+                journal: store.journal()?,
+                failures: store.failures()?,
+                stopped,
+            })
         })
+        .await
     }
 
     /// The memory of the last transaction's stop (a poisoned lock only means a panic elsewhere
@@ -172,7 +196,12 @@ impl Agent {
         let mut queue: std::collections::VecDeque<_> =
             core.handle(txn_now(), first).map_err(core_error)?.into();
         while let Some(effect) = queue.pop_front() {
-            if let Some(event) = self.run_effect(&mut run, effect).await? {
+            self.steps.progress();
+            let event = match effect.waits_on() {
+                Some(part) => Some(self.ask(core, &mut run, effect, part).await?),
+                None => self.run_effect(&mut run, effect).await?,
+            };
+            if let Some(event) = event {
                 queue.extend(core.handle(txn_now(), event).map_err(core_error)?);
             }
         }

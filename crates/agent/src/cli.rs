@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Parser;
 pub use netrollout_support::{LogFormat, parse_duration};
 
-use crate::agent::Settings;
+use crate::agent::{Deadlines, Settings};
 use crate::convert::Vtep;
 use crate::frr::FrrSettings;
 use crate::probe::ProbeConfig;
@@ -72,6 +72,26 @@ pub struct Args {
     /// as a routing protocol withdrawing a route). `0s` commits at the first pass.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub probe_hold: Duration,
+    /// A step of an apply (a netlink apply, an FRR reload, a state-file write, a probe round)
+    /// without an answer after this is reported: a log line naming what the agent waits for
+    /// and since when, the status reason `WaitingForKernel`/`WaitingForFrr`/..., the metrics
+    /// `netrollout_agent_step_in_flight_seconds` and `netrollout_agent_part_busy_seconds`.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub step_slow: Duration,
+    /// Deadline of a netlink apply or restore: past it the step is an error (an apply fails
+    /// with ApplyFailed and last-known-good is restored once the kernel answers; a restore
+    /// ends with RestoreFailed and is tried again). A kernel removing a namespace with
+    /// thousands of links holds its netlink lock for seconds to minutes.
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub kernel_deadline: Duration,
+    /// Deadline of an FRR step (the daemons answering, the apply or restore, the routing
+    /// checks of a probe round), as --kernel-deadline.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub frr_deadline: Duration,
+    /// Deadline of a state-file read or write (fsyncs included): past it the agent stops
+    /// with StateUnavailable and tries again every 5 s, once the disk finished the step.
+    #[arg(long, default_value = "1m", value_parser = parse_duration)]
+    pub disk_deadline: Duration,
     /// Continuous health: once its config is committed (and at start, once recovered), the
     /// agent runs the checks of --healthcheck-config this often between applies and reports
     /// transitions only, as the `TenantReachable` condition of its NodeNetworkConfig (the
@@ -143,6 +163,20 @@ impl Args {
                 probe_timeout: self.probe_timeout,
                 probe_interval: self.probe_interval,
                 probe_hold: self.probe_hold,
+                deadlines: Deadlines {
+                    slow: self.step_slow,
+                    kernel: self.kernel_deadline,
+                    frr: self.frr_deadline,
+                    disk: self.disk_deadline,
+                    // The checks run at once, each within --probe-each-timeout; the routing
+                    // checks read FRR.
+                    probes: self.probe_each_timeout
+                        + if self.frr_base_config.is_some() {
+                            self.frr_deadline
+                        } else {
+                            Duration::from_secs(30)
+                        },
+                },
             },
             probes: ProbeConfig {
                 tcp: self.probe_tcp.clone(),

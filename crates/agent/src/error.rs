@@ -3,6 +3,7 @@
 use crate::convert::ConvertError;
 use crate::frr::FrrError;
 use crate::store::StoreError;
+use crate::txn::Part;
 
 /// What stopped the agent from finishing a step; every variant says what failed.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +33,12 @@ pub enum Error {
     /// A Kubernetes API request failed.
     #[error("Kubernetes API: {0}")]
     Kube(#[from] kube::Error),
+    /// A supervised task of the agent died (panicked, or returned while it should run).
+    #[error("{0}; the agent ends so that it is restarted")]
+    TaskDied(String),
+    /// Work handed to a part ended without an answer (a panic in the agent).
+    #[error(transparent)]
+    Lost(#[from] crate::lane::Lost),
 }
 
 impl Error {
@@ -39,14 +46,20 @@ impl Error {
     pub fn reason(&self) -> &'static str {
         match self {
             Error::Store(StoreError::Corrupt { .. }) => "StateCorrupt",
-            Error::Store(StoreError::Io { .. }) => "StateUnavailable",
+            Error::Store(StoreError::Io { .. } | StoreError::TimedOut { .. }) => "StateUnavailable",
             Error::LastKnownGood(_) => "LastKnownGoodInvalid",
             Error::Restore(_) | Error::FrrRestore(_) => "RestoreFailed",
             Error::Frr(FrrError::Unavailable { .. }) => "FrrUnavailable",
             Error::Frr(_) => "FrrBaseInvalid",
             Error::Netlink(_) => "NetlinkUnavailable",
             Error::Transaction(crate::txn::CoreError::Restore(_)) => "RestoreFailed",
-            Error::Transaction(_) => "AgentBug",
+            Error::Transaction(crate::txn::CoreError::Unanswered { part, .. }) => match part {
+                Part::Kernel => "NetlinkUnavailable",
+                Part::Frr => "FrrUnavailable",
+                Part::Disk => "StateUnavailable",
+                Part::Probes => "ProbesUnanswered",
+            },
+            Error::Transaction(_) | Error::Lost(_) | Error::TaskDied(_) => "AgentBug",
             Error::Kube(_) => "ApiError",
         }
     }

@@ -33,6 +33,9 @@
 //!   daemons`), reported once in `status.capabilities` for the configurator's pre-flight.
 //! - [`taints`]: removing the startup taints once the network works.
 //! - [`status`]: the `NodeNetworkConfig` status and the Node's `NetworkConfigReady` condition.
+//! - [`steps`]: the steps in flight, what the parts owe, the main loop's progress: the wait
+//!   metrics and `/healthz`'s verdict. `lane`: work handed to the kernel, FRR and the state
+//!   directory in order, never cancelled at a step's deadline.
 //! - [`metrics`]: Prometheus metrics, `/healthz`, `/readyz`.
 //! - [`error`]: the [`Error`] type.
 #![forbid(unsafe_code)]
@@ -46,6 +49,7 @@ pub mod error;
 pub mod frr;
 pub mod healthcheck;
 mod icmp;
+mod lane;
 pub mod metrics;
 mod outcome;
 pub mod probe;
@@ -55,6 +59,7 @@ pub mod routing;
 pub mod run;
 pub mod state;
 pub mod status;
+pub mod steps;
 pub mod store;
 pub mod taints;
 mod ticks;

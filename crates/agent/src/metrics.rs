@@ -11,13 +11,25 @@
 //!   bring to the text, which `frr-reload.py` then applied (each logged with what was left);
 //! - `netrollout_agent_frr_vty_fallbacks_total`: reads of FRR during an apply (running config,
 //!   daemons answering) done with vtysh because the daemons' vty sockets could not be used;
+//! - `netrollout_agent_frr_info{version}`: 1 for the FRR version the daemons showed last (their
+//!   `frr version` line; none before the agent first read FRR);
 //! - `netrollout_agent_probe_failures_total{probe}`: enforced probe failures that failed an
 //!   attempt, by kind (`tcp`, `icmp`, `gateway`, `api-server`, `link`, `frr`, `bgp`, `evpn`);
 //! - `netrollout_agent_tenant_reachable`, `netrollout_agent_health_rounds_total`,
 //!   `netrollout_agent_health_transitions_total{to}`: continuous health ([`crate::watch`]).
 //!
-//! `/healthz` answers 200 while the process serves; `/readyz` answers 200 once the agent has
-//! recovered its state and started watching, 503 before.
+//! - `netrollout_agent_step_in_flight_seconds{step}`: the age of each step in flight (a
+//!   netlink apply, an FRR reload, a state-file write, a probe round); none when idle;
+//! - `netrollout_agent_part_busy_seconds{part}`: how long the kernel, FRR or the state
+//!   directory has not answered the oldest work it was handed (`kernel`, `frr`, `disk`);
+//! - `netrollout_agent_slow_steps_total{part}`, `netrollout_agent_step_timeouts_total{part}`:
+//!   steps past their slow threshold, and past their deadline (an error of the step).
+//!
+//! `/healthz` answers 200 while the agent is live and 503 with the reason when it is stuck
+//! ([`crate::steps::Steps::liveness`]: a step in flight past its deadline, a main loop without
+//! progress and nothing in flight, a supervised task that ended); a long wait on the kernel is
+//! no reason. `/readyz` answers 200 once the agent has recovered its state and started
+//! watching, 503 before.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,10 +41,14 @@ use axum::routing::get;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::steps::Steps;
+
 type Labels = Vec<(String, String)>;
+type Seconds = Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>;
 
 /// The agent's metrics and readiness, shared with the HTTP server.
 #[derive(Debug)]
@@ -44,12 +60,19 @@ pub struct Metrics {
     frr_writes: Counter,
     frr_fallbacks: Counter,
     frr_vty_fallbacks: Counter,
+    frr_info: Family<Labels, Gauge>,
     probe_failures: Family<Labels, Counter>,
     apply_seconds: Histogram,
     probe_seconds: Histogram,
     /// Continuous health ([`crate::watch`]).
     pub health: crate::watch::HealthMetrics,
     ready: AtomicBool,
+    /// The steps in flight, what the parts owe, the main loop's progress (`/healthz`).
+    pub steps: Arc<Steps>,
+    slow_steps: Family<Labels, Counter>,
+    step_timeouts: Family<Labels, Counter>,
+    step_seconds: Seconds,
+    busy_seconds: Seconds,
 }
 
 impl Default for Metrics {
@@ -61,6 +84,7 @@ impl Default for Metrics {
         let frr_writes = Counter::default();
         let frr_fallbacks = Counter::default();
         let frr_vty_fallbacks = Counter::default();
+        let frr_info = Family::<Labels, Gauge>::default();
         let probe_failures = Family::<Labels, Counter>::default();
         let apply_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
         let probe_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
@@ -95,6 +119,11 @@ impl Default for Metrics {
             frr_vty_fallbacks.clone(),
         );
         registry.register(
+            "frr_info",
+            "The FRR version the daemons run (1 for the version shown last)",
+            frr_info.clone(),
+        );
+        registry.register(
             "probe_failures",
             "Enforced probe failures that failed an attempt, by probe kind",
             probe_failures.clone(),
@@ -110,7 +139,36 @@ impl Default for Metrics {
             probe_seconds.clone(),
         );
         let health = crate::watch::HealthMetrics::register(&mut registry);
+        let slow_steps = Family::<Labels, Counter>::default();
+        let step_timeouts = Family::<Labels, Counter>::default();
+        let step_seconds = Seconds::default();
+        let busy_seconds = Seconds::default();
+        registry.register(
+            "slow_steps",
+            "Steps past their slow threshold, by the part waited on",
+            slow_steps.clone(),
+        );
+        registry.register(
+            "step_timeouts",
+            "Steps past their deadline (an error of the step), by the part waited on",
+            step_timeouts.clone(),
+        );
+        registry.register(
+            "step_in_flight_seconds",
+            "Age of each step in flight",
+            step_seconds.clone(),
+        );
+        registry.register(
+            "part_busy_seconds",
+            "How long a part has not answered the oldest work handed to it",
+            busy_seconds.clone(),
+        );
         Self {
+            steps: Arc::new(Steps::default()),
+            slow_steps,
+            step_timeouts,
+            step_seconds,
+            busy_seconds,
             registry,
             health,
             applies,
@@ -119,6 +177,7 @@ impl Default for Metrics {
             frr_writes,
             frr_fallbacks,
             frr_vty_fallbacks,
+            frr_info,
             probe_failures,
             apply_seconds,
             probe_seconds,
@@ -155,6 +214,15 @@ impl Metrics {
         self.frr_writes.inc_by(u64::from(n));
     }
 
+    /// Sets `frr_info` to `version` (the only version shown).
+    pub fn frr_version(&self, version: &str) {
+        let labels = vec![("version".to_string(), version.to_string())];
+        if self.frr_info.get(&labels).is_none() {
+            self.frr_info.clear();
+        }
+        self.frr_info.get_or_create(&labels).set(1);
+    }
+
     /// Counts applies that fell back to `frr-reload.py`.
     pub fn frr_fallbacks(&self, n: u64) {
         self.frr_fallbacks.inc_by(n);
@@ -182,6 +250,20 @@ impl Metrics {
         self.probe_seconds.observe(seconds);
     }
 
+    /// Counts a step past its slow threshold, waiting on `part`.
+    pub fn slow(&self, part: &str) {
+        self.slow_steps
+            .get_or_create(&vec![("part".into(), part.into())])
+            .inc();
+    }
+
+    /// Counts a step past its deadline, waiting on `part`.
+    pub fn timed_out(&self, part: &str) {
+        self.step_timeouts
+            .get_or_create(&vec![("part".into(), part.into())])
+            .inc();
+    }
+
     /// Marks the agent ready (or not).
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::SeqCst);
@@ -189,6 +271,23 @@ impl Metrics {
 
     /// The metrics in the Prometheus text format (what `/metrics` serves).
     pub fn render(&self) -> String {
+        let now = std::time::Instant::now();
+        let snapshot = self.steps.snapshot();
+        self.step_seconds.clear();
+        for f in &snapshot.in_flight {
+            let age = now.saturating_duration_since(f.since).as_secs_f64();
+            self.step_seconds
+                .get_or_create(&vec![("step".into(), f.step.into())])
+                .set(age);
+        }
+        self.busy_seconds.clear();
+        // Oldest first: the first of each part is its age.
+        for b in snapshot.busy.iter().rev() {
+            let age = now.saturating_duration_since(b.since).as_secs_f64();
+            self.busy_seconds
+                .get_or_create(&vec![("part".into(), b.part.as_str().into())])
+                .set(age);
+        }
         let mut out = String::new();
         if let Err(e) = encode(&mut out, &self.registry) {
             tracing::error!(error = %e, "encoding metrics");
@@ -211,7 +310,7 @@ pub fn health_app(metrics: Arc<Metrics>) -> Router {
 /// Adds `/healthz` (the process runs) and `/readyz` (its state is recovered).
 fn health(routes: Router<Arc<Metrics>>) -> Router<Arc<Metrics>> {
     routes
-        .route("/healthz", get(|| async { "ok" }))
+        .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
 }
 
@@ -223,6 +322,13 @@ async fn render(State(m): State<Arc<Metrics>>) -> impl axum::response::IntoRespo
         )],
         m.render(),
     )
+}
+
+async fn healthz(State(m): State<Arc<Metrics>>) -> (StatusCode, String) {
+    match m.steps.liveness(std::time::Instant::now()) {
+        Ok(()) => (StatusCode::OK, "ok".into()),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
+    }
 }
 
 async fn readyz(State(m): State<Arc<Metrics>>) -> (StatusCode, &'static str) {

@@ -1,5 +1,10 @@
 //! The agent's main loop: recover, watch the node's own `NodeNetworkConfig`, reconcile the
 //! newest one, report; until shutdown.
+//!
+//! Its background tasks (the status writer, the watch, the capability report, the removal of
+//! startup taints) are supervised ([`Tasks`]): one that panics, or a status writer or watch
+//! that returns, fails `/healthz` at once and ends the agent with an error naming it (a
+//! non-zero exit: the kubelet restarts it), once the transaction under way is finished.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -18,12 +23,15 @@ use crate::metrics::Metrics;
 use crate::probe::{ProbeConfig, Prober};
 use crate::status::{Report, reporter};
 use crate::store::Store;
+use netrollout_support::tasks::{Life, Tasks};
 
 /// How often the agent re-reads its state and the newest object without a watch event (picks
 /// up a deleted corrupt state file, for one).
 const RESYNC: Duration = Duration::from_secs(30);
 /// Pause before retrying after an agent-level error.
 const ERROR_RETRY: Duration = Duration::from_secs(5);
+/// A continuous-health round's deadline beyond its checks' own limit.
+const HEALTH_ROUND_SLACK: Duration = Duration::from_secs(10);
 
 /// Everything [`run`] needs.
 #[derive(Debug)]
@@ -59,18 +67,22 @@ pub async fn run(
     let (reports_tx, reports_rx) = watch::channel::<Option<Report>>(None);
     let nnc_api: Api<NodeNetworkConfig> = Api::all(client.clone());
     let (latest_tx, mut latest) = watch::channel::<Option<NodeNetworkConfig>>(None);
-    let reporter = tokio::spawn(reporter(
-        client.clone(),
-        node.clone(),
-        reports_rx,
-        latest.clone(),
-    ));
-    let capabilities = tokio::spawn(crate::capabilities::report(
-        client.clone(),
-        node.clone(),
-        latest.clone(),
-        cfg.frr.clone(),
-    ));
+    let mut tasks = supervised(&metrics);
+    tasks.spawn(
+        "status-writer",
+        Life::Process,
+        reporter(client.clone(), node.clone(), reports_rx, latest.clone()),
+    );
+    tasks.spawn(
+        "capabilities",
+        Life::Job,
+        crate::capabilities::report(
+            client.clone(),
+            node.clone(),
+            latest.clone(),
+            cfg.frr.clone(),
+        ),
+    );
     let mut health = crate::watch::Watcher::new(
         cfg.watch_interval,
         cfg.probes.healthcheck.clone(),
@@ -79,19 +91,25 @@ pub async fn run(
         node.clone(),
         metrics.clone(),
     );
+    // A round runs its checks at once, each within its own limit.
+    let health_deadline = cfg.probes.each_timeout + HEALTH_ROUND_SLACK;
     let prober = Prober::new(cfg.probes, client.clone());
     let frr = match cfg.frr {
         Some(settings) => Some(crate::frr::Frr::new(settings).map_err(Error::Frr)?),
         None => None,
     };
-    let taints = (!cfg.remove_taints.is_empty()).then(|| {
-        tokio::spawn(crate::taints::run(
-            client.clone(),
-            node.clone(),
-            cfg.remove_taints.clone(),
-            prober.clone(),
-        ))
-    });
+    if !cfg.remove_taints.is_empty() {
+        tasks.spawn(
+            "taints",
+            Life::Job,
+            crate::taints::run(
+                client.clone(),
+                node.clone(),
+                cfg.remove_taints.clone(),
+                prober.clone(),
+            ),
+        );
+    }
     let agent = Agent::new(
         cfg.settings,
         store,
@@ -103,7 +121,7 @@ pub async fn run(
     );
 
     let watch_config = watch_config(&node, cfg.api_watch_timeout);
-    let watch = tokio::spawn(async move {
+    tasks.spawn("watch", Life::Process, async move {
         let stream = watcher(nnc_api, watch_config)
             .backoff(watch_backoff())
             .applied_objects();
@@ -119,17 +137,26 @@ pub async fn run(
     });
 
     let mut shutdown = std::pin::pin!(shutdown);
+    let mut result = Ok(());
     let mut recovered = false;
     let mut force_report = true;
     let mut resync_at = tokio::time::Instant::now();
     loop {
+        metrics.steps.progress();
         tokio::select! {
             biased;
             () = &mut shutdown => break,
+            death = tasks.dead() => {
+                tracing::error!(task_death = %death,
+                    "a task of the agent died; the agent ends so that it is restarted");
+                result = Err(Error::TaskDied(death));
+                break;
+            }
             changed = latest.changed() => if changed.is_err() { break },
             // In this task, so never during an apply (crate::watch).
             () = health.due(), if recovered => {
                 let seen = latest.borrow().clone();
+                let _in_flight = metrics.steps.begin("health-round", health_deadline);
                 health.round(seen.as_ref()).await;
                 continue;
             }
@@ -162,13 +189,21 @@ pub async fn run(
             }
         }
     }
-    watch.abort();
-    reporter.abort();
-    capabilities.abort();
-    if let Some(t) = taints {
-        t.abort();
-    }
-    Ok(())
+    tasks.shutdown().await;
+    result
+}
+
+/// The agent's background tasks: the first to die fails `/healthz` at once (the main loop
+/// ends the agent once the transaction under way is finished).
+fn supervised(metrics: &Arc<Metrics>) -> Tasks {
+    let steps = metrics.steps.clone();
+    Tasks::new(Arc::new(move |death: &str| {
+        tracing::error!(
+            task_death = death,
+            "a task of the agent died; /healthz fails"
+        );
+        steps.task_ended(death.to_string());
+    }))
 }
 
 /// Logs an agent-level problem and reports it on the Node condition; the phase and observed
@@ -218,6 +253,61 @@ fn watch_backoff() -> watcher::ExponentialBackoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_task_that_panics_fails_healthz_at_once_and_is_named() {
+        let metrics = Arc::new(Metrics::default());
+        metrics.steps.progress();
+        let listener = netrollout_support::bind("health", "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = crate::metrics::health_app(metrics.clone());
+        tokio::spawn(netrollout_support::serve(
+            listener,
+            app,
+            std::future::pending(),
+        ));
+        assert_eq!(get(addr).await.0, 200);
+        let mut tasks = supervised(&metrics);
+        let (go, wait) = tokio::sync::oneshot::channel::<()>();
+        tasks.spawn("status-writer", Life::Process, async move {
+            let _ = wait.await;
+            panic!("a status writer made to panic");
+        });
+        go.send(()).unwrap();
+        // /healthz fails before the main loop joins the task (it may be in a transaction).
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while get(addr).await.0 == 200 {
+            assert!(std::time::Instant::now() < deadline, "/healthz stayed 200");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(get(addr).await, (503, "task status-writer panicked".into()));
+        let death = tasks.dead().await;
+        assert!(death.contains("made to panic"), "{death}");
+        let e = Error::TaskDied(death);
+        assert!(e.to_string().contains("the agent ends"), "{e}");
+    }
+
+    /// `GET /healthz` on `addr`: (status, body).
+    async fn get(addr: std::net::SocketAddr) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let req = "GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).await.unwrap();
+        let status = buf
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or("0")
+            .parse()
+            .unwrap();
+        (
+            status,
+            buf.split("\r\n\r\n").nth(1).unwrap_or("").to_string(),
+        )
+    }
 
     #[test]
     fn the_watch_asks_only_for_the_nodes_object_and_is_limited_to_whole_seconds_of_at_least_one() {

@@ -52,6 +52,24 @@ pub enum StoreError {
         /// The system error.
         source: std::io::Error,
     },
+    /// The file system did not finish a read or write by the agent's deadline
+    /// (`--disk-deadline`): a hung or very slow disk. The step goes on in the background; the
+    /// next read or write waits for it.
+    #[error(
+        "the state directory {} did not finish `{what}` within {} s. The agent changes the \
+         network only with its last-known-good backup and journal safely on disk, so it stops \
+         here; it tries again every 5 s, once the disk has finished the step",
+        dir.display(),
+        waited.as_secs()
+    )]
+    TimedOut {
+        /// The step, e.g. `write journal.json`.
+        what: String,
+        /// The state directory.
+        dir: PathBuf,
+        /// The deadline.
+        waited: std::time::Duration,
+    },
 }
 
 /// The system error with its errno's name, e.g. `No space left on device (os error 28,

@@ -15,9 +15,9 @@ use kube::{Api, Client, Resource};
 use kube_lease_manager::LeaseManagerBuilder;
 use netrollout_api::NodePhase;
 use netrollout_rollout::RolloutStrategy;
+use netrollout_support::tasks::{Life, Tasks};
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
-use tokio::task::JoinSet;
 
 use crate::args::Args;
 use crate::context::{Context, Stores};
@@ -71,14 +71,22 @@ pub async fn run(
 ) -> Result<()> {
     args.validate()?;
     let identity = args.identity();
-    let mut tasks: JoinSet<String> = JoinSet::new();
+    let mut tasks = supervised(&metrics);
     let notify = Arc::new(Notify::new());
 
     let (addrs, serve_metrics, serve_health) =
         metrics::serve(metrics.clone(), args.metrics_addr, args.health_addr).await?;
     tracing::info!(metrics = %addrs[0], health = %addrs[1], identity = %identity, "serving metrics and health");
-    tasks.spawn(async move { format!("metrics server ended: {:?}", serve_metrics.await) });
-    tasks.spawn(async move { format!("health server ended: {:?}", serve_health.await) });
+    tasks.spawn("metrics-server", Life::Process, async move {
+        if let Err(e) = serve_metrics.await {
+            tracing::error!(error = %e, "the metrics server stopped");
+        }
+    });
+    tasks.spawn("health-server", Life::Process, async move {
+        if let Err(e) = serve_health.await {
+            tracing::error!(error = %e, "the health server stopped");
+        }
+    });
 
     let changes = Arc::new(Changes::default());
     let stores = start_watches(&client, &args, &notify, &changes, &mut tasks);
@@ -143,6 +151,16 @@ pub async fn run(
     result
 }
 
+/// The configurator's background tasks (watches, lease, HTTP servers): the first to die
+/// fails `/healthz` at once and ends [`run`] with [`Error::TaskEnded`] naming it.
+pub(crate) fn supervised(metrics: &Arc<Metrics>) -> Tasks {
+    let metrics = metrics.clone();
+    Tasks::new(Arc::new(move |death: &str| {
+        tracing::error!(task_death = death, "a background task died; /healthz fails");
+        metrics.task_died(death);
+    }))
+}
+
 /// When the loop runs a pass (from the flags).
 #[derive(Debug, Clone, Copy)]
 struct Timing {
@@ -160,7 +178,7 @@ async fn drive(
     timing: Timing,
     mut leader_rx: tokio::sync::watch::Receiver<bool>,
     notify: &Notify,
-    tasks: &mut JoinSet<String>,
+    tasks: &mut Tasks,
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
     tokio::pin!(shutdown);
@@ -168,7 +186,7 @@ async fn drive(
     tokio::select! {
         biased;
         () = &mut shutdown => return Ok(()),
-        Some(ended) = tasks.join_next() => return Err(Error::TaskEnded(describe(ended))),
+        death = tasks.dead() => return Err(Error::TaskEnded(death)),
         () = synced => {}
     }
     ctx.metrics().set_ready();
@@ -178,7 +196,7 @@ async fn drive(
         tokio::select! {
             biased;
             () = &mut shutdown => return Ok(()),
-            Some(ended) = tasks.join_next() => return Err(Error::TaskEnded(describe(ended))),
+            death = tasks.dead() => return Err(Error::TaskEnded(death)),
             changed = leader_rx.changed() => {
                 if changed.is_err() {
                     return Err(Error::TaskEnded("the lease task ended".into()));
@@ -254,19 +272,12 @@ async fn drive(
     }
 }
 
-fn describe(ended: std::result::Result<String, tokio::task::JoinError>) -> String {
-    match ended {
-        Ok(s) => s,
-        Err(e) => format!("task failed: {e}"),
-    }
-}
-
 fn start_watches(
     client: &Client,
     args: &Args,
     notify: &Arc<Notify>,
     changes: &Arc<Changes>,
-    tasks: &mut JoinSet<String>,
+    tasks: &mut Tasks,
 ) -> Stores {
     let all = watcher::Config::default();
     let mut node_cfg = watcher::Config::default();
@@ -328,7 +339,7 @@ enum Role {
 }
 
 impl Watch<'_> {
-    fn start<K>(&self, api: Api<K>, cfg: watcher::Config, tasks: &mut JoinSet<String>) -> Store<K>
+    fn start<K>(&self, api: Api<K>, cfg: watcher::Config, tasks: &mut Tasks) -> Store<K>
     where
         K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     {
@@ -341,7 +352,7 @@ impl Watch<'_> {
         &self,
         api: Api<K>,
         cfg: watcher::Config,
-        tasks: &mut JoinSet<String>,
+        tasks: &mut Tasks,
         outcome: fn(&K) -> bool,
     ) -> Store<K>
     where
@@ -360,7 +371,7 @@ impl Watch<'_> {
                 .default_backoff()
                 .modify(|obj: &mut K| obj.meta_mut().managed_fields = None),
         );
-        tasks.spawn(async move {
+        tasks.spawn(format!("watch-{kind}"), Life::Process, async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
                 match event {
@@ -386,7 +397,7 @@ impl Watch<'_> {
                     }
                 }
             }
-            format!("watch of {kind} ended")
+            tracing::error!(kind = %kind, "the watch ended");
         });
         reader
     }

@@ -60,6 +60,8 @@ pub struct Metrics {
     /// it): a pass's cost against what changed.
     pub plan_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
     ready: AtomicBool,
+    /// The first background task that died (`/healthz` fails from then on).
+    dead: std::sync::Mutex<Option<String>>,
 }
 
 impl Default for Metrics {
@@ -81,6 +83,7 @@ impl Default for Metrics {
             pass_seconds: Counter::default(),
             plan_seconds: Counter::default(),
             ready: AtomicBool::new(false),
+            dead: std::sync::Mutex::default(),
             registry: Registry::default(),
         };
         registry.register("revisions", "Revisions by phase", m.revisions.clone());
@@ -148,6 +151,15 @@ impl Metrics {
         self.dispatches.get_or_create(&label(kind)).inc_by(n);
     }
 
+    /// A background task died: `/healthz` fails from now on (the configurator is ending).
+    pub fn task_died(&self, death: &str) {
+        let mut dead = self
+            .dead
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        dead.get_or_insert_with(|| death.to_string());
+    }
+
     /// Marks the caches synced: `/readyz` answers 200 from now on.
     pub fn set_ready(&self) {
         self.ready.store(true, Ordering::Relaxed);
@@ -200,7 +212,7 @@ pub async fn serve(
         .route("/metrics", get(metrics_text))
         .with_state(metrics.clone());
     let h = Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(metrics);
     Ok(
@@ -218,6 +230,17 @@ async fn metrics_text(State(m): State<Arc<Metrics>>) -> impl axum::response::Int
         )],
         m.encode(),
     )
+}
+
+async fn healthz(State(m): State<Arc<Metrics>>) -> (StatusCode, String) {
+    let dead = m
+        .dead
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match dead.as_ref() {
+        None => (StatusCode::OK, "ok".into()),
+        Some(death) => (StatusCode::SERVICE_UNAVAILABLE, death.clone()),
+    }
 }
 
 async fn readyz(State(m): State<Arc<Metrics>>) -> (StatusCode, &'static str) {
@@ -248,5 +271,48 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("# EOF"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn healthz_fails_with_the_task_once_a_background_task_panics() {
+        use std::sync::Arc;
+        let m = Arc::new(super::Metrics::default());
+        let any = "127.0.0.1:0".parse().unwrap();
+        let (addrs, _, health) = super::serve(m.clone(), any, any).await.unwrap();
+        tokio::spawn(health);
+        assert_eq!(get(addrs[1], "/healthz").await.0, 200);
+        let mut tasks = crate::controller::supervised(&m);
+        tasks.spawn(
+            "watch-Node",
+            netrollout_support::tasks::Life::Process,
+            async { panic!("a watch made to panic") },
+        );
+        let death = tasks.dead().await;
+        assert!(
+            death.starts_with("task watch-Node panicked") && death.contains("made to panic"),
+            "{death}"
+        );
+        let (status, body) = get(addrs[1], "/healthz").await;
+        assert_eq!((status, body.as_str()), (503, "task watch-Node panicked"));
+    }
+
+    /// A GET on a local address: (status, body).
+    async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: c\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).await.unwrap();
+        let status = buf
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or("0")
+            .parse()
+            .unwrap();
+        (
+            status,
+            buf.split("\r\n\r\n").nth(1).unwrap_or("").to_string(),
+        )
     }
 }

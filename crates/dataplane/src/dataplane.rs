@@ -47,22 +47,28 @@ pub struct Dataplane {
 
 impl Dataplane {
     /// Connects in the caller's own network namespace (the agent's case: it already runs in
-    /// the node's namespace). Must be called inside a tokio runtime. Only links carrying a
-    /// `managed` prefix are observed or touched.
+    /// the node's namespace). Only links carrying a `managed` prefix are observed or touched.
+    ///
+    /// The connection is served by a thread of its own: the kernel handles a netlink write
+    /// inside the `sendmsg` call that sends it, and while the kernel holds its netlink lock
+    /// (removing a namespace with thousands of links can take minutes) that call blocks. On
+    /// its own thread it blocks only the connection, never a thread of the caller's runtime
+    /// (which keeps its timers, its deadlines and its health endpoint running).
     pub fn connect(managed: Managed) -> Result<Self> {
-        let (conn, handle, _) = rtnetlink::new_connection().map_err(Error::Connection)?;
-        let dumps = Arc::new(DumpSocket::open().map_err(Error::Connection)?);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = conn => {}
-                _ = stop_rx => {}
-            }
-        });
+        std::thread::Builder::new()
+            .name("netrollout-netlink".into())
+            .spawn(move || serve(None, ready_tx, stop_rx))
+            .map_err(Error::Connection)?;
+        let (handle, dumps) = ready_rx
+            .recv()
+            .map_err(|_| Error::Connection(std::io::Error::other("netlink thread ended")))?
+            .map_err(Error::Connection)?;
         Ok(Self {
             handle,
             managed: Arc::new(managed),
-            dumps,
+            dumps: Arc::new(dumps),
             _stop: Some(stop_tx),
         })
     }
@@ -82,7 +88,7 @@ impl Dataplane {
         let shown = path.display().to_string();
         std::thread::Builder::new()
             .name("netrollout-netlink".into())
-            .spawn(move || serve_in_netns(&path, ready_tx, stop_rx))
+            .spawn(move || serve(Some(&path), ready_tx, stop_rx))
             .map_err(Error::Connection)?;
         let (handle, dumps) = ready_rx
             .recv()
@@ -159,7 +165,11 @@ impl Dataplane {
                     })?;
                 requests.push((op, req));
             }
-            let results: Vec<Result<Outcome>> = futures::stream::iter(requests)
+            // The futures are made before they are streamed: a stream that maps with a
+            // closure over borrowed ops is not provably `Send` for every lifetime, and the
+            // agent runs an apply as a task of its own.
+            let sends: Vec<_> = requests
+                .into_iter()
                 .map(|(op, req)| {
                     let handle = self.handle.clone();
                     let dumps = self.dumps.clone();
@@ -174,6 +184,8 @@ impl Dataplane {
                         outcome(op, errno)
                     }
                 })
+                .collect();
+            let results: Vec<Result<Outcome>> = futures::stream::iter(sends)
                 .buffer_unordered(CONCURRENCY)
                 .collect()
                 .await;
@@ -252,15 +264,19 @@ async fn set_segmentation(op: &Op, dumps: Arc<DumpSocket>, ifindex: u32, on: boo
         .map_err(Error::Connection)
 }
 
-fn serve_in_netns(
-    path: &PathBuf,
+/// Serves a netlink connection on the calling thread (entering the namespace at `netns`
+/// first, when given) until `stop`.
+fn serve(
+    netns: Option<&PathBuf>,
     ready: std::sync::mpsc::Sender<std::io::Result<(Handle, DumpSocket)>>,
     stop: oneshot::Receiver<()>,
 ) {
     let setup = || -> std::io::Result<_> {
-        let ns = File::open(path)?;
-        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET)
-            .map_err(std::io::Error::from)?;
+        if let Some(path) = netns {
+            let ns = File::open(path)?;
+            nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET)
+                .map_err(std::io::Error::from)?;
+        }
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;

@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 use crate::fabric;
 use crate::vm::{HOST_FROM_GUEST, Message, Op, Request, Spawn};
 use crate::workload::now_ms;
+use netrollout_support::tasks::{Life, Tasks};
 
 /// Runs the guest side until the host's connection at `control` closes.
 pub async fn run(control: SocketAddr, api_port: u16, state_dir: &Path) -> Result<()> {
@@ -32,16 +33,22 @@ pub async fn run(control: SocketAddr, api_port: u16, state_dir: &Path) -> Result
     let listener = TcpListener::bind((fabric::HOST_IP, api_port))
         .await
         .context("listening on the fabric for the agents' API traffic")?;
-    tokio::spawn(relay(
-        listener,
-        SocketAddr::from((HOST_FROM_GUEST, api_port)),
-    ));
+    // Supervised: the agents' API traffic and the replies to the host go through these; one
+    // that dies ends the guest with an error naming it (the host then sees the VM's lab gone).
+    let mut tasks = Tasks::new(std::sync::Arc::new(|death: &str| {
+        crate::err!("guest: {death}");
+    }));
+    tasks.spawn(
+        "relay of the agents' API traffic",
+        Life::Process,
+        relay(listener, SocketAddr::from((HOST_FROM_GUEST, api_port))),
+    );
     let stream = TcpStream::connect(control)
         .await
         .with_context(|| format!("connecting to the host at {control}"))?;
     let (read, mut write) = stream.into_split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Message>();
-    let writer = tokio::spawn(async move {
+    tasks.spawn("writer to the host", Life::Job, async move {
         while let Some(m) = rx.recv().await {
             let Ok(mut line) = serde_json::to_string(&m) else {
                 continue;
@@ -64,7 +71,16 @@ pub async fn run(control: SocketAddr, api_port: u16, state_dir: &Path) -> Result
         tx: tx.clone(),
     };
     let mut lines = BufReader::new(read).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
+    let mut died = None;
+    loop {
+        let line = tokio::select! {
+            line = lines.next_line() => line,
+            death = tasks.dead() => {
+                died = Some(death);
+                break;
+            }
+        };
+        let Ok(Some(line)) = line else { break };
         let Ok(Request { id, op }) = serde_json::from_str::<Request>(&line) else {
             crate::err!("guest: ignoring a request it cannot read: {line}");
             continue;
@@ -77,9 +93,12 @@ pub async fn run(control: SocketAddr, api_port: u16, state_dir: &Path) -> Result
         });
     }
     drop(guest);
-    writer.abort();
+    tasks.shutdown().await;
     crate::frr::teardown();
-    Ok(())
+    match died {
+        Some(death) => anyhow::bail!("the guest's {death}"),
+        None => Ok(()),
+    }
 }
 
 /// What the guest side runs.

@@ -12,6 +12,7 @@
 //! - [`exposition`] holds [`exposition::classic`], the `/metrics` body in the Prometheus text
 //!   format (`prometheus_client` writes OpenMetrics).
 //! - [`runtime`] holds [`block_on`], the runtime each binary's library runs its `main` on.
+//! - [`tasks`] holds [`tasks::Tasks`], supervised background tasks: a dead one ends the binary.
 //! - [`Error`] says what went wrong, naming the file or address concerned.
 #![forbid(unsafe_code)]
 
@@ -22,6 +23,7 @@ pub mod http;
 pub mod logging;
 pub mod runtime;
 pub mod signals;
+pub mod tasks;
 
 pub use client::{client, kube_config};
 pub use duration::{DurationError, parse_duration};

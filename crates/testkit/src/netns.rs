@@ -1,9 +1,12 @@
 //! Network namespaces for kernel tests: [`Netns`] is a fresh `ip netns` namespace named
 //! `PREFIX-PID-N`, deleted on drop; [`clean_stale`] removes those of test processes that died
-//! without cleaning up. Needs root and iproute2; fails loudly without them.
+//! without cleaning up; [`wait_until_settled`] waits until the kernel has finished removing
+//! deleted namespaces (a suite that created many links calls it before it ends). Needs root
+//! and iproute2; fails loudly without them.
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::cmd::run;
 
@@ -101,4 +104,40 @@ pub fn clean_stale(ns_prefix: &str, link_prefix: &str) {
                 .status();
         }
     }
+}
+
+/// Trivial netlink writes in a row, each answered within [`FAST`], that make the kernel settled.
+const SETTLED_WRITES: u32 = 5;
+/// A trivial netlink write on an idle kernel takes a few milliseconds (an `ip` process start).
+const FAST: Duration = Duration::from_millis(50);
+
+/// Waits until the kernel has finished removing the network namespaces deleted before.
+///
+/// `ip netns del` returns at once; the kernel removes the namespace's links afterwards, in the
+/// background, holding its netlink lock (RTNL) the whole time: for a namespace of 3,000 links
+/// that is seconds to minutes, during which every netlink write on the machine (another
+/// suite's, an agent's) waits. A suite or benchmark that created many links calls this before
+/// it ends, so the next one is not slowed by its cleanup. Settled means five trivial writes in
+/// a row (the MTU of `lo` in a scratch namespace, 100 ms apart), each answered within 50 ms.
+/// Returns how long it waited; panics after `limit`.
+pub fn wait_until_settled(limit: Duration) -> Duration {
+    let t0 = Instant::now();
+    // Creating the namespace waits for the lock too.
+    let probe = Netns::new("settle");
+    let mut fast = 0;
+    let mut mtu = 1500;
+    while fast < SETTLED_WRITES {
+        assert!(
+            t0.elapsed() < limit,
+            "the kernel was still busy after {limit:?} (netlink writes slower than {FAST:?}): \
+             a namespace removal holds its netlink lock"
+        );
+        mtu = if mtu == 1500 { 1400 } else { 1500 };
+        let t = Instant::now();
+        probe.ip(&format!("link set lo mtu {mtu}"));
+        fast = if t.elapsed() < FAST { fast + 1 } else { 0 };
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(probe);
+    t0.elapsed()
 }

@@ -3,6 +3,7 @@
 //! kernel or FRR refuses, ends the transaction with an [`Error`] (the agent reports it cannot
 //! proceed); every other answer goes back to the core as an event.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Agent;
@@ -11,6 +12,7 @@ use crate::frr::{Frr, FrrError};
 use crate::probe;
 use crate::report::Report;
 use crate::routing::{self, RoutingState};
+use crate::store::{FAILED_FILE, JOURNAL_FILE, LKG_FILE, Store};
 use crate::txn::{Effect, Event, FrrText, Metric, Purpose, Round};
 
 /// First and longest pause of a restore waiting for FRR to answer again.
@@ -22,7 +24,7 @@ const RESTORE_WAIT_MAX: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub(super) struct Run {
     /// The revision the transaction is about, for the step lines.
-    rev: String,
+    pub(super) rev: String,
     routing_before: Option<RoutingState>,
     t0: Instant,
 }
@@ -41,16 +43,35 @@ impl Agent {
     /// Runs `effect`; returns the event that answers it, if it asks something.
     pub(super) async fn run_effect(&self, run: &mut Run, effect: Effect) -> Result<Option<Event>> {
         match effect {
-            Effect::WriteLastKnownGood(lkg) => self.store.set_last_known_good(&lkg)?,
-            Effect::WriteJournal(journal) => {
-                self.store.set_journal(&journal)?;
-                tracing::info!(step = "journal", revision = %journal.revision,
-                    attempt = journal.attempt, duration_ms = ms(run.t0), "journal written");
+            Effect::WriteLastKnownGood(lkg) => {
+                let what = format!("write {LKG_FILE}");
+                self.on_disk("write-last-known-good", what, move |s| {
+                    s.set_last_known_good(&lkg)
+                })
+                .await?;
             }
-            Effect::ClearJournal => self.store.clear_journal()?,
-            Effect::WriteFailures(failures) => self.store.set_failures(&failures)?,
+            Effect::WriteJournal(journal) => {
+                let (rev, attempt) = (journal.revision.clone(), journal.attempt);
+                let what = format!("write {JOURNAL_FILE}");
+                self.on_disk("journal", what, move |s| s.set_journal(&journal))
+                    .await?;
+                tracing::info!(step = "journal", revision = %rev,
+                    attempt, duration_ms = ms(run.t0), "journal written");
+            }
+            Effect::ClearJournal => {
+                let what = format!("remove {JOURNAL_FILE}");
+                self.on_disk("clear-journal", what, Store::clear_journal)
+                    .await?;
+            }
+            Effect::WriteFailures(failures) => {
+                let what = format!("write {FAILED_FILE}");
+                self.on_disk("record-failure", what, move |s| s.set_failures(&failures))
+                    .await?;
+            }
             Effect::WriteFailuresBeforeRestore(failures) => {
-                if let Err(e) = self.store.set_failures(&failures) {
+                let what = format!("write {FAILED_FILE}");
+                let write = move |s: &Store| s.set_failures(&failures);
+                if let Err(e) = self.on_disk("record-failure", what, write).await {
                     // The restore must not wait for the disk; the failure is written again
                     // after it (an error then, the journal kept: the next try restores again).
                     tracing::error!(step = "record-failure", revision = %run.rev, error = %e,
@@ -66,23 +87,38 @@ impl Agent {
             }
             Effect::Record(metric) => self.record(run, metric),
             Effect::RenderFrr(config) => {
-                let Some(frr) = &self.frr else {
+                let Some(frr) = self.frr.clone() else {
                     return Ok(Some(Event::FrrRendered(Err("FRR support is off".into()))));
                 };
-                // FRR down before anything is touched: no verdict on the revision; the agent
-                // reports it and tries again (nothing written, no journal).
-                frr.require_running().await.map_err(Error::Frr)?;
-                // A config this node cannot route is the revision's problem; a base file that
-                // cannot be read is the node's (the agent stops before touching anything).
-                let text = match frr.managed(&config) {
-                    Ok(managed) => Ok(frr.full(&managed).map_err(Error::Frr)?),
-                    Err(e) => Err(e.to_string()),
-                };
+                let what = format!("render the FRR text of {}", run.rev);
+                let rendered = self.frr_lane.submit(what, async move {
+                    // FRR down before anything is touched: no verdict on the revision; the
+                    // agent reports it and tries again (nothing written, no journal).
+                    frr.require_running().await?;
+                    // A config this node cannot route is the revision's problem; a base file
+                    // that cannot be read is the node's (the agent stops before touching
+                    // anything).
+                    Ok(match frr.managed(&config) {
+                        Ok(managed) => Ok(frr.full(&managed)?),
+                        Err(e) => Err(e.to_string()),
+                    })
+                });
+                let text = rendered.get().await?.map_err(Error::Frr)?;
                 return Ok(Some(Event::FrrRendered(text)));
             }
             Effect::ApplyKernel { desired, purpose } => {
                 let t = Instant::now();
-                let applied = self.dataplane.apply(&desired).await;
+                let dataplane = self.dataplane.clone();
+                let what = format!(
+                    "netlink {} of {}",
+                    step(purpose, "apply", "restore"),
+                    run.rev
+                );
+                let applied = self
+                    .kernel
+                    .submit(what, async move { dataplane.apply(&desired).await })
+                    .get()
+                    .await?;
                 if purpose == Purpose::Apply {
                     self.metrics.apply_time(t.elapsed().as_secs_f64());
                 }
@@ -113,7 +149,7 @@ impl Agent {
     }
 
     async fn apply_frr(&self, run: &Run, text: FrrText, purpose: Purpose) -> Result<Option<Event>> {
-        let Some(frr) = &self.frr else {
+        let Some(frr) = self.frr.as_ref() else {
             return Ok(Some(Event::FrrFailed("FRR support is off".into())));
         };
         let t = Instant::now();
@@ -127,10 +163,20 @@ impl Agent {
         };
         let (fallbacks, vty_fallbacks) = (frr.fallbacks(), frr.vty_fallbacks());
         let applied = match purpose {
-            Purpose::Apply => frr.apply(&full).await,
-            Purpose::Restore => self.restore_frr(run, frr, &full).await,
+            Purpose::Apply => {
+                let (f, text) = (frr.clone(), full.clone());
+                let what = format!("FRR apply of {}", run.rev);
+                let applied = self
+                    .frr_lane
+                    .submit(what, async move { f.apply(&text).await });
+                applied.get().await?
+            }
+            Purpose::Restore => self.restore_frr(run, frr, &full).await?,
         };
         self.metrics.frr_fallbacks(frr.fallbacks() - fallbacks);
+        if let Some(version) = frr.version() {
+            self.metrics.frr_version(&version);
+        }
         self.metrics
             .frr_vty_fallbacks(frr.vty_fallbacks() - vty_fallbacks);
         let writes = match &applied {
@@ -167,16 +213,23 @@ impl Agent {
     /// restarted), says so in the status and tries again (every 0.5 s, backing off to 5 s) until
     /// FRR is back: the restore is the node's way back to a whole config, and nothing else can
     /// be done meanwhile. Any other answer ends the wait.
-    async fn restore_frr(&self, run: &Run, frr: &Frr, full: &str) -> Result<u32, FrrError> {
+    async fn restore_frr(
+        &self,
+        run: &Run,
+        frr: &Arc<Frr>,
+        full: &str,
+    ) -> Result<Result<u32, FrrError>> {
         let mut delay = RESTORE_WAIT_MIN;
         let mut said: Option<String> = None;
         loop {
-            // Asked even when FRR's text would not change: "restored" means FRR runs it.
-            let restored = match frr.require_running().await {
-                Ok(()) => frr.apply(full).await,
-                Err(e) => Err(e),
-            };
-            match restored {
+            let (f, text) = (frr.clone(), full.to_string());
+            let what = format!("FRR restore of last-known-good after {}", run.rev);
+            let restored = self.frr_lane.submit(what, async move {
+                // Asked even when FRR's text would not change: "restored" means FRR runs it.
+                f.require_running().await?;
+                f.apply(&text).await
+            });
+            match restored.get().await? {
                 Err(e @ FrrError::Unavailable { .. }) => {
                     let message = format!(
                         "restoring last-known-good after {} waits for FRR: {e}",
@@ -202,7 +255,7 @@ impl Agent {
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(RESTORE_WAIT_MAX);
                 }
-                other => return other,
+                other => return Ok(other),
             }
         }
     }
@@ -270,6 +323,9 @@ impl Agent {
                 }
             }
             Metric::Restored => self.metrics.restored(),
+            Metric::Slow(part) => self.metrics.slow(part.as_str()),
+            // Counted where the deadline passed (the driver's wait), with its log line.
+            Metric::TimedOut(_) => {}
         }
     }
 }

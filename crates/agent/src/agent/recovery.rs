@@ -12,7 +12,7 @@ impl Agent {
     /// On start: a journal means the agent died mid-apply. Restores the last-known-good config,
     /// then does what [`decide`] says.
     pub async fn recover(&self) -> Result<()> {
-        let disk = self.read_disk()?;
+        let disk = self.read_disk().await?;
         let Some(journal) = &disk.journal else {
             return Ok(());
         };

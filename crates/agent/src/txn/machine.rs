@@ -5,6 +5,7 @@
 //! A recovery: restore (FRR, then kernel) → what [`decide`] says.
 
 mod finish;
+mod wait;
 
 use std::time::Instant;
 
@@ -13,8 +14,8 @@ use netrollout_dataplane::Desired;
 
 use super::verdict::{failed, provisioned, provisioning};
 use super::{
-    CoreError, Disk, Effect, Event, FrrText, Now, Purpose, Recovery, Round, Settings, Spec, decide,
-    next_attempt,
+    CoreError, Disk, Effect, Event, FrrText, Now, Part, Purpose, Recovery, Round, Settings, Spec,
+    decide, next_attempt,
 };
 use crate::convert;
 use crate::outcome::{Outcome, describe, enforced_failures};
@@ -94,6 +95,9 @@ pub struct Core {
     recovery: Option<(Journal, Recovery)>,
     /// After a failed change: why, to record once restored.
     failure: Option<(FailureReason, String)>,
+    /// The question asked last: when, and of which part (for [`Event::Slow`] and
+    /// [`Event::TimedOut`]).
+    asked: Option<(Now, Part)>,
 }
 
 impl Core {
@@ -107,6 +111,7 @@ impl Core {
             attempt: None,
             recovery: None,
             failure: None,
+            asked: None,
         }
     }
 
@@ -119,10 +124,24 @@ impl Core {
     /// transaction where it stands.
     pub fn handle(&mut self, now: Now, event: Event) -> Result<Vec<Effect>, CoreError> {
         let mut out = Vec::new();
+        match event {
+            Event::Slow => return self.slow(now),
+            Event::TimedOut => self.timed_out(now, &mut out)?,
+            event => self.answer(now, event, &mut out)?,
+        }
+        self.asked = out
+            .last()
+            .and_then(Effect::waits_on)
+            .map(|part| (now, part));
+        Ok(out)
+    }
+
+    fn answer(&mut self, now: Now, event: Event, out: &mut Vec<Effect>) -> Result<(), CoreError> {
+        let out = &mut *out;
         match (self.phase, event) {
-            (Phase::Idle, Event::Started(disk)) => self.started(disk, &mut out)?,
-            (Phase::Idle, Event::Spec(spec, disk)) => self.spec(now, spec, disk, &mut out)?,
-            (Phase::Rendering, Event::FrrRendered(text)) => self.rendered(now, text, &mut out),
+            (Phase::Idle, Event::Started(disk)) => self.started(disk, out)?,
+            (Phase::Idle, Event::Spec(spec, disk)) => self.spec(now, spec, disk, out)?,
+            (Phase::Rendering, Event::FrrRendered(text)) => self.rendered(now, text, out),
             (Phase::ProbingBefore, Event::Probed(before)) => {
                 let a = self.attempt_mut();
                 a.before = before;
@@ -140,66 +159,66 @@ impl Core {
                     });
                     self.phase = Phase::Frr;
                 }
-                None => self.probe_after(now, &mut out),
+                None => self.probe_after(now, out),
             },
             (Phase::Kernel, Event::KernelFailed(e)) => {
                 let rev = &self.attempt_mut().spec.revision;
                 let msg = format!("applying {rev} failed: {e}");
-                self.fail_change(now, FailureReason::ApplyFailed, msg, &mut out);
+                self.fail_change(now, FailureReason::ApplyFailed, msg, out);
             }
-            (Phase::Frr, Event::FrrApplied) => self.probe_after(now, &mut out),
+            (Phase::Frr, Event::FrrApplied) => self.probe_after(now, out),
             (Phase::Frr, Event::FrrRejected(line)) => {
                 let rev = &self.attempt_mut().spec.revision;
                 let msg = format!("FRR rejected the routing config of {rev}: {line}");
-                self.fail_change(now, FailureReason::FrrRejected, msg, &mut out);
+                self.fail_change(now, FailureReason::FrrRejected, msg, out);
             }
             (Phase::Frr, Event::FrrFailed(e)) => {
                 let rev = &self.attempt_mut().spec.revision;
                 let msg = format!("applying the routing config of {rev} failed: {e}");
-                self.fail_change(now, FailureReason::ApplyFailed, msg, &mut out);
+                self.fail_change(now, FailureReason::ApplyFailed, msg, out);
             }
-            (Phase::ProbingAfter, Event::Probed(after)) => self.probed(now, &after, &mut out),
+            (Phase::ProbingAfter, Event::Probed(after)) => self.probed(now, &after, out),
             (Phase::Sleeping, Event::TimerFired) => {
                 let a = self.attempt_mut();
                 a.round = now.instant;
                 out.push(Effect::Probe(a.after_round()));
                 self.phase = Phase::ProbingAfter;
             }
-            (Phase::RestoringFrr, Event::FrrApplied) => self.restore_kernel(&mut out),
+            (Phase::RestoringFrr, Event::FrrApplied) => self.restore_kernel(out),
             (Phase::RestoringFrr, Event::FrrRejected(e) | Event::FrrFailed(e)) => {
                 self.phase = Phase::Done;
                 return Err(CoreError::Restore(format!("FRR: {e}")));
             }
-            (Phase::RestoringKernel, Event::KernelApplied) => self.restored(now, &mut out),
+            (Phase::RestoringKernel, Event::KernelApplied) => self.restored(now, out),
             (Phase::RestoringKernel, Event::KernelFailed(e)) => {
                 self.phase = Phase::Done;
                 return Err(CoreError::Restore(e));
             }
             (Phase::ProbingRestored, Event::Probed(after)) => {
-                let a = self.attempt_mut();
-                let still = enforced_failures(&a.before, &after);
-                let still = (!still.is_empty()).then(|| describe(&still));
-                let (reason, mut message) = self
-                    .failure
-                    .take()
-                    .unwrap_or((FailureReason::ApplyFailed, "the change failed".to_string()));
-                message.push_str(&format!(
-                    "; restored last-known-good {}",
-                    lkg_name(&self.disk.lkg)
-                ));
-                if let Some(still) = still {
-                    message.push_str(&format!("; still failing after restore: {still}"));
-                }
-                self.record_failure(now, reason, message, &mut out);
+                self.probed_restored(now, &after, out)
             }
-            (phase, event) => {
-                return Err(CoreError::Unexpected {
-                    event: format!("{event:?}").chars().take(200).collect(),
-                    state: phase.describe(),
-                });
-            }
+            (phase, event) => return Err(unexpected(phase, &event)),
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// The probe round after a restore: record the failure with what still fails.
+    fn probed_restored(&mut self, now: Now, after: &[Outcome], out: &mut Vec<Effect>) {
+        let a = self.attempt_mut();
+        let still = enforced_failures(&a.before, after);
+        let still = (!still.is_empty()).then(|| describe(&still));
+        let (reason, mut message) = self
+            .failure
+            .take()
+            .unwrap_or((FailureReason::ApplyFailed, "the change failed".to_string()));
+        message.push_str(&format!(
+            "; restored last-known-good {}",
+            lkg_name(&self.disk.lkg)
+        ));
+        if let Some(still) = still {
+            message.push_str(&format!("; still failing after restore: {still}"));
+        }
+        self.record_failure(now, reason, message, out);
     }
 
     /// The journal of the attempt under way (or last made), if any. The driver keeps it when
@@ -241,6 +260,17 @@ impl Core {
         let rev = spec.revision.clone();
         let lkg = &self.disk.lkg;
         if lkg.revision.as_deref() == Some(rev.as_str()) {
+            // The commit's backup landed after the transaction ended (a disk that finished
+            // it late) or before a crash: only removing its journal is left.
+            if self
+                .disk
+                .journal
+                .as_ref()
+                .is_some_and(|j| j.revision == rev)
+            {
+                out.push(Effect::ClearJournal);
+                self.disk.journal = None;
+            }
             if !reported(&spec, NodePhase::Provisioned) {
                 let msg = "already applied: it is this node's last-known-good".to_string();
                 out.push(Effect::Publish(provisioned(
@@ -331,6 +361,14 @@ impl Core {
             current: self.disk.lkg.config.clone(),
         }));
         self.phase = Phase::ProbingBefore;
+    }
+}
+
+/// An event that does not answer what the transaction waits for (a driver bug).
+fn unexpected(phase: Phase, event: &Event) -> CoreError {
+    CoreError::Unexpected {
+        event: format!("{event:?}").chars().take(200).collect(),
+        state: phase.describe(),
     }
 }
 

@@ -138,6 +138,63 @@ pub enum Event {
     Probed(Vec<Outcome>),
     /// The sleep of an [`Effect::Sleep`] is over.
     TimerFired,
+    /// The question asked last (render FRR, apply to the kernel or FRR, a probe round) has
+    /// had no answer for its slow threshold: the core says what it waits for and since when
+    /// (a status report and a metric); the driver keeps waiting for the answer.
+    Slow,
+    /// The question asked last had no answer by its deadline: an error of that step, handled
+    /// by the transaction's rules ([`Part`] says which part did not answer). The driver
+    /// keeps what it handed the part running: the next step on that part waits for it first,
+    /// so a part that answers late never leaves its work behind a later step's.
+    TimedOut,
+}
+
+/// The name of the check a probe round fails when it did not finish by its deadline.
+pub const PROBE_ROUND: &str = "probe round";
+
+/// The part of the node a question waits on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Part {
+    /// The kernel, over netlink.
+    Kernel,
+    /// FRR (its daemons, vtysh, the base file).
+    Frr,
+    /// The probes (a round of checks).
+    Probes,
+    /// The state directory.
+    Disk,
+}
+
+impl Part {
+    /// The name in step lines and metric labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Part::Kernel => "kernel",
+            Part::Frr => "frr",
+            Part::Probes => "probes",
+            Part::Disk => "disk",
+        }
+    }
+
+    /// The status `reason` while the agent waits on this part past its slow threshold.
+    pub fn waiting_reason(self) -> &'static str {
+        match self {
+            Part::Kernel => "WaitingForKernel",
+            Part::Frr => "WaitingForFrr",
+            Part::Probes => "WaitingForProbes",
+            Part::Disk => "WaitingForDisk",
+        }
+    }
+
+    /// What the part is, for people: `the kernel (netlink)`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Part::Kernel => "the kernel (netlink)",
+            Part::Frr => "FRR",
+            Part::Probes => "the probes",
+            Part::Disk => "the state directory",
+        }
+    }
 }
 
 /// Why the kernel or FRR is changed.
@@ -204,6 +261,10 @@ pub enum Metric {
     },
     /// Last-known-good was restored.
     Restored,
+    /// A question to this part had no answer for its slow threshold.
+    Slow(Part),
+    /// A question to this part had no answer by its deadline.
+    TimedOut(Part),
 }
 
 /// What the driver does, in order.
@@ -249,6 +310,27 @@ pub enum Effect {
     Sleep(Duration),
 }
 
+impl Effect {
+    /// The part an asking effect waits on, whose answer may be slow or not come by the
+    /// deadline ([`Event::Slow`], [`Event::TimedOut`]); `None` for the other effects and for a
+    /// sleep (its answer is the timer itself).
+    pub fn waits_on(&self) -> Option<Part> {
+        match self {
+            Effect::RenderFrr(_) | Effect::ApplyFrr { .. } => Some(Part::Frr),
+            Effect::ApplyKernel { .. } => Some(Part::Kernel),
+            Effect::Probe(_) => Some(Part::Probes),
+            Effect::WriteLastKnownGood(_)
+            | Effect::WriteJournal(_)
+            | Effect::ClearJournal
+            | Effect::WriteFailures(_)
+            | Effect::WriteFailuresBeforeRestore(_)
+            | Effect::Publish(_)
+            | Effect::Record(_)
+            | Effect::Sleep(_) => None,
+        }
+    }
+}
+
 /// A transaction that cannot go on: the agent reports it cannot proceed, and the state on disk
 /// says where it stopped.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -259,6 +341,22 @@ pub enum CoreError {
     /// Restoring last-known-good failed in the kernel or in FRR.
     #[error("restoring the last-known-good config failed: {0}")]
     Restore(String),
+    /// A part did not answer a question asked before anything was changed (FRR while
+    /// rendering, the probes before the change): nothing was touched; the agent reports it and
+    /// tries again.
+    #[error(
+        "{} did not answer within {} s while {what}; nothing was changed, the agent tries again",
+        part.describe(),
+        waited.as_secs()
+    )]
+    Unanswered {
+        /// The part.
+        part: Part,
+        /// What the transaction was doing.
+        what: &'static str,
+        /// How long it waited.
+        waited: Duration,
+    },
     /// An event that does not answer the effect asked for (a driver bug).
     #[error("the transaction got {event} while {state}; this is a bug in the agent's driver")]
     Unexpected {

@@ -18,11 +18,11 @@ use super::*;
 const WITHIN: Duration = Duration::from_secs(10);
 
 /// The watches of a configurator started with no flags, on `lab`.
-async fn watches(lab: &LabApi) -> (Stores, Arc<Changes>, JoinSet<String>) {
+async fn watches(lab: &LabApi) -> (Stores, Arc<Changes>, Tasks) {
     let args = Args::parse_from(["netrollout-configurator"]);
     let notify = Arc::new(Notify::new());
     let changes = Arc::new(Changes::default());
-    let mut tasks = JoinSet::new();
+    let mut tasks = supervised(&Arc::new(Metrics::default()));
     let stores = start_watches(&lab.client, &args, &notify, &changes, &mut tasks);
     // The first list marks everything (what a new leader starts from).
     let listed = eventually(WITHIN, || {

@@ -3,29 +3,13 @@
 //! skipped `MirrorTarget` would be a mirror that silently stops). The operator's generated kinds
 //! (node configs, revisions) are skipped with a note instead: netrollout makes its own.
 
-/// Why a user kind of the Go operator cannot migrate and what to do, or `None` when netrollout
-/// has no such kind because it generates it itself.
+/// Why a user kind of the Go operator cannot migrate and what to do (the words its refusing
+/// CRD uses too), or `None` when netrollout has no such kind because it generates it itself.
 pub(super) fn why_not(kind: &str) -> Option<&'static str> {
-    match kind {
-        "MirrorTarget" | "MirrorSelector" => Some(MIRRORING_REFUSED),
-        "BGPPeering" => Some(BGP_PEERING_REFUSED),
-        _ => None,
-    }
+    netrollout_api::refused::why_refused(kind)
 }
 
-/// Traffic mirroring (docs/migration.md says why it is refused).
-pub const MIRRORING_REFUSED: &str = "netrollout does not carry traffic mirroring (the Go \
-    operator's GRE tunnel to a collector in a VRF and its tc mirror rules on the source \
-    network), so migrating would stop the mirror without a word; remove the MirrorTarget and \
-    MirrorSelector objects from what you migrate and keep the Go operator on the clusters that \
-    mirror traffic (docs/migration.md)";
-
-/// BGP peering for workloads (docs/migration.md says why it is refused).
-pub const BGP_PEERING_REFUSED: &str = "netrollout does not carry BGP peering for workloads yet \
-    (the Go operator's listen ranges on a peering VLAN or loopback peers in the VRF's BGP \
-    instance), so migrating would drop the workloads' sessions; remove the BGPPeering objects \
-    from what you migrate and keep the Go operator on the clusters whose workloads peer with \
-    their nodes (docs/migration.md)";
+pub use netrollout_api::refused::{BGP_PEERING_REFUSED, MIRRORING_REFUSED};
 
 #[cfg(test)]
 mod tests {

@@ -211,6 +211,42 @@ async fn unsupported_layer2_settings_are_refused_by_kubectl_apply_and_by_migrate
     );
 }
 
+/// The Go operator's kinds netrollout does not carry, with `apiVersion` changed the way a
+/// migration by hand would: `kubectl apply` refuses each, naming the kind and what to do (their
+/// CRDs' rule), where it would otherwise say "no matches for kind".
+#[tokio::test]
+async fn kubectl_apply_refuses_bgp_peering_and_mirroring_saying_what_to_do() {
+    let lab = common::LabApi::netrollout().await;
+    for (kind, spec, why) in [
+        (
+            "BGPPeering",
+            "{peeringVlan: {name: vlan501}, remoteASN: 65511, enableBFD: true, import: [], export: []}",
+            netrollout_api::refused::BGP_PEERING_REFUSED,
+        ),
+        (
+            "MirrorTarget",
+            "{type: l3gre, destinationIP: 10.250.90.100, key: 1001, destinationVrf: mirror, sourceLoopback: lo.mir}",
+            netrollout_api::refused::MIRRORING_REFUSED,
+        ),
+        (
+            "MirrorSelector",
+            "{mirrorTarget: {kind: MirrorTarget, name: c}, mirrorSource: {kind: Layer2NetworkConfiguration, name: vlan501}, direction: ingress}",
+            netrollout_api::refused::MIRRORING_REFUSED,
+        ),
+    ] {
+        let doc = format!(
+            "apiVersion: netrollout.io/v1alpha1\nkind: {kind}\nmetadata:\n  name: x\nspec: {spec}\n"
+        );
+        let refused = lab.kubectl_run(&["apply", "-f", "-"], Some(&doc)).await;
+        assert_ne!(refused.code, 0, "kubectl apply accepted a {kind}");
+        assert!(
+            refused.stderr.contains(kind) && refused.stderr.contains(why),
+            "kubectl's refusal of a {kind} does not say why: {}",
+            refused.stderr
+        );
+    }
+}
+
 async fn feed(mut child: tokio::process::Child, input: &str) -> common::Run {
     use tokio::io::AsyncWriteExt;
     let mut stdin = child.stdin.take().unwrap();

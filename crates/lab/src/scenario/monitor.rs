@@ -212,6 +212,14 @@ impl Monitor {
     ) -> Result<()> {
         let deadline = Instant::now() + timeout;
         loop {
+            // Its watch feeds the scenario's checks (peak in flight, failures, windows): one
+            // that died would make them pass on nothing.
+            if self.watch.is_finished() {
+                bail!(
+                    "the monitor's watch of the node configs ended (panicked); the scenario's \
+                     checks would read nothing"
+                );
+            }
             if let Err(e) = self.observe(lab).await {
                 self.say(&format!("(API not answering: {e})"));
             } else if done(&self.now) {

@@ -6,18 +6,18 @@
 
 use std::time::{Duration, Instant};
 
-use super::configs::{config, desired, frr_text};
+use super::configs::{config, desired};
 use netrollout_api::{NodeConfig, NodePhase};
 use netrollout_dataplane::{Managed, ModelKernel, diff};
 
 pub use super::disk::{CrashMode, ModelDisk};
+
+mod effects;
 use crate::convert::{self, Vtep};
 use crate::outcome::Outcome;
 use crate::report::Report;
-use crate::state::{self, DiskStep, FAILED_FILE, JOURNAL_FILE, Journal, LKG_FILE};
-use crate::txn::{
-    Core, CoreError, Effect, Event, FrrText, Metric, Now, Purpose, Round, Said, Settings, Spec,
-};
+use crate::state::{DiskStep, Journal};
+use crate::txn::{Core, CoreError, Effect, Event, Metric, Now, Said, Settings, Spec};
 
 /// The agent was killed here.
 #[derive(Debug, PartialEq, Eq)]
@@ -45,7 +45,14 @@ pub enum End {
     /// The state directory refused a write (full or read-only): the driver ends the
     /// transaction (the agent reports `StateUnavailable`).
     Refused(String),
+    /// The transaction ran more than [`MAX_EFFECTS`] effects: a loop (a broken restore or
+    /// commit order that never settles). A test fails on it at once instead of hanging.
+    Runaway(String),
 }
+
+/// The most effects one transaction may run in the model world. The longest story of the
+/// tests (a 10 s probe timeout in 1 s rounds, a restore, a record) runs about 60.
+pub const MAX_EFFECTS: usize = 1_000;
 
 /// FRR as the agent sees it: the running config, and `frr.conf`.
 #[derive(Clone, Debug, Default)]
@@ -113,6 +120,30 @@ pub struct Node {
     /// The state directory refuses writing these files (full: a small journal may still fit
     /// where the backup does not); removals work.
     pub refuse_writes: Vec<&'static str>,
+    /// The kernel stops answering every apply at this op (0-based): the step is slow, then past
+    /// its deadline ([`Event::Slow`], [`Event::TimedOut`]); the kernel does that op and the
+    /// rest late: before the next kernel step, which waits for them (the driver's lane), or,
+    /// at a crash, the one it was handling.
+    pub kernel_late_at: Option<usize>,
+    /// The kernel answers nothing, restores included, while this is set (its late ops wait).
+    pub kernel_never: bool,
+    /// FRR does not answer applies of a text: it loads each late (before the next FRR step,
+    /// or at a crash).
+    pub frr_late: bool,
+    /// FRR does not answer rendering (is it running?).
+    pub render_late: bool,
+    /// Probe rounds of these kinds get no answer by their deadline.
+    pub probes_late: Vec<&'static str>,
+    /// The state directory does not finish writing this file: its temporary file is written,
+    /// the rest (sync, rename, directory sync) lands late, before the next disk step.
+    pub disk_late: Option<&'static str>,
+    /// What the parts do late.
+    late_kernel: Vec<netrollout_dataplane::Op>,
+    late_frr: Option<String>,
+    late_disk: Vec<DiskStep>,
+    /// The driver's slow threshold and deadline of every step.
+    pub slow: Duration,
+    pub deadline: Duration,
     /// The driver's memory: the journal of this process's last transaction when it ended
     /// with an error, not a crash (cleared by a restart).
     pub stopped: Option<Journal>,
@@ -155,6 +186,17 @@ impl Node {
             kernel_restore_fails: false,
             frr_restore_fails: false,
             refuse_writes: Vec::new(),
+            kernel_late_at: None,
+            kernel_never: false,
+            frr_late: false,
+            render_late: false,
+            probes_late: Vec::new(),
+            disk_late: None,
+            late_kernel: Vec::new(),
+            late_frr: None,
+            late_disk: Vec::new(),
+            slow: Duration::from_secs(5),
+            deadline: Duration::from_secs(120),
             stopped: None,
             settings,
             now: Now {
@@ -205,6 +247,7 @@ impl Node {
 
     /// Sees `spec` with the state on disk and runs the transaction.
     pub fn see(&mut self, spec: Spec) -> Result<End, Crashed> {
+        self.disk_answers();
         let mut disk = self.disk.state().expect("the state on disk reads back");
         disk.stopped = self.stopped.clone();
         self.drive(Event::Spec(spec, disk))
@@ -214,6 +257,7 @@ impl Node {
     /// is gone.
     pub fn start(&mut self) -> Result<End, Crashed> {
         self.stopped = None;
+        self.disk_answers();
         let disk = self.disk.state().expect("the state on disk reads back");
         self.drive(Event::Started(disk))
     }
@@ -225,7 +269,7 @@ impl Node {
         let end = self.drive_core(&mut core, first)?;
         self.stopped = match end {
             End::Done => None,
-            End::Stopped(_) | End::Refused(_) => core.journal().cloned(),
+            End::Stopped(_) | End::Refused(_) | End::Runaway(_) => core.journal().cloned(),
         };
         Ok(end)
     }
@@ -237,14 +281,42 @@ impl Node {
             Ok(effects) => effects.into(),
             Err(e) => return Ok(End::Stopped(e)),
         };
+        let mut ran = 0;
         while let Some(effect) = queue.pop_front() {
+            ran += 1;
+            if ran > MAX_EFFECTS {
+                let last: Vec<String> = (self.effects.iter().rev().take(3))
+                    .map(|e| format!("{e:?}").chars().take(80).collect())
+                    .collect();
+                return Ok(End::Runaway(format!(
+                    "the transaction ran {MAX_EFFECTS} effects without ending; the last: {}",
+                    last.join(" / ")
+                )));
+            }
             self.point()?;
             self.effects.push(effect.clone());
-            let event = match self.run(effect) {
+            let mut event = match self.run(effect) {
                 Ok(event) => event,
                 Err(Halt::Crashed) => return Err(Crashed),
                 Err(Halt::Refused(e)) => return Ok(End::Refused(e)),
             };
+            if event == Some(Event::TimedOut) {
+                // The driver's wait: slow (the core reports it), then the deadline.
+                self.advance(self.slow);
+                let said = match core.handle(self.now, Event::Slow) {
+                    Ok(effects) => effects,
+                    Err(e) => return Ok(End::Stopped(e)),
+                };
+                for effect in said {
+                    assert!(effect.waits_on().is_none(), "a slow step asked {effect:?}");
+                    self.effects.push(effect.clone());
+                    if self.run(effect).is_err() {
+                        unreachable!("reports and metrics cannot fail");
+                    }
+                }
+                self.advance(self.deadline - self.slow);
+                event = Some(Event::TimedOut);
+            }
             if let Some(event) = event {
                 match core.handle(self.now, event) {
                     Ok(effects) => queue.extend(effects),
@@ -254,135 +326,6 @@ impl Node {
         }
         assert!(core.is_done(), "the transaction stopped without finishing");
         Ok(End::Done)
-    }
-
-    fn write(&mut self, steps: Vec<DiskStep>) -> Result<(), Halt> {
-        for (i, step) in steps.iter().enumerate() {
-            if i > 0 {
-                self.point()?;
-            }
-            let refused = |f: &String| self.refuse_writes.iter().any(|r| f.contains(r));
-            if let DiskStep::Write { file, .. } = step
-                && refused(file)
-            {
-                return Err(Halt::Refused(format!(
-                    "cannot write state file {file}: No space left on device (os error 28)"
-                )));
-            }
-            self.disk.apply(step);
-        }
-        Ok(())
-    }
-
-    fn run(&mut self, effect: Effect) -> Result<Option<Event>, Halt> {
-        let enc = |v: Result<Vec<u8>, serde_json::Error>| v.expect("a record encodes");
-        match effect {
-            Effect::WriteLastKnownGood(l) => {
-                self.write(state::write_steps(LKG_FILE, enc(state::encode(&l))))?
-            }
-            Effect::WriteJournal(j) => {
-                self.write(state::write_steps(JOURNAL_FILE, enc(state::encode(&j))))?
-            }
-            Effect::WriteFailuresBeforeRestore(f) => {
-                let steps = state::write_steps(FAILED_FILE, enc(state::encode(&f)));
-                match self.write(steps) {
-                    Err(Halt::Refused(_)) => {} // the driver goes on with the restore
-                    other => other?,
-                }
-            }
-            Effect::WriteFailures(f) => {
-                self.write(state::write_steps(FAILED_FILE, enc(state::encode(&f))))?
-            }
-            Effect::ClearJournal => self.write(state::remove_steps(JOURNAL_FILE))?,
-            Effect::Publish(r) => self.reports.push(r),
-            Effect::Record(m) => self.metrics.push(m),
-            Effect::RenderFrr(config) => {
-                let text = if self.unroutable {
-                    Err("the managed router id equals the default VRF's".into())
-                } else {
-                    Ok(frr_text(&config))
-                };
-                return Ok(Some(Event::FrrRendered(text)));
-            }
-            Effect::ApplyKernel { desired, purpose } => {
-                let ops = diff(&desired, &self.kernel.state);
-                if let (Purpose::Restore, true, Some(op)) =
-                    (purpose, self.kernel_restore_fails, ops.first())
-                {
-                    let e = format!("{op}: Device or resource busy (EBUSY)");
-                    return Ok(Some(Event::KernelFailed(e)));
-                }
-                for (i, op) in ops.iter().enumerate() {
-                    if i > 0 {
-                        self.point()?;
-                    }
-                    if purpose == Purpose::Apply && self.kernel_fails_at == Some(i) {
-                        return Ok(Some(Event::KernelFailed(format!(
-                            "{op}: Operation not supported (EOPNOTSUPP)"
-                        ))));
-                    }
-                    if let Err(e) = self.kernel.execute(op, &self.managed) {
-                        return Ok(Some(Event::KernelFailed(e)));
-                    }
-                }
-                return Ok(Some(Event::KernelApplied));
-            }
-            Effect::ApplyFrr { text, purpose } => {
-                if purpose == Purpose::Restore && self.frr_restore_fails {
-                    let e = "frr-reload.py: vtysh: connection to zebra refused".into();
-                    return Ok(Some(Event::FrrFailed(e)));
-                }
-                let text = match text {
-                    FrrText::Full(t) => t,
-                    FrrText::Render(c) => frr_text(&c),
-                };
-                let rejected = |l: &&str| {
-                    self.frr
-                        .reject
-                        .as_ref()
-                        .is_some_and(|b| l.contains(b.as_str()))
-                };
-                if let Some(line) = text.lines().find(rejected) {
-                    let msg = format!("line {line:?}: % Unknown command");
-                    return Ok(Some(Event::FrrRejected(msg)));
-                }
-                self.frr.file = text.clone();
-                self.point()?;
-                self.frr.running = text.clone();
-                self.frr.loads.push(text);
-                return Ok(Some(Event::FrrApplied));
-            }
-            Effect::Probe(round) => {
-                let out = match round {
-                    Round::Before { .. } => outcomes(&self.probes.before),
-                    Round::After { links, skip, .. } => {
-                        let n = self.after_rounds;
-                        self.after_rounds += 1;
-                        let mut out = outcomes(&(self.probes.after)(n));
-                        out.retain(|o| !skip.contains(&o.name));
-                        out.extend(links.iter().map(|l| {
-                            Outcome {
-                                name: format!("link {l}"),
-                                error: (!self.kernel.state.links.get(l).is_some_and(|x| x.up))
-                                    .then(|| "operstate is down".into()),
-                            }
-                        }));
-                        out
-                    }
-                    Round::Restored { .. } => outcomes(&self.probes.before),
-                };
-                return Ok(Some(Event::Probed(out)));
-            }
-            Effect::Sleep(d) => {
-                self.advance(d);
-                if let Some(jump) = &mut self.on_sleep {
-                    jump(self.sleeps, &mut self.now);
-                }
-                self.sleeps += 1;
-                return Ok(Some(Event::TimerFired));
-            }
-        }
-        Ok(None)
     }
 
     /// The last report with a phase.

@@ -7,6 +7,7 @@ mod configs;
 mod crash;
 mod disk;
 mod harness;
+mod late;
 mod restore;
 mod rules;
 mod rules_recovery;

@@ -1,0 +1,195 @@
+//! The real agent while the kernel holds its netlink lock: a namespace with thousands of links
+//! is removed (the kernel removes them in the background, holding RTNL the whole time) right
+//! before a change reaches the agent. The agent says what it waits for and since when (status
+//! reason `WaitingForKernel`, its log, the step metrics) while `/healthz` stays 200 (a known
+//! wait is reported, not restarted); with the default deadline it finishes once the kernel
+//! answers; with a short deadline the apply fails and the restore waits for the kernel: either
+//! way the kernel ends holding one whole config.
+//!
+//! A test binary of its own: it slows every netlink write on the machine for a while, so it
+//! does not run beside the other agent tests (cargo runs test binaries one after another), and
+//! it waits until the kernel has settled before it ends.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+#[path = "common/lab_ext.rs"]
+mod lab_ext;
+
+use std::time::{Duration, Instant};
+
+use lab_ext::AgentLab as _;
+use netrollout_api::{NodeConfig, NodePhase};
+use netrollout_testkit::agent::{Lab, layer2s};
+use netrollout_testkit::netns::{Netns, wait_until_settled};
+
+/// Layer-2 networks of the namespace removed (a bridge, a VXLAN port and an address each, as
+/// the dataplane benchmark makes them): removing 2,000 such links held this machine's netlink
+/// lock for 18.5 s (veth pairs go fast: 3,000 in 0.4 s).
+const NETWORKS: u32 = 1000;
+
+/// The tests take turns: each holds the kernel's lock on purpose.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A namespace holding `2 * NETWORKS` links, ready to be removed.
+fn heavy_namespace() -> Netns {
+    let ns = Netns::new("agl");
+    let batch: String = (1..=NETWORKS)
+        .map(|n| {
+            format!(
+                "link add name b{n} up type bridge\n\
+                 link add name x{n} master b{n} up type vxlan id {} local 192.0.2.1 dstport 4789\n\
+                 addr add 10.{}.{}.1/24 dev b{n}\n",
+                100_000 + n,
+                n / 256,
+                n % 256
+            )
+        })
+        .collect();
+    let file = std::env::temp_dir().join(format!("{}.batch", ns.name));
+    std::fs::write(&file, batch).unwrap();
+    ns.ip(&format!("-batch {}", file.display()));
+    let _ = std::fs::remove_file(&file);
+    ns
+}
+
+/// An agent that committed the empty config, with a 1 s slow threshold.
+async fn started(extra: &[&str]) -> Lab {
+    let mut lab = Lab::new(env!("CARGO_BIN_EXE_netrollout-agent").into()).await;
+    lab.extra_args = ["--step-slow", "1s"]
+        .iter()
+        .chain(extra)
+        .map(|s| s.to_string())
+        .collect();
+    lab.set_spec("rev-0", NodeConfig::default()).await;
+    lab.start_agent();
+    lab.wait_finished("rev-0", 60).await;
+    lab
+}
+
+/// Removes `heavy` and dispatches `rev`; until the status is about `rev` and finished, checks
+/// `/healthz` and remembers every reason and message the status showed. Returns them and the
+/// finished object.
+async fn dispatch_while_the_kernel_is_busy(
+    lab: &Lab,
+    heavy: Netns,
+    rev: &str,
+) -> (Vec<(String, String)>, netrollout_api::NodeNetworkConfig) {
+    drop(heavy);
+    let removed = Instant::now();
+    lab.set_spec(rev, layer2s(100, 20)).await;
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let health = healthz(lab).await;
+        assert!(
+            health.contains("200"),
+            "/healthz failed during a wait on the kernel: {health}\n{}",
+            lab.log()
+        );
+        let nnc = lab.nnc_api().get(&lab.node).await.unwrap();
+        let status = nnc.status.clone().unwrap_or_default();
+        let said = (
+            status.reason.clone().unwrap_or_default(),
+            status.message.clone().unwrap_or_default(),
+        );
+        if seen.last() != Some(&said) {
+            seen.push(said);
+        }
+        let finished = status.observed_revision.as_deref() == Some(rev)
+            && matches!(
+                status.phase,
+                Some(NodePhase::Provisioned | NodePhase::Failed)
+            );
+        if finished && status.reason.as_deref() != Some("RestoreFailed") {
+            eprintln!(
+                "{rev}: finished {:.1} s after the namespace removal began",
+                removed.elapsed().as_secs_f64()
+            );
+            return (seen, nnc);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{rev} did not finish; seen {seen:#?}\n{}",
+            lab.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn healthz(lab: &Lab) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect((lab.ns_ip.as_str(), 9101))
+        .await
+        .unwrap();
+    let req = "GET /healthz HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n";
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).await.unwrap();
+    buf
+}
+
+fn waited_on_the_kernel(seen: &[(String, String)]) -> bool {
+    seen.iter().any(|(reason, message)| {
+        reason == "WaitingForKernel" && message.contains("waiting for the kernel (netlink) since")
+    })
+}
+
+fn settle() {
+    let waited = wait_until_settled(Duration::from_secs(600));
+    eprintln!(
+        "waited {:.1} s for the kernel to finish removing namespaces",
+        waited.as_secs_f64()
+    );
+}
+
+#[tokio::test]
+async fn an_apply_that_waits_on_the_netlink_lock_says_so_stays_live_and_finishes_whole() {
+    let _turn = SERIAL.lock().await;
+    let lab = started(&[]).await;
+    let heavy = heavy_namespace();
+    settle();
+    let (seen, nnc) = dispatch_while_the_kernel_is_busy(&lab, heavy, "rev-1").await;
+    let status = nnc.status.unwrap();
+    assert_eq!(
+        status.phase,
+        Some(NodePhase::Provisioned),
+        "{status:?}\n{}",
+        lab.log()
+    );
+    assert!(waited_on_the_kernel(&seen), "{seen:#?}\n{}", lab.log());
+    assert!(lab.holds(&layer2s(100, 20)).await);
+    // The log named the step and the work the kernel had not answered.
+    assert!(
+        lab.log().lines().any(|l| l.contains("\"step\":\"wait\"")
+            && l.contains("\"waiting_for\":\"apply\"")
+            && l.contains("netlink apply of rev-1")),
+        "{}",
+        lab.log()
+    );
+    settle();
+}
+
+#[tokio::test]
+async fn an_apply_past_its_deadline_fails_and_the_restore_waits_for_the_kernel() {
+    let _turn = SERIAL.lock().await;
+    let lab = started(&["--kernel-deadline", "2s"]).await;
+    let heavy = heavy_namespace();
+    settle();
+    let (seen, nnc) = dispatch_while_the_kernel_is_busy(&lab, heavy, "rev-1").await;
+    let status = nnc.status.unwrap();
+    assert_eq!(
+        (status.phase, status.reason.as_deref()),
+        (Some(NodePhase::Failed), Some("ApplyFailed")),
+        "{status:?}\n{}",
+        lab.log()
+    );
+    let message = status.message.unwrap_or_default();
+    assert!(
+        message.contains("the kernel did not answer within 2 s")
+            && message.contains("restored last-known-good rev-0"),
+        "{message}"
+    );
+    assert!(waited_on_the_kernel(&seen), "{seen:#?}");
+    // Nothing of rev-1 is left: the restore ran after the kernel answered the late apply.
+    assert!(lab.holds(&NodeConfig::default()).await, "{}", lab.log());
+    settle();
+}
