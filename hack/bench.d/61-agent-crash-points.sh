@@ -14,8 +14,10 @@ out=$(cargo test --release -q -p netrollout-agent --lib --locked -- txn::tests::
   exit 1
 }
 t1=$(date +%s.%N)
-single=$(grep -oE '^crash points enumerated: [0-9]+, passed: [0-9]+' <<<"$out")
-double=$(grep -oE '^double crash points enumerated: [0-9]+, passed: [0-9]+' <<<"$out")
+# `-q` prints a dot per test, and a test's own line may follow one: strip them from line starts.
+lines=$(sed -E 's/^\.+//' <<<"$out")
+single=$(grep -oE '^crash points enumerated: [0-9]+, passed: [0-9]+' <<<"$lines")
+double=$(grep -oE '^double crash points enumerated: [0-9]+, passed: [0-9]+' <<<"$lines")
 [ -n "$single" ] && [ -n "$double" ] || { echo "$out" >&2; echo "agent crash points: no counts printed" >&2; exit 1; }
 n1=$(grep -oE 'enumerated: [0-9]+' <<<"$single" | grep -oE '[0-9]+'); p1=$(grep -oE 'passed: [0-9]+' <<<"$single" | grep -oE '[0-9]+')
 n2=$(grep -oE 'enumerated: [0-9]+' <<<"$double" | grep -oE '[0-9]+'); p2=$(grep -oE 'passed: [0-9]+' <<<"$double" | grep -oE '[0-9]+')

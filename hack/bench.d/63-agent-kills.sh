@@ -12,8 +12,10 @@ out=$(cargo test --release -q -p netrollout-agent --test it --locked -- kills:: 
   echo "agent kills: the kill test failed" >&2
   exit 1
 }
-kills=$(grep -oE '^kills: [0-9]+ in [0-9]+ revisions over [0-9]+ namespaces in [0-9.]+ s' <<<"$out") || true
-summary=$(grep -oE '^half-applied found: .*' <<<"$out") || true
+# `-q` prints a dot per test, and a test's own line may follow one: strip them from line starts.
+lines=$(sed -E 's/^\.+//' <<<"$out")
+kills=$(grep -oE '^kills: [0-9]+ in [0-9]+ revisions over [0-9]+ namespaces in [0-9.]+ s' <<<"$lines") || true
+summary=$(grep -oE '^half-applied found: .*' <<<"$lines") || true
 [ -n "$kills" ] && [ -n "$summary" ] || { echo "$out" >&2; echo "agent kills: no figures printed" >&2; exit 1; }
 n=$(awk '{print $2}' <<<"$kills"); secs=$(awk '{print $(NF-1)}' <<<"$kills")
 half=$(grep -oE 'half-applied found: [0-9]+' <<<"$summary" | grep -oE '[0-9]+$')

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `netrollout-lab up` as a user runs it: the rollout succeeds, the lab says it is ready only once
-# every agent reports TenantReachable=True, kubectl works with the kubeconfig it writes, and after the lab is killed with SIGKILL (a crash) `netrollout-lab down` leaves no
-# namespace, link, process, FRR daemon or FRR directory behind. Then `up 2>&1 | tee up.log`
+# every agent reports TenantReachable=True, kubectl works with the kubeconfig it writes, and after
+# the lab is killed with SIGKILL (a crash) `netrollout-lab down` leaves no namespace, link,
+# process, FRR daemon or FRR directory behind. `down` run while `up` runs makes `up` say its lab
+# is gone and exit. Then `up 2>&1 | tee up.log`
 # ended by Ctrl-C (SIGINT to the whole pipeline, as a terminal sends it; tee dies too, so the
 # lab's stdout is a broken pipe) must tear everything down by itself.
 set -euo pipefail
@@ -90,6 +92,26 @@ sleep 0.5
 leftovers || exit 1
 echo "after down: nothing left"
 
+# `down` from a second terminal while `up` runs (as a new user does): `up` notices its lab is
+# gone, says so and exits non-zero by itself, leaving nothing behind.
+rm -f "$state/up.log"
+$lab --state-dir "$state" up --nodes 2 >"$state/up.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 120); do
+  grep -q "rollout succeeded" "$state/up.log" && break
+  kill -0 "$pid" 2>/dev/null || { cat "$state/up.log"; echo "FAIL: netrollout-lab up exited" >&2; exit 1; }
+  sleep 1
+done
+$lab --state-dir "$state" down
+for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+kill -0 "$pid" 2>/dev/null && { echo "FAIL: up still runs 30 s after down removed its lab" >&2; exit 1; }
+if wait "$pid"; then echo "FAIL: up exited 0 after its lab was removed under it" >&2; exit 1; fi
+pid=
+grep -q "the lab is gone: " "$state/up.log" || { cat "$state/up.log"; echo "FAIL: up did not say its lab is gone" >&2; exit 1; }
+sleep 0.5
+leftovers || exit 1
+echo "down while up runs: $(grep -o 'the lab is gone: .*' "$state/up.log")"
+
 # Ctrl-C on `up 2>&1 | tee up.log`: the pipeline runs in a process group of its own; SIGINT goes
 # to all of it, as the terminal's Ctrl-C does. A script's background jobs ignore SIGINT, so
 # `env --default-signal=INT` restores it: tee dies at once, as in a terminal, and the lab's
@@ -114,6 +136,12 @@ kubectl --kubeconfig "$state/kubeconfig" get layer2 storage-replication >/dev/nu
 if kubectl --kubeconfig "$state/kubeconfig" get layer2 vlan502 >/dev/null 2>&1; then
   echo "FAIL: --manifests: the samples were applied too" >&2; exit 1
 fi
+# The closing hint patches one of the user's own networks, not the samples' vlan502.
+hint=$(grep -o 'kubectl patch layer2 [^ ]*' "$state/tee.log" || true)
+[ -n "$hint" ] && ! grep -q vlan502 <<<"$hint" \
+  || { cat "$state/tee.log"; echo "FAIL: --manifests: the hint is not one of the user's networks: $hint" >&2; exit 1; }
+kubectl --kubeconfig "$state/kubeconfig" get layer2 "${hint##* }" >/dev/null \
+  || { echo "FAIL: --manifests: the hint's network ${hint##* } is not in the lab" >&2; exit 1; }
 kill -INT -- "-$group"
 for _ in $(seq 1 30); do
   pgrep -f "netrollout-lab --state-dir $state up" >/dev/null || break

@@ -17,6 +17,7 @@ use crate::fabric;
 
 mod apply;
 mod configurator;
+mod liveness;
 mod node;
 mod pods;
 
@@ -184,6 +185,7 @@ impl Cluster {
             true => Some(
                 crate::vm::VmHost::boot(
                     &crate::vm::script(&opts.bin_dir)?,
+                    &opts.bin_dir,
                     &opts.state_dir,
                     server.addr().port(),
                     traffic.recorder(),
@@ -356,14 +358,10 @@ impl Cluster {
     /// Stops every process and removes the fabric.
     pub async fn shutdown(mut self) -> Result<()> {
         self.traffic.stop().await;
-        for (_, proc) in std::mem::take(&mut self.configurators) {
-            proc.kill().await;
-        }
-        for (_, (_, proc)) in std::mem::take(&mut self.nodes) {
-            if let Some(proc) = proc {
-                proc.kill().await;
-            }
-        }
+        // All at once: ending a container costs podman a few process starts.
+        let configurators = std::mem::take(&mut self.configurators).into_values();
+        let agents = (std::mem::take(&mut self.nodes).into_values()).filter_map(|(_, p)| p);
+        futures::future::join_all(configurators.chain(agents).map(Proc::kill)).await;
         let in_vm = self.vm.is_some();
         if let Some(vm) = self.vm.take() {
             vm.shutdown().await;

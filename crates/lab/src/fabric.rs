@@ -15,7 +15,8 @@ pub const NETNS_PREFIX: &str = "nrlab-";
 const VETH_PREFIX: &str = "nrlv";
 /// The host's address on the fabric; the lab API server listens here.
 pub const HOST_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
-const PREFIX_LEN: u8 = 24;
+/// The fabric's prefix length: the fabric is `10.77.0.0/24`.
+pub const PREFIX_LEN: u8 = 24;
 /// The host bridge's fixed, locally administered MAC address.
 const BRIDGE_MAC: &str = "02:00:0a:4d:00:01";
 
@@ -79,6 +80,12 @@ pub fn create_bridge() -> Result<()> {
         BRIDGE,
     ])?;
     ip(&["link", "set", BRIDGE, "up"])
+}
+
+/// The fabric's network address (`10.77.0.0`).
+pub fn network() -> Ipv4Addr {
+    let mask = u32::MAX << (32 - u32::from(PREFIX_LEN));
+    Ipv4Addr::from(u32::from(HOST_IP) & mask)
 }
 
 /// The fabric address of node number `index` (1-based).

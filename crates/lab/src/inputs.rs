@@ -155,6 +155,21 @@ pub fn initial(
     Ok((objects, skipped))
 }
 
+/// The command `up` suggests to roll a new revision out: an MTU change on the last layer-2
+/// network of the user's inputs (`users`, as [`select`] gives them: `vlan502` of the samples),
+/// or on the lab's tenant network when the user brought none.
+pub fn patch_hint(users: &[DynamicObject]) -> String {
+    let layer2 = |o: &&DynamicObject| {
+        o.types.as_ref().map(|t| t.kind.as_str()) == Some("Layer2NetworkConfiguration")
+    };
+    let (name, mtu) = users.iter().rfind(layer2).map_or((TENANT, 1500), |o| {
+        let name = o.metadata.name.as_deref().unwrap_or(TENANT);
+        (name, o.data["spec"]["mtu"].as_i64().unwrap_or(1500))
+    });
+    let new = if mtu == 1400 { 1450 } else { 1400 };
+    format!("kubectl patch layer2 {name} --type merge -p '{{\"spec\":{{\"mtu\":{new}}}}}'")
+}
+
 /// A config that cuts every node off the API server: the host's fabric address becomes a local
 /// address of a lab bridge, so the node's packets to the API server never leave it.
 pub fn connectivity_breaker() -> Result<DynamicObject> {
@@ -269,6 +284,24 @@ mod tests {
                 border()
             );
         }
+    }
+
+    #[test]
+    fn the_hint_patches_one_of_the_users_own_networks() {
+        let (samples, _) = select(&Source::Samples, false).unwrap();
+        assert_eq!(
+            patch_hint(&samples),
+            r#"kubectl patch layer2 vlan502 --type merge -p '{"spec":{"mtu":1400}}'"#
+        );
+        let mut theirs = vec![layer2("office", 30, "10.30.0.1/24").unwrap()];
+        theirs[0].data["spec"]["mtu"] = 1400.into();
+        theirs.push(layer2("lab", 31, "10.31.0.1/24").unwrap());
+        theirs.swap(0, 1);
+        assert_eq!(
+            patch_hint(&theirs),
+            r#"kubectl patch layer2 office --type merge -p '{"spec":{"mtu":1450}}'"#
+        );
+        assert!(patch_hint(&[]).contains(&format!("layer2 {TENANT} ")));
     }
 
     #[test]

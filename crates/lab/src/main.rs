@@ -349,6 +349,7 @@ async fn up(opts: Options, stop: &mut Stop) -> Result<()> {
 async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
     let source = &lab.options().inputs;
     let (objects, skipped) = inputs::initial(source, lab.vrf, lab.node_names().len())?;
+    let hint = inputs::patch_hint(&inputs::select(source, lab.vrf)?.0);
     if let inputs::Source::Manifests(m) = source
         && m.converted > 0
     {
@@ -380,7 +381,17 @@ async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
     let mut succeeded: Option<tokio::time::Instant> = None;
     let mut announced = false;
     loop {
-        if let Ok(obs) = Observed::fetch(&lab.client).await {
+        if let Some(why) = lab.gone() {
+            anyhow::bail!("the lab is gone: {why} (`netrollout-lab down` in another terminal?)");
+        }
+        // Bounded, and given up at a signal: a server address removed under a request (the
+        // fabric gone) leaves it waiting for minutes.
+        let fetch = tokio::time::timeout(Duration::from_secs(5), Observed::fetch(&lab.client));
+        let fetched = tokio::select! {
+            () = stop.wait() => return Ok(()),
+            r = fetch => r,
+        };
+        if let Ok(Ok(obs)) = fetched {
             let done = obs.newest().and_then(|r| r.status.as_ref()?.phase)
                 == Some(RevisionPhase::Succeeded);
             if done && succeeded.is_none() {
@@ -409,10 +420,11 @@ async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
                      export KUBECONFIG={} PATH={}:$PATH\n  \
                      kubectl get ncr,nnc\n  \
                      kubectl netrollout status\n  \
-                     kubectl patch layer2 vlan502 --type merge -p '{{\"spec\":{{\"mtu\":1400}}}}'   # a new revision rolls out\n\
+                     {}   # a new revision rolls out\n\
                      Changes show up here. Ctrl-C tears everything down.",
                     lab.kubeconfig().display(),
                     lab.options().bin_dir.display(),
+                    hint,
                 );
                 if let Some(p) = &lab.prometheus {
                     out!(

@@ -155,6 +155,7 @@ fn check(mut doc: Value) -> Result<(Value, bool), String> {
             LEGACY_GROUPS.map(|g| format!("{g}/v1alpha1")).join(", ")
         ));
     }
+    off_the_fabric(&kind, &name, &doc["spec"])?;
     doc["apiVersion"] = Value::from(format!("{}/v1alpha1", netrollout_api::GROUP));
     let meta = &doc["metadata"];
     let mut kept = serde_json::Map::new();
@@ -165,6 +166,58 @@ fn check(mut doc: Value) -> Result<(Value, bool), String> {
     }
     doc["metadata"] = Value::Object(kept);
     Ok((doc, converted))
+}
+
+/// Refuses a network that overlaps the lab's own fabric (`10.77.0.0/24`): a node given an
+/// address on it (an anycast gateway `10.77.0.1/24`, a VRF loopback's subnet) loses its way to
+/// the lab API server, and every node's probes fail once it is rolled out.
+fn off_the_fabric(kind: &str, name: &str, spec: &Value) -> Result<(), String> {
+    let networks: Vec<(String, &str)> = match kind {
+        "Layer2NetworkConfiguration" => (spec["anycastGateways"].as_array().into_iter())
+            .flatten()
+            .enumerate()
+            .filter_map(|(i, g)| Some((format!("spec.anycastGateways[{i}]"), g.as_str()?)))
+            .collect(),
+        "VRFRouteConfiguration" => (spec["loopbacks"].as_array().into_iter())
+            .flatten()
+            .enumerate()
+            .filter_map(|(i, l)| {
+                Some((format!("spec.loopbacks[{i}].subnet"), l["subnet"].as_str()?))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let fabric = (crate::fabric::HOST_IP, crate::fabric::PREFIX_LEN);
+    for (field, network) in networks {
+        let Some((addr, len)) = ipv4_network(network) else {
+            continue; // Not IPv4 with a prefix length: the API server's validation says so.
+        };
+        let common = u32::from(len.min(fabric.1));
+        let mask = u32::MAX.checked_shl(32 - common).unwrap_or(0);
+        if u32::from(addr) & mask == u32::from(fabric.0) & mask {
+            return Err(format!(
+                "{kind}/{name}: {field} {network} overlaps the lab's own fabric {}/{} (the nodes                  reach the lab API server at {} over it{}); pick a network outside {}/{}",
+                crate::fabric::network(),
+                fabric.1,
+                fabric.0,
+                if addr == fabric.0 {
+                    format!(", and {addr} is that very address")
+                } else {
+                    String::new()
+                },
+                crate::fabric::network(),
+                fabric.1,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `a.b.c.d/len` as its address and prefix length.
+fn ipv4_network(s: &str) -> Option<(std::net::Ipv4Addr, u8)> {
+    let (addr, len) = s.split_once('/')?;
+    let len: u8 = len.parse().ok().filter(|l| *l <= 32)?;
+    Some((addr.parse().ok()?, len))
 }
 
 #[cfg(test)]
@@ -256,6 +309,45 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("a.yaml: not valid YAML or JSON"), "{err}");
+    }
+
+    #[test]
+    fn a_network_on_the_lab_fabric_is_refused_before_the_lab_starts_naming_the_address() {
+        let gateway = |g: &str| {
+            L2.replace(
+                "mtu: 1500}",
+                &format!("mtu: 1500, anycastGateways: [10.250.0.1/24, {g}]}}"),
+            )
+        };
+        let err = read(&[("a.yaml", &gateway("10.77.0.1/24"))])
+            .unwrap_err()
+            .to_string();
+        for part in [
+            "a.yaml, document 1",
+            "Layer2NetworkConfiguration/net1",
+            "spec.anycastGateways[1] 10.77.0.1/24",
+            "overlaps the lab's own fabric 10.77.0.0/24",
+            "10.77.0.1 is that very address",
+            "pick a network outside 10.77.0.0/24",
+        ] {
+            assert!(err.contains(part), "{part}: {err}");
+        }
+        // A wider network that holds the fabric, and a loopback subnet inside it.
+        let err = read(&[("a.yaml", &gateway("10.0.0.1/8"))])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("10.0.0.1/8 overlaps"), "{err}");
+        assert!(!err.contains("very address"), "{err}");
+        let vrf = "apiVersion: netrollout.io/v1alpha1\nkind: VRFRouteConfiguration\n\
+                   metadata: {name: v1}\nspec: {vrf: mir, seq: 1, \
+                   loopbacks: [{name: lo.mir, subnet: 10.77.0.128/25}]}\n";
+        let err = read(&[("v.yaml", vrf)]).unwrap_err().to_string();
+        assert!(
+            err.contains("VRFRouteConfiguration/v1: spec.loopbacks[0].subnet 10.77.0.128/25"),
+            "{err}"
+        );
+        // Next to it, not on it: accepted.
+        assert!(read(&[("a.yaml", &gateway("10.77.1.1/24"))]).is_ok());
     }
 
     #[test]

@@ -25,6 +25,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::workload::{Network, Recorder, now_ms};
 
+pub mod binaries;
+
 /// The host's loopback as the guest sees it (qemu's user network).
 pub const HOST_FROM_GUEST: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
 /// How long the VM may take to boot and start the guest side (TCG is slow).
@@ -165,6 +167,8 @@ pub struct VmHost {
     calls: mpsc::UnboundedSender<Call>,
     /// Whether the guest kernel creates VRF devices.
     pub vrf: bool,
+    /// The agent binary as the guest sees it ([`binaries::for_guest`]).
+    pub agent: PathBuf,
     console: PathBuf,
 }
 
@@ -188,25 +192,10 @@ pub fn script(bin_dir: &Path) -> Result<PathBuf> {
         })
 }
 
-/// Directories the guest mounts its own empty tmpfs over (`hack/vm/lab.sh`): nothing of the
-/// host's below them exists in the VM.
-const GUEST_TMPFS: [&str; 5] = ["/run", "/tmp", "/etc/frr", "/var/tmp", "/var/log"];
-
-/// The guest's tmpfs that hides `bin_dir`, if one does.
-fn hidden_in_guest(bin_dir: &Path) -> Option<&'static str> {
-    GUEST_TMPFS.into_iter().find(|d| bin_dir.starts_with(d))
-}
-
-/// Checks what `--vm` needs before anything starts: binaries the guest can see, qemu and the
-/// cached Debian kernel. Each failure says what is wrong and how to fix it.
+/// Checks what `--vm` needs before anything starts: qemu and the cached Debian kernel (the
+/// binaries the guest runs are made visible to it at boot, [`binaries::for_guest`]). Each
+/// failure says what is wrong and how to fix it.
 pub fn preflight(bin_dir: &Path) -> Result<PathBuf> {
-    if let Some(dir) = hidden_in_guest(bin_dir) {
-        bail!(
-            "--vm runs the binaries in {} inside the VM, but the VM mounts its own empty {dir}: \
-             build them outside {dir} (move the checkout, or set CARGO_TARGET_DIR elsewhere)",
-            bin_dir.display()
-        );
-    }
     let script = script(bin_dir)?;
     let has_qemu = std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("qemu-system-x86_64").exists()));
@@ -241,6 +230,7 @@ impl VmHost {
     /// agents' API traffic to `api_port` on the host's loopback. Probes go to `recorder`.
     pub async fn boot(
         script: &Path,
+        bin_dir: &Path,
         state_dir: &Path,
         api_port: u16,
         recorder: Recorder,
@@ -250,13 +240,14 @@ impl VmHost {
             .context("listening for the VM's control connection")?;
         let control = SocketAddr::from((HOST_FROM_GUEST, listener.local_addr()?.port()));
         let exe = std::env::current_exe().context("locating netrollout-lab")?;
+        let programs = binaries::for_guest(&exe, bin_dir, state_dir)?;
         let console = state_dir.join("logs").join("vm.log");
         let log = std::fs::File::create(&console)
             .with_context(|| format!("creating {}", console.display()))?;
         let mut qemu = Command::new(script)
             .arg(state_dir.join("vm"))
             .arg(state_dir)
-            .arg(&exe)
+            .arg(&programs.lab)
             .arg("--state-dir")
             .arg(state_dir)
             .args(["guest", "--control", &control.to_string()])
@@ -340,6 +331,7 @@ impl VmHost {
             qemu,
             calls,
             vrf,
+            agent: programs.agent,
             console,
         })
     }
@@ -407,28 +399,6 @@ mod tests {
         })
         .unwrap();
         assert!(op.contains("\"op\":\"evpn\""), "{op}");
-    }
-
-    #[test]
-    fn binaries_below_a_guest_tmpfs_are_refused_before_the_vm_boots() {
-        assert_eq!(
-            hidden_in_guest(Path::new("/tmp/checkout/target/debug")),
-            Some("/tmp")
-        );
-        assert_eq!(
-            hidden_in_guest(Path::new("/var/tmp/x/target/release")),
-            Some("/var/tmp")
-        );
-        assert_eq!(
-            hidden_in_guest(Path::new("/srv/checkout/target/debug")),
-            None
-        );
-        // A directory that only starts with the same letters is not below it.
-        assert_eq!(hidden_in_guest(Path::new("/tmpwork/target/debug")), None);
-        let e = preflight(Path::new("/tmp/checkout/target/debug"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("CARGO_TARGET_DIR"), "{e}");
     }
 
     #[test]

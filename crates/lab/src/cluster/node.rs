@@ -153,7 +153,10 @@ impl Cluster {
         )?;
         Ok(crate::vm::Spawn {
             netns: pathspace,
-            program: self.opts.bin_dir.join("netrollout-agent"),
+            program: (self.vm.as_ref()).map_or_else(
+                || self.opts.bin_dir.join("netrollout-agent"),
+                |vm| vm.agent.clone(),
+            ),
             args,
             env: vec![
                 ("KUBECONFIG".into(), path(&kubeconfig)),
