@@ -11,6 +11,8 @@
 //!   bring to the text, which `frr-reload.py` then applied (each logged with what was left);
 //! - `netrollout_agent_frr_vty_fallbacks_total`: reads of FRR during an apply (running config,
 //!   daemons answering) done with vtysh because the daemons' vty sockets could not be used;
+//! - `netrollout_agent_frr_info{version}`: 1 for the FRR version the daemons showed last (their
+//!   `frr version` line; none before the agent first read FRR);
 //! - `netrollout_agent_probe_failures_total{probe}`: enforced probe failures that failed an
 //!   attempt, by kind (`tcp`, `icmp`, `gateway`, `api-server`, `link`, `frr`, `bgp`, `evpn`);
 //! - `netrollout_agent_tenant_reachable`, `netrollout_agent_health_rounds_total`,
@@ -58,6 +60,7 @@ pub struct Metrics {
     frr_writes: Counter,
     frr_fallbacks: Counter,
     frr_vty_fallbacks: Counter,
+    frr_info: Family<Labels, Gauge>,
     probe_failures: Family<Labels, Counter>,
     apply_seconds: Histogram,
     probe_seconds: Histogram,
@@ -81,6 +84,7 @@ impl Default for Metrics {
         let frr_writes = Counter::default();
         let frr_fallbacks = Counter::default();
         let frr_vty_fallbacks = Counter::default();
+        let frr_info = Family::<Labels, Gauge>::default();
         let probe_failures = Family::<Labels, Counter>::default();
         let apply_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
         let probe_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
@@ -113,6 +117,11 @@ impl Default for Metrics {
             "frr_vty_fallbacks",
             "Reads of FRR done with vtysh because the daemons' vty sockets could not be used",
             frr_vty_fallbacks.clone(),
+        );
+        registry.register(
+            "frr_info",
+            "The FRR version the daemons run (1 for the version shown last)",
+            frr_info.clone(),
         );
         registry.register(
             "probe_failures",
@@ -168,6 +177,7 @@ impl Default for Metrics {
             frr_writes,
             frr_fallbacks,
             frr_vty_fallbacks,
+            frr_info,
             probe_failures,
             apply_seconds,
             probe_seconds,
@@ -202,6 +212,15 @@ impl Metrics {
     /// Counts writes to FRR.
     pub fn frr_writes(&self, n: u32) {
         self.frr_writes.inc_by(u64::from(n));
+    }
+
+    /// Sets `frr_info` to `version` (the only version shown).
+    pub fn frr_version(&self, version: &str) {
+        let labels = vec![("version".to_string(), version.to_string())];
+        if self.frr_info.get(&labels).is_none() {
+            self.frr_info.clear();
+        }
+        self.frr_info.get_or_create(&labels).set(1);
     }
 
     /// Counts applies that fell back to `frr-reload.py`.

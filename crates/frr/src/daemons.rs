@@ -1,17 +1,8 @@
-//! A real FRR (zebra + bgpd of Debian's `frr` package) in a network namespace, with an FRR
-//! pathspace (`-N`) of its own, for tests and benchmarks, on the host and in the test VM. Needs
-//! root and FRR; panics with what to install otherwise. The daemons are stopped (by the pids in
-//! their pid files) on drop.
-//!
-//! zebra starts first and bgpd only once zebra answers (and, when asked, shows the underlay
-//! address), as FRR's own init does. Started together, bgpd can open a BGP session before zebra
-//! has told it the interfaces (`nexthop_set failed ... intf (Unknown)` in bgpd.log), and the
-//! routes of that session may stay not valid for over a minute.
-
-//! A real FRR (zebra + bgpd of Debian's `frr` package) in a network namespace, with an FRR
+//! A real FRR (zebra + bgpd; FRR 10's mgmtd first) in a network namespace, with an FRR
 //! pathspace (`-N`) of its own: the one start of the workspace, used by the lab, the tests, the
-//! benchmarks and the test VM. Needs
-//! root and FRR. [`Start::try_start`] says what went wrong as an [`Error`];
+//! benchmarks and the test VM, on either FRR version the project runs ([`Version`]: Debian 12's
+//! 8.4 on the host, Debian 13's 10.3 by chroot into the root file system hack/frr10.sh builds).
+//! Needs root and FRR. [`Start::try_start`] says what went wrong as an [`Error`];
 //! [`Start::start`] panics with it (for tests). The daemons are stopped (by the pids in their pid
 //! files) on drop, unless [`Daemons::detach`]ed.
 //!
@@ -25,14 +16,18 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Where the Debian package installs the daemons.
+mod running;
+mod version;
+
+pub use running::Daemons;
+pub use version::{DEFAULT_ROOT, ROOT_ENV, VERSION_ENV, Version};
+
+/// Where the Debian package installs the daemons (on the host, and inside FRR 10.3's root file
+/// system).
 pub const FRR_LIB: &str = "/usr/lib/frr";
 
-/// Where each pathspace keeps its sockets and pid files.
+/// Where each pathspace keeps its sockets and pid files (FRR 8.4 on the host).
 const RUN: &str = "/var/run/frr";
-
-/// The daemons, in start order.
-const DAEMONS: [&str; 2] = ["zebra", "bgpd"];
 
 /// The commands of [`Daemons::dump`], in order: bgpd's sessions, the next hops it tracks (and
 /// whether zebra resolved them), the EVPN type-5 routes it holds, then zebra's view: its
@@ -55,12 +50,13 @@ pub const DUMP: [&str; 11] = [
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A daemon or vtysh is not installed.
-    #[error(
-        "{} is missing: install Debian's frr package (apt-get install frr frr-pythontools; \
-         hack/install-deps.sh does it)",
-        .0.display()
-    )]
-    Missing(PathBuf),
+    #[error("{} is missing: {install}", .file.display())]
+    Missing {
+        /// The missing file.
+        file: PathBuf,
+        /// What installs it.
+        install: &'static str,
+    },
     /// The pathspace's run directory could not be prepared.
     #[error("FRR in pathspace {pathspace}: {what} failed: {message}; are you root?")]
     Prepare {
@@ -91,25 +87,18 @@ pub enum Error {
 /// What [`Start::try_start`] returns.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Checks that zebra and bgpd are in `bin_dir` and vtysh is installed; the error names the
-/// missing file and what to install.
+/// Checks that FRR 8.4's zebra and bgpd are in `bin_dir` and vtysh is installed; the error
+/// names the missing file and what to install.
 pub fn check_installed(bin_dir: &Path) -> Result<()> {
-    for bin in [
-        bin_dir.join("zebra"),
-        bin_dir.join("bgpd"),
-        PathBuf::from("/usr/bin/vtysh"),
-    ] {
-        if !bin.exists() {
-            return Err(Error::Missing(bin));
-        }
-    }
-    Ok(())
+    Version::V8_4.check_installed(bin_dir)
 }
 
-/// Panics, naming what is missing, unless zebra, bgpd and vtysh are installed.
+/// Panics, naming what is missing, unless the FRR of the tests' version
+/// ([`Version::from_env`]) is installed.
 pub fn require_installed() {
-    if let Err(e) = check_installed(Path::new(FRR_LIB)) {
-        panic!("{e} (the FRR tests need it)");
+    let version = Version::from_env();
+    if let Err(e) = version.check_installed(Path::new(FRR_LIB)) {
+        panic!("{e} (the FRR tests need FRR {version})");
     }
 }
 
@@ -142,13 +131,16 @@ pub struct Start<'a> {
     pub underlay: Option<&'a str>,
     /// How long each daemon may take to answer.
     pub timeout: Duration,
-    /// The directory holding `zebra` and `bgpd` ([`FRR_LIB`]).
+    /// The directory holding `zebra` and `bgpd` ([`FRR_LIB`]; FRR 8.4 only: FRR 10.3's are in
+    /// its root file system).
     pub bin_dir: &'a Path,
+    /// The FRR version ([`Version::V8_4`] unless set).
+    pub version: Version,
 }
 
 impl<'a> Start<'a> {
-    /// zebra and bgpd in `netns` with pathspace `pathspace`, reading `config`, as user `frr`,
-    /// logging to syslog, each answering within 10 s.
+    /// FRR 8.4's zebra and bgpd in `netns` with pathspace `pathspace`, reading `config`, as
+    /// user `frr`, logging to syslog, each answering within 10 s.
     pub fn new(netns: &'a str, pathspace: &'a str) -> Self {
         Self {
             netns,
@@ -159,6 +151,15 @@ impl<'a> Start<'a> {
             underlay: None,
             timeout: Duration::from_secs(10),
             bin_dir: Path::new(FRR_LIB),
+            version: Version::V8_4,
+        }
+    }
+
+    /// [`Start::new`] with the tests' FRR version ([`Version::from_env`]).
+    pub fn from_env(netns: &'a str, pathspace: &'a str) -> Self {
+        Self {
+            version: Version::from_env(),
+            ..Self::new(netns, pathspace)
         }
     }
 
@@ -167,36 +168,36 @@ impl<'a> Start<'a> {
         self.try_start().unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// Starts zebra, waits until it is up ([`Daemons::zebra_up`]: zserv socket, `show zebra`,
-    /// and [`Start::underlay`] shown), then bgpd, and waits until bgpd answers. On an error,
-    /// whatever started is stopped again.
+    /// Starts mgmtd first on FRR 10 (waits until it answers), then zebra, waits until it is up
+    /// ([`Daemons::zebra_up`]: zserv socket, `show zebra`, and [`Start::underlay`] shown), then
+    /// bgpd, and waits until bgpd answers; on FRR 10 then sends them the config with vtysh, as
+    /// FRR's own start does. On an error, whatever started is stopped again.
     pub fn try_start(self) -> Result<Daemons> {
-        check_installed(self.bin_dir)?;
-        let run_dir = Path::new(RUN).join(self.pathspace);
+        self.version.check_installed(self.bin_dir)?;
+        let run_dir = self.version.run_dir(self.pathspace);
         let prepare = |what: String, message: String| Error::Prepare {
             pathspace: self.pathspace.to_string(),
             what,
             message,
         };
-        std::fs::create_dir_all(&run_dir)
-            .map_err(|e| prepare(format!("creating {}", run_dir.display()), e.to_string()))?;
         let owner = format!("{0}:{0}", self.user);
-        let chown = Command::new("chown").arg(&owner).arg(&run_dir).output();
-        match chown {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => Err(prepare(
-                format!("chown {owner} {}", run_dir.display()),
-                String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            ))?,
-            Err(e) => Err(prepare(format!("running chown {owner}"), e.to_string()))?,
+        // FRR 10.3's run directory is made by its start, inside the root file system (its
+        // `frr` user is not the host's).
+        if self.version.root().is_none() {
+            std::fs::create_dir_all(&run_dir)
+                .map_err(|e| prepare(format!("creating {}", run_dir.display()), e.to_string()))?;
+            let chown = Command::new("chown").arg(&owner).arg(&run_dir).output();
+            match chown {
+                Ok(out) if out.status.success() => {}
+                Ok(out) => Err(prepare(
+                    format!("chown {owner} {}", run_dir.display()),
+                    String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                ))?,
+                Err(e) => Err(prepare(format!("running chown {owner}"), e.to_string()))?,
+            }
         }
-        let daemons = Daemons {
-            pathspace: self.pathspace.to_string(),
-            run_dir,
-            log: self.log.clone(),
-            stop_on_drop: true,
-        };
-        for daemon in DAEMONS {
+        let daemons = self.daemons(run_dir);
+        for &daemon in self.version.daemons() {
             self.spawn(&daemons, daemon)?;
             let what = match (daemon, self.underlay) {
                 ("zebra", Some(ip)) => format!("zebra up and showing the underlay address {ip}"),
@@ -216,31 +217,150 @@ impl<'a> Start<'a> {
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
+        if self.version.root().is_some() {
+            self.load_config(&daemons)?;
+        }
         Ok(daemons)
     }
 
+    fn daemons(&self, run_dir: PathBuf) -> Daemons {
+        Daemons {
+            pathspace: self.pathspace.to_string(),
+            run_dir,
+            log: self.log.clone(),
+            stop_on_drop: true,
+            version: self.version,
+            binds: self.binds(),
+        }
+    }
+
+    /// Starts `daemon` alone, as a supervisor restarts one that died (the others run), and
+    /// waits until it answers `show version`; on FRR 10 then sends the config
+    /// ([`Start::config`]) with vtysh, as FRR's own restart does (`vtysh -b`).
+    pub fn start_one(&self, daemon: &str) -> Result<()> {
+        let mut daemons = self.daemons(self.version.run_dir(self.pathspace));
+        daemons.stop_on_drop = false;
+        self.spawn(&daemons, daemon)?;
+        let deadline = Instant::now() + self.timeout;
+        while daemons.try_vtysh_daemon(daemon, "show version").is_none() {
+            if Instant::now() >= deadline {
+                return Err(Error::NotReady {
+                    pathspace: self.pathspace.to_string(),
+                    what: format!("{daemon} answering"),
+                    timeout: self.timeout,
+                    logs: daemons.logs(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if self.version.root().is_some() {
+            self.load_config(&daemons)?;
+        }
+        Ok(())
+    }
+
+    /// The host directories FRR 10.3's daemons write, each with where they see it in the root
+    /// file system ([`Daemons::inside`]): the log directory.
+    fn binds(&self) -> Vec<(PathBuf, PathBuf)> {
+        match (&self.log, self.version.root()) {
+            (Log::Files(dir), Some(_)) => {
+                vec![(dir.clone(), Daemons::inside(self.pathspace, "log"))]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// FRR 10's own start: the daemons run without a config, then vtysh sends them the
+    /// integrated one (`vtysh -b` in FRR's init: mgmtd takes no config file, and the VRFs,
+    /// route maps and prefix lists it holds are not read from zebra's); without
+    /// [`Start::config`], `/etc/frr/PATHSPACE/frr.conf` when there is one.
+    fn load_config(&self, daemons: &Daemons) -> Result<()> {
+        let traditional = Path::new("/etc/frr").join(self.pathspace).join("frr.conf");
+        let conf = match self.config {
+            Some(conf) => conf,
+            None if traditional.exists() => &traditional,
+            None => return Ok(()),
+        };
+        let out = daemons
+            .vtysh_cmd()
+            .arg("-f")
+            .arg(conf)
+            .output()
+            .map_err(|e| Error::Spawn {
+                pathspace: self.pathspace.to_string(),
+                daemon: "vtysh -f".into(),
+                message: e.to_string(),
+            })?;
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Its notes about a missing vtysh.conf are vtysh's own, no error of the config.
+        let errors: Vec<&str> = said
+            .lines()
+            .filter(|l| l.starts_with('%') || l.contains("line "))
+            .filter(|l| !l.contains("vtysh.conf"))
+            .collect();
+        if out.status.success() && errors.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Spawn {
+            pathspace: self.pathspace.to_string(),
+            daemon: format!("vtysh -f {}", conf.display()),
+            message: format!("{}: {said}", out.status),
+        })
+    }
+
+    /// `path` (a file of the host directory `dir`) as FRR 10.3's daemons see it.
+    fn seen(&self, dir: &str, path: &Path) -> PathBuf {
+        match (self.version.root(), path.file_name()) {
+            (Some(_), Some(name)) => Daemons::inside(self.pathspace, dir).join(name),
+            _ => path.to_path_buf(),
+        }
+    }
+
     /// `ip netns exec NETNS DAEMON -d -N PATHSPACE -u USER -g USER -i PIDFILE [--log LOG]
-    /// (-f CONFIG | -F traditional)`.
+    /// (-f CONFIG | -F traditional)`; FRR 10.3's daemon by chroot (`version::CHROOT_START`),
+    /// its mgmtd without a config (it takes none: the other daemons send it theirs).
     fn spawn(&self, daemons: &Daemons, daemon: &str) -> Result<()> {
         let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", self.netns])
-            .arg(self.bin_dir.join(daemon))
-            .args(["-d", "-N", self.pathspace, "-u", self.user, "-g", self.user])
+        cmd.args(["netns", "exec", self.netns]);
+        let pid_file = match self.version.root() {
+            None => {
+                cmd.arg(self.bin_dir.join(daemon));
+                daemons.pid_file(daemon)
+            }
+            Some(root) => {
+                cmd.args(["sh", "-c", version::CHROOT_START, "sh"])
+                    .arg(&root)
+                    .arg(self.pathspace)
+                    .arg(format!("{0}:{0}", self.user));
+                for (host, inside) in &daemons.binds {
+                    cmd.arg(host).arg(inside);
+                }
+                cmd.arg("--").arg(Path::new(FRR_LIB).join(daemon));
+                Path::new("/run/frr")
+                    .join(self.pathspace)
+                    .join(format!("{daemon}.pid"))
+            }
+        };
+        cmd.args(["-d", "-N", self.pathspace, "-u", self.user, "-g", self.user])
             .arg("-i")
-            .arg(daemons.pid_file(daemon));
+            .arg(pid_file);
         match &self.log {
             Log::Syslog => {
                 cmd.args(["--log", "syslog"]);
             }
             Log::Files(dir) => {
-                cmd.arg("--log").arg(format!(
-                    "file:{}",
-                    dir.join(format!("{daemon}.log")).display()
-                ));
+                let file = self.seen("log", &dir.join(format!("{daemon}.log")));
+                cmd.arg("--log").arg(format!("file:{}", file.display()));
             }
             Log::Config => {}
         }
         match self.config {
+            // FRR 10.3's daemons get their config from vtysh once up (`Start::load_config`).
+            _ if self.version.root().is_some() => &mut cmd,
             Some(conf) => cmd.arg("-f").arg(conf),
             None => cmd.args(["-F", "traditional"]),
         };
@@ -253,177 +373,14 @@ impl<'a> Start<'a> {
             .output()
             .map_err(|e| spawn_error(format!("running {cmd:?}: {e}")))?;
         if !out.status.success() {
+            // FRR 10.3's daemons print to a file of the run directory.
+            let printed = std::fs::read_to_string(daemons.run_dir.join(format!("{daemon}.out")));
             return Err(spawn_error(format!(
-                "{cmd:?}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
+                "{cmd:?}: {}{}",
+                String::from_utf8_lossy(&out.stderr).trim(),
+                printed.unwrap_or_default().trim()
             )));
         }
         Ok(())
-    }
-}
-
-/// zebra and bgpd running in a namespace; stopped on drop.
-#[derive(Debug)]
-pub struct Daemons {
-    pathspace: String,
-    run_dir: PathBuf,
-    log: Log,
-    /// Cleared by [`Daemons::detach`].
-    stop_on_drop: bool,
-}
-
-impl Daemons {
-    /// Starts zebra and then bgpd inside `netns` with pathspace `pathspace`, reading `conf`, as
-    /// user `frr`, and waits until both answer `vtysh`.
-    pub fn start(netns: &str, pathspace: &str, conf: &Path, log: Log) -> Self {
-        Start {
-            config: Some(conf),
-            log,
-            ..Start::new(netns, pathspace)
-        }
-        .start()
-    }
-
-    /// Whether `daemon` answers: zebra is up ([`Daemons::zebra_up`]), bgpd shows its summary.
-    fn ready(&self, daemon: &str, underlay: Option<&str>) -> bool {
-        if daemon == "zebra" {
-            self.zebra_up(underlay)
-        } else {
-            self.try_vtysh("show bgp summary json").is_some()
-        }
-    }
-
-    /// Whether zebra is up: its zserv socket (where bgpd connects) exists, it answers
-    /// `show zebra`, and, when `underlay` is given, shows that address in
-    /// `show interface brief` (it has read the namespace's interfaces).
-    pub fn zebra_up(&self, underlay: Option<&str>) -> bool {
-        self.run_dir.join("zserv.api").exists()
-            && self.try_vtysh_daemon("zebra", "show zebra").is_some()
-            && underlay.is_none_or(|ip| {
-                self.try_vtysh_daemon("zebra", "show interface brief")
-                    .is_some_and(|out| out.contains(ip))
-            })
-    }
-
-    /// The pid file of `daemon`.
-    fn pid_file(&self, daemon: &str) -> PathBuf {
-        self.run_dir.join(format!("{daemon}.pid"))
-    }
-
-    /// The daemons' pids (zebra, bgpd), from their pid files.
-    pub fn pids(&self) -> Vec<u32> {
-        DAEMONS
-            .iter()
-            .filter_map(|d| std::fs::read_to_string(self.pid_file(d)).ok())
-            .filter_map(|text| text.trim().parse().ok())
-            .collect()
-    }
-
-    /// Leaves the daemons running after this value is gone (the lab stops them itself, by
-    /// their pid files); returns their pids.
-    pub fn detach(mut self) -> Vec<u32> {
-        self.stop_on_drop = false;
-        self.pids()
-    }
-
-    /// The pathspace (`vtysh -N`).
-    pub fn pathspace(&self) -> &str {
-        &self.pathspace
-    }
-
-    /// `vtysh -N PATHSPACE -c CMD`'s output, `None` when vtysh fails.
-    pub fn try_vtysh(&self, cmd: &str) -> Option<String> {
-        self.vtysh_args(&[], cmd)
-    }
-
-    /// `vtysh -N PATHSPACE -d DAEMON -c CMD`: asks one daemon only.
-    pub fn try_vtysh_daemon(&self, daemon: &str, cmd: &str) -> Option<String> {
-        self.vtysh_args(&["-d", daemon], cmd)
-    }
-
-    fn vtysh_args(&self, args: &[&str], cmd: &str) -> Option<String> {
-        let out = Command::new("vtysh")
-            .args(["-N", &self.pathspace])
-            .args(args)
-            .args(["-c", cmd])
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-    }
-
-    /// `vtysh -N PATHSPACE -c CMD`'s output; panics when vtysh fails.
-    pub fn vtysh(&self, cmd: &str) -> String {
-        self.try_vtysh(cmd)
-            .unwrap_or_else(|| panic!("vtysh -N {} -c {cmd:?} failed", self.pathspace))
-    }
-
-    /// What to print when a test fails: [`DUMP`] (the sessions, the next hops bgpd tracks and
-    /// zebra resolves — a route whose next hop zebra has not resolved stays not valid —, the
-    /// received type-5 routes, zebra's interfaces, routes and VNIs), the `extra` commands, the
-    /// running config and the daemons' log files. Every wait of the VM suites prints it when it
-    /// times out, so a slow route names its cause.
-    pub fn dump(&self, extra: &[&str]) -> String {
-        let mut out = String::new();
-        for cmd in DUMP.iter().chain(extra).chain(&["show running-config"]) {
-            let text = self
-                .try_vtysh(cmd)
-                .unwrap_or_else(|| "(vtysh failed)".into());
-            out.push_str(&format!("--- {} {cmd}\n{text}\n", self.pathspace));
-        }
-        out.push_str(&self.logs());
-        out
-    }
-
-    /// The daemons' log files (nothing when they log to syslog).
-    pub fn logs(&self) -> String {
-        let Log::Files(dir) = &self.log else {
-            return String::new();
-        };
-        DAEMONS
-            .iter()
-            .map(|d| {
-                let path = dir.join(format!("{d}.log"));
-                let text = std::fs::read_to_string(&path).unwrap_or_default();
-                format!("--- {}\n{text}\n", path.display())
-            })
-            .collect()
-    }
-
-    /// Stops bgpd and zebra (by their pid files) and waits until both are gone (at most 5 s).
-    pub fn stop(&self) {
-        let mut pids = Vec::new();
-        for daemon in DAEMONS.iter().rev() {
-            let file = self.pid_file(daemon);
-            if let Ok(pid) = std::fs::read_to_string(file) {
-                let pid = pid.trim().to_string();
-                let _ = Command::new("kill").arg(&pid).status();
-                pids.push(pid);
-            }
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline && pids.iter().any(|pid| alive(pid)) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-/// Whether process `pid` still runs (a zombie no longer does: the test VM's init may not reap).
-fn alive(pid: &str) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit(") ")
-            .next()
-            .is_some_and(|rest| !rest.starts_with('Z'))
-    })
-}
-
-impl Drop for Daemons {
-    fn drop(&mut self) {
-        if !self.stop_on_drop {
-            return;
-        }
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.run_dir);
     }
 }

@@ -174,6 +174,9 @@ impl Agent {
             Purpose::Restore => self.restore_frr(run, frr, &full).await?,
         };
         self.metrics.frr_fallbacks(frr.fallbacks() - fallbacks);
+        if let Some(version) = frr.version() {
+            self.metrics.frr_version(&version);
+        }
         self.metrics
             .frr_vty_fallbacks(frr.vty_fallbacks() - vty_fallbacks);
         let writes = match &applied {

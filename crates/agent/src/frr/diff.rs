@@ -14,15 +14,20 @@
 //!
 //! What FRR's running config shows differently from the text loaded, and the diff allows for:
 //! - `frr version`, `frr defaults` are not configurable; `hostname` lines in FRR's config that the
-//!   file does not name and `username` lines are vtysh's own (`no username ...` is no command a
+//!   file does not name (and on FRR 10 every `hostname` line: vtysh keeps it for itself and
+//!   sends it to no daemon) and `username` lines are vtysh's own (`no username ...` is no command a
 //!   daemon knows). `no ip forwarding` / `no ipv6 forwarding` (FRR shows the kernel's forwarding
 //!   only when it is off) are deleted, which turns forwarding on, as `frr-reload.py` does: a
 //!   node that routes tenant VRFs must forward.
 //! - `neighbor X activate` under `address-family ipv4 unicast` is hidden while the instance has
 //!   `bgp default ipv4-unicast` (FRR's default): it counts as there when FRR has the instance
 //!   without `no bgp default ipv4-unicast`.
+//! - A line equal to a default of FRR's `frr defaults` profile is accepted and never shown: the
+//!   defaults listed per FRR version ([`super::defaults`]) count as there.
 
 use std::collections::{HashMap, HashSet};
+
+use super::defaults::Defaults;
 
 /// A config text as contexts, in the order of their first header.
 #[derive(Debug, Default)]
@@ -115,6 +120,14 @@ impl Conf {
     fn lines_of(&self, key: &[String]) -> &[String] {
         self.lines.get(key).map_or(&[], Vec::as_slice)
     }
+
+    /// The top-level lines that open no context (`frr version 10.3`, `ip prefix-list ...`).
+    pub(super) fn top_lines(&self) -> impl Iterator<Item = &str> {
+        self.order
+            .iter()
+            .filter(|key| key.len() == 1 && !self.blocks.contains(*key))
+            .map(|key| key[0].as_str())
+    }
 }
 
 /// A config text as the agent's diff reads it: each context in the order of its first header,
@@ -150,8 +163,12 @@ fn foreign(line: &str) -> bool {
 }
 
 /// Whether `line` of the rendered context `key` is one FRR does not show although it has it
-/// (see the module's doc): an IPv4 `activate` of an instance with `bgp default ipv4-unicast`.
-fn hidden(running: &Conf, key: &[String], line: &str) -> bool {
+/// (see the module's doc): a listed default of FRR's version and profile, or an IPv4
+/// `activate` of an instance with `bgp default ipv4-unicast`.
+fn hidden(running: &Conf, defaults: &Defaults, key: &[String], line: &str) -> bool {
+    if defaults.hidden(key, line) {
+        return true;
+    }
     let [instance, af] = key else { return false };
     af == "address-family ipv4 unicast"
         && line.starts_with("neighbor ")
@@ -201,38 +218,11 @@ fn within(out: &mut Vec<String>, conf: &Conf, key: &[String], lines: &[String]) 
     }
 }
 
-/// A line of a context: the headers it is under and the line.
-pub(super) type Line = (Vec<String>, String);
-
 /// The `vtysh -f` script that makes `running` (FRR's running config) hold `new` (the rendered
-/// text); empty when FRR already runs it.
-#[allow(dead_code)] // `sync` uses `script_quiet`; this is the diff's plain shape, kept for its callers.
+/// text); empty when FRR already runs it. Lines FRR does not show although it has them (see
+/// [`hidden`]) are no difference.
 pub(super) fn script(new: &Conf, running: &Conf) -> Vec<String> {
-    script_quiet(new, running, &HashSet::new())
-}
-
-/// The lines of `new` that `running` does not show: what [`script`] adds.
-pub(super) fn missing(new: &Conf, running: &Conf, quiet: &HashSet<Line>) -> Vec<Line> {
-    let mut out = Vec::new();
-    for key in &new.order {
-        if key.len() == 1 && foreign(&key[0]) && !key[0].starts_with("hostname ") {
-            continue;
-        }
-        let have: HashSet<&String> = running.lines_of(key).iter().collect();
-        for line in new.lines_of(key) {
-            let item = (key.clone(), line.clone());
-            if !have.contains(line) && !hidden(running, key, line) && !quiet.contains(&item) {
-                out.push(item);
-            }
-        }
-    }
-    out
-}
-
-/// [`script`] without the lines of `quiet`: lines FRR accepted and does not show (a default of
-/// the `frr defaults` profile, such as `no bgp ebgp-requires-policy` under `datacenter`), which
-/// the running config cannot show either way.
-pub(super) fn script_quiet(new: &Conf, running: &Conf, quiet: &HashSet<Line>) -> Vec<String> {
+    let defaults = Defaults::of(running);
     let (mut drop, mut add) = (Vec::new(), Vec::new());
     // Line deletions per context, with the context's depth: the deepest go first, as a `no`
     // line of a context takes its nested lines with it (`no neighbor X interface ...` removes
@@ -266,7 +256,10 @@ pub(super) fn script_quiet(new: &Conf, running: &Conf, quiet: &HashSet<Line>) ->
     deletes.sort_by_key(|(depth, _)| std::cmp::Reverse(*depth));
     let mut delete: Vec<String> = deletes.into_iter().flat_map(|(_, c)| c).collect();
     for key in &new.order {
-        if key.len() == 1 && foreign(&key[0]) && !key[0].starts_with("hostname ") {
+        if key.len() == 1
+            && foreign(&key[0])
+            && !(key[0].starts_with("hostname ") && defaults.hostname_is_config())
+        {
             continue;
         }
         let lines = new.lines_of(key);
@@ -277,11 +270,7 @@ pub(super) fn script_quiet(new: &Conf, running: &Conf, quiet: &HashSet<Line>) ->
         let have: HashSet<&String> = running.lines_of(key).iter().collect();
         let missing: Vec<String> = lines
             .iter()
-            .filter(|l| {
-                !have.contains(l)
-                    && !hidden(running, key, l)
-                    && !quiet.contains(&(key.clone(), l.to_string()))
-            })
+            .filter(|l| !have.contains(l) && !hidden(running, &defaults, key, l))
             .cloned()
             .collect();
         if !missing.is_empty() {

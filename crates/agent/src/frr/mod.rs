@@ -8,7 +8,13 @@
 //! the daemons' vty sockets, no process start: `vty`, `merge`), and FRR's own
 //! `frr-reload.py --reload` applies the file when that does not converge (counted in
 //! [`Frr::fallbacks`]); FRR is never restarted. Lines FRR accepts and never shows (defaults of
-//! its `frr defaults` profile) are learnt as quiet by `sync` and are no difference after.
+//! its `frr defaults` profile) are no difference when they are listed for FRR's version
+//! (`defaults`); any other line FRR does not show stays one.
+//!
+//! FRR 8.4 and 10.3 are supported: the version is read from the daemons' own `frr version`
+//! line with every read of the running config ([`Frr::version`], logged when it changes), and
+//! decides how their texts are joined (`merge`), which daemons must answer (FRR 10's mgmtd
+//! too) and which defaults FRR hides.
 //!
 //! Before a write the new text is checked with `vtysh -m -f` (a parse, no change): a line FRR
 //! does not know fails the attempt with FRR's own error line and leaves `frr.conf` and FRR as
@@ -31,20 +37,21 @@
 //! - `read`: FRR's running config and whether zebra and bgpd answer: over the vty sockets,
 //!   through vtysh when they cannot be used;
 //! - `vty`: the daemons' vty sockets (FRR's vtysh protocol);
-//! - `merge`: the daemons' texts joined as vtysh joins them (pure);
+//! - `merge`: the daemons' texts joined as vtysh joins them, per FRR version (pure);
+//! - `defaults`: the lines FRR hides, per FRR version and profile (pure);
 //! - `diff`: texts as FRR's contexts and the script between them (pure);
 //! - `query`: ask FRR (`vtysh -c ...`);
 //! - `parse`: read FRR's texts (error lines, VRF VNIs, the base's `router bgp`);
 //! - `identity`: settle the managed ASN and router id from flags and the base file;
 //! - `error`: [`FrrError`].
 
-use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::Mutex;
 
+mod defaults;
 mod diff;
 mod error;
 mod identity;
@@ -59,6 +66,13 @@ mod vty;
 mod write;
 
 pub use diff::read_as_diff;
+
+/// The lines of `router bgp` FRR of major version `major` accepts and never shows under the
+/// `frr defaults` profile `datacenter` (else `traditional`): the defaults the diff counts as
+/// there (the real-FRR test of the list reads them here).
+pub fn listed_defaults(major: u32, datacenter: bool) -> Vec<&'static str> {
+    defaults::Defaults::listed(major, datacenter)
+}
 pub use error::FrrError;
 pub use parse::error_lines;
 
@@ -111,9 +125,8 @@ pub struct Frr {
     /// FRR's parse (`vtysh -m -f`) of the texts checked last, newest last: the same text is
     /// not parsed again.
     marks: std::sync::Mutex<std::collections::VecDeque<(String, String)>>,
-    /// Lines of the text FRR accepted and does not show in its running config (defaults of its
-    /// `frr defaults` profile): learnt by `sync`, then no longer a difference.
-    quiet: std::sync::Mutex<HashSet<diff::Line>>,
+    /// The FRR version the daemons showed last (their `frr version` line).
+    version: std::sync::Mutex<Option<String>>,
 }
 
 impl Frr {
@@ -131,7 +144,7 @@ impl Frr {
             fallbacks: AtomicU64::new(0),
             vty_fallbacks: AtomicU64::new(0),
             marks: std::sync::Mutex::default(),
-            quiet: std::sync::Mutex::default(),
+            version: std::sync::Mutex::default(),
         })
     }
 
@@ -146,6 +159,47 @@ impl Frr {
     /// logged with the reason).
     pub fn vty_fallbacks(&self) -> u64 {
         self.vty_fallbacks.load(Ordering::Relaxed)
+    }
+
+    /// The FRR version the daemons showed in the last read of their running config (`None`
+    /// before the first).
+    pub fn version(&self) -> Option<String> {
+        // A poisoned lock only means a panic elsewhere while it was held; the value is whole.
+        self.version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Records the FRR version a read showed (from its `frr version` line); logs it when it is
+    /// new to this process or changed (FRR upgraded under the agent).
+    fn saw_version(&self, version: &str, read: &str) {
+        let mut seen = self.version.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.as_deref() != Some(version) {
+            tracing::info!(
+                version,
+                was = seen.as_deref().unwrap_or("unknown"),
+                read,
+                "FRR version detected"
+            );
+            *seen = Some(version.to_string());
+        }
+    }
+
+    /// FRR's major version, once a read showed it.
+    fn major(&self) -> Option<u32> {
+        self.version()
+            .and_then(|v| v.split('.').next().and_then(|m| m.parse().ok()))
+    }
+
+    /// The daemons that must answer: zebra and bgpd, and mgmtd when FRR is 10 or later (it
+    /// holds the route maps, prefix lists and VRFs).
+    fn required(&self) -> &'static [&'static str] {
+        if self.major().is_some_and(|m| m >= 10) {
+            &query::DAEMONS_10
+        } else {
+            &query::DAEMONS
+        }
     }
 
     /// The ASN and router id of the managed sections.

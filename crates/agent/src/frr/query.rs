@@ -10,6 +10,9 @@ use super::parse::error_lines;
 /// The FRR daemons the agent configures: zebra (interfaces, VNIs, routes) and bgpd.
 pub(super) const DAEMONS: [&str; 2] = ["zebra", "bgpd"];
 
+/// [`DAEMONS`] of FRR 10, with mgmtd, which holds the route maps, prefix lists and VRFs.
+pub(super) const DAEMONS_10: [&str; 3] = ["mgmtd", "zebra", "bgpd"];
+
 impl Frr {
     /// Runs `vtysh` with `args` (e.g. `-c "show bgp summary json"`); returns stdout.
     pub async fn vtysh(&self, args: &[&str]) -> Result<String, String> {

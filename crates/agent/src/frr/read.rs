@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 
 use tracing::warn;
 
-use super::query::DAEMONS;
 use super::vty::VtyError;
 use super::{Frr, FrrError};
 
@@ -16,8 +15,11 @@ impl Frr {
     /// [`FrrError::Unavailable`] when zebra or bgpd does not answer (their config would be
     /// missing from the text without an error).
     pub async fn running_config(&self) -> Result<String, FrrError> {
-        match self.vty.running(&DAEMONS).await {
-            Ok(text) => Ok(text),
+        match self.vty.running(self.required()).await {
+            Ok(running) => {
+                self.saw_version(&running.version, "vty");
+                Ok(running.text)
+            }
             Err(VtyError::Down(down)) => Err(unavailable(down)),
             Err(VtyError::Unusable(why)) => {
                 self.vty_fallbacks.fetch_add(1, Ordering::Relaxed);
@@ -31,7 +33,7 @@ impl Frr {
     /// version'` when the sockets cannot be used): an [`FrrError::Unavailable`] names those
     /// that do not.
     pub async fn require_running(&self) -> Result<(), FrrError> {
-        match self.vty.ping(&DAEMONS).await {
+        match self.vty.ping(self.required()).await {
             Ok(()) => Ok(()),
             Err(VtyError::Down(down)) => Err(unavailable(down)),
             Err(VtyError::Unusable(why)) => {
@@ -57,9 +59,14 @@ impl Frr {
             }
         };
         let (daemons, running) = out.split_once('\n').unwrap_or((&out, ""));
+        if let Some(version) = running.lines().find_map(|l| l.strip_prefix("frr version ")) {
+            self.saw_version(version.trim(), "vtysh");
+        }
         let reached: Vec<&str> = daemons.split_whitespace().collect();
-        let missing: Vec<&'static str> = DAEMONS
-            .into_iter()
+        let missing: Vec<&'static str> = self
+            .required()
+            .iter()
+            .copied()
             .filter(|d| !reached.contains(d))
             .collect();
         if missing.is_empty() {
@@ -82,7 +89,7 @@ impl Frr {
     async fn require_running_vtysh(&self) -> Result<(), FrrError> {
         let mut daemons = Vec::new();
         let mut detail = Vec::new();
-        for daemon in DAEMONS {
+        for &daemon in self.required() {
             if let Err(e) = self.vtysh(&["-d", daemon, "-c", "show version"]).await {
                 daemons.push(daemon);
                 // vtysh's own words, when it has any beyond the command.

@@ -13,6 +13,11 @@
 //! and always waited for, never killed: bgpd counts its configuration as in progress from the
 //! start marker until a second after the end marker (it holds new peers down meanwhile; 10
 //! minutes when the end never comes).
+//!
+//! FRR 10's vtysh forks one child per daemon for `-f`, each reading the whole file: from one
+//! pipe each child would read only part of the script (FRR 10.3 then missed lines, at random).
+//! The agent asks it not to fork (`--no-fork`, FRR 10's option): one vtysh sends each line to
+//! the daemons that own it, as FRR 8.4's does.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -33,11 +38,15 @@ pub(super) struct Script {
 }
 
 impl Frr {
-    /// Starts `vtysh -f /proc/self/fd/0` for this FRR.
+    /// Starts `vtysh -f /proc/self/fd/0` for this FRR (`--no-fork` on FRR 10: see the module's
+    /// doc).
     pub(super) fn start_script(&self) -> Result<Script, FrrError> {
         let program = self.settings.bindir.join("vtysh");
-        let child = self
-            .vtysh_cmd()
+        let mut cmd = self.vtysh_cmd();
+        if self.major().is_some_and(|m| m >= 10) {
+            cmd.arg("--no-fork");
+        }
+        let child = cmd
             .arg("-f")
             .arg("/proc/self/fd/0")
             .stdin(Stdio::piped())

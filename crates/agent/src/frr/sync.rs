@@ -7,13 +7,15 @@
 //! again in the second; about 1 s for one changed VRF of 50 and several seconds at 500. The
 //! diff here reads the same two texts (FRR's parse of the file from the `vtysh -m -f` check, and
 //! `show running-config`), so what is compared is still FRR's own view.
+//!
+//! The rounds ([`converge`]) reach FRR only through [`Io`] (send a script, read the running
+//! config, the fallback), which the unit tests give a model FRR (`sync/tests.rs`).
 
-use std::collections::HashSet;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use tracing::{debug, warn};
+use tracing::warn;
 
-use super::diff::{Conf, Line, missing, script_quiet};
+use super::diff::{Conf, script};
 use super::script::Script;
 use super::{Frr, FrrError};
 
@@ -22,17 +24,99 @@ use super::{Frr, FrrError};
 /// puts back, as `frr-reload.py`'s second pass does.
 const ROUNDS: usize = 2;
 
+/// What the rounds do to FRR.
+pub(super) trait Io {
+    /// Sends `lines` as one `vtysh -f` session; an error line of FRR is [`FrrError::Rejected`].
+    async fn send(&mut self, lines: &[String]) -> Result<(), FrrError>;
+    /// FRR's running config ([`FrrError::Unavailable`] when zebra or bgpd does not answer).
+    async fn read(&mut self) -> Result<String, FrrError>;
+    /// The fallback: `frr-reload.py --reload` of the written text, then the daemons asked.
+    async fn reload(&mut self) -> Result<(), FrrError>;
+}
+
+/// Makes FRR's running config (`running` before) hold `marked` (FRR's parse of the written
+/// text): a script of the difference, FRR's running config read back, again, up to [`ROUNDS`]
+/// scripts; returns the FRR writes (0 when FRR already runs it, else 1). When a script fails,
+/// the read-back fails (other than FRR unavailable) or FRR still differs after the rounds, the
+/// change goes to [`Io::reload`], counted in `fallbacks` and logged with what was left.
+///
+/// A line FRR does not show counts as there only when it is a listed default of FRR's version
+/// and profile ([`super::defaults`]): a line FRR accepted and dropped stays a difference.
+pub(super) async fn converge(
+    io: &mut impl Io,
+    marked: &str,
+    running: &str,
+    fallbacks: &AtomicU64,
+) -> Result<u32, FrrError> {
+    let new = Conf::parse(marked);
+    let mut running = Conf::parse(running);
+    let mut writes = 0;
+    // The first round's script is empty when FRR already runs the text; each later round
+    // reads FRR's running config back (and asks the daemons) after a write.
+    for round in 0..=ROUNDS {
+        let lines = script(&new, &running);
+        if lines.is_empty() {
+            return Ok(writes);
+        }
+        if round == ROUNDS {
+            warn!(
+                left = %lines.join(" | "),
+                "FRR's running config differs from frr.conf after the agent's diff; applying it with frr-reload.py"
+            );
+            break;
+        }
+        writes = 1;
+        if let Err(e) = io.send(&lines).await {
+            warn!(error = %e, "the agent's diff of FRR's config failed; applying it with frr-reload.py");
+            break;
+        }
+        running = match io.read().await {
+            Ok(text) => Conf::parse(&text),
+            Err(e @ FrrError::Unavailable { .. }) => return Err(e),
+            Err(e) => {
+                warn!(error = %e, "reading FRR's running config failed; applying it with frr-reload.py");
+                break;
+            }
+        };
+    }
+    fallbacks.fetch_add(1, Ordering::Relaxed);
+    io.reload().await.map(|()| 1)
+}
+
+/// The node's FRR as [`converge`] reaches it: the script's vtysh (started early when it was),
+/// the vty read, `frr-reload.py` of `full`.
+struct Node<'a> {
+    frr: &'a Frr,
+    full: &'a str,
+    early: Option<Script>,
+}
+
+impl Io for Node<'_> {
+    async fn send(&mut self, lines: &[String]) -> Result<(), FrrError> {
+        let script = match self.early.take() {
+            Some(script) => script,
+            None => self.frr.start_script()?,
+        };
+        script.run(lines).await
+    }
+
+    async fn read(&mut self) -> Result<String, FrrError> {
+        self.frr.running_config().await
+    }
+
+    async fn reload(&mut self) -> Result<(), FrrError> {
+        let reloaded = self.frr.reload_script_apply(self.full).await;
+        // A daemon that died during the reload explains its failure better than the reload's
+        // own output.
+        self.frr.require_running().await?;
+        reloaded
+    }
+}
+
 impl Frr {
     /// Makes FRR run `full`, read as `marked` (FRR's parse of the written `frr.conf`, from the
-    /// check), starting from `running` (its running config before); returns the FRR writes (0
-    /// when it already runs it, else 1). Falls back to [`Frr::reload_script_apply`] (counted in
-    /// [`Frr::fallbacks`], logged with what was left) when a script fails or FRR's running
-    /// config still differs after [`ROUNDS`] rounds.
-    ///
-    /// A line FRR accepted without an error and still does not show when the same script is
-    /// due again is a default of its `frr defaults` profile (`no bgp ebgp-requires-policy` under
-    /// `datacenter`): it is remembered as quiet and no longer a difference. Only lines to add
-    /// can be quiet; a line FRR shows and the text lacks always is one.
+    /// check), starting from `running` (its running config before): [`converge`], counted in
+    /// [`Frr::fallbacks`].
     ///
     /// `early` is the script's vtysh when it was started already ([`Frr::start_early`]); it is
     /// ended without a line when no script is sent.
@@ -41,10 +125,15 @@ impl Frr {
         full: &str,
         marked: &str,
         running: &str,
-        mut early: Option<Script>,
+        early: Option<Script>,
     ) -> Result<u32, FrrError> {
-        let synced = self.rounds(full, marked, running, &mut early).await;
-        if let Some(script) = early {
+        let mut node = Node {
+            frr: self,
+            full,
+            early,
+        };
+        let synced = converge(&mut node, marked, running, &self.fallbacks).await;
+        if let Some(script) = node.early {
             script.end().await;
         }
         synced
@@ -53,94 +142,10 @@ impl Frr {
     /// Whether FRR's `running` config differs from `full` as written (not yet as FRR parses
     /// it): then the script's vtysh is started now ([`super::script`]), `None` otherwise.
     pub(super) fn start_early(&self, full: &str, running: &str) -> Option<Script> {
-        let lines = script_quiet(
-            &Conf::parse(full),
-            &Conf::parse(running),
-            &self.quiet_lines(),
-        );
-        if lines.is_empty() {
+        if script(&Conf::parse(full), &Conf::parse(running)).is_empty() {
             return None;
         }
         self.start_script().ok()
-    }
-
-    async fn rounds(
-        &self,
-        full: &str,
-        marked: &str,
-        running: &str,
-        early: &mut Option<Script>,
-    ) -> Result<u32, FrrError> {
-        let new = Conf::parse(marked);
-        let mut running = Conf::parse(running);
-        let mut writes = 0;
-        let mut sent: Option<(Vec<String>, Vec<Line>)> = None;
-        // The first round's script is empty when FRR already runs the text; each later round
-        // reads FRR's running config back (and asks the daemons) after a write.
-        for round in 0..=ROUNDS {
-            let quiet = self.quiet_lines();
-            let lines = script_quiet(&new, &running, &quiet);
-            if lines.is_empty() {
-                return Ok(writes);
-            }
-            let adds = missing(&new, &running, &quiet);
-            if let Some((last, last_adds)) = &sent
-                && *last == lines
-                && adds.iter().all(|a| last_adds.contains(a))
-            {
-                let mut all = quiet.clone();
-                all.extend(adds.iter().cloned());
-                if script_quiet(&new, &running, &all).is_empty() {
-                    debug!(lines = ?adds, "FRR accepted these lines and does not show them: defaults");
-                    self.learn_quiet(adds);
-                    return Ok(writes);
-                }
-            }
-            if round == ROUNDS {
-                warn!(
-                    left = %lines.join(" | "),
-                    "FRR's running config differs from frr.conf after the agent's diff; applying it with frr-reload.py"
-                );
-                break;
-            }
-            writes = 1;
-            let sent_script = match early.take() {
-                Some(script) => script.run(&lines).await,
-                None => match self.start_script() {
-                    Ok(script) => script.run(&lines).await,
-                    Err(e) => Err(e),
-                },
-            };
-            if let Err(e) = sent_script {
-                warn!(error = %e, "the agent's diff of FRR's config failed; applying it with frr-reload.py");
-                break;
-            }
-            sent = Some((lines, adds));
-            running = match self.running_config().await {
-                Ok(text) => Conf::parse(&text),
-                Err(e @ FrrError::Unavailable { .. }) => return Err(e),
-                Err(e) => {
-                    warn!(error = %e, "reading FRR's running config failed; applying it with frr-reload.py");
-                    break;
-                }
-            };
-        }
-        self.fallbacks.fetch_add(1, Ordering::Relaxed);
-        let reloaded = self.reload_script_apply(full).await;
-        self.require_running().await?;
-        reloaded.map(|()| 1)
-    }
-
-    fn quiet_lines(&self) -> HashSet<Line> {
-        // A poisoned lock only means a panic elsewhere while it was held; the set is still whole.
-        self.quiet.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    fn learn_quiet(&self, lines: Vec<Line>) {
-        self.quiet
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(lines);
     }
 
     /// The reload as it was before the diff: new VRF VNIs through vtysh, then `frr-reload.py`
@@ -150,3 +155,6 @@ impl Frr {
         self.reload().await
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,14 +2,16 @@
 //! (`<socket dir>/<pathspace>/<daemon>.vty`), so that reading FRR's running config starts no
 //! process.
 //!
-//! The protocol, as FRR 8.4 speaks it (`lib/vty.c` `vtysh_accept`/`vtysh_read`,
+//! The protocol, as FRR 8.4 and 10.3 speak it (`lib/vty.c` `vtysh_accept`/`vtysh_read`,
 //! `vtysh/vtysh.c` `vtysh_client_run`): the client writes a command line ended by one NUL
 //! byte; the daemon runs it and answers with its output, three NUL bytes and the command's
 //! status (0 = success). A connection starts in the view node; vtysh sends `enable` to every
 //! daemon first. `show running-config` is vtysh's own command: it sends each daemon it reached
-//! `do write terminal`, in the order of its client list, and joins their texts
-//! ([`super::merge`]). Daemons vtysh cannot connect to are left out without a word; so are they
-//! here, except zebra and bgpd, which the agent needs: one of them not answering is
+//! `do write terminal`, in the order of its client list (FRR 10's mgmtd first), and joins their
+//! texts by the rules of the version they run ([`super::merge`]; another version's texts make
+//! the sockets unusable here, and vtysh is asked). Daemons vtysh cannot connect to are left out
+//! without a word; so are they here, except zebra and bgpd, which the agent needs, and FRR 10's
+//! mgmtd (it holds the route maps, prefix lists and VRFs): one of them not answering is
 //! [`VtyError::Down`] naming it.
 
 use std::io;
@@ -20,13 +22,14 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
 use super::FrrSettings;
-use super::merge::Merge;
+use super::merge::{Dialect, Merge};
 
 /// vtysh's daemons in the order of its client list (`vtysh_client[]`), without watchfrr, whose
-/// config vtysh does not show.
-const CLIENTS: [&str; 20] = [
-    "zebra", "ripd", "ripngd", "ospfd", "ospf6d", "ldpd", "bgpd", "isisd", "pimd", "nhrpd",
-    "eigrpd", "babeld", "sharpd", "fabricd", "pbrd", "staticd", "bfdd", "vrrpd", "pathd", "pim6d",
+/// config vtysh does not show; FRR 8.4 has no mgmtd.
+const CLIENTS: [&str; 21] = [
+    "mgmtd", "zebra", "ripd", "ripngd", "ospfd", "ospf6d", "ldpd", "bgpd", "isisd", "pimd",
+    "nhrpd", "eigrpd", "babeld", "sharpd", "fabricd", "pbrd", "staticd", "bfdd", "vrrpd", "pathd",
+    "pim6d",
 ];
 
 /// FRR's socket directory when `--vty_socket` is not given (Debian's build, vtysh's default).
@@ -66,9 +69,11 @@ impl Vty {
     }
 
     /// FRR's running config as vtysh's `show running-config no-header` prints it, less
-    /// vtysh's own lines: every daemon with a socket asked `enable` and `do write terminal`
-    /// (all at once), the answers joined in vtysh's order. Each daemon of `required` must answer.
-    pub(super) async fn running(&self, required: &[&'static str]) -> Result<String, VtyError> {
+    /// vtysh's own lines, and the FRR version the daemons run: every daemon with a socket asked
+    /// `enable` and `do write terminal` (all at once), the answers joined in vtysh's order by
+    /// the rules of that version. Each daemon of `required` must answer, and mgmtd when it has a
+    /// socket or the daemons run FRR 10.
+    pub(super) async fn running(&self, required: &[&'static str]) -> Result<Running, VtyError> {
         let sockets = self.sockets(required)?;
         let answers = futures::future::join_all(
             sockets
@@ -76,17 +81,14 @@ impl Vty {
                 .map(|(daemon, path)| ask(daemon, path, &["enable", "do write terminal"])),
         )
         .await;
-        let mut merge = Merge::default();
+        let mut texts = Vec::new();
         let mut down = Vec::new();
         for ((daemon, _), answer) in sockets.iter().zip(answers) {
             match answer {
-                Ok(texts) => {
-                    let text = texts.last().map_or("", String::as_str);
-                    joined_by_these_rules(daemon, text).map_err(VtyError::Unusable)?;
-                    merge.add(text);
-                }
-                // vtysh leaves out a daemon it cannot reach; the agent needs zebra and bgpd.
-                Err(Failure::Down(detail)) if required.contains(daemon) => {
+                Ok(answers) => texts.push((*daemon, answers.last().cloned().unwrap_or_default())),
+                // vtysh leaves out a daemon it cannot reach; the agent needs zebra and bgpd,
+                // and FRR 10's mgmtd.
+                Err(Failure::Down(detail)) if required.contains(daemon) || *daemon == "mgmtd" => {
                     down.push((*daemon, detail));
                 }
                 Err(Failure::Down(detail)) => {
@@ -99,11 +101,27 @@ impl Vty {
                 Err(Failure::Unusable(why)) => return Err(VtyError::Unusable(why)),
             }
         }
-        if down.is_empty() {
-            Ok(merge.text())
-        } else {
-            Err(VtyError::Down(down))
+        if !down.is_empty() {
+            return Err(VtyError::Down(down));
         }
+        let (version, dialect) = version_of(&texts).map_err(VtyError::Unusable)?;
+        if dialect == Dialect::V10_3 && !sockets.iter().any(|(d, _)| *d == "mgmtd") {
+            return Err(VtyError::Down(vec![(
+                "mgmtd",
+                format!(
+                    "mgmtd: FRR {version} runs without it (no {})",
+                    self.socket("mgmtd").display()
+                ),
+            )]));
+        }
+        let mut merge = Merge::new(dialect);
+        for (_, text) in &texts {
+            merge.add(text);
+        }
+        Ok(Running {
+            text: merge.text(),
+            version,
+        })
     }
 
     /// Each daemon of `daemons` answers `enable`.
@@ -178,24 +196,42 @@ impl Vty {
     }
 }
 
-/// The FRR version whose vtysh rules [`Merge`] follows: another one may join the daemons'
-/// texts differently (its vtysh is asked then).
-const JOINED_VERSION: &str = "8.4";
+/// FRR's running config read from the daemons' sockets.
+#[derive(Debug)]
+pub(super) struct Running {
+    /// As vtysh's `show running-config no-header` prints it, less vtysh's own lines.
+    pub(super) text: String,
+    /// The FRR version the daemons run (their `frr version` line).
+    pub(super) version: String,
+}
 
-/// Whether `daemon`'s text is of the FRR version [`Merge`] follows (its `frr version` line).
-fn joined_by_these_rules(daemon: &str, text: &str) -> Result<(), String> {
-    let version = text
-        .lines()
-        .find_map(|l| l.strip_prefix("frr version "))
-        .map(str::trim);
-    match version {
-        Some(v) if v == JOINED_VERSION || v.starts_with(&format!("{JOINED_VERSION}.")) => Ok(()),
-        _ => Err(format!(
-            "{daemon} runs FRR {}, and the agent joins the daemons' configs by FRR \
-             {JOINED_VERSION}'s vtysh rules",
-            version.unwrap_or("of unknown version")
-        )),
+/// The FRR version of the daemons' `texts` (each text's `frr version` line) and the rules
+/// [`Merge`] joins them by; an error when a daemon names none, they differ, or the agent does
+/// not follow that version's vtysh rules.
+fn version_of(texts: &[(&str, String)]) -> Result<(String, Dialect), String> {
+    let mut seen: Option<(&str, &str)> = None;
+    for (daemon, text) in texts {
+        let version = text
+            .lines()
+            .find_map(|l| l.strip_prefix("frr version "))
+            .map(str::trim)
+            .ok_or_else(|| format!("{daemon} shows no `frr version` line"))?;
+        match seen {
+            Some((other, v)) if v != version => {
+                return Err(format!("{other} runs FRR {v} and {daemon} FRR {version}"));
+            }
+            _ => seen = Some((daemon, version)),
+        }
     }
+    let (_, version) = seen.ok_or("no FRR daemon answered")?;
+    let dialect = Dialect::of(version).ok_or_else(|| {
+        format!(
+            "the daemons run FRR {version}, and the agent joins the daemons' configs by the \
+             vtysh rules of FRR {} only",
+            Dialect::KNOWN
+        )
+    })?;
+    Ok((version.to_string(), dialect))
 }
 
 /// What went wrong with one daemon.

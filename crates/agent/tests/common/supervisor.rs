@@ -8,17 +8,20 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use netrollout_frr::daemons::FRR_LIB;
+use netrollout_frr::daemons::{Log, Start, Version};
 
 /// Where pathspace `ps` keeps its pid files (the test kit's FRR start puts them there).
-fn pid_file(ps: &str, daemon: &str) -> String {
-    format!("/var/run/frr/{ps}/{daemon}.pid")
+fn pid_file(ps: &str, daemon: &str) -> std::path::PathBuf {
+    Version::from_env()
+        .run_dir(ps)
+        .join(format!("{daemon}.pid"))
 }
 
 /// `daemon` of pathspace `ps` answers `vtysh -d DAEMON`.
 pub fn answers(ps: &str, daemon: &str) -> bool {
-    Command::new("vtysh")
-        .args(["-N", ps, "-d", daemon, "-c", "show version"])
+    Version::from_env()
+        .vtysh_cmd(ps)
+        .args(["-d", daemon, "-c", "show version"])
         .output()
         .is_ok_and(|o| o.status.success())
 }
@@ -42,32 +45,17 @@ pub fn crash(ps: &str, daemon: &str) {
     }
 }
 
-/// Starts `daemon` again in namespace `ns`, pathspace `ps`, reading `conf`, logging next to it,
-/// and waits until it answers (at most 20 s).
+/// Starts `daemon` again in namespace `ns`, pathspace `ps`, reading `conf` (the test kit's
+/// start of one daemon: on FRR 10 the config is sent to it with vtysh), logging next to it, and
+/// waits until it answers (at most 20 s).
 pub fn restart(ns: &str, ps: &str, daemon: &str, conf: &Path) {
-    let log = conf.with_file_name(format!("{daemon}.log"));
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns])
-        .arg(Path::new(FRR_LIB).join(daemon))
-        .args(["-d", "-N", ps, "-u", "frr", "-g", "frr", "-i"])
-        .arg(pid_file(ps, daemon))
-        .arg("--log")
-        .arg(format!("file:{}", log.display()))
-        .arg("-f")
-        .arg(conf)
-        .output()
-        .expect("start the daemon");
-    assert!(
-        out.status.success(),
-        "restarting {daemon}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !answers(ps, daemon) {
-        assert!(
-            Instant::now() < deadline,
-            "{daemon} does not answer after its restart"
-        );
-        std::thread::sleep(Duration::from_millis(50));
+    let dir = conf.parent().expect("the config's directory");
+    Start {
+        config: Some(conf),
+        log: Log::Files(dir.to_path_buf()),
+        timeout: Duration::from_secs(20),
+        ..Start::from_env(ns, ps)
     }
+    .start_one(daemon)
+    .unwrap_or_else(|e| panic!("restarting {daemon}: {e}"));
 }

@@ -1,5 +1,5 @@
-//! The agent's own FRR diff against real FRR (zebra + bgpd 8.4, one network namespace and
-//! pathspace per FRR): every construct the renderer produces (VRFs with their VNI and route
+//! The agent's own FRR diff against real FRR (8.4, or 10.3 with `NETROLLOUT_FRR_VERSION=10.3`;
+//! one network namespace and pathspace per FRR): every construct the renderer produces (VRFs with their VNI and route
 //! targets, layer-2 VNIs, prefix lists, route maps, aggregates, communities, routing tables, the
 //! samples of `config/samples` and the lab's routed tenant) is applied step by step, each
 //! configuration from the one before, forwards and back again (so each is also removed). After
@@ -20,6 +20,7 @@ use netrollout_agent::frr::{Frr, FrrSettings};
 use netrollout_api::{
     Layer2Config, NodeConfig, PrefixAction, PrefixItem, RoutingTableConfig, VrfConfig, VrfPolicy,
 };
+use netrollout_frr::daemons::Version;
 use netrollout_testkit::netns::Netns;
 use netrollout_testkit::objects::layer2;
 
@@ -230,18 +231,20 @@ fn lines(text: &str) -> BTreeSet<String> {
     out
 }
 
-/// The agent's FRR settings for an FRR in namespace (and pathspace) `ns` whose files are in `dir`.
+/// The agent's FRR settings for an FRR of the tests' version (`NETROLLOUT_FRR_VERSION`) in
+/// namespace (and pathspace) `ns` whose files are in `dir`.
 pub(crate) fn settings(dir: &Path, ns: &str) -> FrrSettings {
+    let version = Version::from_env();
     FrrSettings {
         base_config: dir.join("base.conf"),
         config: dir.join("frr.conf"),
         pathspace: Some(ns.to_string()),
-        vty_socket: None,
+        vty_socket: version.vty_socket(),
         asn: None,
         router_id: Some("192.0.2.101".parse().unwrap()),
         vtep_ip: None,
-        reload_script: "/usr/lib/frr/frr-reload.py".into(),
-        bindir: "/usr/bin".into(),
+        reload_script: version.reload_script(),
+        bindir: version.bindir(),
         rundir: dir.to_path_buf(),
     }
 }
@@ -313,8 +316,9 @@ async fn every_rendered_construct_converges_through_the_diff_forwards_and_back_w
             0,
             "{from} -> {name}: FRR was read with vtysh, not over its vty sockets"
         );
-        // The first step's text is the base FRR started with: a write only of the lines FRR
-        // hides (defaults), which the agent then learns. Layer-2 networks alone change only
+        // The first step's text is the base FRR started with: a write only to turn forwarding
+        // on (the defaults FRR hides are listed per version: no difference). Layer-2 networks
+        // alone change only
         // the kernel once FRR advertises all VNIs: the same text, no write.
         if let Some(before) = last {
             let changed = texts[before] != texts[i];

@@ -1,5 +1,5 @@
 //! The agent's read of FRR's running config over the daemons' vty sockets (no vtysh) against
-//! real FRR 8.4, one namespace and pathspace per FRR: for the samples (with staticd beside
+//! real FRR (8.4, or 10.3 with `NETROLLOUT_FRR_VERSION=10.3`), one namespace and pathspace per FRR: for the samples (with staticd beside
 //! zebra and bgpd, sharing a VRF block) and the lab's routed tenant the read is vtysh's
 //! `show running-config no-header` line for line (less vtysh's own `hostname` line), so the
 //! diff reads both the same; a daemon that is down is an error naming it and its socket; the
@@ -15,6 +15,7 @@ use common::frr::{FrrNs, chmod_755};
 use common::supervisor::{crash, restart};
 use netrollout_agent::frr::{Frr, FrrError, read_as_diff};
 use netrollout_api::NodeConfig;
+use netrollout_frr::daemons::Version;
 use netrollout_testkit::netns::Netns;
 
 use crate::frr_converge::{BASE, routed_tenant, samples, settings};
@@ -29,7 +30,8 @@ struct Staticd(String);
 
 impl Drop for Staticd {
     fn drop(&mut self) {
-        if let Ok(pid) = std::fs::read_to_string(format!("/var/run/frr/{}/staticd.pid", self.0)) {
+        let pid_file = Version::from_env().run_dir(&self.0).join("staticd.pid");
+        if let Ok(pid) = std::fs::read_to_string(pid_file) {
             let _ = Command::new("kill").arg(pid.trim()).status();
         }
     }
@@ -122,10 +124,16 @@ async fn the_socket_read_of_the_running_config_is_vtyshs_show_running_config_for
         // What the test is about is there: the managed VRF, and staticd's lines in its block.
         assert!(ours.contains("router bgp 65000 vrf vr."), "{name}:\n{ours}");
         if name.contains("staticd") {
+            // One block (FRR 8.4: zebra's line, then staticd's; 10.3: mgmtd holds both).
+            let block = ours
+                .split("\nvrf vr.m2m\n")
+                .nth(1)
+                .and_then(|rest| rest.split("exit-vrf").next())
+                .unwrap_or_default();
+            let mut lines: Vec<&str> = block.lines().collect();
+            lines.sort_unstable();
             assert!(
-                ours.contains(
-                    "vrf vr.m2m\n vni 2002026\n ip route 10.99.0.0/24 blackhole\nexit-vrf"
-                ),
+                lines == [" ip route 10.99.0.0/24 blackhole", " vni 2002026"],
                 "{name}: zebra's and staticd's VRF block joined:\n{ours}\nstaticd's log:\n{}",
                 std::fs::read_to_string(node.frr.settings().config.with_file_name("staticd.log"))
                     .unwrap_or_default()
@@ -157,7 +165,10 @@ async fn a_daemon_down_is_an_error_naming_it_and_its_socket_and_vtysh_is_not_ask
         assert_eq!(daemons, &["bgpd"], "{text}");
         assert!(
             text.starts_with("FRR is not running: bgpd not answering")
-                && text.contains(&format!("/var/run/frr/{ps}/bgpd.vty"))
+                && text.contains(&format!(
+                    "{}",
+                    Version::from_env().run_dir(&ps).join("bgpd.vty").display()
+                ))
                 && text.contains("start or restart FRR"),
             "{text}"
         );

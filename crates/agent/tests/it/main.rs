@@ -19,6 +19,7 @@ mod dead_watch;
 mod evpn;
 mod frr;
 mod frr_converge;
+mod frr_defaults;
 mod frr_dies;
 mod frr_vty;
 mod health;

@@ -222,12 +222,15 @@ fn convert_source() -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The FRR renderer's sources, for the fields it reads.
+/// The FRR renderer's sources, for the fields it reads (the files of `src/`; its directories
+/// are the daemons' start's, no renderer).
 fn frr_source() -> String {
     let frr_dir = common::repo().join("crates/frr/src");
     std::fs::read_dir(&frr_dir)
         .unwrap()
-        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| std::fs::read_to_string(p).unwrap())
         .collect()
 }
 

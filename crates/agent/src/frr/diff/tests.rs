@@ -178,20 +178,41 @@ fn a_removed_neighbors_family_lines_go_before_the_neighbor_which_takes_them_with
 }
 
 #[test]
-fn a_quiet_line_frr_does_not_show_is_no_difference_and_others_still_are() {
+fn a_default_of_frrs_version_and_profile_is_no_difference_and_other_lines_still_are() {
     let new = Conf::parse(
         "router bgp 65000\n no bgp ebgp-requires-policy\n neighbor 192.0.2.2 remote-as 65100\nexit\n",
     );
-    let running = Conf::parse("router bgp 65000\nexit\n");
-    let key = vec!["router bgp 65000".to_string()];
-    assert_eq!(missing(&new, &running, &HashSet::new()).len(), 2);
-    let quiet: HashSet<Line> = [(key, "no bgp ebgp-requires-policy".to_string())].into();
-    assert_eq!(
-        script_quiet(&new, &running, &quiet),
-        [
-            "router bgp 65000",
-            " neighbor 192.0.2.2 remote-as 65100",
-            "exit"
-        ]
-    );
+    let change = [
+        "router bgp 65000",
+        " neighbor 192.0.2.2 remote-as 65100",
+        "exit",
+    ];
+    for version in ["8.4.4", "10.3"] {
+        let running =
+            format!("frr version {version}\nfrr defaults datacenter\nrouter bgp 65000\nexit\n");
+        assert_eq!(script(&new, &Conf::parse(&running)), change, "{version}");
+    }
+    // Not FRR's default under `traditional`, nor for an FRR that names no version: sent.
+    for running in [
+        "frr version 8.4.4\nfrr defaults traditional\nrouter bgp 65000\nexit\n",
+        "frr defaults datacenter\nrouter bgp 65000\nexit\n",
+    ] {
+        let script = script(&new, &Conf::parse(running));
+        assert!(
+            script.contains(&" no bgp ebgp-requires-policy".to_string()),
+            "{running}: {script:?}"
+        );
+    }
+}
+
+#[test]
+fn the_files_hostname_is_sent_to_frr_8_4_and_is_vtyshs_own_on_frr_10() {
+    let new = Conf::parse("hostname n1\n!\nrouter bgp 65000\nexit\n");
+    let running = |v: &str| {
+        Conf::parse(&format!(
+            "frr version {v}\nhostname vm\nrouter bgp 65000\nexit\n"
+        ))
+    };
+    assert_eq!(script(&new, &running("8.4.4")), ["hostname n1"]);
+    assert!(script(&new, &running("10.3")).is_empty());
 }

@@ -90,18 +90,29 @@ async fn ask_sends_each_command_ended_by_a_nul_and_a_failed_status_names_the_com
 }
 
 #[test]
-fn only_frr_8_4_texts_are_joined_here_another_version_goes_to_vtysh() {
+fn frr_8_4_and_10_3_texts_are_joined_here_another_version_or_a_mix_goes_to_vtysh() {
     let text = |v: &str| format!("frr version {v}\nfrr defaults datacenter\n!\n");
+    let one = |v: &str| version_of(&[("zebra", text(v)), ("bgpd", text(v))]);
     for v in ["8.4", "8.4.4", "8.4.7-dev"] {
-        assert_eq!(joined_by_these_rules("bgpd", &text(v)), Ok(()), "{v}");
+        assert_eq!(one(v), Ok((v.to_string(), Dialect::V8_4)), "{v}");
+    }
+    for v in ["10.3", "10.3.1"] {
+        assert_eq!(one(v), Ok((v.to_string(), Dialect::V10_3)), "{v}");
     }
     assert_eq!(
-        joined_by_these_rules("bgpd", &text("9.1")),
+        one("9.1"),
         Err(
-            "bgpd runs FRR 9.1, and the agent joins the daemons' configs by FRR 8.4's vtysh rules"
+            "the daemons run FRR 9.1, and the agent joins the daemons' configs by the vtysh \
+             rules of FRR 8.4 and 10.3 only"
                 .into()
         )
     );
-    assert!(joined_by_these_rules("zebra", "no version line\n").is_err());
-    assert!(joined_by_these_rules("zebra", &text("8.40")).is_err());
+    for v in ["8.40", "10.30", "10.2"] {
+        assert!(one(v).is_err(), "{v}");
+    }
+    assert!(version_of(&[("zebra", "no version line\n".into())]).is_err());
+    assert_eq!(
+        version_of(&[("mgmtd", text("10.3")), ("zebra", text("8.4.4"))]),
+        Err("mgmtd runs FRR 10.3 and zebra FRR 8.4.4".into())
+    );
 }
