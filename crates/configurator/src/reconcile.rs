@@ -42,17 +42,18 @@ pub struct Passes {
 
 impl Passes {
     /// Passes planned with `settings` (its `paused` is replaced by the global pause each pass)
-    /// over the nodes whose `changes` the watches mark; `own_node` is the node this replica runs
-    /// on (dispatched last); `prometheus` is where analysis checks are measured.
+    /// over the nodes whose `changes` the watches mark; `reading` names the node this replica
+    /// runs on (dispatched last) and the failure-domain label; `prometheus` is where analysis
+    /// checks are measured.
     pub fn new(
         settings: Settings,
-        own_node: Option<String>,
+        reading: crate::convert::Reading,
         changes: Arc<Changes>,
         prometheus: Option<crate::analysis::Prometheus>,
     ) -> Self {
         Self {
             settings,
-            fleet: Fleet::new(own_node, changes),
+            fleet: Fleet::new(reading, changes),
             renders: RenderCache::default(),
             revisions: revisions::Memos::default(),
             progress: ProgressMemo::default(),
