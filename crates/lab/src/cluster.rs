@@ -85,6 +85,8 @@ pub struct Cluster {
     pub prometheus: Option<crate::prometheus::Prometheus>,
     /// `--prometheus`: each configurator replica's metrics address (kept across restarts).
     configurator_metrics: BTreeMap<String, SocketAddr>,
+    /// Container mode: pods whose restarts a story caused on purpose (a liveness drill).
+    pub drilled: std::collections::BTreeSet<String>,
 }
 
 /// The port of each agent's `/metrics` on its node's fabric address (the agent's default
@@ -219,6 +221,7 @@ impl Cluster {
             vm,
             prometheus,
             configurator_metrics: BTreeMap::new(),
+            drilled: Default::default(),
         };
         lab.install().await?;
         for _ in 0..lab.opts.nodes {

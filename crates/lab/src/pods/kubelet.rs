@@ -155,22 +155,26 @@ async fn supervise(
                     graceful = stopped(&mut stop) => Outcome::Stop(graceful),
                 };
                 cgroup.sample(&conf, &run.name, &status).await;
-                let stop_time = match &outcome {
-                    Outcome::Stop(false) => 0,
-                    _ => run.grace.as_secs(),
-                };
-                if let Outcome::Stop(false) = outcome {
-                    // Killed: `rm -f -t 0` below kills and removes in one podman call.
+                match &outcome {
+                    Outcome::Exited(_) => {}
+                    // Killed: `rm -f -t 0` kills and removes in one podman call.
+                    Outcome::Stop(false) => remove(&conf, &run.name).await,
+                    Outcome::Stop(true) | Outcome::Unhealthy(_) => {
+                        let _ = podman(&conf)
+                            .args(["stop", "-t", &run.grace.as_secs().to_string(), &run.name])
+                            .stdout(Stdio::null())
+                            .stderr(Stdio::null())
+                            .status()
+                            .await;
+                    }
+                }
+                // podman run returns once the container is gone; if a stop did not end it
+                // (podman refuses a paused container), it is removed by force, and the kubelet
+                // goes on rather than hang.
+                let ended = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
+                if ended.is_err() {
                     remove(&conf, &run.name).await;
-                    let _ = child.wait().await;
-                } else if !matches!(outcome, Outcome::Exited(_)) {
-                    let _ = podman(&conf)
-                        .args(["stop", "-t", &stop_time.to_string(), &run.name])
-                        .stdout(Stdio::null())
-                        .stderr(Stdio::null())
-                        .status()
-                        .await;
-                    let _ = child.wait().await;
+                    let _ = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
                 }
                 set(&|s| {
                     s.running = false;
