@@ -2,7 +2,9 @@
 # Builds the binaries (release) and runs the lab: `hack/lab.sh up --nodes 5` brings a whole
 # cluster up on this machine and rolls out config/samples; Ctrl-C tears it down. Any
 # netrollout-lab command works: `hack/lab.sh scenario bad-config`, `hack/lab.sh down`,
-# `hack/lab.sh --help`; `hack/lab.sh up --vm` runs the nodes in a Debian-kernel VM (docs/lab.md).
+# `hack/lab.sh --help`; `hack/lab.sh up --vm` runs the nodes in a Debian-kernel VM, `hack/lab.sh up
+# --containers` the agents and the configurator as their images (built by hack/images.sh) in
+# the shape of the bundle's pods (docs/lab.md).
 # The lab needs root for network namespaces: it re-runs itself with sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +25,11 @@ if [[ " $* " == *" --vm "* ]]; then
 fi
 echo "lab.sh: building (the first build takes a few minutes) ..." >&2
 cargo build --release --locked --bins -q
+if [[ " $* " == *" --containers "* ]]; then
+  # Container mode: the agent's and the configurator's images, with these binaries in them.
+  root=""; [ "$(id -u)" -eq 0 ] || root=sudo
+  $root hack/images.sh netrollout-agent netrollout-configurator >/dev/null
+fi
 set -- "${@:-up}"
 if [ "$(id -u)" -ne 0 ] && [[ "$*" != *--help* ]]; then
   exec sudo target/release/netrollout-lab "$@"

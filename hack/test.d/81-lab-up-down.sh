@@ -56,16 +56,20 @@ leftovers() {
   ls -d /etc/frr/nrlab-* /var/run/frr/nrlab-* 2>/dev/null && { echo "FAIL: FRR directories left" >&2; fail=1; }
   return "$fail"
 }
+# Waits until the `up` of $pid, logging to $state/up.log, says its rollout succeeded.
+up_succeeded() {
+  for _ in $(seq 1 120); do
+    grep -q "rollout succeeded" "$state/up.log" && return 0
+    kill -0 "$pid" 2>/dev/null || { cat "$state/up.log"; echo "FAIL: netrollout-lab up exited" >&2; exit 1; }
+    sleep 1
+  done
+  cat "$state/up.log"; echo "FAIL: no success in 120 s" >&2; exit 1
+}
 rm -f "$state/up.log"
 mkdir -p "$state"
 $lab --state-dir "$state" up --nodes 3 >"$state/up.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 120); do
-  grep -q "rollout succeeded" "$state/up.log" && break
-  kill -0 "$pid" 2>/dev/null || { cat "$state/up.log"; echo "FAIL: netrollout-lab up exited" >&2; exit 1; }
-  sleep 1
-done
-grep -q "rollout succeeded" "$state/up.log" || { cat "$state/up.log"; echo "FAIL: no success in 120 s" >&2; exit 1; }
+up_succeeded
 export KUBECONFIG="$state/kubeconfig"
 kubectl get ncr,nnc
 phases=$(kubectl get nnc -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | sort | uniq -c)
@@ -97,11 +101,7 @@ echo "after down: nothing left"
 rm -f "$state/up.log"
 $lab --state-dir "$state" up --nodes 2 >"$state/up.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 120); do
-  grep -q "rollout succeeded" "$state/up.log" && break
-  kill -0 "$pid" 2>/dev/null || { cat "$state/up.log"; echo "FAIL: netrollout-lab up exited" >&2; exit 1; }
-  sleep 1
-done
+up_succeeded
 $lab --state-dir "$state" down
 for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
 kill -0 "$pid" 2>/dev/null && { echo "FAIL: up still runs 30 s after down removed its lab" >&2; exit 1; }

@@ -65,7 +65,7 @@ pub struct Metrics {
     apply_seconds: Histogram,
     probe_seconds: Histogram,
     /// Continuous health ([`crate::watch`]).
-    pub health: crate::watch::HealthMetrics,
+    pub health: HealthMetrics,
     ready: AtomicBool,
     /// The steps in flight, what the parts owe, the main loop's progress (`/healthz`).
     pub steps: Arc<Steps>,
@@ -138,7 +138,7 @@ impl Default for Metrics {
             "Time of probing after a change",
             probe_seconds.clone(),
         );
-        let health = crate::watch::HealthMetrics::register(&mut registry);
+        let health = HealthMetrics::register(&mut registry);
         let slow_steps = Family::<Labels, Counter>::default();
         let step_timeouts = Family::<Labels, Counter>::default();
         let step_seconds = Seconds::default();
@@ -336,6 +336,58 @@ async fn readyz(State(m): State<Arc<Metrics>>) -> (StatusCode, &'static str) {
         (StatusCode::OK, "ready")
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "recovering")
+    }
+}
+
+/// Continuous health's metrics ([`crate::watch`]), registered into the agent's registry.
+#[derive(Debug, Default)]
+pub struct HealthMetrics {
+    reachable: Gauge,
+    rounds: Counter,
+    transitions: Family<Vec<(String, String)>, Counter>,
+}
+
+impl HealthMetrics {
+    /// New metrics, registered in `registry` (prefix `netrollout_agent`).
+    pub fn register(registry: &mut Registry) -> Self {
+        let m = Self::default();
+        registry.register(
+            "tenant_reachable",
+            "1 while every health check of the node passes, 0 while one fails (continuous health)",
+            m.reachable.clone(),
+        );
+        registry.register(
+            "health_rounds",
+            "Continuous health rounds run",
+            m.rounds.clone(),
+        );
+        registry.register(
+            "health_transitions",
+            "Continuous health transitions, by the state entered",
+            m.transitions.clone(),
+        );
+        m
+    }
+
+    /// Counts a round whose failure is not confirmed yet (nothing else changes).
+    pub fn unconfirmed_round(&self) {
+        self.rounds.inc();
+    }
+
+    /// Counts a round whose verdict is `reachable` (`flipped`: a transition).
+    pub fn round(&self, reachable: bool, flipped: bool) {
+        self.rounds.inc();
+        self.reachable.set(i64::from(reachable));
+        if flipped {
+            let to = if reachable {
+                "reachable"
+            } else {
+                "unreachable"
+            };
+            self.transitions
+                .get_or_create(&vec![("to".into(), to.into())])
+                .inc();
+        }
     }
 }
 

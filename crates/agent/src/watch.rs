@@ -27,13 +27,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use netrollout_api::{GROUP, NodeNetworkConfig, Reachability, TENANT_REACHABLE_CONDITION, VERSION};
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
 
 use crate::healthcheck::HealthCheck;
+use crate::metrics::HealthMetrics;
 
 /// Field manager of the health writes (server-side apply).
 pub const FIELD_MANAGER: &str = "netrollout-agent-health";
@@ -110,52 +107,6 @@ pub fn to_write(verdict: &Verdict, seen: Option<&(Verdict, Time)>, now: Time) ->
 pub fn confirmed(previous: Option<&Verdict>, verdict: &Verdict) -> Option<Verdict> {
     let confirmed = verdict.reachable() || previous.is_some_and(|p| !p.reachable());
     confirmed.then(|| verdict.clone())
-}
-
-/// The watcher's metrics, registered into the agent's registry.
-#[derive(Debug, Default)]
-pub struct HealthMetrics {
-    reachable: Gauge,
-    rounds: Counter,
-    transitions: Family<Vec<(String, String)>, Counter>,
-}
-
-impl HealthMetrics {
-    /// New metrics, registered in `registry` (prefix `netrollout_agent`).
-    pub fn register(registry: &mut Registry) -> Self {
-        let m = Self::default();
-        registry.register(
-            "tenant_reachable",
-            "1 while every health check of the node passes, 0 while one fails (continuous health)",
-            m.reachable.clone(),
-        );
-        registry.register(
-            "health_rounds",
-            "Continuous health rounds run",
-            m.rounds.clone(),
-        );
-        registry.register(
-            "health_transitions",
-            "Continuous health transitions, by the state entered",
-            m.transitions.clone(),
-        );
-        m
-    }
-
-    fn round(&self, v: &Verdict, flipped: bool) {
-        self.rounds.inc();
-        self.reachable.set(i64::from(v.reachable()));
-        if flipped {
-            let to = if v.reachable() {
-                "reachable"
-            } else {
-                "unreachable"
-            };
-            self.transitions
-                .get_or_create(&vec![("to".into(), to.into())])
-                .inc();
-        }
-    }
 }
 
 /// Runs the rounds; owned by the agent's main loop.
@@ -243,7 +194,7 @@ impl Watcher {
         let Some(verdict) = confirmed(self.last.as_ref(), &round) else {
             tracing::info!(node = %self.node, failing = ?round.failing,
                 "health checks failed once; reported if the next round fails too");
-            self.health_metrics().rounds.inc();
+            self.health_metrics().unconfirmed_round();
             self.last = Some(round);
             return;
         };
@@ -252,7 +203,7 @@ impl Watcher {
             .reported
             .as_ref()
             .is_some_and(|l| l.reachable() != verdict.reachable());
-        self.health_metrics().round(&verdict, flipped);
+        self.health_metrics().round(verdict.reachable(), flipped);
         if flipped || self.reported.as_ref() != Some(&verdict) {
             tracing::info!(node = %self.node, reachable = verdict.reachable(),
                 failing = ?verdict.failing, "continuous health changed");

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use netrollout_rollout::guard::GuardMode;
-use netrollout_rollout::{HistoryLimits, RolloutStrategy, Settings, UpdateLimit};
+use netrollout_rollout::{
+    DomainOrder, DomainPolicy, HistoryLimits, RolloutStrategy, Settings, UpdateLimit,
+};
 
 use crate::error::{Error, Result};
 
@@ -47,6 +49,25 @@ pub struct Args {
     /// for a fleet whose links flap.
     #[arg(long, default_value_t = 1)]
     pub guard_threshold: usize,
+    /// Failure domains: the node label that names the domain a node fails with, e.g. a rack
+    /// label or `topology.kubernetes.io/zone`. With it, at most `--max-in-flight-per-domain`
+    /// nodes of one domain are in flight at once (across revisions, rollbacks included); nodes
+    /// without the label form one domain together.
+    #[arg(long)]
+    pub domain_key: Option<String>,
+    /// Nodes of one failure domain in flight at once (needs `--domain-key`; default 1).
+    #[arg(long)]
+    pub max_in_flight_per_domain: Option<usize>,
+    /// `parallel` (every domain at once, each under its cap) or `sequential` (a domain starts
+    /// only once the one before has every node on the revision and none in flight; needs
+    /// `--domain-key`; default parallel).
+    #[arg(long)]
+    pub domain_order: Option<DomainOrder>,
+    /// Failure domains with a failed node that a revision tolerates; a failure in one more
+    /// domain fails it, even within `--max-failures` (needs `--domain-key`; default: only
+    /// `--max-failures` counts).
+    #[arg(long)]
+    pub max_failed_domains: Option<usize>,
     /// Base URL of the Prometheus server that analysis checks (`RolloutAnalysis`) are measured
     /// against, e.g. `http://prometheus.monitoring:9090`. Without it, a revision that carries
     /// checks is not rolled out (its `AnalysisPassed` condition says why).
@@ -116,6 +137,38 @@ impl Args {
                 message: "give at least 2s".into(),
             });
         }
+        if self.domain_key.is_none() {
+            let without_key = [
+                (
+                    "--max-in-flight-per-domain",
+                    self.max_in_flight_per_domain.is_some(),
+                ),
+                ("--domain-order", self.domain_order.is_some()),
+                ("--max-failed-domains", self.max_failed_domains.is_some()),
+            ];
+            if let Some((flag, _)) = without_key.into_iter().find(|(_, set)| *set) {
+                return Err(Error::Flag {
+                    flag,
+                    message: "needs --domain-key: give the node label that names a node's failure domain (e.g. a rack label)".into(),
+                });
+            }
+        }
+        if self
+            .domain_key
+            .as_deref()
+            .is_some_and(|k| k.trim().is_empty())
+        {
+            return Err(Error::Flag {
+                flag: "--domain-key",
+                message: "is empty: give a node label such as topology.kubernetes.io/zone".into(),
+            });
+        }
+        if self.max_in_flight_per_domain == Some(0) {
+            return Err(Error::Flag {
+                flag: "--max-in-flight-per-domain",
+                message: "is zero: at least one node of a domain must be allowed to update".into(),
+            });
+        }
         for (flag, d) in [
             ("--apply-timeout", self.apply_timeout),
             ("--pickup-timeout", self.pickup_timeout),
@@ -147,6 +200,11 @@ impl Args {
             },
             guard: self.guard,
             guard_threshold: self.guard_threshold,
+            domains: self.domain_key.as_ref().map(|_| DomainPolicy {
+                max_in_flight: self.max_in_flight_per_domain.unwrap_or(1),
+                order: self.domain_order.unwrap_or_default(),
+                max_failed: self.max_failed_domains,
+            }),
         }
     }
 
@@ -211,6 +269,52 @@ mod tests {
         let w = Args::try_parse_from(["x", "--rollout-strategy", "window"]).unwrap();
         assert_eq!(w.settings(false).strategy, RolloutStrategy::Window);
         assert!(Args::try_parse_from(["x", "--rollout-strategy", "rolling"]).is_err());
+    }
+
+    #[test]
+    fn the_domain_flags_reach_the_planner_and_need_a_domain_key() {
+        let a = Args::try_parse_from(["x", "--domain-key", "example.com/rack"]).unwrap();
+        a.validate().unwrap();
+        assert_eq!(a.settings(false).domains, Some(DomainPolicy::default()));
+        let a = Args::try_parse_from([
+            "x",
+            "--domain-key=example.com/rack",
+            "--max-in-flight-per-domain=2",
+            "--domain-order=sequential",
+            "--max-failed-domains=1",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.settings(false).domains,
+            Some(DomainPolicy {
+                max_in_flight: 2,
+                order: DomainOrder::Sequential,
+                max_failed: Some(1),
+            })
+        );
+        for flag in [
+            "--max-in-flight-per-domain=2",
+            "--domain-order=sequential",
+            "--max-failed-domains=1",
+        ] {
+            let err = Args::try_parse_from(["x", flag])
+                .unwrap()
+                .validate()
+                .unwrap_err()
+                .to_string();
+            let name = flag.split('=').next().unwrap();
+            assert!(err.contains(name) && err.contains("--domain-key"), "{err}");
+        }
+        let zero = Args::try_parse_from(["x", "--domain-key=r", "--max-in-flight-per-domain=0"]);
+        assert!(zero.unwrap().validate().is_err());
+        let err = Args::try_parse_from(["x", "--domain-key=r", "--domain-order=racks"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("sequential"), "{err}");
+        assert_eq!(
+            Args::try_parse_from(["x"]).unwrap().settings(false).domains,
+            None
+        );
     }
 
     #[test]

@@ -118,7 +118,10 @@ pub async fn run(
         .transpose()?;
     let passes = Passes::new(
         args.settings(false),
-        args.node_name.clone(),
+        crate::convert::Reading {
+            own_node: args.node_name.clone(),
+            domain_key: args.domain_key.clone(),
+        },
         changes.clone(),
         prometheus,
     );

@@ -146,12 +146,33 @@ pub fn revision(ncr: &NetworkConfigRevision) -> Revision {
     }
 }
 
+/// How this configurator reads a Node besides the wire contract's labels: the node it runs on
+/// (updated last) and the label that names a node's failure domain (`--domain-key`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reading {
+    /// The node this replica runs on (`--node-name`).
+    pub own_node: Option<String>,
+    /// The failure-domain label (`--domain-key`), e.g. a rack label.
+    pub domain_key: Option<String>,
+}
+
+#[cfg(test)]
+impl Reading {
+    /// Reading with only the node this replica runs on.
+    pub fn on(own_node: Option<&str>) -> Self {
+        Self {
+            own_node: own_node.map(str::to_owned),
+            domain_key: None,
+        }
+    }
+}
+
 /// The planner's view of one node and its config; `previous` is the health the fleet held for
 /// it (a node that stays regressed keeps the time the configurator first saw it regress).
 pub fn node(
     n: &KubeNode,
     nnc: Option<&NodeConfigView>,
-    own_node: Option<&str>,
+    reading: &Reading,
     previous: Option<&Health>,
 ) -> Node {
     let name = n.metadata.name.clone().unwrap_or_default();
@@ -174,7 +195,11 @@ pub fn node(
         })
     });
     Node {
-        runs_configurator: own_node == Some(name.as_str()),
+        runs_configurator: reading.own_node.as_deref() == Some(name.as_str()),
+        domain: (reading.domain_key.as_deref())
+            .and_then(|key| labels.and_then(|l| l.get(key)))
+            .cloned()
+            .unwrap_or_default(),
         name,
         ready: node_ready(n),
         deleting: n.metadata.deletion_timestamp.is_some(),
@@ -231,7 +256,7 @@ pub fn state(
                     .name
                     .as_deref()
                     .and_then(|name| by_name.get(name).copied());
-                node(n, nnc, own_node, None)
+                node(n, nnc, &Reading::on(own_node), None)
             })
             .collect(),
     }
@@ -339,8 +364,8 @@ mod tests {
             };
             for previous in [None, Some(&previous)] {
                 assert_eq!(
-                    node(&kube, Some(&other), None, previous).health,
-                    node(&kube, Some(&view), None, previous).health
+                    node(&kube, Some(&other), &Reading::default(), previous).health,
+                    node(&kube, Some(&view), &Reading::default(), previous).health
                 );
             }
         }

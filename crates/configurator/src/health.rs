@@ -1,17 +1,13 @@
 //! The fleet guard's input and output on the configurator's side (docs/contract.md, "Fleet
 //! guard"): each node's health read from its `NodeNetworkConfig` (the agent's
 //! `TenantReachable` condition and `status.health.failingChecks`, as `netrollout_api::health`
-//! reads them) and the sentence of the `GuardTripped` Event. Whether the guard failed a revision
+//! reads them) and the sentence of the `GuardTripped` Event (told by `reconcile`). Pure. Whether the guard failed a revision
 //! is read back from its status by word (`NetworkConfigRevisionStatus::failed_by_guard`).
 
-use std::sync::Arc;
-
-use netrollout_api::reason::GUARD_TRIPPED;
-use netrollout_api::{NetworkConfigRevision, Reachability};
+use netrollout_api::Reachability;
 use netrollout_rollout::Timestamp;
 use netrollout_rollout::guard::{GuardTrip, Health};
 
-use crate::context::Context;
 use crate::views::NodeConfigView;
 
 /// The failing checks `nnc`'s agent reports, or `None` when it reports the node reachable or
@@ -94,23 +90,6 @@ pub fn trip_note(trip: &GuardTrip) -> String {
         },
     );
     bounded(note, 1000)
-}
-
-/// Tells a trip the pass carried out (its revision is Failed by now): a Warning Event
-/// `GuardTripped` on the revision naming the regressed nodes and their checks, a log line and
-/// `netrollout_configurator_guard_trips_total`.
-pub async fn tell_trip(ctx: &Context, trip: &GuardTrip, ncrs: &[Arc<NetworkConfigRevision>]) {
-    ctx.metrics().guard_trips.inc();
-    let note = trip_note(trip);
-    tracing::warn!(revision = %trip.revision, mode = %trip.mode, regressed = trip.regressed.len(), wave = trip.wave.len(), "{note}");
-    if let Some(ncr) = ncrs
-        .iter()
-        .find(|r| r.metadata.name.as_deref() == Some(trip.revision.as_str()))
-    {
-        ctx.writer()
-            .event(ncr.as_ref(), true, GUARD_TRIPPED, "Guard", &note)
-            .await;
-    }
 }
 
 /// `s` cut to at most `max` bytes on a character boundary, with an ellipsis when cut.

@@ -3,12 +3,9 @@
 //! memo answers one question.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
-use crate::error::Result;
-use netrollout_rollout::lifecycle::{InputKind, InputRef, Verdict};
-
-use crate::revisions::live::Checked as Candidate;
+use netrollout_rollout::lifecycle::{InputRef, Verdict};
 
 /// The `Accepted` verdicts this replica last wrote, per input and generation.
 #[derive(Debug, Default)]
@@ -89,50 +86,10 @@ impl ProgressMemo {
     }
 }
 
-/// What a candidate revision is made from: the render nodes' generation and each input's
-/// kind, name, resourceVersion and whether it is being deleted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CandidateKey {
-    /// [`crate::fleet::View::render_nodes`]' generation.
-    pub nodes: u64,
-    /// Every input (sorted).
-    pub inputs: Vec<(InputKind, String, Option<String>, bool)>,
-    /// The newest revision, whose snapshot decides whom a clash is blamed on.
-    pub base: Option<String>,
-}
-
-/// The candidate last checked (merged, validated, hashed, rendered for every node), so that a
-/// pass whose inputs and nodes did not change does not render the whole fleet again.
-#[derive(Debug, Default)]
-pub struct CandidateMemo {
-    last: Mutex<Option<(CandidateKey, Arc<Candidate>)>>,
-}
-
-impl CandidateMemo {
-    /// The candidate for `key`: remembered, or made by `check` (and remembered if it is Ok).
-    ///
-    /// # Errors
-    /// `check`'s.
-    pub fn get_or(
-        &self,
-        key: CandidateKey,
-        check: impl FnOnce() -> Result<Candidate>,
-    ) -> Result<Arc<Candidate>> {
-        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((k, c)) = last.as_ref()
-            && *k == key
-        {
-            return Ok(c.clone());
-        }
-        let c = Arc::new(check()?);
-        *last = Some((key, c.clone()));
-        Ok(c)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use netrollout_rollout::lifecycle::InputKind;
 
     fn vrf(name: &str) -> InputRef {
         InputRef {
@@ -166,36 +123,6 @@ mod tests {
         assert!(memo.first_time("ncr-2", "m"));
         assert!(memo.first_time("ncr-1", "other"));
         assert!(memo.first_time("ncr-1", "m"));
-    }
-
-    #[test]
-    fn a_candidate_is_checked_again_only_when_what_it_is_made_of_changed() {
-        let memo = CandidateMemo::default();
-        let key = |nodes, rv: &str| CandidateKey {
-            nodes,
-            inputs: vec![(InputKind::Table, "t".into(), Some(rv.into()), false)],
-            base: None,
-        };
-        let invalid = || {
-            Ok(Candidate::Invalid(netrollout_render::Invalid {
-                problems: Vec::new(),
-            }))
-        };
-        let mut checks = 0;
-        for k in [
-            key(1, "1"),
-            key(1, "1"),
-            key(2, "1"),
-            key(2, "2"),
-            key(2, "2"),
-        ] {
-            memo.get_or(k, || {
-                checks += 1;
-                invalid()
-            })
-            .unwrap();
-        }
-        assert_eq!(checks, 3);
     }
 
     #[test]

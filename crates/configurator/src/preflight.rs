@@ -149,7 +149,7 @@ pub fn wanted(ncr: &NetworkConfigRevision, summary: &Summary, now: &Time) -> Opt
 /// # Errors
 /// The condition's write failed (the pass is retried).
 pub async fn tell(ctx: &Context, told: &NotedMemo, summary: &Summary) -> Result<()> {
-    let Some(ncr) = crate::reconcile::target_revision(ctx, summary) else {
+    let Some(ncr) = (summary.target.as_deref()).and_then(|t| ctx.read().revision(t)) else {
         return Ok(());
     };
     let target = ncr.metadata.name.as_deref().unwrap_or_default();

@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::NetworkConfigRevision;
+use netrollout_api::reason::GUARD_TRIPPED;
+use netrollout_rollout::guard::GuardTrip;
 use netrollout_rollout::{Action, Mode, Plan, RevisionPhase, Settings, State, Summary};
 
 use crate::context::Context;
@@ -42,17 +44,18 @@ pub struct Passes {
 
 impl Passes {
     /// Passes planned with `settings` (its `paused` is replaced by the global pause each pass)
-    /// over the nodes whose `changes` the watches mark; `own_node` is the node this replica runs
-    /// on (dispatched last); `prometheus` is where analysis checks are measured.
+    /// over the nodes whose `changes` the watches mark; `reading` names the node this replica
+    /// runs on (dispatched last) and the failure-domain label; `prometheus` is where analysis
+    /// checks are measured.
     pub fn new(
         settings: Settings,
-        own_node: Option<String>,
+        reading: crate::convert::Reading,
         changes: Arc<Changes>,
         prometheus: Option<crate::analysis::Prometheus>,
     ) -> Self {
         Self {
             settings,
-            fleet: Fleet::new(own_node, changes),
+            fleet: Fleet::new(reading, changes),
             renders: RenderCache::default(),
             revisions: revisions::Memos::default(),
             progress: ProgressMemo::default(),
@@ -140,7 +143,7 @@ impl Passes {
         // later pass trips again to tell it (if that write failed, the next pass trips and
         // tells it again).
         if let Some(trip) = &plan.summary.guard {
-            crate::health::tell_trip(ctx, trip, &ncrs).await;
+            tell_trip(ctx, trip, &ncrs).await;
         }
         ran?;
         if !urgent {
@@ -180,7 +183,7 @@ async fn halted_rollback(ctx: &Context, told: &NotedMemo, summary: &Summary, max
                 failed = summary.target_failed,
                 "rollback halted"
             );
-            if let Some(ncr) = target_revision(ctx, summary) {
+            if let Some(ncr) = (summary.target.as_deref()).and_then(|t| ctx.read().revision(t)) {
                 ctx.writer()
                     .event(ncr.as_ref(), true, "RollbackHalted", "Rollback", &note)
                     .await;
@@ -192,22 +195,27 @@ async fn halted_rollback(ctx: &Context, told: &NotedMemo, summary: &Summary, max
     }
 }
 
+/// Tells a trip the pass carried out (its revision is Failed by now): a Warning Event
+/// `GuardTripped` on the revision naming the regressed nodes and their checks, a log line and
+/// `netrollout_configurator_guard_trips_total`.
+async fn tell_trip(ctx: &Context, trip: &GuardTrip, ncrs: &[Arc<NetworkConfigRevision>]) {
+    ctx.metrics().guard_trips.inc();
+    let note = crate::health::trip_note(trip);
+    tracing::warn!(revision = %trip.revision, mode = %trip.mode, regressed = trip.regressed.len(), wave = trip.wave.len(), "{note}");
+    if let Some(ncr) = ncrs
+        .iter()
+        .find(|r| r.metadata.name.as_deref() == Some(trip.revision.as_str()))
+    {
+        ctx.writer()
+            .event(ncr.as_ref(), true, GUARD_TRIPPED, "Guard", &note)
+            .await;
+    }
+}
+
 /// Writes the target's counts (`ready/total` and the rest) when they changed: at once when
 /// the plan sets a phase (`urgent`), otherwise at most every
 /// [`PROGRESS_INTERVAL`](crate::memo::PROGRESS_INTERVAL) (a later pass writes the last counts;
 /// the resync guarantees one).
-/// The summary's target revision as the reader last saw it.
-pub(crate) fn target_revision(
-    ctx: &Context,
-    summary: &Summary,
-) -> Option<Arc<NetworkConfigRevision>> {
-    let target = summary.target.as_deref()?;
-    ctx.read()
-        .revisions()
-        .into_iter()
-        .find(|r| r.metadata.name.as_deref() == Some(target))
-}
-
 async fn progress(
     ctx: &Context,
     memo: &ProgressMemo,
@@ -215,7 +223,7 @@ async fn progress(
     unresponsive: usize,
     urgent: bool,
 ) -> Result<()> {
-    let Some(ncr) = target_revision(ctx, summary) else {
+    let Some(ncr) = (summary.target.as_deref()).and_then(|t| ctx.read().revision(t)) else {
         return Ok(());
     };
     let target = ncr.metadata.name.as_deref().unwrap_or_default();

@@ -1,13 +1,13 @@
 //! Kernel tests for the paths this machine's kernel lacks (vrf, 8021q, dummy). Built only with
 //! the `vm` feature; `hack/test.d/50-dataplane-vm.sh` boots Debian's stock kernel in a VM and
-//! runs them there, each in a fresh network namespace.
+//! runs them there, each in a fresh network namespace; and segmentation offload on that kernel.
 // Test helpers may panic: a failed setup is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use common::{TestNs, add_layer2, address, vxlan};
-use netrollout_dataplane::{Desired, Link, LinkKind, Op, Route, Rule, diff};
+use netrollout_dataplane::{Desired, Link, LinkKind, Op, Route, Rule, Segmentation, diff};
 
 /// A VRF the way the renderer lays it out: `vr.X` bound to `table`, bridge `br.X` and VXLAN
 /// `vx.X` in it, veth `vd.X` (default VRF) <-> `vv.X` (in the VRF), a loopback `lo.X`, an
@@ -157,5 +157,45 @@ async fn a_layer2_network_in_a_vrf_gets_its_vlan_interface_and_a_routing_table_i
         "{links}"
     );
     assert!(!ns.ip("link show l2.30").contains("master"));
+    assert_eq!(dp.apply(&desired).await.unwrap().writes, 0);
+}
+
+/// Segmentation offload on Debian's kernel (the VM has no `ethtool` program: the dataplane's
+/// own read-back and the zero-write re-apply show it): a layer-2 network in a VRF turns it off,
+/// then back on.
+#[tokio::test]
+async fn segmentation_offload_is_switched_off_and_on_in_a_vrfs_layer2_network() {
+    let ns = TestNs::new();
+    let dp = ns.dataplane();
+    let mut desired = Desired::default();
+    vrf(&mut desired, "blue", 500);
+    add_layer2(&mut desired, 50, 1500);
+    desired.links.get_mut("l2.50").unwrap().master = Some("vr.blue".into());
+    let set = |d: &mut Desired, seg: Segmentation| {
+        for name in ["l2.50", "lx.50"] {
+            d.links.get_mut(name).unwrap().segmentation = seg;
+        }
+    };
+    set(&mut desired, Segmentation::Off);
+    let report = dp.apply(&desired).await.unwrap();
+    let switched = |ops: &[Op]| {
+        ops.iter()
+            .filter(|o| matches!(o, Op::SetSegmentation { .. }))
+            .count()
+    };
+    assert_eq!(switched(&report.ops), 2, "{:?}", report.ops);
+    let observed = dp.observe().await.unwrap();
+    for name in ["l2.50", "lx.50"] {
+        assert_eq!(observed.links[name].link.segmentation, Segmentation::Off);
+    }
+    assert_eq!(dp.apply(&desired).await.unwrap().writes, 0);
+
+    set(&mut desired, Segmentation::On);
+    let report = dp.apply(&desired).await.unwrap();
+    assert_eq!(switched(&report.ops), 2, "{:?}", report.ops);
+    let observed = dp.observe().await.unwrap();
+    for name in ["l2.50", "lx.50"] {
+        assert_eq!(observed.links[name].link.segmentation, Segmentation::On);
+    }
     assert_eq!(dp.apply(&desired).await.unwrap().writes, 0);
 }

@@ -85,6 +85,8 @@ pub struct Cluster {
     pub prometheus: Option<crate::prometheus::Prometheus>,
     /// `--prometheus`: each configurator replica's metrics address (kept across restarts).
     configurator_metrics: BTreeMap<String, SocketAddr>,
+    /// Container mode: pods whose restarts a story caused on purpose (a liveness drill).
+    pub drilled: std::collections::BTreeSet<String>,
 }
 
 /// The port of each agent's `/metrics` on its node's fabric address (the agent's default
@@ -219,6 +221,7 @@ impl Cluster {
             vm,
             prometheus,
             configurator_metrics: BTreeMap::new(),
+            drilled: Default::default(),
         };
         lab.install().await?;
         for _ in 0..lab.opts.nodes {
@@ -358,14 +361,10 @@ impl Cluster {
     /// Stops every process and removes the fabric.
     pub async fn shutdown(mut self) -> Result<()> {
         self.traffic.stop().await;
-        for (_, proc) in std::mem::take(&mut self.configurators) {
-            proc.kill().await;
-        }
-        for (_, (_, proc)) in std::mem::take(&mut self.nodes) {
-            if let Some(proc) = proc {
-                proc.kill().await;
-            }
-        }
+        // All at once: ending a container costs podman a few process starts.
+        let configurators = std::mem::take(&mut self.configurators).into_values();
+        let agents = (std::mem::take(&mut self.nodes).into_values()).filter_map(|(_, p)| p);
+        futures::future::join_all(configurators.chain(agents).map(Proc::kill)).await;
         let in_vm = self.vm.is_some();
         if let Some(vm) = self.vm.take() {
             vm.shutdown().await;

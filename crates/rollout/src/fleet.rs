@@ -51,6 +51,12 @@ pub(crate) struct Index {
     /// ([`crate::order::round_robin`]), so the order does not depend on how a wave was split
     /// over passes.
     pub placed: BTreeMap<(Class, String), BTreeMap<String, usize>>,
+    /// Managed configured nodes by spec revision, then failure domain: how many (a domain
+    /// with nodes on the goal has started, `--domain-order=sequential`).
+    pub domains: BTreeMap<String, BTreeMap<String, usize>>,
+    /// Ready managed nodes that failed their spec revision, by spec revision, then failure
+    /// domain: how many (`--max-failed-domains`).
+    pub failed_domains: BTreeMap<String, BTreeMap<String, usize>>,
 }
 
 /// Counts of the managed nodes whose spec names one revision, without the clock (an apply
@@ -191,6 +197,14 @@ impl Index {
             if by_spec.is_empty() {
                 self.placed.remove(&key);
             }
+            count_in(&mut self.domains, spec, &n.domain, true, add);
+            count_in(
+                &mut self.failed_domains,
+                spec,
+                &n.domain,
+                failed && n.ready,
+                add,
+            );
         }
         let set = |set: &mut BTreeSet<String>, on: bool| {
             if on {
@@ -227,6 +241,33 @@ impl Index {
         if by_spec.is_empty() {
             self.movable.remove(&key);
         }
+    }
+}
+
+/// Adds one to (or takes one from) the count of `domain` under `spec` when `on`, dropping
+/// entries that reach zero (so a fleet kept node by node equals one indexed from scratch).
+fn count_in(
+    map: &mut BTreeMap<String, BTreeMap<String, usize>>,
+    spec: &str,
+    domain: &str,
+    on: bool,
+    add: bool,
+) {
+    if !on {
+        return;
+    }
+    let by_domain = map.entry(spec.to_owned()).or_default();
+    let c = by_domain.entry(domain.to_owned()).or_default();
+    if add {
+        *c += 1;
+    } else {
+        *c -= 1;
+    }
+    if *c == 0 {
+        by_domain.remove(domain);
+    }
+    if by_domain.is_empty() {
+        map.remove(spec);
     }
 }
 

@@ -25,6 +25,8 @@
 //! - [`settings`]: update limit (`"5"` / `"20%"`), strategy (waves or window), timeouts,
 //!   failure budget, history limits.
 //! - [`action`]: the plan, its actions and summary.
+//! - [`domain`]: failure domains (`--domain-key`): a cap per domain, domains one after the
+//!   other, a budget of failed domains (`plan/domains.rs` is its step).
 //! - [`analysis`]: analysis gates: a revision with checks rolls out wave by wave, each wave
 //!   only after the checks passed with the ones before (`plan/analysis.rs` is its step).
 //! - `plan`: the planning pass ([`plan()`], [`plan_with`]), which reads the fleet's index into
@@ -46,6 +48,7 @@
 pub mod action;
 pub mod analysis;
 mod assess;
+pub mod domain;
 pub mod fleet;
 pub mod guard;
 pub mod lifecycle;
@@ -61,6 +64,7 @@ pub mod time;
 pub use action::{
     Action, DispatchKind, FailureCause, Mode, NodeDispatch, NodeFailure, Plan, Summary,
 };
+pub use domain::{DomainOrder, DomainPolicy, ParseDomainOrderError};
 pub use fleet::Fleet;
 pub use plan::{plan, plan_with};
 pub use settings::{

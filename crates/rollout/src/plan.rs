@@ -139,6 +139,9 @@ struct Pass<'a> {
     guard_tripped: Vec<bool>,
     /// The guard tripped in this pass.
     trip: Option<crate::guard::GuardTrip>,
+    /// Ready nodes whose apply timed out in this pass: (revision index, failure domain); the
+    /// index counts the other failures by domain ([`crate::domain`]).
+    timed_out: Vec<(usize, &'a str)>,
 }
 
 impl<'a> Pass<'a> {
@@ -171,6 +174,7 @@ impl<'a> Pass<'a> {
             regressed: Vec::new(),
             guard_tripped: state.revisions.iter().map(|r| r.guard_tripped).collect(),
             trip: None,
+            timed_out: Vec::new(),
         };
         for (spec, c) in &index.tallies {
             let Some(&r) = p.by_name.get(spec.as_str()) else {
@@ -199,6 +203,9 @@ impl<'a> Pass<'a> {
                 t.failed += 1;
                 t.ready_failed += usize::from(n.ready);
                 t.counted_failed += usize::from(counted);
+                if n.ready {
+                    p.timed_out.push((r, n.domain.as_str()));
+                }
             }
             p.maintain(n, &cond);
         }
@@ -329,6 +336,7 @@ impl<'a> Pass<'a> {
 }
 
 mod analysis;
+mod domains;
 mod eligible;
 mod failures;
 mod guard;

@@ -1,10 +1,11 @@
 //! Settings of the planner: the update limit, the rollout strategy, the timeouts, the failure
-//! budget, history limits.
+//! budget, history limits, failure domains.
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::domain::DomainPolicy;
 use crate::guard::GuardMode;
 
 /// How many nodes may be in flight at once, across all revisions (`--update-limit`).
@@ -188,6 +189,8 @@ pub struct Settings {
     /// Regressed nodes during a wave that trip the guard (`--guard-threshold`, default 1; 0 is
     /// taken as 1).
     pub guard_threshold: usize,
+    /// Failure domains (`--domain-key` and the flags around it; `None` without a key).
+    pub domains: Option<DomainPolicy>,
 }
 
 impl Default for Settings {
@@ -202,6 +205,7 @@ impl Default for Settings {
             history: HistoryLimits::default(),
             guard: GuardMode::Revert,
             guard_threshold: 1,
+            domains: None,
         }
     }
 }

@@ -108,6 +108,10 @@ pub struct Node {
     /// The node's zone (`""` without one); nodes are dispatched round-robin over zones. The
     /// configurator reads it from the zone label of the wire contract.
     pub zone: String,
+    /// The node's failure domain (`""` without one: the nodes without the label form one
+    /// domain together). The configurator reads it from the `--domain-key` label; read only
+    /// with [`crate::Settings::domains`] set.
+    pub domain: String,
     /// Whether the node is a canary, dispatched before all other configured nodes (the canary
     /// label of the wire contract set to `"true"`).
     pub canary: bool,
@@ -134,6 +138,7 @@ impl Node {
             ready: true,
             deleting: false,
             zone: String::new(),
+            domain: String::new(),
             canary: false,
             runs_configurator: false,
             spec_revision: None,

@@ -43,6 +43,10 @@ pub struct Record {
     pub pickups: Vec<(String, String)>,
     /// When each revision was first seen in any node's spec.
     pub first_seen: HashMap<String, std::time::Instant>,
+    /// The nodes between pickup and their final status now.
+    pub applying: std::collections::BTreeSet<String>,
+    /// `applying` right after each pickup, in pickup order (who was in flight together).
+    pub together: Vec<Vec<String>>,
 }
 
 #[derive(Debug)]
@@ -119,6 +123,11 @@ impl Agents {
     pub fn pickups(&self) -> Vec<(String, String)> {
         self.record.lock().unwrap().pickups.clone()
     }
+
+    /// The nodes applying together right after each pickup, in pickup order.
+    pub fn together(&self) -> Vec<Vec<String>> {
+        self.record.lock().unwrap().together.clone()
+    }
 }
 
 async fn apply(
@@ -141,6 +150,9 @@ async fn apply(
         r.in_flight += 1;
         r.max_in_flight = r.max_in_flight.max(r.in_flight);
         r.pickups.push(key.clone());
+        r.applying.insert(node.clone());
+        let together = r.applying.iter().cloned().collect();
+        r.together.push(together);
     }
     // The apply starts at pickup; the Provisioning report runs alongside it, as the real
     // agent's dataplane never waits on its status write.
@@ -153,14 +165,21 @@ async fn apply(
     match outcome {
         Outcome::Fail => {
             failed.lock().unwrap().insert(key);
-            rec.lock().unwrap().in_flight -= 1;
+            finished(&rec, &node);
             status(&api, &node, &revision, "Failed", Some("ProbeFailed")).await;
         }
         _ => {
-            rec.lock().unwrap().in_flight -= 1;
+            finished(&rec, &node);
             status(&api, &node, &revision, "Provisioned", None).await;
         }
     }
+}
+
+/// `node` is done applying (its final status follows).
+fn finished(rec: &Mutex<Record>, node: &str) {
+    let mut r = rec.lock().unwrap();
+    r.in_flight -= 1;
+    r.applying.remove(node);
 }
 
 async fn status(

@@ -122,7 +122,7 @@ impl Analyst {
         if !gate.due {
             self.waves.forget();
         }
-        let Some(ncr) = crate::reconcile::target_revision(ctx, summary) else {
+        let Some(ncr) = (summary.target.as_deref()).and_then(|t| ctx.read().revision(t)) else {
             return Ok(());
         };
         match &self.prometheus {

@@ -90,6 +90,11 @@ impl Reader {
         self.overlays.ncrs.view(self.stores.ncrs.state())
     }
 
+    /// The revision named `name` (the pass's target, say), as [`Reader::revisions`] has it.
+    pub fn revision(&self, name: &str) -> Option<Arc<NetworkConfigRevision>> {
+        (self.revisions().into_iter()).find(|r| r.metadata.name.as_deref() == Some(name))
+    }
+
     /// Current node configs: the cache with own writes laid over it.
     pub fn node_configs(&self) -> Vec<Arc<NodeConfigView>> {
         self.overlays.nncs.view(self.stores.nncs.state())

@@ -177,7 +177,7 @@ pub trait Source {
 /// The planner's nodes and what passes need besides, as of the last [`Fleet::refresh`].
 #[derive(Debug)]
 pub struct Fleet {
-    own_node: Option<String>,
+    reading: convert::Reading,
     changes: Arc<Changes>,
     view: Mutex<View>,
 }
@@ -213,10 +213,10 @@ pub struct Objects {
 
 impl Fleet {
     /// An empty fleet that reads everything on its first refresh.
-    pub fn new(own_node: Option<String>, changes: Arc<Changes>) -> Self {
+    pub fn new(reading: convert::Reading, changes: Arc<Changes>) -> Self {
         changes.mark_all();
         Self {
-            own_node,
+            reading,
             changes,
             view: Mutex::new(View::default()),
         }
@@ -255,11 +255,11 @@ impl Fleet {
         }
         let mut view = self.view.lock().unwrap_or_else(PoisonError::into_inner);
         match self.changes.take() {
-            None => *view = View::build(source, self.own_node.as_deref(), &view),
+            None => *view = View::build(source, &self.reading, &view),
             Some(names) => {
                 let mut relabelled = false;
                 for name in names {
-                    relabelled |= view.update(&name, source, self.own_node.as_deref());
+                    relabelled |= view.update(&name, source, &self.reading);
                 }
                 if relabelled {
                     view.rebuild_render();
@@ -273,7 +273,7 @@ impl Fleet {
 impl View {
     /// The whole view read afresh; `previous` carries the render generation and the times
     /// nodes were first seen regressed on.
-    pub fn build(source: &impl Source, own_node: Option<&str>, previous: &View) -> View {
+    pub fn build(source: &impl Source, reading: &convert::Reading, previous: &View) -> View {
         let configs: HashMap<String, Arc<NodeConfigView>> = source
             .all_configs()
             .into_iter()
@@ -302,7 +302,7 @@ impl View {
                 .as_deref()
                 .and_then(|name| previous.nodes.get(name))
                 .map(|n| &n.health);
-            Some(convert::node(node, o.config.as_deref(), own_node, before))
+            Some(convert::node(node, o.config.as_deref(), reading, before))
         }));
         let mut view = View {
             nodes,
@@ -326,7 +326,7 @@ impl View {
     }
 
     /// Reads node `name` again; true when the render nodes changed (joined, left, relabelled).
-    fn update(&mut self, name: &str, source: &impl Source, own_node: Option<&str>) -> bool {
+    fn update(&mut self, name: &str, source: &impl Source, reading: &convert::Reading) -> bool {
         let objects = Objects {
             node: source.node(name),
             config: source.config(name),
@@ -344,7 +344,7 @@ impl View {
         let relabelled = render_node(before.as_deref()) != render_node(objects.node.as_deref());
         let planned = objects.node.as_deref().map(|n| {
             let before = self.nodes.get(name).map(|n| &n.health);
-            convert::node(n, objects.config.as_deref(), own_node, before)
+            convert::node(n, objects.config.as_deref(), reading, before)
         });
         if objects.node.is_none() && objects.config.is_none() {
             self.objects.remove(name);

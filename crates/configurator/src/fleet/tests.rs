@@ -178,13 +178,13 @@ fn apply(fake: &mut Fake, changes: &Changes, op: &Op) {
 }
 
 fn rebuilt(fake: &Fake, own: Option<&str>) -> View {
-    View::build(fake, own, &View::default())
+    View::build(fake, &convert::Reading::on(own), &View::default())
 }
 
 #[test]
 fn a_new_fleet_reads_everything_and_then_only_what_is_marked() {
     let changes = Arc::new(Changes::default());
-    let fleet = Fleet::new(None, changes.clone());
+    let fleet = Fleet::new(convert::Reading::default(), changes.clone());
     let mut fake = Fake::default();
     apply(
         &mut fake,
@@ -239,7 +239,7 @@ fn a_new_fleet_reads_everything_and_then_only_what_is_marked() {
 #[test]
 fn a_relabelled_or_leaving_node_changes_the_render_nodes() {
     let changes = Arc::new(Changes::default());
-    let fleet = Fleet::new(None, changes.clone());
+    let fleet = Fleet::new(convert::Reading::default(), changes.clone());
     let mut fake = Fake::default();
     let up = |zone| Op::Node {
         node: 0,
@@ -276,7 +276,7 @@ proptest! {
     ) {
         let own = own.map(name);
         let changes = Arc::new(Changes::default());
-        let fleet = Fleet::new(own.clone(), changes.clone());
+        let fleet = Fleet::new(convert::Reading::on(own.as_deref()), changes.clone());
         let mut fake = Fake::default();
         for op in &ops {
             apply(&mut fake, &changes, op);

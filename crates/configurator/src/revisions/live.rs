@@ -2,7 +2,7 @@
 //! ([`netrollout_rollout::lifecycle`]): the inputs and revisions as it sees them, and the
 //! merged snapshot, checked ([`Checked`]) and reduced to a [`Candidate`].
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -19,7 +19,6 @@ use netrollout_rollout::lifecycle::{
 };
 
 use crate::error::{Error, Result};
-use crate::memo::CandidateKey;
 
 type KeyPart = (InputKind, String, Option<String>, bool);
 
@@ -238,6 +237,47 @@ pub fn revision_view(ncr: &NetworkConfigRevision) -> RevisionView {
     }
 }
 
+/// What a candidate revision is made from: the render nodes' generation and each input's
+/// kind, name, resourceVersion and whether it is being deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CandidateKey {
+    /// [`crate::fleet::View::render_nodes`]' generation.
+    pub nodes: u64,
+    /// Every input (sorted).
+    pub inputs: Vec<(InputKind, String, Option<String>, bool)>,
+    /// The newest revision, whose snapshot decides whom a clash is blamed on.
+    pub base: Option<String>,
+}
+
+/// The candidate last checked (merged, validated, hashed, rendered for every node), so that a
+/// pass whose inputs and nodes did not change does not render the whole fleet again.
+#[derive(Debug, Default)]
+pub struct CandidateMemo {
+    last: Mutex<Option<(CandidateKey, Arc<Checked>)>>,
+}
+
+impl CandidateMemo {
+    /// The candidate for `key`: remembered, or made by `check` (and remembered if it is Ok).
+    ///
+    /// # Errors
+    /// `check`'s.
+    pub fn get_or(
+        &self,
+        key: CandidateKey,
+        check: impl FnOnce() -> Result<Checked>,
+    ) -> Result<Arc<Checked>> {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((k, c)) = last.as_ref()
+            && *k == key
+        {
+            return Ok(c.clone());
+        }
+        let c = Arc::new(check()?);
+        *last = Some((key, c.clone()));
+        Ok(c)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,5 +336,35 @@ mod tests {
         let conditions = live.conditions(&v.input);
         let types: Vec<&str> = conditions.iter().map(|c| c.type_.as_str()).collect();
         assert_eq!(types, ["Other", "Accepted"]);
+    }
+
+    #[test]
+    fn a_candidate_is_checked_again_only_when_what_it_is_made_of_changed() {
+        let memo = CandidateMemo::default();
+        let key = |nodes, rv: &str| CandidateKey {
+            nodes,
+            inputs: vec![(InputKind::Table, "t".into(), Some(rv.into()), false)],
+            base: None,
+        };
+        let invalid = || {
+            Ok(Checked::Invalid(netrollout_render::Invalid {
+                problems: Vec::new(),
+            }))
+        };
+        let mut checks = 0;
+        for k in [
+            key(1, "1"),
+            key(1, "1"),
+            key(2, "1"),
+            key(2, "2"),
+            key(2, "2"),
+        ] {
+            memo.get_or(k, || {
+                checks += 1;
+                invalid()
+            })
+            .unwrap();
+        }
+        assert_eq!(checks, 3);
     }
 }

@@ -4,8 +4,8 @@
 //! Events and metrics, in order, stopping at the first failed write.
 //!
 //! Layout:
-//! - `live`: the inputs of one pass, the check of their merge ([`live::Checked`]) and their
-//!   conversion into the lifecycle's types.
+//! - `live`: the inputs of one pass, the check of their merge ([`live::Checked`]), the memo of
+//!   the last one checked, and their conversion into the lifecycle's types.
 //! - `execute`: the executor of the lifecycle's actions.
 
 mod execute;
@@ -20,11 +20,11 @@ use crate::conditions::Refusal;
 use crate::context::Context;
 use crate::convert;
 use crate::error::Result;
-use crate::memo::{AcceptedMemo, CandidateMemo, NotedMemo};
+use crate::memo::{AcceptedMemo, NotedMemo};
 use crate::spans;
 
 use execute::Executor;
-use live::{Checked, Live};
+use live::{CandidateMemo, Checked, Live};
 
 /// What this replica remembers between passes about the inputs and revisions: the last checked
 /// candidate, the `Accepted` verdicts it wrote and the "identical to a Failed revision" notes

@@ -11,6 +11,8 @@
 //!   and every report is counted.
 //! - `guard`: the fleet guard: an untouched node regressing during a wave fails the revision
 //!   and reverts the wave; `--guard=off`; a node regressed before the wave never trips it.
+//! - `domains`: failure domains: one node per rack at a time, racks one after the other, a
+//!   failure in a second rack fails the revision within the node budget.
 //! - `known_good`: an undo to a Succeeded revision that fails now fails it and goes back.
 //! - `preflight`: a revision needing what a node reported missing waits, says so, and rolls
 //!   out once the node reports it.
@@ -22,6 +24,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod analysis;
+mod domains;
 mod failure;
 mod faults;
 mod fleet;

@@ -148,24 +148,33 @@ async fn supervise(
             Err(e) => format!("podman run failed to start: {e}"),
             Ok(mut child) => {
                 set(&|s| s.running = true);
+                let mut cgroup = Cgroup::default();
                 let outcome = tokio::select! {
                     exit = child.wait() => Outcome::Exited(exit.map_or_else(|e| e.to_string(), |s| s.to_string())),
-                    why = probes(&run, &conf, &status) => Outcome::Unhealthy(why),
+                    why = probes(&run, &conf, &status, &mut cgroup) => Outcome::Unhealthy(why),
                     graceful = stopped(&mut stop) => Outcome::Stop(graceful),
                 };
-                sample(&conf, &run.name, &status).await;
-                let stop_time = match &outcome {
-                    Outcome::Stop(false) => 0,
-                    _ => run.grace.as_secs(),
-                };
-                if !matches!(outcome, Outcome::Exited(_)) {
-                    let _ = podman(&conf)
-                        .args(["stop", "-t", &stop_time.to_string(), &run.name])
-                        .stdout(Stdio::null())
-                        .stderr(Stdio::null())
-                        .status()
-                        .await;
-                    let _ = child.wait().await;
+                cgroup.sample(&conf, &run.name, &status).await;
+                match &outcome {
+                    Outcome::Exited(_) => {}
+                    // Killed: `rm -f -t 0` kills and removes in one podman call.
+                    Outcome::Stop(false) => remove(&conf, &run.name).await,
+                    Outcome::Stop(true) | Outcome::Unhealthy(_) => {
+                        let _ = podman(&conf)
+                            .args(["stop", "-t", &run.grace.as_secs().to_string(), &run.name])
+                            .stdout(Stdio::null())
+                            .stderr(Stdio::null())
+                            .status()
+                            .await;
+                    }
+                }
+                // podman run returns once the container is gone; if a stop did not end it
+                // (podman refuses a paused container), it is removed by force, and the kubelet
+                // goes on rather than hang.
+                let ended = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
+                if ended.is_err() {
+                    remove(&conf, &run.name).await;
+                    let _ = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
                 }
                 set(&|s| {
                     s.running = false;
@@ -229,7 +238,7 @@ async fn remove(conf: &Path, name: &str) {
 
 /// Polls the readiness probe (setting `ready`) and the liveness probe; returns when the
 /// liveness probe failed its threshold, with the last failure. Samples the cgroup each second.
-async fn probes(run: &Run, conf: &Path, status: &Mutex<Status>) -> String {
+async fn probes(run: &Run, conf: &Path, status: &Mutex<Status>, cgroup: &mut Cgroup) -> String {
     let start = tokio::time::Instant::now();
     let mut live = Counter::default();
     let mut ready = Counter::default();
@@ -247,7 +256,7 @@ async fn probes(run: &Run, conf: &Path, status: &Mutex<Status>) -> String {
     loop {
         let now = tokio::time::Instant::now();
         if now >= next_sample {
-            sample(conf, &run.name, status).await;
+            cgroup.sample(conf, &run.name, status).await;
             next_sample = now + Duration::from_secs(1);
         }
         if now >= next_ready {
@@ -334,28 +343,39 @@ async fn get(p: &HttpProbe) -> Result<(), String> {
     }
 }
 
-/// Reads the running container's cgroup: its peak memory and its CPU time.
-async fn sample(conf: &Path, name: &str, status: &Mutex<Status>) {
-    let Ok(out) = podman(conf)
-        .args(["inspect", "--format", "{{.State.Pid}}", name])
-        .stderr(Stdio::null())
-        .output()
-        .await
-    else {
-        return;
-    };
-    let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let Some((memory, cpu)) = read_cgroup(&pid) else {
-        return;
-    };
-    let mut s = status.lock().unwrap_or_else(PoisonError::into_inner);
-    s.peak_memory = s.peak_memory.max(memory);
-    s.cpu = s.cpu_done + cpu;
+/// The cgroup files of one running container, found once (podman is asked for its pid, which
+/// costs a process start) and then read each second.
+#[derive(Default)]
+struct Cgroup {
+    files: Option<(PathBuf, PathBuf, bool)>,
 }
 
-/// Peak memory (bytes) and CPU time of process `pid`'s cgroup: cgroup v1's memory and cpuacct
-/// controllers, else cgroup v2's `memory.peak` and `cpu.stat`.
-fn read_cgroup(pid: &str) -> Option<(u64, Duration)> {
+impl Cgroup {
+    /// Reads the container's peak memory and CPU time into `status`.
+    async fn sample(&mut self, conf: &Path, name: &str, status: &Mutex<Status>) {
+        if self.files.is_none() {
+            let Ok(out) = podman(conf)
+                .args(["inspect", "--format", "{{.State.Pid}}", name])
+                .stderr(Stdio::null())
+                .output()
+                .await
+            else {
+                return;
+            };
+            self.files = cgroup_files(String::from_utf8_lossy(&out.stdout).trim());
+        }
+        let Some((memory, cpu)) = self.files.as_ref().and_then(read_cgroup) else {
+            return;
+        };
+        let mut s = status.lock().unwrap_or_else(PoisonError::into_inner);
+        s.peak_memory = s.peak_memory.max(memory);
+        s.cpu = s.cpu_done + cpu;
+    }
+}
+
+/// The peak-memory and CPU files of process `pid`'s cgroup (and whether they are cgroup v2's):
+/// cgroup v1's memory and cpuacct controllers, else cgroup v2's `memory.peak` and `cpu.stat`.
+fn cgroup_files(pid: &str) -> Option<(PathBuf, PathBuf, bool)> {
     if pid.is_empty() || pid == "0" {
         return None;
     }
@@ -367,23 +387,34 @@ fn read_cgroup(pid: &str) -> Option<(u64, Duration)> {
             (ctrls.split(',').any(|c| c == controller)).then(|| p.to_string())
         })
     };
-    let read = |p: String| std::fs::read_to_string(p).ok();
     if let (Some(m), Some(c)) = (path("memory"), path("cpuacct")) {
-        let peak = read(format!(
-            "/sys/fs/cgroup/memory{m}/memory.max_usage_in_bytes"
-        ))?;
-        let ns = read(format!("/sys/fs/cgroup/cpuacct{c}/cpuacct.usage"))?;
         return Some((
-            peak.trim().parse().ok()?,
-            Duration::from_nanos(ns.trim().parse().ok()?),
+            format!("/sys/fs/cgroup/memory{m}/memory.max_usage_in_bytes").into(),
+            format!("/sys/fs/cgroup/cpuacct{c}/cpuacct.usage").into(),
+            false,
         ));
     }
     let p = path("")?;
-    let peak = read(format!("/sys/fs/cgroup{p}/memory.peak"))?;
-    let stat = read(format!("/sys/fs/cgroup{p}/cpu.stat"))?;
-    let usec = stat.lines().find_map(|l| l.strip_prefix("usage_usec "))?;
     Some((
-        peak.trim().parse().ok()?,
-        Duration::from_micros(usec.trim().parse().ok()?),
+        format!("/sys/fs/cgroup{p}/memory.peak").into(),
+        format!("/sys/fs/cgroup{p}/cpu.stat").into(),
+        true,
     ))
+}
+
+/// Peak memory (bytes) and CPU time from a container's cgroup files.
+fn read_cgroup((memory, cpu, v2): &(PathBuf, PathBuf, bool)) -> Option<(u64, Duration)> {
+    let peak: u64 = std::fs::read_to_string(memory).ok()?.trim().parse().ok()?;
+    let cpu = std::fs::read_to_string(cpu).ok()?;
+    let cpu = match v2 {
+        false => Duration::from_nanos(cpu.trim().parse().ok()?),
+        true => Duration::from_micros(
+            cpu.lines()
+                .find_map(|l| l.strip_prefix("usage_usec "))?
+                .trim()
+                .parse()
+                .ok()?,
+        ),
+    };
+    Some((peak, cpu))
 }

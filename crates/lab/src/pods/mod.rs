@@ -186,6 +186,20 @@ pub fn preflight() -> Result<()> {
     Ok(())
 }
 
+/// The pid of container `name`'s main process.
+pub async fn pid(conf: &Path, name: &str) -> Result<u32> {
+    let out = podman(conf)
+        .args(["inspect", "--format", "{{.State.Pid}}", name])
+        .output()
+        .await?;
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .ok()
+        .filter(|p| *p != 0)
+        .with_context(|| format!("container {name} runs no process"))
+}
+
 /// Tags `image` as `tag` too (the upgrade scenario's new version).
 pub async fn tag(conf: &Path, image: &str, tag: &str) -> Result<()> {
     let out = podman(conf).args(["tag", image, tag]).output().await?;

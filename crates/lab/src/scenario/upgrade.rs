@@ -37,7 +37,8 @@ impl Scenario for Upgrade {
          container is replaced node by node as a DaemonSet rolling update does, the first\n\
          one killed mid-apply: the revision succeeds with no node failed, the killed agent\n\
          recovers by its journal, every agent runs the new image and is ready, untouched\n\
-         networks lose no probe; rolled back idle, no agent writes to the kernel or FRR"
+         networks lose no probe; rolled back idle, no agent writes to the kernel or FRR;\n\
+         an agent stopped with SIGSTOP fails its liveness probe and is restarted"
     }
 
     fn in_all(&self) -> bool {
@@ -167,7 +168,68 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
         },
     );
     traffic_report(summary, m, lab, (t0, t1), &[changed.as_str()], &[]).await;
-    idle_restarts(summary, m, lab, &old).await
+    idle_restarts(summary, m, lab, &old).await?;
+    liveness_drill(summary, m, lab, &next).await
+}
+
+/// The kubelet's side: an agent whose process is stopped (SIGSTOP) stops answering its liveness
+/// probe; after `failureThreshold` failures the container is stopped (SIGTERM, SIGKILL after the
+/// grace period) and started again, and the node keeps its revision.
+async fn liveness_drill(
+    summary: &mut Summary,
+    m: &mut Monitor,
+    lab: &mut Cluster,
+    revision: &str,
+) -> Result<()> {
+    let node = lab.node_names()[0].clone();
+    let Some(pod) = lab.agent_pod(&node) else {
+        bail!("{node} has no agent pod");
+    };
+    let name = pod.name.clone();
+    lab.drilled.insert(name.clone());
+    let pid = crate::pods::pid(&lab.containers_conf(), &name).await?;
+    m.say(&format!(
+        "stopping the agent process of {node} (SIGSTOP, pid {pid}): its liveness probe must fail and the kubelet restart it"
+    ));
+    let stopped = std::process::Command::new("kill")
+        .args(["-STOP", &pid.to_string()])
+        .status()?;
+    if !stopped.success() {
+        bail!("kill -STOP {pid} failed");
+    }
+    let t0 = std::time::Instant::now();
+    let deadline = t0 + Duration::from_secs(150);
+    let restarts = loop {
+        let status = (lab.agent_pod(&node))
+            .map(|p| p.status())
+            .unwrap_or_default();
+        if !status.restarts.is_empty() && status.ready {
+            break status.restarts;
+        }
+        if std::time::Instant::now() > deadline {
+            break status.restarts;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    m.say(&format!(
+        "{node}'s agent restarted and ready again {:.0} s after the stop",
+        t0.elapsed().as_secs_f64()
+    ));
+    let why: Vec<&str> = restarts.iter().map(|r| r.1.as_str()).collect();
+    summary.check(
+        "a stopped agent failed its liveness probe and the kubelet restarted it once; it is ready again",
+        why.len() == 1
+            && why[0].contains("liveness probe failed")
+            && lab.agent_pod(&node).is_some_and(|p| p.status().ready),
+        why.join("; "),
+    );
+    m.observe(lab).await?;
+    summary.check(
+        "the node kept its revision through the restart",
+        m.now.provisioned_on(revision).contains(&node.as_str()),
+        node,
+    );
+    Ok(())
 }
 
 /// Netrollout rolled back to `image` once the revision succeeded: every agent restarts idle,

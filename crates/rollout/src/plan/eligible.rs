@@ -103,6 +103,17 @@ impl<'a> Pass<'a> {
         round_robin(&groups, take)
     }
 
+    /// Every eligible node in dispatch order (failure domains pick from them,
+    /// [`Pass::pick_by_domain`]).
+    pub(super) fn eligible_in_order(&self, g: usize, join: usize) -> Vec<&'a Node> {
+        let groups: Vec<(Class, usize, Vec<&'a Node>)> = self
+            .eligible_groups(g, join)
+            .into_iter()
+            .map(|(class, offset, nodes)| (class, offset, nodes.collect()))
+            .collect();
+        round_robin(&groups, usize::MAX)
+    }
+
     /// Whether more than `n` nodes are eligible (counting no further than needed).
     pub(super) fn eligible_more_than(&self, g: usize, join: usize, n: usize) -> bool {
         let mut seen = 0;

@@ -1,5 +1,6 @@
 //! A pass's failures: a revision with the content of a Failed one is Blocked, and more than
-//! `--max-failures` failed Ready nodes fail a revision (naming them).
+//! `--max-failures` failed Ready nodes (or, with `--max-failed-domains`, failed nodes in more
+//! domains than that) fail a revision (naming them).
 
 use std::collections::HashMap;
 
@@ -57,8 +58,9 @@ impl Pass<'_> {
     }
 
     /// Whether more than `max_failures` Ready managed nodes failed revision `i`.
+    /// With `--max-failed-domains`, also whether they span more domains than that.
     pub(super) fn over_budget(&self, i: usize) -> bool {
-        self.tally[i].ready_failed > self.settings.max_failures
+        self.tally[i].ready_failed > self.settings.max_failures || self.over_domain_budget(i)
     }
 
     fn fail_if_over_budget(&mut self, i: usize) {
@@ -85,11 +87,17 @@ impl Pass<'_> {
         } else {
             ""
         };
+        let limit = match self.settings.domains.and_then(|p| p.max_failed) {
+            Some(m) if self.tally[i].ready_failed <= self.settings.max_failures => format!(
+                "in {} failure domains, more than --max-failed-domains={m}",
+                self.failed_domains(i)
+            ),
+            _ => format!("more than --max-failures={}", self.settings.max_failures),
+        };
         let reason = format!(
-            "{} node(s) failed revision {} (more than --max-failures={}){was}: {}; rollout halted",
+            "{} node(s) failed revision {} ({limit}){was}: {}; rollout halted",
             failures.len(),
             r.name,
-            self.settings.max_failures,
             names.join(", ")
         );
         self.set_phase(i, RevisionPhase::Failed, reason, failures);

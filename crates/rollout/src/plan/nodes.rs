@@ -81,20 +81,39 @@ impl<'a> Pass<'a> {
             Some(s) if !goal_has_success && !rolling_back && !self.over_budget(s) => s,
             _ => g,
         };
-        // Waves: nodes move only when a whole wave fits (the limit, or all that is left), so a
-        // healthy rollout takes exactly ceil(N / limit) waves. Joining nodes sort first, so they
-        // go in the next wave. Window: every free slot is filled at once.
-        // (free < min(limit, eligible), counting no further than needed.)
-        if self.settings.strategy == RolloutStrategy::Waves
-            && free < self.limit
-            && self.eligible_more_than(g, join, free)
-        {
-            return (Vec::new(), 0, 0);
-        }
-        // After a guard trip with --guard=revert, the newest dispatches go back first.
-        let eligible = match self.reverting_guard_trip(d) {
-            Some(b) => self.newest_dispatch_first(self.eligible_all(g, join).into_iter(), b, free),
-            None => self.first_eligible(g, join, free),
+        let waves = self.settings.strategy == RolloutStrategy::Waves;
+        let eligible = if let Some(policy) = self.settings.domains {
+            // Failure domains: every eligible node in order, then the ones the domains let go
+            // now. A wave (waves) moves only with nothing in flight or when all that is left
+            // goes now.
+            let ordered = match self.reverting_guard_trip(d) {
+                Some(b) => self.newest_dispatch_first(
+                    self.eligible_all(g, join).into_iter(),
+                    b,
+                    usize::MAX,
+                ),
+                None => self.eligible_in_order(g, join),
+            };
+            let picked = self.pick_by_domain(policy, g, &ordered, free);
+            if waves && free < self.limit && picked.len() < ordered.len() {
+                return (Vec::new(), 0, 0);
+            }
+            picked
+        } else {
+            // Waves: nodes move only when a whole wave fits (the limit, or all that is left),
+            // so a healthy rollout takes exactly ceil(N / limit) waves. Joining nodes sort
+            // first, so they go in the next wave. Window: every free slot is filled at once.
+            // (free < min(limit, eligible), counting no further than needed.)
+            if waves && free < self.limit && self.eligible_more_than(g, join, free) {
+                return (Vec::new(), 0, 0);
+            }
+            // After a guard trip with --guard=revert, the newest dispatches go back first.
+            match self.reverting_guard_trip(d) {
+                Some(b) => {
+                    self.newest_dispatch_first(self.eligible_all(g, join).into_iter(), b, free)
+                }
+                None => self.first_eligible(g, join, free),
+            }
         };
 
         let mut groups: Vec<(&str, DispatchKind, Vec<NodeDispatch>)> = Vec::new();

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use netrollout_rollout::{
-    Action, FailureCause, Mode, Node, NodePhase, Plan, RevisionPhase, Settings, State, Timestamp,
+    Action, FailureCause, Node, NodePhase, Plan, RevisionPhase, Settings, State, Timestamp,
 };
 
 use crate::world::STEP_MS;
@@ -85,79 +85,6 @@ fn node<'a>(by_name: &HashMap<&str, &'a Node>, name: &str) -> Result<&'a Node, S
         .get(name)
         .copied()
         .ok_or(format!("action names unknown node {name}"))
-}
-
-/// Could move now: Ready, not leaving, not on `target`, finished with its spec (or has none),
-/// not in flight, and not waiting out an earlier withdrawal.
-fn movable(n: &Node, target: &str, now: Timestamp, s: &Settings) -> bool {
-    n.ready
-        && !n.deleting
-        && n.spec_revision.as_deref() != Some(target)
-        && (n.spec_revision.is_none()
-            || n.current_status()
-                .is_some_and(|st| st.phase != NodePhase::Provisioning))
-        && n.unresponsive_since
-            .is_none_or(|t| now >= t.saturating_add(s.pickup_timeout))
-}
-
-/// Window strategy (work conservation): after a fully executed pass that rolls out or back, a
-/// slot is idle only when no node is left that could move. `after` is the API state once the
-/// whole plan was written.
-pub fn check_window(p: &Plan, after: &State, now: Timestamp, s: &Settings) -> Result<(), String> {
-    let (Mode::RollingOut | Mode::RollingBack, Some(target)) = (&p.summary.mode, &p.summary.target)
-    else {
-        return Ok(());
-    };
-    // Held by pre-flight or the analysis gate: nothing moves to the target.
-    if p.summary.held || p.summary.analysis.as_ref().is_some_and(|g| g.held) {
-        return Ok(());
-    }
-    // Pre-flight: a node never gets a revision that lists it as lacking (a joining node may
-    // be due the newest Succeeded revision instead of the target).
-    let lacks = |n: &Node| {
-        after.revisions.iter().any(|r| {
-            (r.name == *target || n.spec_revision.is_none())
-                && r.unmet.iter().any(|u| u.node == n.name)
-        })
-    };
-    let managed = after.nodes.iter().filter(|n| !n.deleting).count();
-    let limit = s.update_limit.resolve(managed);
-    let in_flight = after.nodes.iter().filter(|n| in_flight(n, now, s)).count();
-    if in_flight >= limit {
-        return Ok(());
-    }
-    match after
-        .nodes
-        .iter()
-        .find(|n| movable(n, target, now, s) && !lacks(n))
-    {
-        Some(n) => Err(format!(
-            "window: {in_flight} of {limit} slots in use after the pass, yet {} could move to {target}: {n:?}",
-            n.name
-        )),
-        None => Ok(()),
-    }
-}
-
-/// After a fully executed pass, the plan's awaited nodes are exactly the nodes in flight (the
-/// configurator skips its debounce once all of them have reported).
-pub fn check_awaited(p: &Plan, after: &State, now: Timestamp, s: &Settings) -> Result<(), String> {
-    let mut awaited: Vec<&str> = p.summary.awaited.iter().map(String::as_str).collect();
-    awaited.sort_unstable();
-    let mut flying: Vec<&str> = after
-        .nodes
-        .iter()
-        .filter(|n| in_flight(n, now, s))
-        .map(|n| n.name.as_str())
-        .collect();
-    flying.sort_unstable();
-    if awaited != flying || awaited.len() != p.summary.in_flight {
-        return Err(format!(
-            "awaited {awaited:?} ({} in flight in the summary), but in flight after the pass: {flying:?}",
-            p.summary.in_flight
-        ));
-    }
-    Ok(())
 }
 
 impl Checker {
@@ -330,7 +257,18 @@ impl Checker {
                         }
                     }
                     let bound = self.bounds.get(revision).map_or(s.max_failures, |b| b.0);
-                    if failed_nodes.len() <= s.max_failures || failed_nodes.len() > bound {
+                    // With --max-failed-domains, failures in too many domains fail it earlier.
+                    let by_domains = s.domains.and_then(|p| p.max_failed).is_some_and(|m| {
+                        let domains: std::collections::BTreeSet<&str> = failed_nodes
+                            .iter()
+                            .filter_map(|f| by_name.get(f.node.as_str()))
+                            .map(|n| n.domain.as_str())
+                            .collect();
+                        domains.len() > m
+                    });
+                    if (failed_nodes.len() <= s.max_failures && !by_domains)
+                        || failed_nodes.len() > bound
+                    {
                         return Err(format!(
                             "invariant 3: {revision} failed with {} failures (max_failures {}, radius {bound})",
                             failed_nodes.len(),
@@ -401,6 +339,27 @@ impl Checker {
             }
         }
 
+        // 3: a withdrawal puts a node back on the revision it had; when its agent had failed
+        // that revision, the failure counts again: not a dispatch, the node's own earlier
+        // verdict (a rollback to that revision then halts).
+        for a in &p.actions {
+            if let Action::MarkUnresponsive {
+                node: name,
+                restore: Some(r),
+                ..
+            } = a
+                && after
+                    .nodes
+                    .iter()
+                    .any(|n| n.name == *name && counted_failure(n, r, now, s))
+            {
+                let e = self
+                    .bounds
+                    .entry(r.clone())
+                    .or_insert((s.max_failures, false));
+                e.0 += 1;
+            }
+        }
         // 3: update the blast-radius bounds from the state after the pass.
         self.check_blast_radius(after, now, s)?;
         self.bounds

@@ -4,22 +4,25 @@
 //! how many seeds run (default 10,000).
 //!
 //! Layout: `rng` (SplitMix64), `agent` (simulated agents), `world` (API state, faults,
-//! configurator), `check` (the invariants), `scenario` (chaos and wave scenarios),
+//! configurator), `check` (the invariants; `slots`: the window's and the awaited nodes'), `scenario` (chaos and wave scenarios),
 //! `regressions` (one named scenario per rule of the contract (docs/contract.md)), `lifecycle`
 //! (the revision lifecycle decides the revisions when the simulated inputs change, and its
 //! invariants are checked at every decision), `guard` (the fleet guard's world and invariants),
 //! `preflight` (nodes lacking what a revision needs, and its invariants), `analysis` (revisions
-//! gated by analysis checks that pass, fail or are inconclusive, and its invariants).
+//! gated by analysis checks that pass, fail or are inconclusive, and its invariants),
+//! `domains` (failure domains: racks under a cap, in sequence, with a budget of failed racks).
 
 // A test harness: panicking on a bad SIM_SEED or a crashed worker thread is the right failure.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod analysis;
 mod check;
+mod domains;
 mod guard;
 mod lifecycle;
 mod preflight;
 mod regressions;
+mod regressions_domains;
 mod regressions_failure;
 mod regressions_guard;
 mod regressions_known_good;
@@ -27,6 +30,7 @@ mod regressions_preflight;
 mod regressions_raised;
 mod regressions_waves;
 mod scenario;
+mod slots;
 
 // The simulator itself lives beside the planner (`src/sim/`; the benchmark uses it too).
 use netrollout_rollout::sim::{agent, rng, world};
@@ -173,6 +177,24 @@ fn random_fleet_scenarios_with_a_window_keep_every_invariant_and_no_idle_slot() 
         "SIM_SCENARIOS",
         10_000,
         scenario::chaos_window,
+        &coverage,
+    );
+}
+
+#[test]
+fn random_fleet_scenarios_with_failure_domains_keep_every_invariant() {
+    let mut coverage = CHAOS_COVERAGE.to_vec();
+    coverage.extend([
+        "waits for its domain",
+        "order: Sequential",
+        "more than --max-failed-domains",
+        "rack-none",
+    ]);
+    run_all(
+        "random_fleet_scenarios_with_failure_domains_keep_every_invariant",
+        "SIM_SCENARIOS",
+        5_000,
+        domains::chaos_domains,
         &coverage,
     );
 }

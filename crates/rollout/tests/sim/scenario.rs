@@ -9,8 +9,9 @@ use netrollout_rollout::{
 };
 
 use crate::agent::{Agent, Behavior};
-use crate::check::{Checker, check_awaited, check_window};
+use crate::check::Checker;
 use crate::lifecycle::Inputs;
+use crate::slots::{check_awaited, check_window};
 use crate::world::{STEP_MS, World, rev_name, write_count};
 
 fn steps(n: u64) -> Duration {
@@ -55,7 +56,10 @@ fn random_node(w: &mut World, zones: u64, size: Size) {
         Behavior::Healthy
     };
     let steps = w.rng.range(1, 3) as u32;
-    w.add_node(zone, canary, Agent::new(behavior, steps));
+    let name = w.add_node(zone, canary, Agent::new(behavior, steps));
+    if w.settings.domains.is_some() {
+        crate::domains::place_in_a_rack(w, &name);
+    }
 }
 
 /// Plan, execute with faults, check every invariant (after a pass that was written in full:
@@ -68,7 +72,11 @@ fn pass(w: &mut World, checker: &mut Checker) -> Result<Plan, String> {
                 "  rollback halted: more than max_failures nodes failed known-good revision {t}"
             ));
         }
-        checker.check_pass(before, p, &w.state, w.now, &w.settings)
+        checker.check_pass(before, p, &w.state, w.now, &w.settings)?;
+        if let Some(line) = crate::domains::check(before, p, &w.state, w.now, &w.settings)? {
+            w.log.push(line);
+        }
+        Ok(())
     })
 }
 
@@ -123,24 +131,26 @@ pub fn settled(w: &World, p: &Plan) -> bool {
 /// A random scenario: faults and churn for a while, then everything heals and the fleet must
 /// converge on the planner's target (or stay halted) within a bounded time.
 pub fn chaos(seed: u64) -> (Result<(), String>, Vec<String>) {
-    chaos_with(seed, RolloutStrategy::Waves, Size::Small)
+    chaos_with(seed, RolloutStrategy::Waves, Size::Small, false)
 }
 
 /// [`chaos`] with the window strategy.
 pub fn chaos_window(seed: u64) -> (Result<(), String>, Vec<String>) {
-    chaos_with(seed, RolloutStrategy::Window, Size::Small)
+    chaos_with(seed, RolloutStrategy::Window, Size::Small, false)
 }
 
 /// [`chaos`] at 10,000 nodes; even seeds use waves, odd seeds a window.
 pub fn chaos_large(seed: u64) -> (Result<(), String>, Vec<String>) {
     let strategy = RolloutStrategy::ALL[(seed % 2) as usize];
-    chaos_with(seed, strategy, Size::Large)
+    chaos_with(seed, strategy, Size::Large, false)
 }
 
-fn chaos_with(
+/// A chaos scenario; `domains`: with random failure domains ([`crate::domains`]).
+pub fn chaos_with(
     seed: u64,
     strategy: RolloutStrategy,
     size: Size,
+    domains: bool,
 ) -> (Result<(), String>, Vec<String>) {
     let mut rng = crate::rng::Rng::new(seed);
     let pickup = rng.range(2, 6);
@@ -176,6 +186,9 @@ fn chaos_with(
         ..Settings::default()
     };
     let mut w = World::new(seed, settings);
+    if domains {
+        w.settings.domains = Some(crate::domains::random_policy(&mut rng));
+    }
     w.log.push(format!("seed {seed}: {:?}", w.settings));
     let r = run_chaos(&mut w, pickup + apply, size);
     (r, w.log)
@@ -250,7 +263,11 @@ fn run_chaos(w: &mut World, timeouts: u64, size: Size) -> Result<(), String> {
         r.paused = false;
     }
     let n = w.state.nodes.len() as u64;
-    let limit = w.settings.update_limit.resolve(n as usize) as u64;
+    // Failure domains may leave slots of the limit idle: a node per step at worst.
+    let limit = match w.settings.domains {
+        Some(_) => 1,
+        None => w.settings.update_limit.resolve(n as usize) as u64,
+    };
     let cap = 20 + (n / limit + 2) * (timeouts + 6) + 2 * timeouts;
     for _ in 0..cap {
         w.step_agents();

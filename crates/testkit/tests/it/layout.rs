@@ -14,9 +14,12 @@ const ONE_BINARY: &[(&str, &[&str])] = &[
     ("crates/render", &[]),
     // Behind the `vm` feature, built only for the VM suite (hack/test.d/55-frr-vm.sh).
     ("crates/frr", &["vm.rs"]),
-    // Behind the `vm` feature with its own `main` (it becomes the agent inside the VM), built only
+    // `vm.rs`: behind the `vm` feature with its own `main` (it becomes the agent inside the VM), built only
     // for the VM suite (hack/test.d/56-agent-frr-vm.sh).
-    ("crates/agent", &["vm.rs"]),
+    // `netlink_lock.rs` holds the kernel's netlink lock on purpose (it removes a namespace of
+    // thousands of links): in a binary of its own it never runs beside the other agent tests
+    // (cargo runs test binaries one after another), so it slows none of them.
+    ("crates/agent", &["vm.rs", "netlink_lock.rs"]),
 ];
 
 #[test]
