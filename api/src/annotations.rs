@@ -55,6 +55,14 @@ pub struct Dispatch {
     /// it was recorded: such a dispatch belongs to no current wave of the fleet guard.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequence: Option<i64>,
+    /// When the configurator first saw the agent report Provisioned for it (kept only with
+    /// `--bake-time`: the node's bake runs from here).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "opt_time_text"
+    )]
+    pub settled_at: Option<Timestamp>,
 }
 
 impl Dispatch {
@@ -141,6 +149,7 @@ mod tests {
             previous: Some("ncr-0".into()),
             picked_up_at: Some(ms(1_700_000_001_000)),
             sequence: Some(7),
+            settled_at: None,
         };
         let json = d.to_annotation().unwrap();
         assert_eq!(

@@ -70,7 +70,7 @@ pub use node::{
 pub use revision::{
     FailedNode, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION, NamedInput,
     NetworkConfigRevision, NetworkConfigRevisionSpec, NetworkConfigRevisionStatus, READY_CONDITION,
-    RECONCILING_CONDITION, RevisionPhase, STALLED_CONDITION, Snapshot,
+    RECONCILING_CONDITION, RevisionBake, RevisionPhase, STALLED_CONDITION, Snapshot,
 };
 
 /// The API group of every kind in this crate.

@@ -27,6 +27,14 @@ pub const GUARD_TRIPPED: &str = "GuardTripped";
 /// ([`NetworkConfigRevisionStatus::failed_by_guard`]).
 pub const HEALTH_REGRESSED: &str = "HealthRegressed";
 
+/// A node committed the revision, then its health checks regressed before `--bake-time` was
+/// over: a failure of the revision like any other.
+pub const BAKE_REGRESSED: &str = "BakeRegressed";
+
+/// The reason of a rolling-out revision's conditions while nodes that committed it bake
+/// (`--bake-time`); `status.bake` says until when.
+pub const BAKING: &str = "Baking";
+
 /// Whether `s` is a reason word: an ASCII capital letter, then ASCII letters and digits only
 /// (at most 128 characters), e.g. `ProbeFailed`.
 pub fn is_reason_word(s: &str) -> bool {

@@ -149,11 +149,29 @@ pub struct NetworkConfigRevisionStatus {
     /// yet, or no checks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analysis: Option<RevisionAnalysis>,
+    /// Its nodes that committed it and must stay healthy for `--bake-time` before their slots
+    /// (or their wave) are released (absent: none baking).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bake: Option<RevisionBake>,
     /// Standard conditions, one per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16), schema_with = "crate::schema::conditions")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
+}
+
+/// The bake of a revision's newest nodes (`--bake-time`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionBake {
+    /// Nodes baking.
+    pub nodes: i32,
+    /// When the last of them is done (configurator clock).
+    #[schemars(schema_with = "crate::schema::time")]
+    pub until: Time,
+    /// Seconds left when this was written (the `Reconciling` message says it; `until` is
+    /// exact).
+    pub seconds_left: i64,
 }
 
 /// Lifecycle of a revision.

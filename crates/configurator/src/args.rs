@@ -68,6 +68,11 @@ pub struct Args {
     /// `--max-failures` counts).
     #[arg(long)]
     pub max_failed_domains: Option<usize>,
+    /// Bake time: a node that committed a revision keeps its slot of the update limit (with
+    /// waves, its wave) until it stayed healthy this long; a regression within it fails the
+    /// revision. `0s` (the default) turns it off.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub bake_time: Duration,
     /// Base URL of the Prometheus server that analysis checks (`RolloutAnalysis`) are measured
     /// against, e.g. `http://prometheus.monitoring:9090`. Without it, a revision that carries
     /// checks is not rolled out (its `AnalysisPassed` condition says why).
@@ -205,6 +210,7 @@ impl Args {
                 order: self.domain_order.unwrap_or_default(),
                 max_failed: self.max_failed_domains,
             }),
+            bake_time: self.bake_time,
         }
     }
 
@@ -315,6 +321,15 @@ mod tests {
             Args::try_parse_from(["x"]).unwrap().settings(false).domains,
             None
         );
+    }
+
+    #[test]
+    fn the_bake_time_reaches_the_planner_and_is_off_by_default() {
+        let a = Args::try_parse_from(["x"]).unwrap();
+        assert_eq!(a.settings(false).bake_time, Duration::ZERO);
+        let a = Args::try_parse_from(["x", "--bake-time", "5m"]).unwrap();
+        assert_eq!(a.settings(false).bake_time, Duration::from_secs(300));
+        assert!(Args::try_parse_from(["x", "--bake-time", "5"]).is_err());
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub fn dispatch_annotation(r: &DispatchRecord) -> Option<Dispatch> {
             None => None,
         },
         sequence: r.sequence.and_then(|s| i64::try_from(s).ok()),
+        settled_at: match r.settled_at {
+            Some(t) => Some(to_jiff(t)?),
+            None => None,
+        },
     })
 }
 
@@ -44,6 +48,10 @@ pub fn dispatch_record(d: &Dispatch) -> Option<DispatchRecord> {
             None => None,
         },
         sequence: d.sequence.and_then(|s| u64::try_from(s).ok()),
+        settled_at: match d.settled_at {
+            Some(t) => Some(from_jiff(t)?),
+            None => None,
+        },
     })
 }
 
@@ -116,6 +124,7 @@ pub fn failure_reason(cause: &FailureCause) -> &str {
         FailureCause::Reported(r) => reason::agent_failure(r.as_deref()),
         FailureCause::ApplyTimeout => reason::APPLY_TIMEOUT,
         FailureCause::HealthRegressed { .. } => reason::HEALTH_REGRESSED,
+        FailureCause::BakeRegressed { .. } => reason::BAKE_REGRESSED,
     }
 }
 
@@ -379,6 +388,7 @@ mod tests {
             previous: Some("ncr-0".into()),
             picked_up_at: Some(Timestamp::from_millis(1_700_000_001_000)),
             sequence: Some(4),
+            settled_at: Some(Timestamp::from_millis(1_700_000_002_000)),
         };
         let json = dispatch_annotation(&r).unwrap().to_annotation().unwrap();
         assert!(json.contains("2023-11-14T22:13:20.123Z"), "{json}");
@@ -401,6 +411,7 @@ mod tests {
             previous: None,
             picked_up_at: None,
             sequence: None,
+            settled_at: None,
         };
         assert_eq!(dispatch_record(&before_1970), None);
     }

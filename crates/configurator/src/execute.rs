@@ -256,7 +256,8 @@ async fn set_phase(
                     reason: convert::failure_reason(&f.cause).to_owned(),
                     message: f.message.clone(),
                     failing_checks: match &f.cause {
-                        FailureCause::HealthRegressed { checks } => checks.clone(),
+                        FailureCause::HealthRegressed { checks }
+                        | FailureCause::BakeRegressed { checks } => checks.clone(),
                         _ => Vec::new(),
                     },
                     time: Some(convert::to_time(f.at)),

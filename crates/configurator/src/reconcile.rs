@@ -12,7 +12,7 @@ use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::NetworkConfigRevision;
 use netrollout_api::reason::GUARD_TRIPPED;
 use netrollout_rollout::guard::GuardTrip;
-use netrollout_rollout::{Action, Mode, Plan, RevisionPhase, Settings, State, Summary};
+use netrollout_rollout::{Action, Mode, Plan, RevisionPhase, Settings, State, Summary, Timestamp};
 
 use crate::context::Context;
 use crate::convert;
@@ -255,9 +255,25 @@ async fn progress(
         "skipped": current.skipped,
         "progress": current.progress.unwrap_or_default(),
     });
-    if want == have || !memo.due(target, urgent) {
+    let bake = summary.bake.as_ref().map(|b| {
+        // Whole seconds: the time reads back as written.
+        let until = Timestamp::from_millis(b.until.as_millis().div_ceil(1000) * 1000);
+        (i(b.nodes), convert::to_time(until), until)
+    });
+    let had = current.bake.as_ref().map(|b| (b.nodes, b.until.clone()));
+    let same_bake = bake.as_ref().map(|(n, t, _)| (*n, t.clone())) == had;
+    if (want == have && same_bake) || !memo.due(target, urgent) {
         return Ok(());
     }
+    let mut want = want;
+    want["bake"] = match bake {
+        Some((nodes, until, at)) => serde_json::json!({
+            "nodes": nodes,
+            "until": until,
+            "secondsLeft": at.saturating_since(convert::now()).as_secs(),
+        }),
+        None => serde_json::Value::Null,
+    };
     let api: Api<NetworkConfigRevision> = ctx.writer().api();
     ctx.writer()
         .write_revision(

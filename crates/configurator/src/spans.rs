@@ -160,6 +160,7 @@ mod tests {
             previous: None,
             picked_up_at: None,
             sequence: None,
+            settled_at: None,
         }
     }
 

@@ -129,6 +129,8 @@ pub struct RevisionRow {
     /// The verdict of its analysis checks (`status.analysis`, docs/contract.md "Analysis gates"):
     /// the phase and the configurator's message (which says how many nodes ran it).
     pub analysis: Option<String>,
+    /// Its nodes baking (`status.bake`, docs/contract.md "Bake time").
+    pub bake: Option<netrollout_api::RevisionBake>,
     /// Creation time.
     pub created: Option<Time>,
 }
@@ -160,6 +162,7 @@ impl RevisionRow {
                 .as_ref()
                 .map(|a| format!("{:?}: {}", a.phase, a.message)),
             failed_nodes: s.failed_nodes,
+            bake: s.bake,
             created: rev.metadata.creation_timestamp.clone(),
         }
     }
@@ -284,6 +287,13 @@ impl StatusReport {
             }
             if let Some(a) = &r.analysis {
                 out.push_str(&format!("  analysis of {}: {a}\n", r.name));
+            }
+            if let Some(b) = &r.bake {
+                let left = b.until.0.duration_since(now).as_secs().max(0);
+                out.push_str(&format!(
+                    "  {} baking, {left} s left: {} node(s) must stay healthy until {} before the next go\n",
+                    r.name, b.nodes, b.until.0
+                ));
             }
         }
         out.push('\n');

@@ -61,6 +61,7 @@ fn fleet(n: usize) -> State {
                     previous: None,
                     picked_up_at: Some(Timestamp::from_millis(1)),
                     sequence: None,
+                    settled_at: None,
                 });
             }
             node.ready = i % 250 != 0;

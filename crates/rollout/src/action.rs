@@ -141,6 +141,24 @@ pub enum FailureCause {
         /// The checks its agent reports failing.
         checks: Vec<String>,
     },
+    /// The node committed the revision, then its health regressed before its bake time was
+    /// over (`--bake-time`).
+    BakeRegressed {
+        /// The checks its agent reports failing.
+        checks: Vec<String>,
+    },
+}
+
+/// The target's bake: its nodes that committed it and must stay healthy for `--bake-time`
+/// before their slots (or their wave) are released.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bake {
+    /// The revision.
+    pub revision: String,
+    /// Its nodes baking now.
+    pub nodes: usize,
+    /// When the last of them is done (configurator clock).
+    pub until: Timestamp,
 }
 
 /// Counts and the overall decision of one pass.
@@ -178,6 +196,8 @@ pub struct Summary {
     /// The target's analysis gate, when it has checks and is rolling out: whether the
     /// configurator must measure now ([`Gate::due`]) and whether it holds the target.
     pub analysis: Option<Gate>,
+    /// The target's nodes baking (`--bake-time`), if any.
+    pub bake: Option<Bake>,
 }
 
 /// The overall decision of a pass.

@@ -100,6 +100,7 @@ mod tests {
             previous: None,
             picked_up_at: picked.map(Timestamp::from_millis),
             sequence: None,
+            settled_at: None,
         });
         n
     }

@@ -57,6 +57,12 @@ pub(crate) struct Index {
     /// Ready managed nodes that failed their spec revision, by spec revision, then failure
     /// domain: how many (`--max-failed-domains`).
     pub failed_domains: BTreeMap<String, BTreeMap<String, usize>>,
+    /// Provisioned managed nodes whose dispatch record has no settle time yet (`--bake-time`
+    /// records it).
+    pub unsettled: BTreeSet<String>,
+    /// Provisioned managed nodes by the time they settled, oldest first: a pass reads only the
+    /// newest ones, those still baking.
+    pub settled_at: BTreeSet<(crate::time::Timestamp, String)>,
 }
 
 /// Counts of the managed nodes whose spec names one revision, without the clock (an apply
@@ -216,6 +222,19 @@ impl Index {
             }
         };
         set(&mut self.active, s == Standing::Active);
+        if s == Standing::Settled
+            && let Some(d) = n.current_dispatch()
+        {
+            match d.settled_at {
+                None => set(&mut self.unsettled, true),
+                Some(t) if add => {
+                    self.settled_at.insert((t, n.name.clone()));
+                }
+                Some(t) => {
+                    self.settled_at.remove(&(t, n.name.clone()));
+                }
+            }
+        }
         set(
             &mut self.regressed,
             n.ready && n.health.regressed_since().is_some(),

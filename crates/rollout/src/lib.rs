@@ -62,7 +62,7 @@ pub mod state;
 pub mod time;
 
 pub use action::{
-    Action, DispatchKind, FailureCause, Mode, NodeDispatch, NodeFailure, Plan, Summary,
+    Action, Bake, DispatchKind, FailureCause, Mode, NodeDispatch, NodeFailure, Plan, Summary,
 };
 pub use domain::{DomainOrder, DomainPolicy, ParseDomainOrderError};
 pub use fleet::Fleet;

@@ -38,6 +38,7 @@ pub fn plan_with(state: &State, fleet: &Fleet, now: Timestamp, settings: &Settin
     p.detect_failures();
     p.fail_by_analysis();
     p.guard();
+    p.drop_bad_bakes();
     let d = p.decide();
     p.supersede(&d);
     let in_flight = p.in_flight_at.len();
@@ -63,6 +64,14 @@ pub fn plan_with(state: &State, fleet: &Fleet, now: Timestamp, settings: &Settin
         unmet,
         held,
         analysis,
+        bake: d.goal.and_then(|g| {
+            let (nodes, until) = p.bake_of(g)?;
+            Some(crate::action::Bake {
+                revision: state.revisions[g].name.clone(),
+                nodes,
+                until,
+            })
+        }),
     };
     let mut actions = p.phase_actions;
     actions.extend(p.withdrawals);
@@ -142,6 +151,10 @@ struct Pass<'a> {
     /// Ready nodes whose apply timed out in this pass: (revision index, failure domain); the
     /// index counts the other failures by domain ([`crate::domain`]).
     timed_out: Vec<(usize, &'a str)>,
+    /// Nodes baking (`--bake-time`), each with the end of its bake; they are in flight too.
+    baking: Vec<(&'a Node, Timestamp)>,
+    /// Nodes whose health regressed during their bake: failures of their spec revision.
+    bake_failed: Vec<String>,
 }
 
 impl<'a> Pass<'a> {
@@ -175,6 +188,8 @@ impl<'a> Pass<'a> {
             guard_tripped: state.revisions.iter().map(|r| r.guard_tripped).collect(),
             trip: None,
             timed_out: Vec::new(),
+            baking: Vec::new(),
+            bake_failed: Vec::new(),
         };
         for (spec, c) in &index.tallies {
             let Some(&r) = p.by_name.get(spec.as_str()) else {
@@ -223,6 +238,7 @@ impl<'a> Pass<'a> {
             .iter()
             .filter_map(|name| fleet.get(name))
             .collect();
+        p.read_bakes();
         p
     }
 
@@ -336,6 +352,7 @@ impl<'a> Pass<'a> {
 }
 
 mod analysis;
+mod bake;
 mod domains;
 mod eligible;
 mod failures;

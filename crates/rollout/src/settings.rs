@@ -191,6 +191,9 @@ pub struct Settings {
     pub guard_threshold: usize,
     /// Failure domains (`--domain-key` and the flags around it; `None` without a key).
     pub domains: Option<DomainPolicy>,
+    /// How long a node that committed a revision must stay healthy before its slot (or its
+    /// wave) is released (`--bake-time`, default 0: off).
+    pub bake_time: Duration,
 }
 
 impl Default for Settings {
@@ -206,6 +209,7 @@ impl Default for Settings {
             guard: GuardMode::Revert,
             guard_threshold: 1,
             domains: None,
+            bake_time: Duration::ZERO,
         }
     }
 }

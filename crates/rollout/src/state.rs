@@ -219,6 +219,9 @@ pub struct DispatchRecord {
     /// ([`DispatchRecord::of_targeting`]). `None`: a record written before dispatches named
     /// their targeting, of no current wave.
     pub sequence: Option<u64>,
+    /// When the configurator first saw the agent report Provisioned for it (recorded only with
+    /// a bake time: the bake runs from here).
+    pub settled_at: Option<Timestamp>,
 }
 
 impl DispatchRecord {

@@ -15,7 +15,7 @@ use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
     ANALYSIS_CONDITION, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION,
     NODES_CAPABLE_CONDITION, NOT_ROLLING_OUT, NetworkConfigRevision, READY_CONDITION,
-    RECONCILING_CONDITION, RevisionPhase, STALLED_CONDITION,
+    RECONCILING_CONDITION, RevisionBake, RevisionPhase, STALLED_CONDITION, reason::BAKING,
 };
 
 use crate::context::Context;
@@ -53,6 +53,8 @@ pub struct Facts<'a> {
     pub pause: Pause,
     /// The `InputsRefused` message when the current inputs are identical to it.
     pub refused: Option<&'a str>,
+    /// Its nodes baking (`status.bake`).
+    pub bake: Option<&'a RevisionBake>,
 }
 
 /// The full condition list of a revision at `generation` with `facts`, keeping each
@@ -77,6 +79,16 @@ pub fn conditions(
              nodes already applying finish"
                 .into(),
         ),
+        _ if active && facts.bake.is_some() => {
+            let b = facts.bake.unwrap_or_else(|| unreachable!("checked above"));
+            (
+                BAKING,
+                format!(
+                    "baking, {} s left: {} node(s) that committed it must stay healthy until {}                      (--bake-time) before the next nodes go",
+                    b.seconds_left, b.nodes, b.until.0
+                ),
+            )
+        }
         _ => (
             phase_word(phase),
             facts
@@ -239,6 +251,7 @@ pub fn for_phase(
         message: Some(message),
         pause: pause_of(ncr, globally_paused),
         refused: refused_message(ncr, refusal),
+        bake: ncr.status.as_ref().and_then(|s| s.bake.as_ref()),
     };
     fields(ncr, &facts)
 }
@@ -315,6 +328,7 @@ pub fn update(
         message: status.message.as_deref(),
         pause: pause_of(ncr, globally_paused),
         refused: refused_message(ncr, refusal),
+        bake: status.bake.as_ref(),
     };
     let generation = ncr.metadata.generation;
     let want = conditions(

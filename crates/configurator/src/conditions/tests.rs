@@ -12,6 +12,7 @@ fn facts(phase: RevisionPhase) -> Facts<'static> {
         message: Some("why"),
         pause: Pause::No,
         refused: None,
+        bake: None,
     }
 }
 

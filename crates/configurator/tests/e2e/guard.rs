@@ -28,7 +28,7 @@ fn slow_table_666(slow: Duration) -> Script {
 
 /// Writes `node`'s continuous health as its agent does: `TenantReachable` False naming the
 /// `failing` checks, or True when none fail.
-async fn set_health(lab: &LabApi, node: &str, failing: &[&str]) -> R {
+pub(crate) async fn set_health(lab: &LabApi, node: &str, failing: &[&str]) -> R {
     let api: Api<NodeNetworkConfig> = Api::all(lab.client.clone());
     let (status, reason, message) = netrollout_api::tenant_reachable(failing);
     let patch = serde_json::json!({ "status": {

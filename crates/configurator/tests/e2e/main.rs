@@ -11,6 +11,8 @@
 //!   and every report is counted.
 //! - `guard`: the fleet guard: an untouched node regressing during a wave fails the revision
 //!   and reverts the wave; `--guard=off`; a node regressed before the wave never trips it.
+//! - `bake`: `--bake-time`: a committed node holds its slot, the revision says it bakes, and
+//!   a regression within the bake fails it.
 //! - `domains`: failure domains: one node per rack at a time, racks one after the other, a
 //!   failure in a second rack fails the revision within the node budget.
 //! - `known_good`: an undo to a Succeeded revision that fails now fails it and goes back.
@@ -24,6 +26,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod analysis;
+mod bake;
 mod domains;
 mod failure;
 mod faults;

@@ -83,7 +83,7 @@ impl<'a> Pass<'a> {
                     .filter_map(move |name| fleet.get(name))
                     .filter(move |n| {
                         let gets = if n.spec_revision.is_none() { join } else { g };
-                        !self.lacks(gets, n)
+                        !self.lacks(gets, n) && !self.holds_bake(n)
                     });
                 (class, offset, nodes)
             })

@@ -110,6 +110,22 @@ impl Pass<'_> {
             .nodes()
             .filter(|n| n.ready && !n.deleting && n.spec_revision.as_deref() == Some(&r.name))
             .filter_map(|n| {
+                if self.bake_failed.contains(&n.name) {
+                    let checks = match &n.health {
+                        crate::guard::Health::Regressed { checks, .. } => checks.clone(),
+                        _ => Vec::new(),
+                    };
+                    return Some(NodeFailure {
+                        node: n.name.clone(),
+                        message: format!(
+                            "committed the revision, then its health regressed within the bake time of {}s (failing: {})",
+                            self.settings.bake_time.as_secs(),
+                            if checks.is_empty() { "none named".to_owned() } else { checks.join(", ") }
+                        ),
+                        cause: FailureCause::BakeRegressed { checks },
+                        at: self.now,
+                    });
+                }
                 let (cause, message) = match assess(n, self.now, self.settings) {
                     Cond::Failed { reason, message } => (
                         FailureCause::Reported(reason.map(str::to_owned)),

@@ -47,6 +47,7 @@ impl<'a> Pass<'a> {
                     previous: None,
                     picked_up_at: provisioning.then_some(self.now),
                     sequence: self.by_name.get(spec).map(|&i| self.revs[i].sequence),
+                    settled_at: None,
                 },
                 reason: format!(
                     "node {} has spec revision {spec} without a dispatch record; adopted as dispatched now",
@@ -145,6 +146,7 @@ impl<'a> Pass<'a> {
                     previous: n.spec_revision.clone(),
                     picked_up_at: None,
                     sequence,
+                    settled_at: None,
                 },
             };
             match groups.iter_mut().find(|(r, k, _)| *r == rev && *k == kind) {
@@ -212,7 +214,8 @@ impl<'a> Pass<'a> {
         let goal = self.revs[g].name.as_str();
         let t = self.tally[g];
         let (succeeded, failed) = (t.counted_settled, t.counted_failed);
-        let waiting = goal_dispatched > 0 || self.counted > succeeded + failed;
+        let baking = self.bake_of(g).is_some();
+        let waiting = goal_dispatched > 0 || self.counted > succeeded + failed || baking;
         if !waiting && succeeded > 0 && self.analysis_passed(g) {
             let reason = format!(
                 "all {} counted managed Ready node(s) run revision {goal} ({failed} failed, within --max-failures={})",

@@ -49,13 +49,27 @@ pub fn in_flight(n: &Node, now: Timestamp, s: &Settings) -> bool {
     }
 }
 
-/// Ready, not leaving, spec `rev`, and status about `rev` says Failed or its apply timed out.
+/// Holds a slot of the update limit: in flight, or baking (`--bake-time`) a revision that is
+/// not Failed or Blocked ([`crate::bake::baking`]).
+pub fn holds_slot(state: &State, n: &Node, now: Timestamp, s: &Settings) -> bool {
+    in_flight(n, now, s)
+        || (crate::bake::baking(n, now, s)
+            && !state
+                .revisions
+                .iter()
+                .any(|r| n.spec_revision.as_ref() == Some(&r.name) && r.phase.is_bad()))
+}
+
+/// Ready, not leaving, spec `rev`, and status about `rev` says Failed or its apply timed out,
+/// or it regressed during its bake of `rev` ([`crate::bake::regressed_in_bake`]).
 fn counted_failure(n: &Node, rev: &str, now: Timestamp, s: &Settings) -> bool {
     !n.deleting
         && n.ready
         && n.spec_revision.as_deref() == Some(rev)
-        && n.current_status()
+        && (n
+            .current_status()
             .is_some_and(|st| st.phase == NodePhase::Failed || timed_out(n, now, s))
+            || crate::bake::regressed_in_bake(n, s))
 }
 
 fn failed_now(state: &State, rev: &str, now: Timestamp, s: &Settings) -> usize {
@@ -75,6 +89,7 @@ fn potential(state: &State, rev: &str, now: Timestamp, s: &Settings) -> usize {
         .filter(|n| {
             !n.current_status()
                 .is_some_and(|st| st.phase == NodePhase::Provisioned)
+                || crate::bake::baking(n, now, s)
         })
         .filter(|n| !counted_failure(n, rev, now, s))
         .count()
@@ -317,8 +332,12 @@ impl Checker {
 
         // 1: in flight never exceeds the limit (a shrinking fleet may leave it above; then it
         // must not grow).
-        let fl_before = before.nodes.iter().filter(|n| in_flight(n, now, s)).count();
-        let fl_after = after.nodes.iter().filter(|n| in_flight(n, now, s)).count();
+        let fl_before = (before.nodes.iter())
+            .filter(|n| holds_slot(before, n, now, s))
+            .count();
+        let fl_after = (after.nodes.iter())
+            .filter(|n| holds_slot(after, n, now, s))
+            .count();
         let managed = after.nodes.iter().filter(|n| !n.deleting).count();
         let limit = s.update_limit.resolve(managed);
         if fl_after > limit && fl_after > fl_before {

@@ -10,18 +10,21 @@
 //! invariants are checked at every decision), `guard` (the fleet guard's world and invariants),
 //! `preflight` (nodes lacking what a revision needs, and its invariants), `analysis` (revisions
 //! gated by analysis checks that pass, fail or are inconclusive, and its invariants),
-//! `domains` (failure domains: racks under a cap, in sequence, with a budget of failed racks).
+//! `domains` (failure domains: racks under a cap, in sequence, with a budget of failed racks),
+//! `bake` (bake time: committed nodes hold their slots; regressions within it fail).
 
 // A test harness: panicking on a bad SIM_SEED or a crashed worker thread is the right failure.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod analysis;
+mod bake;
 mod check;
 mod domains;
 mod guard;
 mod lifecycle;
 mod preflight;
 mod regressions;
+mod regressions_bake;
 mod regressions_domains;
 mod regressions_failure;
 mod regressions_guard;
@@ -196,6 +199,25 @@ fn random_fleet_scenarios_with_failure_domains_keep_every_invariant() {
         5_000,
         domains::chaos_domains,
         &coverage,
+    );
+}
+
+#[test]
+fn fleets_with_a_bake_time_never_release_a_baking_node_early() {
+    run_all(
+        "fleets_with_a_bake_time_never_release_a_baking_node_early",
+        "SIM_SCENARIOS",
+        1_000,
+        bake::scenario,
+        &[
+            "baking",
+            "health regressed=true",
+            "regressed within the bake time",
+            "(Rollout)",
+            "(Rollback)",
+            "-> Succeeded",
+            "-> converged on",
+        ],
     );
 }
 

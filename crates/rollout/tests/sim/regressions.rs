@@ -39,6 +39,7 @@ pub fn on(name: &str, revision: &str, phase: NodePhase) -> Node {
         previous: None,
         picked_up_at: (phase == NodePhase::Provisioning).then(|| t(0)),
         sequence: None,
+        settled_at: None,
     });
     n
 }
@@ -161,6 +162,7 @@ fn stale_status_about_a_previous_revision_is_never_counted() {
         previous: Some("r1".into()),
         picked_up_at: None,
         sequence: None,
+        settled_at: None,
     });
     let state = State {
         revisions: vec![
@@ -413,6 +415,7 @@ fn a_wave_split_over_two_passes_keeps_the_zone_round_robin_of_one_pass() {
         previous: Some("r1".into()),
         picked_up_at: None,
         sequence: None,
+        settled_at: None,
     });
     let split = State { revisions, nodes };
     assert_eq!(

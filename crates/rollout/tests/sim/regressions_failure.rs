@@ -149,6 +149,7 @@ fn an_agent_that_never_picks_up_is_marked_unresponsive_withdrawn_and_retried_lat
         previous: Some("r1".into()),
         picked_up_at: None,
         sequence: None,
+        settled_at: None,
     });
     let mut state = State {
         revisions: vec![

@@ -24,6 +24,7 @@ fn node(name: &str, revision: &str, phase: NodePhase, secs: u64, sequence: u64) 
         previous: None,
         picked_up_at: (phase == NodePhase::Provisioning).then(|| t(secs)),
         sequence: Some(sequence),
+        settled_at: None,
     });
     n
 }

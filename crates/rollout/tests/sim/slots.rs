@@ -4,10 +4,10 @@
 
 use netrollout_rollout::{DomainOrder, Mode, Node, NodePhase, Plan, Settings, State, Timestamp};
 
-use crate::check::in_flight;
+use crate::check::holds_slot;
 
 /// Could move now: Ready, not leaving, not on `target`, finished with its spec (or has none),
-/// not in flight, and not waiting out an earlier withdrawal.
+/// not in flight, not baking, and not waiting out an earlier withdrawal.
 fn movable(n: &Node, target: &str, now: Timestamp, s: &Settings) -> bool {
     n.ready
         && !n.deleting
@@ -41,7 +41,9 @@ pub fn check_window(p: &Plan, after: &State, now: Timestamp, s: &Settings) -> Re
     };
     let managed = after.nodes.iter().filter(|n| !n.deleting).count();
     let limit = s.update_limit.resolve(managed);
-    let in_flight = after.nodes.iter().filter(|n| in_flight(n, now, s)).count();
+    let in_flight = (after.nodes.iter())
+        .filter(|n| holds_slot(after, n, now, s))
+        .count();
     if in_flight >= limit {
         return Ok(());
     }
@@ -52,16 +54,17 @@ pub fn check_window(p: &Plan, after: &State, now: Timestamp, s: &Settings) -> Re
         Some(p) if p.order == DomainOrder::Sequential && in_flight > 0 => false,
         Some(p) => {
             let load = (after.nodes.iter())
-                .filter(|m| m.domain == n.domain && self::in_flight(m, now, s))
+                .filter(|m| m.domain == n.domain && holds_slot(after, m, now, s))
                 .count();
             load < p.cap()
         }
     };
-    match after
-        .nodes
-        .iter()
-        .find(|n| movable(n, target, now, s) && !lacks(n) && domain_has_room(n))
-    {
+    match after.nodes.iter().find(|n| {
+        movable(n, target, now, s)
+            && !holds_slot(after, n, now, s)
+            && !lacks(n)
+            && domain_has_room(n)
+    }) {
         Some(n) => Err(format!(
             "window: {in_flight} of {limit} slots in use after the pass, yet {} could move to {target}: {n:?}",
             n.name
@@ -78,7 +81,7 @@ pub fn check_awaited(p: &Plan, after: &State, now: Timestamp, s: &Settings) -> R
     let mut flying: Vec<&str> = after
         .nodes
         .iter()
-        .filter(|n| in_flight(n, now, s))
+        .filter(|n| holds_slot(after, n, now, s))
         .map(|n| n.name.as_str())
         .collect();
     flying.sort_unstable();
