@@ -6,8 +6,8 @@
 # (`frr_converge`: every construct the renderer produces, forwards and back, without the
 # fallback), the vty read against vtysh's (`frr_vty`) and the listed defaults (`frr_defaults`):
 # about 20 s (the test binary is the one `cargo test --workspace` built). With ALL=1 (on demand,
-# docs/testing.md) also FRR dying mid-apply (`frr_dies`), the agent against FRR (`frr::`) and the
-# kill -9 tests (`kills`).
+# docs/testing.md) also FRR dying mid-apply (`frr_dies`), the agent against FRR (`frr::`,
+# `evpn::`) and the kill -9 tests (`kills`).
 # Non-zero when the build or a test fails.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -15,6 +15,6 @@ cd "$(dirname "$0")/../.."
 hack/frr10.sh >/dev/null
 filters=(frr_converge:: frr_vty:: frr_defaults::)
 if [ "${ALL:-0}" = 1 ]; then
-  filters+=(frr_dies:: frr:: kills::)
+  filters+=(frr_dies:: frr:: evpn:: kills::)
 fi
 NETROLLOUT_FRR_VERSION=10.3 cargo test -p netrollout-agent --test it --locked -- "${filters[@]}"

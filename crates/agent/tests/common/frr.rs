@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use netrollout_frr::daemons::{Daemons, Log};
+use netrollout_frr::daemons::{Daemons, Log, Version};
 use netrollout_testkit::cmd::run;
 
 use super::{Lab, lab};
@@ -65,6 +65,22 @@ impl FrrNs {
         self.try_vtysh(&format!("show bgp neighbors {peer} json"))
             .is_some_and(|t| t.contains("\"bgpState\":\"Established\""))
     }
+}
+
+/// The agent's flags that reach FRR of the tests' version (`NETROLLOUT_FRR_VERSION`): its
+/// vtysh, `frr-reload.py` and socket directory.
+pub fn frr_flags() -> Vec<String> {
+    let version = Version::from_env();
+    let mut flags = vec![
+        "--frr-bindir".to_string(),
+        version.bindir().display().to_string(),
+        "--frr-reload".to_string(),
+        version.reload_script().display().to_string(),
+    ];
+    if let Some(dir) = version.vty_socket() {
+        flags.extend(["--frr-vty-socket".to_string(), dir.display().to_string()]);
+    }
+    flags
 }
 
 pub fn chmod_755(path: &Path) {
@@ -142,6 +158,7 @@ impl World {
             "--probe-timeout".into(),
             probe_timeout.into(),
         ];
+        lab.extra_args.extend(frr_flags());
         Self {
             lab,
             node,

@@ -19,7 +19,6 @@ use common::AgentLab as _;
 use common::frr::{World, node_base};
 use common::layer2s;
 use netrollout_api::NodePhase;
-use netrollout_testkit::cmd::run;
 
 /// The node's base config with `vrf tenant-N` / `vni N` for each of `vnis`, ahead of the
 /// `router bgp` block (where the agent puts its own VRF blocks, see docs/agent.md).
@@ -97,20 +96,21 @@ async fn a_layer2_vni_frr_already_did_not_know_before_the_change_is_reported_not
     // The operator binds the running VNI 20301 to a VRF, in the base file and by hand in FRR:
     // the node's layer-2 network 301 is no layer-2 VNI to EVPN before the next change.
     std::fs::write(&w.base, base_binding(&[20301])).unwrap();
-    let ps = w.lab.ns.clone();
-    run(
-        "vtysh",
-        &[
-            "-N",
-            &ps,
+    let out = w
+        .node
+        .daemons
+        .vtysh_cmd()
+        .args([
             "-c",
             "configure terminal",
             "-c",
             "vrf tenant-20301",
             "-c",
             "vni 20301",
-        ],
-    );
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "vtysh: {out:?}");
     w.node.wait(20, "VNI 20301 as a layer-3 VNI", |_| {
         evpn_type(&w, 20301).as_deref() == Some("L3")
     });

@@ -313,15 +313,8 @@ async fn vrf_policy_changes_show_up_in_frrs_running_config() {
     std::fs::write(&base, node_base()).unwrap();
     let frr = Frr::new(FrrSettings {
         base_config: base.clone(),
-        config: dir.join("frr.conf"),
-        pathspace: Some(lab.ns.clone()),
-        vty_socket: None,
-        asn: None,
         router_id: Some(MANAGED_ROUTER_ID.parse().unwrap()),
-        vtep_ip: None,
-        reload_script: "/usr/lib/frr/frr-reload.py".into(),
-        bindir: "/usr/bin".into(),
-        rundir: dir.clone(),
+        ..crate::frr_converge::settings(&dir, &lab.ns)
     })
     .unwrap();
 

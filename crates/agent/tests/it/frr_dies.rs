@@ -306,7 +306,10 @@ async fn wait_condition(w: &World, reason: &str, secs: u64) -> (String, String, 
 
 /// `kill -SIG` to `daemon` of pathspace `ps` (by its pid file).
 fn signal_daemon(ps: &str, daemon: &str, sig: &str) {
-    let pid = std::fs::read_to_string(format!("/var/run/frr/{ps}/{daemon}.pid")).unwrap();
+    let pid_file = netrollout_frr::daemons::Version::from_env()
+        .run_dir(ps)
+        .join(format!("{daemon}.pid"));
+    let pid = std::fs::read_to_string(pid_file).unwrap();
     let ok = std::process::Command::new("kill")
         .args([format!("-{sig}"), pid.trim().to_string()])
         .status()

@@ -2,6 +2,7 @@
 //! binary links kube, tokio and the lab API server, so one link instead of one per file.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
+mod bake;
 mod common;
 
 mod go_operator;
