@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use lab_ext::AgentLab as _;
 use netrollout_api::{NodeConfig, NodePhase};
 use netrollout_testkit::agent::{Lab, layer2s};
-use netrollout_testkit::netns::{Netns, wait_until_settled};
+use netrollout_testkit::netns::{Netns, remove_and_wait_until_busy, wait_until_settled};
 
 /// Layer-2 networks of the namespace removed (a bridge, a VXLAN port and an address each, as
 /// the dataplane benchmark makes them): removing 2,000 such links held this machine's netlink
@@ -65,16 +65,21 @@ async fn started(extra: &[&str]) -> Lab {
     lab
 }
 
-/// Removes `heavy` and dispatches `rev`; until the status is about `rev` and finished, checks
-/// `/healthz` and remembers every reason and message the status showed. Returns them and the
-/// finished object.
+/// Removes `heavy`, waits until the kernel holds its netlink lock for it (`ip netns del`
+/// returns before the kernel takes it: a change sent at once may pass before), and dispatches
+/// `rev`; until the status is about `rev` and finished, checks `/healthz` and remembers every
+/// reason and message the status showed. Returns them and the finished object.
 async fn dispatch_while_the_kernel_is_busy(
     lab: &Lab,
     heavy: Netns,
     rev: &str,
 ) -> (Vec<(String, String)>, netrollout_api::NodeNetworkConfig) {
-    drop(heavy);
     let removed = Instant::now();
+    let busy = remove_and_wait_until_busy(heavy, Duration::from_secs(30));
+    eprintln!(
+        "the kernel held its netlink lock {:.1} s after the removal began",
+        busy.as_secs_f64()
+    );
     lab.set_spec(rev, layer2s(100, 20)).await;
     let mut seen: Vec<(String, String)> = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(600);

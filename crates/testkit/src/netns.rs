@@ -106,6 +106,60 @@ pub fn clean_stale(ns_prefix: &str, link_prefix: &str) {
     }
 }
 
+/// A trivial write that has not been answered after this long means the kernel holds its lock.
+const HELD: Duration = Duration::from_millis(500);
+
+/// Removes `ns` and waits until the kernel is seen holding its netlink lock for that removal:
+/// a trivial write (the MTU of `lo` in a scratch namespace made beforehand) not answered within
+/// 500 ms. `ip netns del` returns before the kernel starts removing the links, so a netlink
+/// request made right after it may still pass; a test that needs the lock held (the agent's
+/// wait on the kernel) starts its request only once this returns. The unanswered write is left
+/// to finish in the background. Returns how long it waited; panics after `limit` (the removal
+/// never held the lock for 500 ms: the namespace had too few links for this machine).
+pub fn remove_and_wait_until_busy(ns: Netns, limit: Duration) -> Duration {
+    let probe = Netns::new("busy");
+    let t0 = Instant::now();
+    drop(ns);
+    let mut mtu = 1500;
+    loop {
+        assert!(
+            t0.elapsed() < limit,
+            "the kernel never held its netlink lock for {HELD:?} within {limit:?} of a namespace \
+             removal: give the removed namespace more links"
+        );
+        mtu = if mtu == 1500 { 1400 } else { 1500 };
+        let mut write = Command::new("ip")
+            .args([
+                "-n",
+                &probe.name,
+                "link",
+                "set",
+                "lo",
+                "mtu",
+                &mtu.to_string(),
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("run ip (iproute2 needed)");
+        let sent = Instant::now();
+        while sent.elapsed() < HELD {
+            if write.try_wait().expect("wait for ip").is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if write.try_wait().expect("wait for ip").is_none() {
+            // Held. The write and the scratch namespace end once the kernel answers.
+            std::thread::spawn(move || {
+                let _ = write.wait();
+                drop(probe);
+            });
+            return t0.elapsed();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Trivial netlink writes in a row, each answered within [`FAST`], that make the kernel settled.
 const SETTLED_WRITES: u32 = 5;
 /// A trivial netlink write on an idle kernel takes a few milliseconds (an `ip` process start).
