@@ -9,12 +9,12 @@ use axum::extract::{Request, State as AxState};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Method, header};
 
-use crate::app::{App, Req, Target, bytes_response, json_response};
-use crate::discovery;
+use crate::authz::rbac::{self, Attributes};
 use crate::error::{ApiError, MAX_REQUEST_BYTES};
 use crate::faults::{FaultConfig, Outage};
-use crate::rbac::{self, Attributes};
-use crate::verbs;
+use crate::http::app::{App, Req, Target, bytes_response, json_response};
+use crate::http::discovery;
+use crate::http::verbs;
 
 /// The router's only handler.
 pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
@@ -30,7 +30,7 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
         .unwrap_or_default()
         .to_string();
     let body = if !body.is_empty() && (ct.contains("protobuf") || ct.contains("cbor")) {
-        match crate::protobuf::decode(&body) {
+        match crate::http::protobuf::decode(&body) {
             Some(v) => {
                 headers.insert(
                     header::CONTENT_TYPE,
@@ -53,7 +53,7 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
     let path = parts.uri.path();
     let user = if matches!(path, "/healthz" | "/readyz" | "/livez") {
         // Health checks are open to anonymous users, as on a real API server.
-        Arc::new(crate::auth::Identity::user("system:anonymous", &[]))
+        Arc::new(crate::authz::auth::Identity::user("system:anonymous", &[]))
     } else {
         let auth = headers
             .get(header::AUTHORIZATION)
