@@ -173,7 +173,9 @@ mod tests {
         let answered = bounded.api("status", async { Ok(7) }).await;
         assert_eq!(answered, Ok(7));
         assert!(
-            metrics.render().contains("step_timeouts_total{part=\"api\"} 1"),
+            metrics
+                .render()
+                .contains("step_timeouts_total{part=\"api\"} 1"),
             "no second time-out"
         );
     }

@@ -308,13 +308,21 @@ async fn bounded_detection(
     } else {
         "the kernel (netlink)"
     };
-    let owed = bounded
-        .steps()
-        .owe(Part::Kernel, "capability detection (scratch devices)".into());
+    let owed = bounded.steps().owe(
+        Part::Kernel,
+        "capability detection (scratch devices)".into(),
+    );
     let mut detection = tokio::spawn(detect_apart(frr));
     let part = Part::Kernel.as_str();
     let answer = match bounded
-        .within("capabilities", part, waits_on, deadline, &mut detection, || {})
+        .within(
+            "capabilities",
+            part,
+            waits_on,
+            deadline,
+            &mut detection,
+            || {},
+        )
         .await
     {
         Some(answer) => answer,

@@ -275,8 +275,11 @@ async fn connect(
             return answer.map_err(thread).flatten().map_err(Error::Netlink);
         }
         waits += 1;
-        tracing::error!(waits, "the netlink connection is not open yet: the agent goes on \
-            waiting (it can neither apply nor restore without it)");
+        tracing::error!(
+            waits,
+            "the netlink connection is not open yet: the agent goes on \
+            waiting (it can neither apply nor restore without it)"
+        );
     }
 }
 

@@ -217,7 +217,10 @@ async fn event(recorder: &Recorder, node: &str, report: &Report, bounded: &Bound
         name: Some(node.to_string()),
         ..Default::default()
     };
-    if let Err(e) = bounded.api("event", recorder.publish(&ev, &reference)).await {
+    if let Err(e) = bounded
+        .api("event", recorder.publish(&ev, &reference))
+        .await
+    {
         tracing::warn!(error = %e, "recording an Event failed");
     }
 }

@@ -220,8 +220,8 @@ async fn an_apply_past_its_deadline_fails_and_the_restore_waits_for_the_kernel()
     watching.abort();
     let log = second.log();
     assert!(
-        log.lines().any(|l| l.contains("\"step\":\"wait\"")
-            && l.contains("\"waiting_for\":\"connect\"")),
+        log.lines()
+            .any(|l| l.contains("\"step\":\"wait\"") && l.contains("\"waiting_for\":\"connect\"")),
         "{log}"
     );
     let seen = reasons.lock().unwrap().clone();
@@ -282,10 +282,7 @@ async fn detection_timed_out_and_answered_late(second: &Lab) {
         "\"waiting_for\":\"capabilities\"",
         "\"part\":\"kernel\"",
     ]);
-    let timed_out = at(&[
-        "\"step\":\"timed-out\"",
-        "\"waited_for\":\"capabilities\"",
-    ]);
+    let timed_out = at(&["\"step\":\"timed-out\"", "\"waited_for\":\"capabilities\""]);
     let assumed = at(&["nothing is reported until it ends"]);
     let detected = at(&["capabilities detected"]);
     assert!(
