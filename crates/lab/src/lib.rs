@@ -18,7 +18,8 @@
 //! - [`pids`]: the pid file every started process is recorded in.
 //! - [`pods`]: container mode: the bundle's pod templates onto podman, and a kubelet's probes.
 //! - [`pinger`]: the raw-ICMP probe stream a workload runs.
-//! - [`settings`]: typed settings (update limit, durations).
+//! - [`settings`]: [`settings::Settings`], the one settings type: the flags of `up`, `scenario`
+//!   and `bench` (clap), what a scenario adjusts and what the cluster reads.
 //! - [`vm`]: VM mode's host side: boots the Debian-kernel VM, talks to its guest side.
 //! - [`guest`]: VM mode's guest side: the nodes, FRR, agents and traffic inside the VM.
 //! - [`scenario`]: the scripted stories (one file each behind one trait) and their checks.

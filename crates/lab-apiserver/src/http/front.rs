@@ -9,12 +9,12 @@ use axum::extract::{Request, State as AxState};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Method, header};
 
-use crate::app::{App, Req, Target, bytes_response, json_response};
-use crate::discovery;
+use crate::authz::rbac::{self, Attributes};
 use crate::error::{ApiError, MAX_REQUEST_BYTES};
 use crate::faults::{FaultConfig, Outage};
-use crate::rbac::{self, Attributes};
-use crate::verbs;
+use crate::http::app::{App, Req, Target, bytes_response, json_response};
+use crate::http::discovery;
+use crate::http::verbs;
 
 /// Where a client asks who it is (`kubectl auth whoami`).
 const SELF_SUBJECT_REVIEWS: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
@@ -35,7 +35,7 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
     // A SelfSubjectReview's body says nothing the server reads (kubectl sends it as protobuf).
     let ignored = parts.uri.path() == SELF_SUBJECT_REVIEWS;
     let body = if !body.is_empty() && !ignored && (ct.contains("protobuf") || ct.contains("cbor")) {
-        match crate::protobuf::decode(&body) {
+        match crate::http::protobuf::decode(&body) {
             Some(v) => {
                 headers.insert(
                     header::CONTENT_TYPE,
@@ -58,7 +58,7 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
     let path = parts.uri.path();
     let user = if matches!(path, "/healthz" | "/readyz" | "/livez") {
         // Health checks are open to anonymous users, as on a real API server.
-        Arc::new(crate::auth::Identity::user("system:anonymous", &[]))
+        Arc::new(crate::authz::auth::Identity::user("system:anonymous", &[]))
     } else {
         let auth = headers
             .get(header::AUTHORIZATION)
