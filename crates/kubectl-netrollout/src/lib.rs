@@ -28,15 +28,15 @@
 
 pub mod cli;
 pub mod cluster;
-pub mod control;
+mod control;
 pub mod diff;
-pub mod error;
-pub mod history;
+mod error;
+mod history;
 pub mod migrate;
-pub mod nodes;
-pub mod output;
-pub mod promote;
-pub mod status;
-pub mod undo;
+mod nodes;
+mod output;
+mod promote;
+mod status;
+mod undo;
 
 pub use error::{Error, Result};

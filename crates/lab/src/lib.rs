@@ -31,22 +31,22 @@
 
 pub mod bench;
 pub mod cluster;
-pub mod fabric;
-pub mod frr;
+mod fabric;
+mod frr;
 pub mod guest;
-pub mod identities;
+mod identities;
 pub mod inputs;
-pub mod manifests;
-pub mod pids;
+mod manifests;
+mod pids;
 pub mod pinger;
-pub mod pods;
+mod pods;
 pub mod progress;
-pub mod prometheus;
+mod prometheus;
 pub mod scenario;
 pub mod settings;
 pub mod traffic;
-pub mod vm;
-pub mod workload;
+mod vm;
+mod workload;
 
 use std::net::SocketAddr;
 
