@@ -14,7 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use netrollout_api::{
     ANALYSIS_CONDITION, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION,
     NODES_CAPABLE_CONDITION, NOT_ROLLING_OUT, NetworkConfigRevision, READY_CONDITION,
-    RECONCILING_CONDITION, RevisionBake, RevisionPhase, STALLED_CONDITION, reason::BAKING,
+    RECONCILING_CONDITION, RevisionBake, RevisionHold, RevisionPhase, STALLED_CONDITION,
+    reason::BAKING,
 };
 
 use std::sync::Arc;
@@ -56,6 +57,8 @@ pub struct Facts<'a> {
     pub refused: Option<&'a str>,
     /// Its nodes baking (`status.bake`).
     pub bake: Option<&'a RevisionBake>,
+    /// What holds it for a person (`status.hold`).
+    pub hold: Option<&'a RevisionHold>,
 }
 
 /// The full condition list of a revision at `generation` with `facts`, keeping each
@@ -80,6 +83,10 @@ pub fn conditions(
              nodes already applying finish"
                 .into(),
         ),
+        _ if active && facts.hold.is_some() => {
+            let h = facts.hold.unwrap_or_else(|| unreachable!("checked above"));
+            (h.reason.as_str(), h.message.clone())
+        }
         _ if active && facts.bake.is_some() => {
             let b = facts.bake.unwrap_or_else(|| unreachable!("checked above"));
             (
@@ -253,6 +260,7 @@ pub fn for_phase(
         pause: pause_of(ncr, globally_paused),
         refused: refused_message(ncr, refusal),
         bake: ncr.status.as_ref().and_then(|s| s.bake.as_ref()),
+        hold: ncr.status.as_ref().and_then(|s| s.hold.as_ref()),
     };
     fields(ncr, &facts)
 }
@@ -330,6 +338,7 @@ pub fn update(
         pause: pause_of(ncr, globally_paused),
         refused: refused_message(ncr, refusal),
         bake: status.bake.as_ref(),
+        hold: status.hold.as_ref(),
     };
     let generation = ncr.metadata.generation;
     let want = conditions(
