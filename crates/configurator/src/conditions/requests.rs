@@ -28,6 +28,7 @@ fn current(mut r: NetworkConfigRevision) -> NetworkConfigRevision {
         pause: Pause::No,
         refused: None,
         bake: None,
+        hold: None,
     };
     let now = Time(jiff::Timestamp::from_second(5).unwrap());
     let list = conditions(&[], r.metadata.generation, &facts, &now);
