@@ -16,6 +16,9 @@ use crate::http::app::{App, Req, Target, bytes_response, json_response};
 use crate::http::discovery;
 use crate::http::verbs;
 
+/// Where a client asks who it is (`kubectl auth whoami`).
+const SELF_SUBJECT_REVIEWS: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+
 /// The router's only handler.
 pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
@@ -29,7 +32,9 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    let body = if !body.is_empty() && (ct.contains("protobuf") || ct.contains("cbor")) {
+    // A SelfSubjectReview's body says nothing the server reads (kubectl sends it as protobuf).
+    let ignored = parts.uri.path() == SELF_SUBJECT_REVIEWS;
+    let body = if !body.is_empty() && !ignored && (ct.contains("protobuf") || ct.contains("cbor")) {
         match crate::http::protobuf::decode(&body) {
             Some(v) => {
                 headers.insert(
@@ -163,6 +168,9 @@ async fn route(app: &App, path: &str, r: Req) -> Result<Response, ApiError> {
         return faults(app, rest, r);
     }
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    if path == SELF_SUBJECT_REVIEWS {
+        return self_subject_review(&r);
+    }
     let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
         ["healthz" | "readyz" | "livez", ..] => {
             app.faults.before("get", "healthz", "").await?;
@@ -182,6 +190,34 @@ async fn route(app: &App, path: &str, r: Req) -> Result<Response, ApiError> {
         .before(verb, &target.rt.plural, &target.rt.kind)
         .await?;
     verbs::serve(app, target, verb, r)
+}
+
+/// `POST /apis/authentication.k8s.io/v1/selfsubjectreviews` (what `kubectl auth whoami`
+/// sends): the requesting user as the server authenticated them. Every authenticated user may
+/// ask, as Kubernetes' `system:basic-user` role allows.
+fn self_subject_review(r: &Req) -> Result<Response, ApiError> {
+    if r.method != Method::POST {
+        return Err(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "selfsubjectreviews only accepts POST (create)",
+        ));
+    }
+    let u = &r.user;
+    Ok(json_response(
+        201,
+        &serde_json::json!({
+            "kind": "SelfSubjectReview",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {},
+            "status": { "userInfo": {
+                "username": u.username,
+                "uid": u.uid,
+                "groups": u.groups,
+                "extra": u.extra,
+            } },
+        }),
+    ))
 }
 
 fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Target, ApiError> {
