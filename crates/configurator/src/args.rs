@@ -211,6 +211,8 @@ impl Args {
                 max_failed: self.max_failed_domains,
             }),
             bake_time: self.bake_time,
+            // Read from the `MaintenanceSchedule` objects each pass.
+            schedule: Default::default(),
         }
     }
 

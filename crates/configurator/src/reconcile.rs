@@ -39,6 +39,7 @@ pub struct Passes {
     progress: ProgressMemo,
     halts: NotedMemo,
     preflight: NotedMemo,
+    holds: NotedMemo,
     analyst: crate::analysis::Analyst,
 }
 
@@ -61,6 +62,7 @@ impl Passes {
             progress: ProgressMemo::default(),
             halts: NotedMemo::default(),
             preflight: NotedMemo::default(),
+            holds: NotedMemo::default(),
             analyst: crate::analysis::Analyst::new(prometheus),
         }
     }
@@ -84,8 +86,10 @@ impl Passes {
         let refusal = revisions::sync(ctx, &self.revisions, generation, &render_nodes).await?;
 
         let ncrs = ctx.read().revisions();
+        let now = convert::now();
         let settings = Settings {
             paused: ctx.read().globally_paused(),
+            schedule: crate::schedule::lay_out(&ctx.read().schedules(), now),
             ..self.settings.clone()
         };
         let planning = std::time::Instant::now();
@@ -99,8 +103,7 @@ impl Passes {
                 revisions,
                 ..State::default()
             };
-            let plan =
-                netrollout_rollout::plan_with(&state, &view.nodes, convert::now(), &settings);
+            let plan = netrollout_rollout::plan_with(&state, &view.nodes, now, &settings);
             let mut nodes = HashMap::new();
             let mut nncs = HashMap::new();
             for name in execute::nodes_named(&plan.actions) {
@@ -153,6 +156,7 @@ impl Passes {
         halted_rollback(ctx, &self.halts, &plan.summary, settings.max_failures).await;
         crate::conditions::sync(ctx, refusal.as_ref()).await?;
         crate::preflight::tell(ctx, &self.preflight, &plan.summary).await?;
+        crate::schedule::tell(ctx, &self.holds, &plan.summary).await;
         self.analyst.run(ctx, &plan.summary).await?;
         gauges(ctx.metrics(), &plan.summary, &ncrs);
         Ok(plan)
@@ -262,7 +266,9 @@ async fn progress(
     });
     let had = current.bake.as_ref().map(|b| (b.nodes, b.until.clone()));
     let same_bake = bake.as_ref().map(|(n, t, _)| (*n, t.clone())) == had;
-    if (want == have && same_bake) || !memo.due(target, urgent) {
+    let schedule = summary.schedule.as_ref().map(crate::schedule::status);
+    let same_schedule = schedule == current.schedule;
+    if (want == have && same_bake && same_schedule) || !memo.due(target, urgent || !same_schedule) {
         return Ok(());
     }
     let mut want = want;
@@ -274,6 +280,7 @@ async fn progress(
         }),
         None => serde_json::Value::Null,
     };
+    want["schedule"] = serde_json::to_value(&schedule).unwrap_or_default();
     let api: Api<NetworkConfigRevision> = ctx.writer().api();
     ctx.writer()
         .write_revision(

@@ -198,6 +198,9 @@ pub struct Summary {
     pub analysis: Option<Gate>,
     /// The target's nodes baking (`--bake-time`), if any.
     pub bake: Option<Bake>,
+    /// The maintenance schedule holds the target: outside a window or in a freeze, nothing
+    /// of it is dispatched until it opens ([`crate::schedule`]).
+    pub schedule: Option<crate::schedule::Hold>,
 }
 
 /// The overall decision of a pass.

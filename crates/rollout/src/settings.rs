@@ -1,5 +1,5 @@
 //! Settings of the planner: the update limit, the rollout strategy, the timeouts, the failure
-//! budget, history limits, failure domains.
+//! budget, history limits, failure domains, the maintenance schedule.
 
 use std::fmt;
 use std::str::FromStr;
@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::domain::DomainPolicy;
 use crate::guard::GuardMode;
+use crate::schedule::Schedule;
 
 /// How many nodes may be in flight at once, across all revisions (`--update-limit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -194,6 +195,10 @@ pub struct Settings {
     /// How long a node that committed a revision must stay healthy before its slot (or its
     /// wave) is released (`--bake-time`, default 0: off).
     pub bake_time: Duration,
+    /// When rollouts may dispatch: maintenance windows and freezes, laid out around now by
+    /// the configurator each pass from the `MaintenanceSchedule` objects (default: always
+    /// open; [`crate::schedule`]).
+    pub schedule: Schedule,
 }
 
 impl Default for Settings {
@@ -210,6 +215,7 @@ impl Default for Settings {
             guard_threshold: 1,
             domains: None,
             bake_time: Duration::ZERO,
+            schedule: Schedule::default(),
         }
     }
 }

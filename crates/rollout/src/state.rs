@@ -41,6 +41,10 @@ pub struct Revision {
     /// Its analysis checks and their last verdict (the configurator measures them when a pass
     /// says so and fills this in; [`crate::analysis`]).
     pub analysis: Analysis,
+    /// Its current targeting is an undo: the inputs came back to its content while it was
+    /// Succeeded (known-good), so the configurator raised it. An undo is never held by the
+    /// maintenance schedule ([`crate::schedule`]).
+    pub undo: bool,
 }
 
 /// A node that lacks capabilities a revision's config for it needs.
@@ -64,6 +68,7 @@ impl Revision {
             guard_tripped: false,
             unmet: Vec::new(),
             analysis: Analysis::default(),
+            undo: false,
         }
     }
 }

@@ -15,7 +15,8 @@ use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
     ANALYSIS_CONDITION, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION,
     NODES_CAPABLE_CONDITION, NOT_ROLLING_OUT, NetworkConfigRevision, READY_CONDITION,
-    RECONCILING_CONDITION, RevisionBake, RevisionPhase, STALLED_CONDITION, reason::BAKING,
+    RECONCILING_CONDITION, RevisionBake, RevisionPhase, RevisionSchedule, STALLED_CONDITION,
+    reason::BAKING,
 };
 
 use crate::context::Context;
@@ -55,6 +56,8 @@ pub struct Facts<'a> {
     pub refused: Option<&'a str>,
     /// Its nodes baking (`status.bake`).
     pub bake: Option<&'a RevisionBake>,
+    /// The maintenance schedule holds it (`status.schedule`).
+    pub schedule: Option<&'a RevisionSchedule>,
 }
 
 /// The full condition list of a revision at `generation` with `facts`, keeping each
@@ -79,12 +82,18 @@ pub fn conditions(
              nodes already applying finish"
                 .into(),
         ),
+        _ if active && facts.schedule.is_some() => {
+            let h = facts
+                .schedule
+                .unwrap_or_else(|| unreachable!("checked above"));
+            (h.reason.as_str(), schedule_message(h))
+        }
         _ if active && facts.bake.is_some() => {
             let b = facts.bake.unwrap_or_else(|| unreachable!("checked above"));
             (
                 BAKING,
                 format!(
-                    "baking, {} s left: {} node(s) that committed it must stay healthy until {}                      (--bake-time) before the next nodes go",
+                    "baking, {} s left: {} node(s) that committed it must stay healthy until {} (--bake-time) before the next nodes go",
                     b.seconds_left, b.nodes, b.until.0
                 ),
             )
@@ -237,6 +246,25 @@ pub fn pause_of(ncr: &NetworkConfigRevision, globally_paused: bool) -> Pause {
     }
 }
 
+/// The `Reconciling` message of a revision the maintenance schedule holds, from its typed
+/// `status.schedule` (the configurator's own sentence for the Event says the same).
+fn schedule_message(h: &RevisionSchedule) -> String {
+    let opens = match &h.opens_at {
+        Some(t) => format!("the next window opens at {}", t.0),
+        None => "no window opens within the next 400 days".into(),
+    };
+    match h.reason.as_str() {
+        netrollout_api::reason::CHANGE_FREEZE => format!(
+            "held by change freeze {} (MaintenanceSchedule): {opens}; nodes already applying finish",
+            h.freeze
+        ),
+        netrollout_api::reason::OUTSIDE_MAINTENANCE_WINDOW => format!(
+            "held outside the maintenance windows (MaintenanceSchedule): {opens}; nodes already applying finish"
+        ),
+        _ => format!("held: {}", h.message),
+    }
+}
+
 /// The status fields (`conditions`, `observedGeneration`) to merge into a write that sets
 /// `phase` and `message` on `ncr`.
 pub fn for_phase(
@@ -252,6 +280,7 @@ pub fn for_phase(
         pause: pause_of(ncr, globally_paused),
         refused: refused_message(ncr, refusal),
         bake: ncr.status.as_ref().and_then(|s| s.bake.as_ref()),
+        schedule: ncr.status.as_ref().and_then(|s| s.schedule.as_ref()),
     };
     fields(ncr, &facts)
 }
@@ -329,6 +358,7 @@ pub fn update(
         pause: pause_of(ncr, globally_paused),
         refused: refused_message(ncr, refusal),
         bake: status.bake.as_ref(),
+        schedule: status.schedule.as_ref(),
     };
     let generation = ncr.metadata.generation;
     let want = conditions(
