@@ -47,6 +47,21 @@ pub const CHANGE_FREEZE: &str = "ChangeFreeze";
 /// read (a time zone or date the configurator does not know): every rollout is held until it
 /// is fixed.
 pub const MAINTENANCE_SCHEDULE_INVALID: &str = "MaintenanceScheduleInvalid";
+/// A rolling-out revision reached an approval gate (`--pause-after`) and waits for a person's
+/// `kubectl netrollout promote` (the reason of its `Reconciling` condition, `status.hold` and
+/// the Event).
+pub const AWAITING_PROMOTION: &str = "AwaitingPromotion";
+
+/// A revision waits to start: more nodes report their tenants unreachable than
+/// `--start-max-unhealthy` allows.
+pub const FLEET_UNHEALTHY: &str = "FleetUnhealthy";
+
+/// A revision waits to start: the blocking query (`--start-blocking-query`) returns something,
+/// or could not be run.
+pub const START_BLOCKED: &str = "StartBlocked";
+
+/// A person promoted a revision (the Event's reason; `status.promotions` keeps who and when).
+pub const PROMOTED: &str = "Promoted";
 
 /// Whether `s` is a reason word: an ASCII capital letter, then ASCII letters and digits only
 /// (at most 128 characters), e.g. `ProbeFailed`.
@@ -97,6 +112,10 @@ mod tests {
             FAILED,
             GUARD_TRIPPED,
             HEALTH_REGRESSED,
+            AWAITING_PROMOTION,
+            FLEET_UNHEALTHY,
+            START_BLOCKED,
+            PROMOTED,
             "ProbeFailed",
             "AgentCrashed",
             "Frr2Rejected",

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::{RevisionAnalysis, RolloutAnalysisSpec};
 use crate::inputs::{Layer2NetworkConfigurationSpec, RoutingTableSpec, VRFRouteConfigurationSpec};
 
-/// A merged snapshot of all inputs. Only `spec.sequence` and `spec.paused` ever change.
+/// A merged snapshot of all inputs. Only `spec.sequence`, `spec.paused` and `spec.promotion`
+/// ever change.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[kube(
     group = "netrollout.io",
@@ -61,6 +62,10 @@ pub struct NetworkConfigRevisionSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]
     pub analysis: Vec<NamedInput<RolloutAnalysisSpec>>,
+    /// A person's latest promotion (`kubectl netrollout promote`): releases approval gates
+    /// (`--pause-after`) or overrides the start checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promotion: Option<crate::approval::Promotion>,
 }
 
 /// Every input object at one moment, sorted by name.
@@ -157,6 +162,14 @@ pub struct NetworkConfigRevisionStatus {
     /// opens next (absent: not held).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<RevisionSchedule>,
+    /// What holds it for a person now: an approval gate, or the start checks (absent:
+    /// nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<crate::approval::RevisionHold>,
+    /// Every promotion the configurator saw, oldest first: who released what, and when.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub promotions: Vec<crate::approval::Promotion>,
     /// Standard conditions, one per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16), schema_with = "crate::schema::conditions")]

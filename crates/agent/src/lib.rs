@@ -40,30 +40,30 @@
 //! - [`error`]: the [`Error`] type.
 #![forbid(unsafe_code)]
 
-pub mod agent;
+mod agent;
 pub mod capabilities;
 pub mod cli;
 pub mod convert;
 pub mod daemon;
-pub mod error;
+mod error;
 pub mod frr;
-pub mod healthcheck;
+mod healthcheck;
 mod icmp;
 mod lane;
-pub mod metrics;
+mod metrics;
 mod outcome;
-pub mod probe;
-pub mod reason;
-pub mod report;
+mod probe;
+mod reason;
+mod report;
 pub mod routing;
 pub mod run;
-pub mod state;
-pub mod status;
-pub mod steps;
+mod state;
+mod status;
+mod steps;
 pub mod store;
-pub mod taints;
+mod taints;
 mod ticks;
-pub mod txn;
-pub mod watch;
+mod txn;
+mod watch;
 
 pub use error::{Error, Result};

@@ -39,20 +39,23 @@ pub struct Passes {
     progress: ProgressMemo,
     halts: NotedMemo,
     preflight: NotedMemo,
-    holds: NotedMemo,
+    schedule_holds: NotedMemo,
     analyst: crate::analysis::Analyst,
+    holds: NotedMemo,
+    start: Option<crate::approval::StartQuery>,
 }
 
 impl Passes {
     /// Passes planned with `settings` (its `paused` is replaced by the global pause each pass)
     /// over the nodes whose `changes` the watches mark; `reading` names the node this replica
     /// runs on (dispatched last) and the failure-domain label; `prometheus` is where analysis
-    /// checks are measured.
+    /// checks are measured; `start` is the blocking query of a healthy start, if any.
     pub fn new(
         settings: Settings,
         reading: crate::convert::Reading,
         changes: Arc<Changes>,
         prometheus: Option<crate::analysis::Prometheus>,
+        start: Option<crate::approval::StartQuery>,
     ) -> Self {
         Self {
             settings,
@@ -62,8 +65,10 @@ impl Passes {
             progress: ProgressMemo::default(),
             halts: NotedMemo::default(),
             preflight: NotedMemo::default(),
-            holds: NotedMemo::default(),
+            schedule_holds: NotedMemo::default(),
             analyst: crate::analysis::Analyst::new(prometheus),
+            holds: NotedMemo::default(),
+            start,
         }
     }
 
@@ -87,8 +92,13 @@ impl Passes {
 
         let ncrs = ctx.read().revisions();
         let now = convert::now();
+        let start_check = match &self.start {
+            Some(q) => q.check().await,
+            None => Default::default(),
+        };
         let settings = Settings {
             paused: ctx.read().globally_paused(),
+            start_check,
             schedule: crate::schedule::lay_out(&ctx.read().schedules(), now),
             ..self.settings.clone()
         };
@@ -154,9 +164,10 @@ impl Passes {
         }
         late_failures::record(ctx, &self.fleet).await?;
         halted_rollback(ctx, &self.halts, &plan.summary, settings.max_failures).await;
+        crate::approval::tell(ctx, &self.holds, &plan.summary).await?;
         crate::conditions::sync(ctx, refusal.as_ref()).await?;
         crate::preflight::tell(ctx, &self.preflight, &plan.summary).await?;
-        crate::schedule::tell(ctx, &self.holds, &plan.summary).await;
+        crate::schedule::tell(ctx, &self.schedule_holds, &plan.summary).await;
         self.analyst.run(ctx, &plan.summary).await?;
         gauges(ctx.metrics(), &plan.summary, &ncrs);
         Ok(plan)

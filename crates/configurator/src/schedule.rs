@@ -17,7 +17,7 @@ use netrollout_api::reason::{
     CHANGE_FREEZE, MAINTENANCE_SCHEDULE_INVALID, OUTSIDE_MAINTENANCE_WINDOW,
 };
 use netrollout_api::{MaintenanceSchedule, RevisionSchedule, Weekday};
-use netrollout_rollout::{Closed, Freeze, Hold, Schedule, Span, Summary, Timestamp};
+use netrollout_rollout::{Closed, Freeze, Schedule, ScheduleHold, Span, Summary, Timestamp};
 
 use crate::context::Context;
 use crate::convert;
@@ -45,7 +45,7 @@ pub fn lay_out(objects: &[Arc<MaintenanceSchedule>], now: Timestamp) -> Schedule
 
 /// The revision's `status.schedule` for a hold (`opensAt` in whole seconds, rounded up: it
 /// reads back as written).
-pub fn status(hold: &Hold) -> RevisionSchedule {
+pub fn status(hold: &ScheduleHold) -> RevisionSchedule {
     let (reason, freeze, message) = match &hold.closed {
         Closed::OutsideWindow => (OUTSIDE_MAINTENANCE_WINDOW, String::new(), String::new()),
         Closed::Frozen(f) => (CHANGE_FREEZE, f.clone(), String::new()),
@@ -62,7 +62,7 @@ pub fn status(hold: &Hold) -> RevisionSchedule {
 }
 
 /// The sentence for a hold, for the `Reconciling` condition, the Event and the log.
-pub fn sentence(hold: &Hold) -> String {
+pub fn sentence(hold: &ScheduleHold) -> String {
     let opens = match hold.opens_at {
         Some(t) => format!("the next window opens at {}", convert::format_ts(t)),
         None => "no window opens within the next 400 days".into(),

@@ -47,7 +47,8 @@ pub fn plan_with(state: &State, fleet: &Fleet, now: Timestamp, settings: &Settin
     let analysis = p.analysis_gate(&d);
     let schedule = p.schedule_hold(&d);
     let held_any = held || analysis.as_ref().is_some_and(|g| g.held) || schedule.is_some();
-    let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free, held_any);
+    let (room, hold) = p.approval(&d);
+    let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free, held_any, room);
     p.progress(&d, goal_dispatched);
     let pruned = p.prune(&d);
     let on_goal = d.goal.map(|g| p.tally[g]).unwrap_or_default();
@@ -74,6 +75,7 @@ pub fn plan_with(state: &State, fleet: &Fleet, now: Timestamp, settings: &Settin
                 until,
             })
         }),
+        hold,
     };
     let mut actions = p.phase_actions;
     actions.extend(p.withdrawals);
@@ -354,6 +356,7 @@ impl<'a> Pass<'a> {
 }
 
 mod analysis;
+mod approval;
 mod bake;
 mod domains;
 mod eligible;

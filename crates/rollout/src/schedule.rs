@@ -64,7 +64,7 @@ pub enum Closed {
 
 /// The schedule holds a rollout: why, and when it opens next.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Hold {
+pub struct ScheduleHold {
     /// The revision held.
     pub revision: String,
     /// Why it is closed now.

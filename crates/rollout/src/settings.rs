@@ -1,10 +1,12 @@
 //! Settings of the planner: the update limit, the rollout strategy, the timeouts, the failure
-//! budget, history limits, failure domains, the maintenance schedule.
+//! budget, history limits, failure domains, approval gates and the start checks, the
+//! maintenance schedule.
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::approval::{PauseAfter, StartCheck, Unhealthy};
 use crate::domain::DomainPolicy;
 use crate::guard::GuardMode;
 use crate::schedule::Schedule;
@@ -199,6 +201,15 @@ pub struct Settings {
     /// the configurator each pass from the `MaintenanceSchedule` objects (default: always
     /// open; [`crate::schedule`]).
     pub schedule: Schedule,
+    /// Approval gates (`--pause-after`): a revision rolling out waits for a person's promote
+    /// once as many nodes run it as a gate says ([`crate::approval`]). Empty: none.
+    pub pause_after: Vec<PauseAfter>,
+    /// Before its first dispatch a revision waits while more managed nodes than this report
+    /// their tenants unreachable (`--start-max-unhealthy`; `None`: not checked).
+    pub start_max_unhealthy: Option<Unhealthy>,
+    /// The blocking query's last answer (the configurator measures it each pass when one is
+    /// configured): while it returns something, no revision starts.
+    pub start_check: StartCheck,
 }
 
 impl Default for Settings {
@@ -216,6 +227,9 @@ impl Default for Settings {
             domains: None,
             bake_time: Duration::ZERO,
             schedule: Schedule::default(),
+            pause_after: Vec::new(),
+            start_max_unhealthy: None,
+            start_check: StartCheck::Clear,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! (including the dispatch record it persisted as an annotation) into these.
 
 use crate::analysis::Analysis;
+use crate::approval::Approval;
 use crate::guard::Health;
 use crate::time::Timestamp;
 
@@ -45,6 +46,8 @@ pub struct Revision {
     /// Succeeded (known-good), so the configurator raised it. An undo is never held by the
     /// maintenance schedule ([`crate::schedule`]).
     pub undo: bool,
+    /// The promotions a person gave it (`kubectl netrollout promote`; [`crate::approval`]).
+    pub approval: Approval,
 }
 
 /// A node that lacks capabilities a revision's config for it needs.
@@ -69,6 +72,7 @@ impl Revision {
             unmet: Vec::new(),
             analysis: Analysis::default(),
             undo: false,
+            approval: Approval::default(),
         }
     }
 }

@@ -15,8 +15,8 @@ use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
     ANALYSIS_CONDITION, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION,
     NODES_CAPABLE_CONDITION, NOT_ROLLING_OUT, NetworkConfigRevision, READY_CONDITION,
-    RECONCILING_CONDITION, RevisionBake, RevisionPhase, RevisionSchedule, STALLED_CONDITION,
-    reason::BAKING,
+    RECONCILING_CONDITION, RevisionBake, RevisionHold, RevisionPhase, RevisionSchedule,
+    STALLED_CONDITION, reason::BAKING,
 };
 
 use crate::context::Context;
@@ -58,6 +58,8 @@ pub struct Facts<'a> {
     pub bake: Option<&'a RevisionBake>,
     /// The maintenance schedule holds it (`status.schedule`).
     pub schedule: Option<&'a RevisionSchedule>,
+    /// What holds it for a person (`status.hold`).
+    pub hold: Option<&'a RevisionHold>,
 }
 
 /// The full condition list of a revision at `generation` with `facts`, keeping each
@@ -82,6 +84,11 @@ pub fn conditions(
              nodes already applying finish"
                 .into(),
         ),
+        // A person's gate first: it needs someone to act; the schedule then holds it on.
+        _ if active && facts.hold.is_some() => {
+            let h = facts.hold.unwrap_or_else(|| unreachable!("checked above"));
+            (h.reason.as_str(), h.message.clone())
+        }
         _ if active && facts.schedule.is_some() => {
             let h = facts
                 .schedule
@@ -281,6 +288,7 @@ pub fn for_phase(
         refused: refused_message(ncr, refusal),
         bake: ncr.status.as_ref().and_then(|s| s.bake.as_ref()),
         schedule: ncr.status.as_ref().and_then(|s| s.schedule.as_ref()),
+        hold: ncr.status.as_ref().and_then(|s| s.hold.as_ref()),
     };
     fields(ncr, &facts)
 }
@@ -359,6 +367,7 @@ pub fn update(
         refused: refused_message(ncr, refusal),
         bake: status.bake.as_ref(),
         schedule: status.schedule.as_ref(),
+        hold: status.hold.as_ref(),
     };
     let generation = ncr.metadata.generation;
     let want = conditions(

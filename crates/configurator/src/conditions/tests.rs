@@ -14,6 +14,7 @@ fn facts(phase: RevisionPhase) -> Facts<'static> {
         refused: None,
         bake: None,
         schedule: None,
+        hold: None,
     }
 }
 

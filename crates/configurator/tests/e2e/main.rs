@@ -29,6 +29,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod analysis;
+mod approval;
 mod bake;
 mod domains;
 mod failure;

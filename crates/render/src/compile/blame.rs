@@ -50,7 +50,7 @@ pub fn compile_against(snapshot: &Snapshot, accepted: &Snapshot) -> Result<Compi
     c.layer2s(&layer2s);
     c.tables(&tables);
     let Compiler { out, invalid, .. } = c;
-    invalid.into_result(out)
+    crate::error::checked(invalid, out)
 }
 
 /// `inputs` with the established ones first, each part in its order.

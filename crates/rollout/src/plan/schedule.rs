@@ -3,7 +3,7 @@
 
 use super::{Decision, Pass};
 use crate::action::Mode;
-use crate::schedule::Hold;
+use crate::schedule::ScheduleHold;
 
 impl Pass<'_> {
     /// Whether the schedule holds the target now, and until when. Only a rollout is held: the
@@ -11,7 +11,7 @@ impl Pass<'_> {
     /// undo ([`crate::Revision::undo`]: inputs back to a known-good revision). A rollback
     /// ([`Mode::RollingBack`]) is never held, nor a node joining a fleet that runs the
     /// target already (the target is not rolling out then). Nodes in flight finish.
-    pub(super) fn schedule_hold(&self, d: &Decision) -> Option<Hold> {
+    pub(super) fn schedule_hold(&self, d: &Decision) -> Option<ScheduleHold> {
         let (Some(g), Mode::RollingOut) = (d.goal, &d.mode) else {
             return None;
         };
@@ -20,7 +20,7 @@ impl Pass<'_> {
             return None;
         }
         let closed = schedule.closed_at(self.now)?;
-        Some(Hold {
+        Some(ScheduleHold {
             revision: self.revs[g].name.clone(),
             closed,
             opens_at: schedule.next_open(self.now),

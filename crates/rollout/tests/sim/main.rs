@@ -13,12 +13,14 @@
 //! `domains` (failure domains: racks under a cap, in sequence, with a budget of failed racks),
 //! `bake` (bake time: committed nodes hold their slots; regressions within it fail),
 //! `schedule` (maintenance windows and freezes: no rollout outside a window; undo and rollback
-//! never held).
+//! never held),
+//! `approval` (approval gates held until a person promotes; a degraded fleet is not started).
 
 // A test harness: panicking on a bad SIM_SEED or a crashed worker thread is the right failure.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod analysis;
+mod approval;
 mod bake;
 mod check;
 mod domains;
@@ -26,6 +28,7 @@ mod guard;
 mod lifecycle;
 mod preflight;
 mod regressions;
+mod regressions_approval;
 mod regressions_bake;
 mod regressions_domains;
 mod regressions_failure;
@@ -240,6 +243,26 @@ fn fleets_under_a_maintenance_schedule_dispatch_a_rollout_only_inside_a_window()
             "undo=true",
             "undo to ",
             "(Rollout)",
+            "-> Succeeded",
+            "-> converged on",
+        ],
+    );
+}
+
+#[test]
+fn fleets_with_approval_gates_never_pass_a_gate_nor_start_degraded() {
+    run_all(
+        "fleets_with_approval_gates_never_pass_a_gate_nor_start_degraded",
+        "SIM_SCENARIOS",
+        1_000,
+        approval::scenario,
+        &[
+            "held at gate",
+            "held: unhealthy",
+            "held: blocked",
+            "person: promote ncr-",
+            "person: promote --full",
+            "person: promote --force",
             "-> Succeeded",
             "-> converged on",
         ],

@@ -35,6 +35,10 @@ pub fn check_window(p: &Plan, after: &State, now: Timestamp, s: &Settings) -> Re
     {
         return Ok(());
     }
+    // Held by an approval gate or the start checks (computed from the API state).
+    if p.summary.mode == Mode::RollingOut && crate::approval::held(after, target, s) {
+        return Ok(());
+    }
     // Pre-flight: a node never gets a revision that lists it as lacking (a joining node may
     // be due the newest Succeeded revision instead of the target).
     let lacks = |n: &Node| {
