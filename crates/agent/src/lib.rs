@@ -36,11 +36,14 @@
 //! - [`steps`]: the steps in flight, what the parts owe, the main loop's progress: the wait
 //!   metrics and `/healthz`'s verdict. `lane`: work handed to the kernel, FRR and the state
 //!   directory in order, never cancelled at a step's deadline.
+//!   `bounded`: steps outside the transaction (API writes, capability detection), each with a
+//!   slow threshold and a deadline.
 //! - [`metrics`]: Prometheus metrics, `/healthz`, `/readyz`.
 //! - [`error`]: the [`Error`] type.
 #![forbid(unsafe_code)]
 
 mod agent;
+mod bounded;
 pub mod capabilities;
 pub mod cli;
 pub mod convert;
