@@ -1,4 +1,4 @@
-//! The three kinds users write. Field names, types and ranges follow the Go operator's
+//! Three of the four kinds users write (the fourth, `BGPPeering`, is in [`crate::peering`]). Field names, types and ranges follow the Go operator's
 //! `v1alpha1` (groups `network.schiff.telekom.de` and `network.t-caas.telekom.com`).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};

@@ -61,10 +61,10 @@ fn every_crd_is_cluster_scoped_with_short_name_status_and_printer_columns() {
             "vrf",
             "layer2",
             "taas",
+            "bgppeering",
             "ncr",
             "nnc",
             "analysis",
-            "bgppeering",
             "mirrortarget",
             "mirrorselector"
         ]
@@ -157,6 +157,7 @@ fn input_specs() -> Vec<(String, serde_json::Value)> {
                 "VRFRouteConfiguration",
                 "Layer2NetworkConfiguration",
                 "RoutingTable",
+                "BGPPeering",
             ]
             .contains(&c.spec.names.kind.as_str())
         })

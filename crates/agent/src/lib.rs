@@ -52,6 +52,7 @@ mod icmp;
 mod lane;
 pub mod metrics;
 mod outcome;
+pub mod peering;
 pub mod probe;
 pub mod reason;
 pub mod report;

@@ -8,5 +8,6 @@ mod common;
 mod go_operator;
 mod migrate;
 mod nodes;
+mod peering;
 mod status;
 mod steer;
