@@ -13,6 +13,7 @@
 //! - [`node`]: `NodeNetworkConfig`, the rendered config of one node and its apply status.
 //! - [`analysis`]: `RolloutAnalysis`, checks against Prometheus that gate each wave, and the
 //!   verdict a revision carries.
+//! - [`approval`]: a person's promotion of a revision and what holds it for one.
 //! - [`capabilities`]: what a node's config needs from the node and what its agent found.
 //! - [`refused`]: `MirrorTarget`, `MirrorSelector`: kinds of the Go operator
 //!   netrollout does not carry, whose CRDs refuse every object saying why.
@@ -30,6 +31,7 @@
 
 pub mod analysis;
 pub mod annotations;
+pub mod approval;
 pub mod capabilities;
 pub mod crds;
 pub mod health;
@@ -51,6 +53,7 @@ pub use annotations::{
     DISPATCH_ANNOTATION, Dispatch, NODE_RETRY_ANNOTATION, RETRIED_ANNOTATION, RETRY_ANNOTATION,
     UNRESPONSIVE_ANNOTATION,
 };
+pub use approval::{Promotion, RevisionHold};
 pub use capabilities::{
     Capability, NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NOT_ROLLING_OUT,
     NodeCapabilities, lacks_sentence,

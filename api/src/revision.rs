@@ -10,7 +10,8 @@ use crate::analysis::{RevisionAnalysis, RolloutAnalysisSpec};
 use crate::inputs::{Layer2NetworkConfigurationSpec, RoutingTableSpec, VRFRouteConfigurationSpec};
 use crate::peering::BGPPeeringSpec;
 
-/// A merged snapshot of all inputs. Only `spec.sequence` and `spec.paused` ever change.
+/// A merged snapshot of all inputs. Only `spec.sequence`, `spec.paused` and `spec.promotion`
+/// ever change.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[kube(
     group = "netrollout.io",
@@ -62,6 +63,10 @@ pub struct NetworkConfigRevisionSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]
     pub analysis: Vec<NamedInput<RolloutAnalysisSpec>>,
+    /// A person's latest promotion (`kubectl netrollout promote`): releases approval gates
+    /// (`--pause-after`) or overrides the start checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promotion: Option<crate::approval::Promotion>,
 }
 
 /// Every input object at one moment, sorted by name.
@@ -159,6 +164,14 @@ pub struct NetworkConfigRevisionStatus {
     /// (or their wave) are released (absent: none baking).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bake: Option<RevisionBake>,
+    /// What holds it for a person now: an approval gate, or the start checks (absent:
+    /// nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<crate::approval::RevisionHold>,
+    /// Every promotion the configurator saw, oldest first: who released what, and when.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub promotions: Vec<crate::approval::Promotion>,
     /// Standard conditions, one per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16), schema_with = "crate::schema::conditions")]

@@ -12,7 +12,7 @@
 //!   sessions are judged there, not by the `bgp VRF PEER` rule).
 //!
 //! Like the other probes they run before the change (reported) and after it (enforced, see
-//! [`crate::probe::enforced_failures`]): before the change the `evpn vni` checks are those of
+//! [`crate::outcome::enforced_failures`]): before the change the `evpn vni` checks are those of
 //! the config the node runs (its last-known-good), after it those of the new config. So a VNI
 //! the node already had and FRR's EVPN already did not know is reported, not enforced; a VNI
 //! the change adds is always enforced.

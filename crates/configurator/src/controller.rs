@@ -116,6 +116,10 @@ pub async fn run(
         .as_deref()
         .map(|url| crate::analysis::Prometheus::new(url, args.api_timeout))
         .transpose()?;
+    let start = match (&prometheus, &args.start_blocking_query) {
+        (Some(p), Some(q)) => Some(crate::approval::StartQuery::new(p.clone(), q.clone())),
+        _ => None,
+    };
     let passes = Passes::new(
         args.settings(false),
         crate::convert::Reading {
@@ -124,6 +128,7 @@ pub async fn run(
         },
         changes.clone(),
         prometheus,
+        start,
     );
     let ctx = Arc::new(Context::new(
         client,

@@ -54,6 +54,7 @@
 
 mod accepted;
 mod analysis;
+mod approval;
 mod args;
 mod conditions;
 mod context;

@@ -40,18 +40,21 @@ pub struct Passes {
     halts: NotedMemo,
     preflight: NotedMemo,
     analyst: crate::analysis::Analyst,
+    holds: NotedMemo,
+    start: Option<crate::approval::StartQuery>,
 }
 
 impl Passes {
     /// Passes planned with `settings` (its `paused` is replaced by the global pause each pass)
     /// over the nodes whose `changes` the watches mark; `reading` names the node this replica
     /// runs on (dispatched last) and the failure-domain label; `prometheus` is where analysis
-    /// checks are measured.
+    /// checks are measured; `start` is the blocking query of a healthy start, if any.
     pub fn new(
         settings: Settings,
         reading: crate::convert::Reading,
         changes: Arc<Changes>,
         prometheus: Option<crate::analysis::Prometheus>,
+        start: Option<crate::approval::StartQuery>,
     ) -> Self {
         Self {
             settings,
@@ -62,6 +65,8 @@ impl Passes {
             halts: NotedMemo::default(),
             preflight: NotedMemo::default(),
             analyst: crate::analysis::Analyst::new(prometheus),
+            holds: NotedMemo::default(),
+            start,
         }
     }
 
@@ -84,8 +89,13 @@ impl Passes {
         let refusal = revisions::sync(ctx, &self.revisions, generation, &render_nodes).await?;
 
         let ncrs = ctx.read().revisions();
+        let start_check = match &self.start {
+            Some(q) => q.check().await,
+            None => Default::default(),
+        };
         let settings = Settings {
             paused: ctx.read().globally_paused(),
+            start_check,
             ..self.settings.clone()
         };
         let planning = std::time::Instant::now();
@@ -151,6 +161,7 @@ impl Passes {
         }
         late_failures::record(ctx, &self.fleet).await?;
         halted_rollback(ctx, &self.halts, &plan.summary, settings.max_failures).await;
+        crate::approval::tell(ctx, &self.holds, &plan.summary).await?;
         crate::conditions::sync(ctx, refusal.as_ref()).await?;
         crate::preflight::tell(ctx, &self.preflight, &plan.summary).await?;
         self.analyst.run(ctx, &plan.summary).await?;

@@ -11,7 +11,7 @@ use crate::cluster::{Cluster, Connection, find, name};
 use crate::diff::DiffReport;
 use crate::output::Format;
 use crate::status::{self, write_out};
-use crate::{Error, Result, control, history, migrate, nodes, undo};
+use crate::{Error, Result, control, history, migrate, nodes, promote, undo};
 use netrollout_support::parse_duration;
 
 /// Shows and steers netrollout rollouts (`kubectl netrollout ...`).
@@ -80,6 +80,20 @@ pub enum Command {
         /// A node whose agent should try its current revision again (repeatable).
         #[arg(long = "node")]
         nodes: Vec<String>,
+    },
+    /// Lets a held revision go on, as you (the user the API server authenticates): past the
+    /// approval gate it waits at (`--pause-after`), past every gate (`--full`), or past the
+    /// start checks of a healthy start (`--force`: it starts on an unhealthy fleet or while the
+    /// blocking query fires). Recorded in the revision's status with who and when.
+    Promote {
+        /// The revision (name, sequence number or unique hash prefix).
+        revision: String,
+        /// Release every remaining approval gate.
+        #[arg(long)]
+        full: bool,
+        /// Start it even though the start checks hold it.
+        #[arg(long)]
+        force: bool,
     },
     /// Rewrites the input objects to an older revision's snapshot; the configurator then rolls
     /// that revision out again. Shows the changes first.
@@ -196,6 +210,14 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> Result<u8> {
             revision: None,
             nodes,
         } => write_out(out, &control::retry_nodes(&cluster, &nodes).await?)?,
+        Command::Promote {
+            revision,
+            full,
+            force,
+        } => write_out(
+            out,
+            &promote::promote(&cluster, &revision, promote::Release { full, force }).await?,
+        )?,
         Command::Undo {
             to_revision,
             dry_run,

@@ -131,6 +131,10 @@ pub struct RevisionRow {
     pub analysis: Option<String>,
     /// Its nodes baking (`status.bake`, docs/contract.md "Bake time").
     pub bake: Option<netrollout_api::RevisionBake>,
+    /// What holds it for a person (`status.hold`, docs/contract.md "Approval gates").
+    pub hold: Option<netrollout_api::RevisionHold>,
+    /// Who promoted it, and when (`status.promotions`, oldest first).
+    pub promotions: Vec<netrollout_api::Promotion>,
     /// Creation time.
     pub created: Option<Time>,
 }
@@ -163,6 +167,8 @@ impl RevisionRow {
                 .map(|a| format!("{:?}: {}", a.phase, a.message)),
             failed_nodes: s.failed_nodes,
             bake: s.bake,
+            hold: s.hold,
+            promotions: s.promotions,
             created: rev.metadata.creation_timestamp.clone(),
         }
     }
@@ -287,6 +293,25 @@ impl StatusReport {
             }
             if let Some(a) = &r.analysis {
                 out.push_str(&format!("  analysis of {}: {a}\n", r.name));
+            }
+            if let Some(h) = &r.hold {
+                let at = match (h.gate, h.gates) {
+                    (Some(g), Some(n)) => format!(" at approval gate {g} of {n}"),
+                    _ => String::new(),
+                };
+                out.push_str(&format!(
+                    "  {} held{at} ({}): {}\n",
+                    r.name, h.reason, h.message
+                ));
+            }
+            if let Some(p) = r.promotions.last() {
+                out.push_str(&format!(
+                    "  {} last promoted by {} at {} ({} promotion(s))\n",
+                    r.name,
+                    p.by,
+                    p.at.0,
+                    r.promotions.len()
+                ));
             }
             if let Some(b) = &r.bake {
                 let left = b.until.0.duration_since(now).as_secs().max(0);

@@ -33,7 +33,7 @@ pub mod selector;
 pub mod snapshot;
 
 pub use compile::{Compiled, compile, compile_against};
-pub use error::{Error, Invalid, Problem, Result};
+pub use error::{Error, Invalid, LIMITS, Problem, Result, StoreLimits};
 pub use needs::needs;
 pub use render::{Node, Rendered, render};
 pub use revision::{

@@ -74,7 +74,7 @@ impl Compiled {
             })
             .collect();
 
-        let mut invalid = Invalid::default();
+        let mut invalid = crate::error::none();
         self.check_groups(&groups, &group_of, &sorted, &mut invalid);
         let loopbacks = self.allocate_loopbacks(&sorted, &groups, &group_of, &mut invalid);
         let rendered = Rendered {
@@ -84,7 +84,7 @@ impl Compiled {
             groups,
             loopbacks,
         };
-        invalid.into_result(rendered)
+        crate::error::checked(invalid, rendered)
     }
 
     /// Checks that depend only on which selectors a node matches, once per distinct group.

@@ -3,7 +3,7 @@
 
 use netrollout_api::Snapshot;
 
-use crate::error::{Error, Invalid, Result};
+use crate::error::{Error, Result};
 use crate::snapshot::{canonical_json, hash_canonical, revision_name};
 
 /// Largest rendered config of one node: the API server refuses bigger objects.
@@ -38,7 +38,7 @@ impl Revision {
         let canonical = canonical_json(snapshot).map_err(Error::Serialize)?;
         let hash = hash_canonical(&canonical);
         let name = revision_name(&hash);
-        let mut invalid = Invalid::default();
+        let mut invalid = crate::error::none();
         if canonical.len() > MAX_SNAPSHOT_BYTES {
             invalid.push(
                 "NetworkConfigRevision",
@@ -53,11 +53,14 @@ impl Revision {
                 ),
             );
         }
-        invalid.into_result(Self {
-            name,
-            hash,
-            size: canonical.len(),
-        })
+        crate::error::checked(
+            invalid,
+            Self {
+                name,
+                hash,
+                size: canonical.len(),
+            },
+        )
     }
 }
 

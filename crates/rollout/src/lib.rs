@@ -27,6 +27,8 @@
 //! - [`action`]: the plan, its actions and summary.
 //! - [`domain`]: failure domains (`--domain-key`): a cap per domain, domains one after the
 //!   other, a budget of failed domains (`plan/domains.rs` is its step).
+//! - [`approval`]: approval gates (`--pause-after`, promotes) and the start checks
+//!   (`--start-max-unhealthy`, a blocking query) (`plan/approval.rs` is its step).
 //! - [`analysis`]: analysis gates: a revision with checks rolls out wave by wave, each wave
 //!   only after the checks passed with the ones before (`plan/analysis.rs` is its step).
 //! - `plan`: the planning pass ([`plan()`], [`plan_with`]), which reads the fleet's index into
@@ -47,6 +49,7 @@
 
 pub mod action;
 pub mod analysis;
+pub mod approval;
 mod assess;
 pub mod domain;
 pub mod fleet;

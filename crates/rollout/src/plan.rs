@@ -46,7 +46,8 @@ pub fn plan_with(state: &State, fleet: &Fleet, now: Timestamp, settings: &Settin
     let (unmet, held) = p.preflight(&d);
     let analysis = p.analysis_gate(&d);
     let held_any = held || analysis.as_ref().is_some_and(|g| g.held);
-    let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free, held_any);
+    let (room, hold) = p.approval(&d);
+    let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free, held_any, room);
     p.progress(&d, goal_dispatched);
     let pruned = p.prune(&d);
     let on_goal = d.goal.map(|g| p.tally[g]).unwrap_or_default();
@@ -72,6 +73,7 @@ pub fn plan_with(state: &State, fleet: &Fleet, now: Timestamp, settings: &Settin
                 until,
             })
         }),
+        hold,
     };
     let mut actions = p.phase_actions;
     actions.extend(p.withdrawals);
@@ -352,6 +354,7 @@ impl<'a> Pass<'a> {
 }
 
 mod analysis;
+mod approval;
 mod bake;
 mod domains;
 mod eligible;

@@ -1,10 +1,11 @@
 //! Settings of the planner: the update limit, the rollout strategy, the timeouts, the failure
-//! budget, history limits, failure domains.
+//! budget, history limits, failure domains, approval gates and the start checks.
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::approval::{PauseAfter, StartCheck, Unhealthy};
 use crate::domain::DomainPolicy;
 use crate::guard::GuardMode;
 
@@ -194,6 +195,15 @@ pub struct Settings {
     /// How long a node that committed a revision must stay healthy before its slot (or its
     /// wave) is released (`--bake-time`, default 0: off).
     pub bake_time: Duration,
+    /// Approval gates (`--pause-after`): a revision rolling out waits for a person's promote
+    /// once as many nodes run it as a gate says ([`crate::approval`]). Empty: none.
+    pub pause_after: Vec<PauseAfter>,
+    /// Before its first dispatch a revision waits while more managed nodes than this report
+    /// their tenants unreachable (`--start-max-unhealthy`; `None`: not checked).
+    pub start_max_unhealthy: Option<Unhealthy>,
+    /// The blocking query's last answer (the configurator measures it each pass when one is
+    /// configured): while it returns something, no revision starts.
+    pub start_check: StartCheck,
 }
 
 impl Default for Settings {
@@ -210,6 +220,9 @@ impl Default for Settings {
             guard_threshold: 1,
             domains: None,
             bake_time: Duration::ZERO,
+            pause_after: Vec::new(),
+            start_max_unhealthy: None,
+            start_check: StartCheck::Clear,
         }
     }
 }

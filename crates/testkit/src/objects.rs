@@ -149,6 +149,7 @@ pub fn revision(name: &str, sequence: i64, snapshot: Snapshot) -> NetworkConfigR
             paused: false,
             snapshot,
             analysis: Vec::new(),
+            promotion: None,
         },
     )
 }

@@ -10,6 +10,7 @@
 mod common;
 
 mod api_outage;
+mod api_slow;
 mod apply;
 mod capabilities;
 mod clock;

@@ -271,6 +271,7 @@ impl<'a> Executor<'a> {
                 paused: false,
                 snapshot,
                 analysis,
+                promotion: None,
             },
             status: None,
         };

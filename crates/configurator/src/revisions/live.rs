@@ -11,11 +11,10 @@ use netrollout_api::{
     ACCEPTED_CONDITION, BGPPeering, InputStatus, Layer2NetworkConfiguration, NetworkConfigRevision,
     RETRY_ANNOTATION, RevisionPhase as ApiPhase, RoutingTable, Snapshot, VRFRouteConfiguration,
 };
-use netrollout_render::{MAX_OBJECT_BYTES, MAX_SNAPSHOT_BYTES, Node as RenderNode, Revision};
+use netrollout_render::{Node as RenderNode, Revision};
 use netrollout_rollout::RevisionPhase;
 use netrollout_rollout::lifecycle::{
-    AcceptedShown, Candidate, Content, InputKind, InputObject, InputRef, Invalid, Problem,
-    RevisionView, StoreLimits,
+    AcceptedShown, Candidate, Content, InputKind, InputObject, InputRef, Invalid, RevisionView,
 };
 
 use crate::error::{Error, Result};
@@ -34,7 +33,7 @@ pub enum Checked {
         snapshot: Snapshot,
     },
     /// The snapshot is invalid; every problem is listed.
-    Invalid(netrollout_render::Invalid),
+    Invalid(Invalid),
 }
 
 impl Checked {
@@ -46,22 +45,7 @@ impl Checked {
                 hash: revision.hash.clone(),
                 size: revision.size,
             }),
-            Checked::Invalid(invalid) => Candidate::Invalid(Invalid {
-                problems: invalid
-                    .problems
-                    .iter()
-                    .map(|p| Problem {
-                        kind: p.kind.to_string(),
-                        object: p.object.clone(),
-                        field: p.field.clone(),
-                        message: p.message.clone(),
-                    })
-                    .collect(),
-                limits: StoreLimits {
-                    object_bytes: MAX_OBJECT_BYTES,
-                    snapshot_bytes: MAX_SNAPSHOT_BYTES,
-                },
-            }),
+            Checked::Invalid(invalid) => Candidate::Invalid(invalid.clone()),
         }
     }
 }
@@ -356,9 +340,9 @@ mod tests {
             base: None,
         };
         let invalid = || {
-            Ok(Checked::Invalid(netrollout_render::Invalid {
-                problems: Vec::new(),
-            }))
+            Ok(Checked::Invalid(netrollout_render::Invalid::new(
+                netrollout_render::LIMITS,
+            )))
         };
         let mut checks = 0;
         for k in [

@@ -26,6 +26,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod analysis;
+mod approval;
 mod bake;
 mod domains;
 mod failure;

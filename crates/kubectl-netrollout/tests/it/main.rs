@@ -9,5 +9,6 @@ mod go_operator;
 mod migrate;
 mod nodes;
 mod peering;
+mod promote;
 mod status;
 mod steer;

@@ -34,8 +34,9 @@ pub use checks::Summary;
 pub use monitor::Monitor;
 pub(crate) use steps::{new_revision, rollout};
 
-use crate::cluster::{Cluster, Options};
+use crate::cluster::Cluster;
 use crate::inputs;
+use crate::settings::Settings;
 
 /// A scripted story.
 pub trait Scenario: std::fmt::Debug + Send + Sync {
@@ -57,7 +58,7 @@ pub trait Scenario: std::fmt::Debug + Send + Sync {
     }
 
     /// Lab settings for the story; most keep the user's.
-    fn options(&self, base: Options) -> Options {
+    fn settings(&self, base: Settings) -> Settings {
         base
     }
 
@@ -167,7 +168,7 @@ pub async fn run(scenario: &dyn Scenario, lab: &mut Cluster) -> Result<Summary> 
     let started = std::time::Instant::now();
     let m = Monitor::new(lab);
     let nodes = lab.node_names().len();
-    let (samples, skipped) = inputs::initial(&lab.options().inputs, lab.vrf, nodes)?;
+    let (samples, skipped) = inputs::initial(&lab.settings().inputs(), lab.vrf, nodes)?;
     if !skipped.is_empty() {
         m.say(&format!(
             "no VRFs (no vrf module, or --without-vrfs): leaving out {} (without the vrf module, `happy` applies them at its end to show the pre-flight verdict)",
@@ -206,13 +207,13 @@ pub(crate) mod tests {
     use super::*;
     use crate::settings::UpdateLimit;
 
-    pub(crate) fn base() -> Options {
-        Options {
+    pub(crate) fn base() -> Settings {
+        Settings {
             nodes: 2,
             state_dir: PathBuf::from("state"),
             configurators: 1,
             update_limit: UpdateLimit::Count(2),
-            apply_timeout: Duration::from_secs(30),
+            apply_timeout: Some(Duration::from_secs(30)),
             pickup_timeout: Duration::from_secs(30),
             max_failures: 0,
             guard: crate::settings::GuardMode::Revert,
@@ -223,7 +224,7 @@ pub(crate) mod tests {
             without_vrfs: false,
             prometheus: false,
             containers: false,
-            inputs: Default::default(),
+            manifests: None,
         }
     }
 
@@ -295,7 +296,7 @@ pub(crate) mod tests {
     #[test]
     fn the_crash_and_join_stories_choose_their_lab_and_the_others_keep_it() {
         for s in ALL {
-            let o = s.options(base());
+            let o = s.settings(base());
             let expected = match s.name() {
                 "configurator-crash" => (2, 2, UpdateLimit::Count(1)),
                 "node-join" => (3, 1, UpdateLimit::Count(1)),

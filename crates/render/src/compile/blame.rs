@@ -57,7 +57,7 @@ pub fn compile_against(snapshot: &Snapshot, accepted: &Snapshot) -> Result<Compi
     c.tables(&tables);
     c.peerings(&peerings);
     let Compiler { out, invalid, .. } = c;
-    invalid.into_result(out)
+    crate::error::checked(invalid, out)
 }
 
 /// `inputs` with the established ones first, each part in its order.

@@ -95,10 +95,9 @@ pub fn compile(snapshot: &Snapshot) -> Result<Compiled> {
     c.tables(&snapshot.routing_tables);
     c.peerings(&snapshot.bgp_peerings);
     let Compiler { out, invalid, .. } = c;
-    invalid.into_result(out)
+    crate::error::checked(invalid, out)
 }
 
-#[derive(Default)]
 pub(super) struct Compiler {
     pub(super) out: Compiled,
     pub(super) invalid: Invalid,
@@ -113,6 +112,21 @@ pub(super) struct Compiler {
     pub(super) loopback_owners: BTreeMap<String, Owner>,
     /// VRF name (empty: the default VRF) → anycast gateway subnets with their input and field.
     pub(super) gateway_subnets: BTreeMap<String, Vec<(IpNet, String, String)>>,
+}
+
+impl Default for Compiler {
+    fn default() -> Self {
+        Self {
+            out: Compiled::default(),
+            invalid: crate::error::none(),
+            selector_ids: HashMap::new(),
+            table_owners: BTreeMap::new(),
+            vni_owners: BTreeMap::new(),
+            established: BTreeSet::new(),
+            loopback_owners: BTreeMap::new(),
+            gateway_subnets: BTreeMap::new(),
+        }
+    }
 }
 
 impl Compiler {

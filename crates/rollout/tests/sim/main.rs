@@ -11,12 +11,14 @@
 //! `preflight` (nodes lacking what a revision needs, and its invariants), `analysis` (revisions
 //! gated by analysis checks that pass, fail or are inconclusive, and its invariants),
 //! `domains` (failure domains: racks under a cap, in sequence, with a budget of failed racks),
-//! `bake` (bake time: committed nodes hold their slots; regressions within it fail).
+//! `bake` (bake time: committed nodes hold their slots; regressions within it fail),
+//! `approval` (approval gates held until a person promotes; a degraded fleet is not started).
 
 // A test harness: panicking on a bad SIM_SEED or a crashed worker thread is the right failure.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod analysis;
+mod approval;
 mod bake;
 mod check;
 mod domains;
@@ -24,6 +26,7 @@ mod guard;
 mod lifecycle;
 mod preflight;
 mod regressions;
+mod regressions_approval;
 mod regressions_bake;
 mod regressions_domains;
 mod regressions_failure;
@@ -215,6 +218,26 @@ fn fleets_with_a_bake_time_never_release_a_baking_node_early() {
             "regressed within the bake time",
             "(Rollout)",
             "(Rollback)",
+            "-> Succeeded",
+            "-> converged on",
+        ],
+    );
+}
+
+#[test]
+fn fleets_with_approval_gates_never_pass_a_gate_nor_start_degraded() {
+    run_all(
+        "fleets_with_approval_gates_never_pass_a_gate_nor_start_degraded",
+        "SIM_SCENARIOS",
+        1_000,
+        approval::scenario,
+        &[
+            "held at gate",
+            "held: unhealthy",
+            "held: blocked",
+            "person: promote ncr-",
+            "person: promote --full",
+            "person: promote --force",
             "-> Succeeded",
             "-> converged on",
         ],

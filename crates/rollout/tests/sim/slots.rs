@@ -31,6 +31,10 @@ pub fn check_window(p: &Plan, after: &State, now: Timestamp, s: &Settings) -> Re
     if p.summary.held || p.summary.analysis.as_ref().is_some_and(|g| g.held) {
         return Ok(());
     }
+    // Held by an approval gate or the start checks (computed from the API state).
+    if p.summary.mode == Mode::RollingOut && crate::approval::held(after, target, s) {
+        return Ok(());
+    }
     // Pre-flight: a node never gets a revision that lists it as lacking (a joining node may
     // be due the newest Succeeded revision instead of the target).
     let lacks = |n: &Node| {

@@ -6,15 +6,15 @@ use http::header;
 use serde_json::{Value, json};
 
 use super::{Shape, name_of, ns_of, render, render_written, shape};
-use crate::admission::{self, Attempt};
-use crate::app::{App, Req, Target, json_response};
-use crate::builtin;
-use crate::convert::{to_storage, view};
 use crate::error::ApiError;
-use crate::managed::{self, Writer};
+use crate::http::app::{App, Req, Target, json_response};
 use crate::object::{invalid_name, meta_mut, meta_str, parse_body, random_suffix};
-use crate::patch::{self, PatchKind};
 use crate::resources::{Builtin, ResourceType};
+use crate::storage::convert::{to_storage, view};
+use crate::write::admission::{self, Attempt};
+use crate::write::builtin;
+use crate::write::managed::{self, Writer};
+use crate::write::patch::{self, PatchKind};
 use netrollout_crdcheck::schema;
 
 fn body_object(r: &Req) -> Result<Value, ApiError> {
@@ -95,7 +95,7 @@ fn strict(r: &Req) -> bool {
 
 /// CEL admission (CRD rules, admission policies) of a write as `r.user`.
 fn cel_admit(
-    st: &crate::store::State,
+    st: &crate::storage::State,
     t: &Target,
     r: &Req,
     object: &Value,

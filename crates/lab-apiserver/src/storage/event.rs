@@ -9,7 +9,7 @@ use bytes::{BufMut, BytesMut};
 use serde_json::{Value, json};
 
 use crate::resources::TypeKey;
-use crate::stored::Stored;
+use crate::storage::stored::Stored;
 
 /// The type of a watch event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +58,7 @@ impl Event {
         object: &std::sync::Arc<Value>,
         prev: Option<Stored>,
     ) -> Self {
-        let keep = crate::stored::keeps_tree(&key);
+        let keep = crate::storage::stored::keeps_tree(&key);
         // The object is encoded straight into its line: no copy of its bytes, no second buffer.
         let head = prefix(kind.as_str());
         let mut buf = Vec::with_capacity(head.len() + 1024);

@@ -14,11 +14,11 @@ use std::borrow::Cow;
 use kube_cel::cel::{Context, Value as CelValue};
 use serde_json::{Value, json};
 
-use crate::auth::Identity;
+use crate::authz::auth::Identity;
 use crate::error::ApiError;
 use crate::object::same_but_status;
 use crate::resources::{Builtin, ResourceType};
-use crate::store::State;
+use crate::storage::State;
 
 mod cel;
 

@@ -9,12 +9,15 @@ use axum::extract::{Request, State as AxState};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Method, header};
 
-use crate::app::{App, Req, Target, bytes_response, json_response};
-use crate::discovery;
+use crate::authz::rbac::{self, Attributes};
 use crate::error::{ApiError, MAX_REQUEST_BYTES};
 use crate::faults::{FaultConfig, Outage};
-use crate::rbac::{self, Attributes};
-use crate::verbs;
+use crate::http::app::{App, Req, Target, bytes_response, json_response};
+use crate::http::discovery;
+use crate::http::verbs;
+
+/// Where a client asks who it is (`kubectl auth whoami`).
+const SELF_SUBJECT_REVIEWS: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
 
 /// The router's only handler.
 pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
@@ -29,8 +32,10 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    let body = if !body.is_empty() && (ct.contains("protobuf") || ct.contains("cbor")) {
-        match crate::protobuf::decode(&body) {
+    // A SelfSubjectReview's body says nothing the server reads (kubectl sends it as protobuf).
+    let ignored = parts.uri.path() == SELF_SUBJECT_REVIEWS;
+    let body = if !body.is_empty() && !ignored && (ct.contains("protobuf") || ct.contains("cbor")) {
+        match crate::http::protobuf::decode(&body) {
             Some(v) => {
                 headers.insert(
                     header::CONTENT_TYPE,
@@ -53,7 +58,7 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
     let path = parts.uri.path();
     let user = if matches!(path, "/healthz" | "/readyz" | "/livez") {
         // Health checks are open to anonymous users, as on a real API server.
-        Arc::new(crate::auth::Identity::user("system:anonymous", &[]))
+        Arc::new(crate::authz::auth::Identity::user("system:anonymous", &[]))
     } else {
         let auth = headers
             .get(header::AUTHORIZATION)
@@ -163,6 +168,9 @@ async fn route(app: &App, path: &str, r: Req) -> Result<Response, ApiError> {
         return faults(app, rest, r);
     }
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    if path == SELF_SUBJECT_REVIEWS {
+        return self_subject_review(&r);
+    }
     let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
         ["healthz" | "readyz" | "livez", ..] => {
             app.faults.before("get", "healthz", "").await?;
@@ -182,6 +190,34 @@ async fn route(app: &App, path: &str, r: Req) -> Result<Response, ApiError> {
         .before(verb, &target.rt.plural, &target.rt.kind)
         .await?;
     verbs::serve(app, target, verb, r)
+}
+
+/// `POST /apis/authentication.k8s.io/v1/selfsubjectreviews` (what `kubectl auth whoami`
+/// sends): the requesting user as the server authenticated them. Every authenticated user may
+/// ask, as Kubernetes' `system:basic-user` role allows.
+fn self_subject_review(r: &Req) -> Result<Response, ApiError> {
+    if r.method != Method::POST {
+        return Err(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "selfsubjectreviews only accepts POST (create)",
+        ));
+    }
+    let u = &r.user;
+    Ok(json_response(
+        201,
+        &serde_json::json!({
+            "kind": "SelfSubjectReview",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {},
+            "status": { "userInfo": {
+                "username": u.username,
+                "uid": u.uid,
+                "groups": u.groups,
+                "extra": u.extra,
+            } },
+        }),
+    ))
 }
 
 fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Target, ApiError> {

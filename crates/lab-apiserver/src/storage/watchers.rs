@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
-use crate::event::{Event, EventType};
 use crate::resources::TypeKey;
 use crate::selector::{FieldSelector, LabelSelector};
+use crate::storage::event::{Event, EventType};
 
 /// What a watcher (or list) selects.
 #[derive(Debug, Clone, Default)]

@@ -5,16 +5,16 @@ use axum::response::Response;
 use http::header;
 use serde_json::{Value, json};
 
-use crate::app::{App, Req, Target, bytes_response, json_response};
-use crate::convert::{storage_field, view};
 use crate::error::ApiError;
+use crate::http::app::{App, Req, Target, bytes_response, json_response};
+use crate::http::table;
+use crate::http::watch::{self, Filter, WatchParams};
 use crate::object::meta_str;
 use crate::resources::{Builtin, ResourceType};
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::store::State;
-use crate::stored::Stored;
-use crate::table;
-use crate::watch::{self, Filter, WatchParams};
+use crate::storage::State;
+use crate::storage::convert::{storage_field, view};
+use crate::storage::stored::Stored;
 
 mod write;
 

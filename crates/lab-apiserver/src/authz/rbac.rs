@@ -7,9 +7,9 @@
 
 use serde_json::Value;
 
-use crate::auth::Identity;
+use crate::authz::auth::Identity;
 use crate::error::ApiError;
-use crate::store::State;
+use crate::storage::State;
 
 /// What a request does, as the authorizer sees it.
 #[derive(Debug, Clone)]

@@ -9,17 +9,17 @@ use base64::Engine as _;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::app::App;
-use crate::auth::{Identity, Tokens};
+use crate::authz::auth::{Identity, Tokens};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
-use crate::front::handle;
-use crate::listener::{self, Certificate};
-use crate::persist;
-use crate::store::State;
+use crate::http::app::App;
+use crate::http::front::handle;
+use crate::http::listener::{self, Certificate};
+use crate::storage::State;
+use crate::storage::persist;
 
-pub use crate::store::DEFAULT_WINDOW_BYTES;
-pub use crate::watchers::DEFAULT_WATCH_BYTES;
+pub use crate::storage::DEFAULT_WINDOW_BYTES;
+pub use crate::storage::watchers::DEFAULT_WATCH_BYTES;
 
 /// How to start a [`LabServer`].
 #[derive(Debug, Clone)]
@@ -53,9 +53,9 @@ impl Default for Config {
             kubeconfig: None,
             data: None,
             event_window: 10_000,
-            event_window_bytes: crate::store::DEFAULT_WINDOW_BYTES,
+            event_window_bytes: crate::storage::DEFAULT_WINDOW_BYTES,
             watch_buffer: 4096,
-            watch_bytes: crate::watchers::DEFAULT_WATCH_BYTES,
+            watch_bytes: crate::storage::watchers::DEFAULT_WATCH_BYTES,
             bookmark_interval: Duration::from_secs(1),
             persist_interval: Duration::from_millis(200),
         }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::State;
 use crate::object::meta_str;
 use crate::resources::{Builtin, TypeKey, from_crd};
-use crate::stored::{Stored, keeps_tree};
+use crate::storage::stored::{Stored, keeps_tree};
 
 impl State {
     /// The resourceVersion and every object, CRDs first, for persistence.

@@ -10,15 +10,15 @@ use bytes::{Bytes, BytesMut};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::convert;
 use crate::error::ApiError;
-use crate::event::{Event, EventType, encode_event, raw_parts};
+use crate::http::table;
 use crate::resources::{Builtin, ResourceType};
-use crate::store::State;
-use crate::stored::Stored;
-use crate::table;
-pub use crate::watchers::Filter;
-use crate::watchers::{Budget, Item};
+use crate::storage::State;
+use crate::storage::convert;
+use crate::storage::event::{Event, EventType, encode_event, raw_parts};
+use crate::storage::stored::Stored;
+pub use crate::storage::watchers::Filter;
+use crate::storage::watchers::{Budget, Item};
 
 /// Parameters of one watch request.
 #[derive(Debug, Clone)]
@@ -349,7 +349,7 @@ async fn pump(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::watchers::Watchers;
+    use crate::storage::watchers::Watchers;
 
     fn setup() -> (
         Encoder,

@@ -12,11 +12,11 @@ use axum::response::Response;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use serde_json::Value;
 
-use crate::auth::{Identity, Tokens};
+use crate::authz::auth::{Identity, Tokens};
 use crate::error::ApiError;
 use crate::faults::Faults;
 use crate::resources::ResourceType;
-use crate::store::State;
+use crate::storage::State;
 
 /// Shared by every request.
 #[derive(Debug)]

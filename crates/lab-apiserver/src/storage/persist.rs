@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::store::State;
+use crate::storage::State;
 
 fn file_err(path: &Path, source: std::io::Error) -> Error {
     Error::File {

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::Id;
-use crate::stored::Stored;
+use crate::storage::stored::Stored;
 
 /// The objects of one type, by namespace and then by name: a lookup hashes the two `&str`s it
 /// is given (no key is built, no name compared byte by byte down a tree; at 10,000 objects of a

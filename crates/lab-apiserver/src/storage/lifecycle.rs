@@ -9,7 +9,7 @@ use super::{EventType, State};
 use crate::error::ApiError;
 use crate::object::{finalizers, meta_mut, meta_str, now_timestamp};
 use crate::resources::{ResourceType, TypeKey, from_crd};
-use crate::stored::Stored;
+use crate::storage::stored::Stored;
 
 impl State {
     /// Deletes an object: marks it while finalizers remain, else removes it and collects its

@@ -1,3 +1,6 @@
+//! Storage: the in-memory object store (here), the stored form of an object and of an event,
+//! the watchers, persistence, and the views of stored objects clients see.
+//!
 //! The in-memory object store: every object, the global resourceVersion counter, the retained
 //! event window for resuming watches, and the write rules (finalizers, garbage collection,
 //! CRD registration). One [`State`] behind one mutex; callers hold the lock for one operation.
@@ -16,17 +19,22 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, MAX_OBJECT_BYTES};
-use crate::event::{Event, EventType};
 use crate::object::{
     finalizers, meta_mut, meta_str, new_uid, now_timestamp, same_but_status, same_spec,
 };
 use crate::resources::{Builtin, Registry, ResourceType, TypeKey};
-use crate::stored::Stored;
-use crate::watchers::Watchers;
+use crate::storage::event::{Event, EventType};
+use crate::storage::stored::Stored;
+use crate::storage::watchers::Watchers;
 
+pub(crate) mod convert;
+pub(crate) mod event;
 mod lifecycle;
 mod objects;
+pub(crate) mod persist;
 mod snapshot;
+pub(crate) mod stored;
+pub(crate) mod watchers;
 
 use objects::Objects;
 
