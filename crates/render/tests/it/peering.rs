@@ -317,7 +317,7 @@ fn a_peering_on_nodes_without_its_network_is_refused() {
     };
     let p = &invalid.problems[0];
     assert_eq!(
-        (p.kind, p.object.as_str(), p.field.as_str()),
+        (p.kind.as_str(), p.object.as_str(), p.field.as_str()),
         ("BGPPeering", "p", "spec.nodeSelector")
     );
     assert!(
