@@ -9,8 +9,8 @@ use kube::CustomResourceExt;
 use crate::peering::BGPPeering;
 use crate::refused::{MirrorSelector, MirrorTarget};
 use crate::{
-    Layer2NetworkConfiguration, NetworkConfigRevision, NodeNetworkConfig, RolloutAnalysis,
-    RoutingTable, VRFRouteConfiguration,
+    Layer2NetworkConfiguration, MaintenanceSchedule, NetworkConfigRevision, NodeNetworkConfig,
+    RolloutAnalysis, RoutingTable, VRFRouteConfiguration,
 };
 
 /// Every CRD, in a stable order.
@@ -23,6 +23,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         NetworkConfigRevision::crd(),
         NodeNetworkConfig::crd(),
         RolloutAnalysis::crd(),
+        MaintenanceSchedule::crd(),
         MirrorTarget::crd(),
         MirrorSelector::crd(),
     ]

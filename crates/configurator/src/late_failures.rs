@@ -311,18 +311,9 @@ mod tests {
     #[tokio::test]
     async fn record_patches_the_failed_revision_once() {
         let ncrs = [ncr("bad", failed_status("n-0", 2))];
-        let nncs = [
-            nnc(
-                "n-0",
-                "good",
-                node_status("bad", NodePhase::Failed, Some("x")),
-            ),
-            nnc(
-                "n-1",
-                "good",
-                node_status("bad", NodePhase::Failed, Some("late")),
-            ),
-        ];
+        let failed =
+            |node, message| nnc(node, "good", node_status("bad", NodePhase::Failed, message));
+        let nncs = [failed("n-0", Some("x")), failed("n-1", Some("late"))];
         let revisions: Vec<NetworkConfigRevision> = ncrs.iter().map(|r| (**r).clone()).collect();
         let configs: Vec<NodeConfigView> = nncs.iter().map(|c| (**c).clone()).collect();
         let (ctx, server) = crate::context::verifier::context(&revisions, &configs, true);
@@ -332,15 +323,9 @@ mod tests {
         record(&ctx, &fleet).await.expect("record");
         let seen = server.take();
         assert_eq!(seen.len(), 1, "{seen:#?}");
-        let s = &seen[0];
-        assert_eq!(s.method, "PATCH");
-        assert_eq!(
-            s.uri.split('?').next(),
-            Some("/apis/netrollout.io/v1alpha1/networkconfigrevisions/bad/status")
-        );
-        assert_eq!(s.content_type, "application/merge-patch+json");
-        assert_eq!(s.body["status"], updates_of(&ncrs, &nncs)[0].1);
-        assert_eq!(s.body["status"]["failed"], 2);
+        let status = seen[0].status_patch("bad");
+        assert_eq!(*status, updates_of(&ncrs, &nncs)[0].1);
+        assert_eq!(status["failed"], 2);
 
         record(&ctx, &fleet).await.expect("second record");
         assert_eq!(server.take(), Vec::new());

@@ -27,6 +27,11 @@ pub struct Cli {
     /// Namespace of the configurator and its control ConfigMap.
     #[arg(short = 'n', long, global = true, default_value = DEFAULT_NAMESPACE)]
     pub namespace: String,
+    /// The node label the configurator's `--domain-key` names (e.g. a rack label): `nodes`
+    /// and `status` then show each node's failure domain (`(none)`: without the label, the
+    /// nodes that form one domain together).
+    #[arg(long, global = true, env = "NETROLLOUT_DOMAIN_KEY")]
+    pub domain_key: Option<String>,
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
     pub output: Format,
@@ -152,6 +157,7 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> Result<u8> {
         kubeconfig: cli.kubeconfig,
         context: cli.context,
         namespace: cli.namespace,
+        domain_key: cli.domain_key,
     }
     .connect()
     .await?;

@@ -26,6 +26,9 @@ pub struct Connection {
     pub context: Option<String>,
     /// `-n/--namespace` of the configurator (its control ConfigMap).
     pub namespace: String,
+    /// `--domain-key`: the node label the configurator's `--domain-key` names (a node's
+    /// failure domain, shown by `nodes` and `status`).
+    pub domain_key: Option<String>,
 }
 
 impl Connection {
@@ -43,6 +46,7 @@ impl Connection {
         Ok(Cluster {
             client,
             namespace: self.namespace.clone(),
+            domain_key: self.domain_key.clone(),
         })
     }
 }
@@ -54,6 +58,8 @@ pub struct Cluster {
     pub client: Client,
     /// The configurator's namespace.
     pub namespace: String,
+    /// The failure-domain label (`--domain-key`), if given.
+    pub domain_key: Option<String>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -75,6 +81,8 @@ pub struct Observed {
     pub nodes: BTreeMap<String, Node>,
     /// Whether the global pause is on.
     pub paused: bool,
+    /// The failure-domain label nodes are shown with (`--domain-key`), if given.
+    pub domain_key: Option<String>,
 }
 
 impl Cluster {
@@ -142,6 +150,7 @@ impl Cluster {
             configs,
             nodes,
             paused,
+            domain_key: self.domain_key.clone(),
         })
     }
 

@@ -22,7 +22,7 @@ mod liveness;
 mod node;
 mod pods;
 
-pub use node::{STARTUP_TAINT, VM_CHECK_TIMEOUT, WATCH_INTERVAL, healthcheck};
+pub use node::{RACK_LABEL, STARTUP_TAINT, VM_CHECK_TIMEOUT, WATCH_INTERVAL, healthcheck, rack_of};
 pub use pods::{Proc, frr_groups};
 
 /// A running lab.

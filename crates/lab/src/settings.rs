@@ -85,6 +85,10 @@ pub struct Settings {
     /// --vm.
     #[arg(long)]
     pub containers: bool,
+    /// Configurator flags a scenario adds to the lab's own (approval gates, failure domains,
+    /// a bake time: `canary-promote`).
+    #[arg(skip)]
+    pub configurator_flags: Vec<(String, String)>,
 }
 
 impl Settings {

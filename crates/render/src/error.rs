@@ -5,14 +5,6 @@
 
 pub use netrollout_rollout::lifecycle::{Invalid, Problem, StoreLimits};
 
-use crate::revision::{MAX_OBJECT_BYTES, MAX_SNAPSHOT_BYTES};
-
-/// The size limits this renderer checks a snapshot against.
-pub const LIMITS: StoreLimits = StoreLimits {
-    object_bytes: MAX_OBJECT_BYTES,
-    snapshot_bytes: MAX_SNAPSHOT_BYTES,
-};
-
 /// Why rendering failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -26,11 +18,6 @@ pub enum Error {
 
 /// Result of this crate's fallible functions.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// No problem found yet, in a snapshot checked against this renderer's limits.
-pub(crate) fn none() -> Invalid {
-    Invalid::new(LIMITS)
-}
 
 /// `ok` when no problem was found, else every problem.
 pub(crate) fn checked<T>(invalid: Invalid, ok: T) -> Result<T> {

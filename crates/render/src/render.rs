@@ -74,7 +74,7 @@ impl Compiled {
             })
             .collect();
 
-        let mut invalid = crate::error::none();
+        let mut invalid = crate::revision::none();
         self.check_groups(&groups, &group_of, &sorted, &mut invalid);
         let loopbacks = self.allocate_loopbacks(&sorted, &groups, &group_of, &mut invalid);
         let rendered = Rendered {

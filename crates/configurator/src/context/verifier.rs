@@ -36,6 +36,21 @@ pub struct Seen {
     pub body: Value,
 }
 
+impl Seen {
+    /// The fields a merge patch of revision `name`'s status subresource sets; panics saying
+    /// what differs when this is another request.
+    pub fn status_patch(&self, name: &str) -> &Value {
+        let path = format!("/apis/netrollout.io/v1alpha1/networkconfigrevisions/{name}/status");
+        assert_eq!(self.method, "PATCH", "{self:?}");
+        assert_eq!(self.uri.split('?').next(), Some(path.as_str()), "{self:?}");
+        assert_eq!(
+            self.content_type, "application/merge-patch+json",
+            "{self:?}"
+        );
+        &self.body["status"]
+    }
+}
+
 /// The recording service.
 #[derive(Clone, Debug, Default)]
 pub struct Verifier {
@@ -157,6 +172,7 @@ pub fn context(
         nncs,
         ncrs,
         control: store().0,
+        schedules: store().0,
     };
     let (_, leader) = tokio::sync::watch::channel(leading);
     let ctx = Context::new(

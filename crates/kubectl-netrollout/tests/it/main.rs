@@ -10,5 +10,6 @@ mod migrate;
 mod nodes;
 mod peering;
 mod promote;
+mod schedule;
 mod status;
 mod steer;

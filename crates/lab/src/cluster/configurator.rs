@@ -39,6 +39,7 @@ impl Cluster {
         if let Some(p) = &self.prometheus {
             flags.push(("--prometheus-url".into(), p.url()));
         }
+        flags.extend(self.opts.configurator_flags.iter().cloned());
         flags
     }
 

@@ -6,13 +6,14 @@
 //!   story itself); [`ALL`] lists them by name for the command line and `--help`; [`run`] plays
 //!   one on a started lab and adds the checks every story shares.
 //! - one file per story: `happy`, `bad_config`, `node_join`, `configurator_crash`, `api_outage`,
-//!   `tenant_break`, `remote_break`.
+//!   `tenant_break`, `remote_break`, `upgrade`, `canary_promote`.
 //! - `monitor`: the timeline ([`Monitor`]: a watch on node configs, polled revisions).
 //! - `checks`: the [`Summary`] and the checks stories share; `steps`: apply and wait for a
 //!   revision to succeed or fail; `traffic_checks`: tenant traffic and its loss report.
 
 mod api_outage;
 mod bad_config;
+mod canary_promote;
 mod checks;
 mod configurator_crash;
 mod happy;
@@ -92,7 +93,7 @@ impl Story<'_> {
 }
 
 /// Every scenario, in the order `--help` lists them and `all` runs those that need no VRF.
-pub const ALL: [&dyn Scenario; 8] = [
+pub const ALL: [&dyn Scenario; 9] = [
     &happy::Happy,
     &bad_config::BadConfig,
     &node_join::NodeJoin,
@@ -101,6 +102,7 @@ pub const ALL: [&dyn Scenario; 8] = [
     &tenant_break::TenantBreak,
     &remote_break::RemoteBreak,
     &upgrade::Upgrade,
+    &canary_promote::CanaryPromote,
 ];
 
 /// The scenario called `name`.
@@ -225,6 +227,7 @@ pub(crate) mod tests {
             prometheus: false,
             containers: false,
             manifests: None,
+            configurator_flags: Vec::new(),
         }
     }
 
@@ -302,6 +305,7 @@ pub(crate) mod tests {
                 "node-join" => (3, 1, UpdateLimit::Count(1)),
                 "remote-break" => (2, 1, UpdateLimit::Count(1)),
                 "upgrade" => (3, 1, UpdateLimit::Count(1)),
+                "canary-promote" => (4, 1, UpdateLimit::Count(2)),
                 _ => (2, 1, UpdateLimit::Count(2)),
             };
             assert_eq!(o.containers, s.name() == "upgrade", "{}", s.name());

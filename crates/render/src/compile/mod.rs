@@ -118,7 +118,7 @@ impl Default for Compiler {
     fn default() -> Self {
         Self {
             out: Compiled::default(),
-            invalid: crate::error::none(),
+            invalid: crate::revision::none(),
             selector_ids: HashMap::new(),
             table_owners: BTreeMap::new(),
             vni_owners: BTreeMap::new(),

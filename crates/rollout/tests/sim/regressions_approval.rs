@@ -90,6 +90,39 @@ fn the_canary_gate_lets_the_canaries_go_then_holds_until_a_promote() {
 }
 
 #[test]
+fn a_hold_outlasts_every_clock_of_the_plan_without_failing() {
+    // At its gate with a node that committed it, whose bake ended long ago, whose analysis
+    // passed with it, and every timeout long past: a day later it still waits, Progressing.
+    let mut state = fleet(1, Approval::default());
+    let mut a = on("a", "new", NodePhase::Provisioned);
+    if let Some(d) = &mut a.dispatch {
+        d.settled_at = Some(t(10));
+        d.sequence = Some(2);
+    }
+    state.nodes[0] = a;
+    state.revisions[1].analysis = netrollout_rollout::analysis::Analysis {
+        checks: 1,
+        verdict: netrollout_rollout::analysis::Verdict::Passed { nodes: 1 },
+        sequence: Some(2),
+        ..Default::default()
+    };
+    let s = Settings {
+        bake_time: std::time::Duration::from_secs(60),
+        ..gates(2, &[PauseAfter::Count(1)])
+    };
+    for now in [t(70), t(3_600), t(86_400)] {
+        let p = plan(&state, now, &s);
+        assert_eq!(dispatched(&p), pairs(&[]));
+        assert!(phase_changes(&p).is_empty(), "{p:?}");
+        assert!(p.summary.hold.is_some());
+        assert!(
+            p.summary.analysis.as_ref().is_some_and(|g| !g.due),
+            "measured once"
+        );
+    }
+}
+
+#[test]
 fn a_count_gate_cuts_the_wave_at_the_gate() {
     let p = plan(
         &fleet(1, Approval::default()),
