@@ -8,8 +8,8 @@ use kube::CustomResourceExt;
 
 use crate::refused::{BGPPeering, MirrorSelector, MirrorTarget};
 use crate::{
-    Layer2NetworkConfiguration, NetworkConfigRevision, NodeNetworkConfig, RolloutAnalysis,
-    RoutingTable, VRFRouteConfiguration,
+    Layer2NetworkConfiguration, MaintenanceSchedule, NetworkConfigRevision, NodeNetworkConfig,
+    RolloutAnalysis, RoutingTable, VRFRouteConfiguration,
 };
 
 /// Every CRD, in a stable order.
@@ -21,6 +21,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         NetworkConfigRevision::crd(),
         NodeNetworkConfig::crd(),
         RolloutAnalysis::crd(),
+        MaintenanceSchedule::crd(),
         BGPPeering::crd(),
         MirrorTarget::crd(),
         MirrorSelector::crd(),

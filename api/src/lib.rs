@@ -1,4 +1,4 @@
-//! The `netrollout.io/v1alpha1` API: the six custom resource kinds and the CRD generator (and
+//! The `netrollout.io/v1alpha1` API: the seven custom resource kinds and the CRD generator (and
 //! three CRDs that only refuse kinds of the Go operator netrollout does not carry).
 //!
 //! Users write the three input kinds; their field names, types and ranges match the Go network
@@ -14,6 +14,7 @@
 //!   verdict a revision carries.
 //! - [`approval`]: a person's promotion of a revision and what holds it for one.
 //! - [`capabilities`]: what a node's config needs from the node and what its agent found.
+//! - [`schedule`]: `MaintenanceSchedule`, weekly maintenance windows and change freezes.
 //! - [`refused`]: `BGPPeering`, `MirrorTarget`, `MirrorSelector`: kinds of the Go operator
 //!   netrollout does not carry, whose CRDs refuse every object saying why.
 //! - [`crds`]: every CRD of the group, and their YAML as committed under `config/crd/`.
@@ -41,6 +42,7 @@ pub mod node;
 pub mod reason;
 pub mod refused;
 pub mod revision;
+pub mod schedule;
 mod schema;
 
 pub use analysis::{
@@ -49,7 +51,7 @@ pub use analysis::{
 };
 pub use annotations::{
     DISPATCH_ANNOTATION, Dispatch, NODE_RETRY_ANNOTATION, RETRIED_ANNOTATION, RETRY_ANNOTATION,
-    UNRESPONSIVE_ANNOTATION,
+    UNDO_ANNOTATION, UNRESPONSIVE_ANNOTATION,
 };
 pub use approval::{Promotion, RevisionHold};
 pub use capabilities::{
@@ -59,6 +61,9 @@ pub use capabilities::{
 pub use health::{Reachability, TENANT_REACHABLE_CONDITION, tenant_reachable};
 pub use labels::{CANARY_LABEL, MANAGED_BY_LABEL, ZONE_LABEL};
 pub use naming::{MANAGED_PREFIXES, MAX_IFNAME};
+pub use schedule::{
+    FreezePeriod, MaintenanceSchedule, MaintenanceScheduleSpec, MaintenanceWindow, Weekday,
+};
 
 pub use inputs::{
     ADVERTISE_NEIGHBORS_REFUSED, InputStatus, Layer2NetworkConfiguration,
@@ -73,7 +78,8 @@ pub use node::{
 pub use revision::{
     FailedNode, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION, NamedInput,
     NetworkConfigRevision, NetworkConfigRevisionSpec, NetworkConfigRevisionStatus, READY_CONDITION,
-    RECONCILING_CONDITION, RevisionBake, RevisionPhase, STALLED_CONDITION, Snapshot,
+    RECONCILING_CONDITION, RevisionBake, RevisionPhase, RevisionSchedule, STALLED_CONDITION,
+    Snapshot,
 };
 
 /// The API group of every kind in this crate.

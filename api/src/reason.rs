@@ -35,6 +35,18 @@ pub const BAKE_REGRESSED: &str = "BakeRegressed";
 /// (`--bake-time`); `status.bake` says until when.
 pub const BAKING: &str = "Baking";
 
+/// The reason of a rolling-out revision's conditions while it is outside every maintenance
+/// window (`MaintenanceSchedule`); `status.schedule.opensAt` says when the next one opens.
+pub const OUTSIDE_MAINTENANCE_WINDOW: &str = "OutsideMaintenanceWindow";
+
+/// The reason of a rolling-out revision's conditions while a change freeze holds it;
+/// `status.schedule` names the freeze and when rollouts may go on.
+pub const CHANGE_FREEZE: &str = "ChangeFreeze";
+
+/// The reason of a rolling-out revision's conditions while a `MaintenanceSchedule` cannot be
+/// read (a time zone or date the configurator does not know): every rollout is held until it
+/// is fixed.
+pub const MAINTENANCE_SCHEDULE_INVALID: &str = "MaintenanceScheduleInvalid";
 /// A rolling-out revision reached an approval gate (`--pause-after`) and waits for a person's
 /// `kubectl netrollout promote` (the reason of its `Reconciling` condition, `status.hold` and
 /// the Event).

@@ -158,6 +158,10 @@ pub struct NetworkConfigRevisionStatus {
     /// (or their wave) are released (absent: none baking).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bake: Option<RevisionBake>,
+    /// The maintenance schedule holds its rollout (`MaintenanceSchedule`): why, and when it
+    /// opens next (absent: not held).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<RevisionSchedule>,
     /// What holds it for a person now: an approval gate, or the start checks (absent:
     /// nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -185,6 +189,26 @@ pub struct RevisionBake {
     /// Seconds left when this was written (the `Reconciling` message says it; `until` is
     /// exact).
     pub seconds_left: i64,
+}
+
+/// Why the maintenance schedule holds a revision's rollout, and when it opens next.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionSchedule {
+    /// The reason word: `OutsideMaintenanceWindow`, `ChangeFreeze` or
+    /// `MaintenanceScheduleInvalid` ([`crate::reason`]).
+    pub reason: String,
+    /// The freeze holding it (`SCHEDULE/FREEZE`), for `ChangeFreeze`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub freeze: String,
+    /// When the next window opens (configurator clock; absent: not within the next 400 days,
+    /// or the schedule must be fixed first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::time")]
+    pub opens_at: Option<Time>,
+    /// For `MaintenanceScheduleInvalid`: the object and field to fix, for people.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
 }
 
 /// Lifecycle of a revision.

@@ -249,6 +249,8 @@ impl Args {
                 max_failed: self.max_failed_domains,
             }),
             bake_time: self.bake_time,
+            // Read from the `MaintenanceSchedule` objects each pass.
+            schedule: Default::default(),
             pause_after: self.pause_after.clone(),
             start_max_unhealthy: self.start_max_unhealthy,
             start_check: Default::default(),

@@ -319,6 +319,7 @@ fn start_watches(
             control_cfg,
             tasks,
         ),
+        schedules: w.start(Api::all(c()), watcher::Config::default(), tasks),
     }
 }
 

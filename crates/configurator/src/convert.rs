@@ -152,6 +152,12 @@ pub fn revision(ncr: &NetworkConfigRevision) -> Revision {
         unmet: Vec::new(),
         // Filled by the analysis step (it knows whether Prometheus is configured).
         analysis: Default::default(),
+        undo: ncr
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(netrollout_api::UNDO_ANNOTATION))
+            .is_some_and(|v| v.trim().parse::<i64>().ok() == Some(ncr.spec.sequence)),
         approval: approval(ncr),
     }
 }

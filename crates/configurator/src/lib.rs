@@ -72,6 +72,7 @@ mod preflight;
 mod reconcile;
 mod render_cache;
 mod revisions;
+mod schedule;
 mod spans;
 mod views;
 

@@ -199,6 +199,9 @@ pub struct Summary {
     pub analysis: Option<Gate>,
     /// The target's nodes baking (`--bake-time`), if any.
     pub bake: Option<Bake>,
+    /// The maintenance schedule holds the target: outside a window or in a freeze, nothing
+    /// of it is dispatched until it opens ([`crate::schedule`]).
+    pub schedule: Option<crate::schedule::ScheduleHold>,
     /// What holds the target for a person: an approval gate it reached, or the start checks
     /// before its first dispatch ([`crate::approval`]).
     pub hold: Option<Hold>,

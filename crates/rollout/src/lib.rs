@@ -37,6 +37,8 @@
 //! - `assess`: each node's condition relative to its spec revision.
 //! - [`order`]: dispatch order ([`order::first_in_dispatch_order_of`] picks a wave from bounded
 //!   per-group heaps, without collecting or sorting the candidates).
+//! - [`schedule`]: maintenance windows and freezes as spans of time (`plan/schedule.rs` is
+//!   its step).
 //! - `prune`: history limits.
 //! - [`time`]: caller-supplied instants.
 //! - `sim` (feature `sim`, for this crate's tests and benchmark only): the deterministic fleet
@@ -58,6 +60,7 @@ pub mod lifecycle;
 pub mod order;
 mod plan;
 mod prune;
+pub mod schedule;
 pub mod settings;
 #[cfg(feature = "sim")]
 pub mod sim;
@@ -70,6 +73,7 @@ pub use action::{
 pub use domain::{DomainOrder, DomainPolicy, ParseDomainOrderError};
 pub use fleet::Fleet;
 pub use plan::{plan, plan_with};
+pub use schedule::{Closed, Freeze, Schedule, ScheduleHold, Span};
 pub use settings::{
     HistoryLimits, ParseRolloutStrategyError, ParseUpdateLimitError, RolloutStrategy, Settings,
     UpdateLimit,

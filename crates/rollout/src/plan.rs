@@ -45,7 +45,8 @@ pub fn plan_with(state: &State, fleet: &Fleet, now: Timestamp, settings: &Settin
     let free = p.limit.saturating_sub(in_flight);
     let (unmet, held) = p.preflight(&d);
     let analysis = p.analysis_gate(&d);
-    let held_any = held || analysis.as_ref().is_some_and(|g| g.held);
+    let schedule = p.schedule_hold(&d);
+    let held_any = held || analysis.as_ref().is_some_and(|g| g.held) || schedule.is_some();
     let (room, hold) = p.approval(&d);
     let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free, held_any, room);
     p.progress(&d, goal_dispatched);
@@ -65,6 +66,7 @@ pub fn plan_with(state: &State, fleet: &Fleet, now: Timestamp, settings: &Settin
         unmet,
         held,
         analysis,
+        schedule,
         bake: d.goal.and_then(|g| {
             let (nodes, until) = p.bake_of(g)?;
             Some(crate::action::Bake {
@@ -362,3 +364,4 @@ mod failures;
 mod guard;
 mod nodes;
 mod preflight;
+mod schedule;

@@ -14,8 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use netrollout_api::{
     ANALYSIS_CONDITION, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION,
     NODES_CAPABLE_CONDITION, NOT_ROLLING_OUT, NetworkConfigRevision, READY_CONDITION,
-    RECONCILING_CONDITION, RevisionBake, RevisionHold, RevisionPhase, STALLED_CONDITION,
-    reason::BAKING,
+    RECONCILING_CONDITION, RevisionBake, RevisionHold, RevisionPhase, RevisionSchedule,
+    STALLED_CONDITION, reason::BAKING,
 };
 
 use std::sync::Arc;
@@ -57,6 +57,8 @@ pub struct Facts<'a> {
     pub refused: Option<&'a str>,
     /// Its nodes baking (`status.bake`).
     pub bake: Option<&'a RevisionBake>,
+    /// The maintenance schedule holds it (`status.schedule`).
+    pub schedule: Option<&'a RevisionSchedule>,
     /// What holds it for a person (`status.hold`).
     pub hold: Option<&'a RevisionHold>,
 }
@@ -83,16 +85,23 @@ pub fn conditions(
              nodes already applying finish"
                 .into(),
         ),
+        // A person's gate first: it needs someone to act; the schedule then holds it on.
         _ if active && facts.hold.is_some() => {
             let h = facts.hold.unwrap_or_else(|| unreachable!("checked above"));
             (h.reason.as_str(), h.message.clone())
+        }
+        _ if active && facts.schedule.is_some() => {
+            let h = facts
+                .schedule
+                .unwrap_or_else(|| unreachable!("checked above"));
+            (h.reason.as_str(), schedule_message(h))
         }
         _ if active && facts.bake.is_some() => {
             let b = facts.bake.unwrap_or_else(|| unreachable!("checked above"));
             (
                 BAKING,
                 format!(
-                    "baking, {} s left: {} node(s) that committed it must stay healthy until {}                      (--bake-time) before the next nodes go",
+                    "baking, {} s left: {} node(s) that committed it must stay healthy until {} (--bake-time) before the next nodes go",
                     b.seconds_left, b.nodes, b.until.0
                 ),
             )
@@ -245,6 +254,25 @@ pub fn pause_of(ncr: &NetworkConfigRevision, globally_paused: bool) -> Pause {
     }
 }
 
+/// The `Reconciling` message of a revision the maintenance schedule holds, from its typed
+/// `status.schedule` (the configurator's own sentence for the Event says the same).
+fn schedule_message(h: &RevisionSchedule) -> String {
+    let opens = match &h.opens_at {
+        Some(t) => format!("the next window opens at {}", t.0),
+        None => "no window opens within the next 400 days".into(),
+    };
+    match h.reason.as_str() {
+        netrollout_api::reason::CHANGE_FREEZE => format!(
+            "held by change freeze {} (MaintenanceSchedule): {opens}; nodes already applying finish",
+            h.freeze
+        ),
+        netrollout_api::reason::OUTSIDE_MAINTENANCE_WINDOW => format!(
+            "held outside the maintenance windows (MaintenanceSchedule): {opens}; nodes already applying finish"
+        ),
+        _ => format!("held: {}", h.message),
+    }
+}
+
 /// The status fields (`conditions`, `observedGeneration`) to merge into a write that sets
 /// `phase` and `message` on `ncr`.
 pub fn for_phase(
@@ -260,6 +288,7 @@ pub fn for_phase(
         pause: pause_of(ncr, globally_paused),
         refused: refused_message(ncr, refusal),
         bake: ncr.status.as_ref().and_then(|s| s.bake.as_ref()),
+        schedule: ncr.status.as_ref().and_then(|s| s.schedule.as_ref()),
         hold: ncr.status.as_ref().and_then(|s| s.hold.as_ref()),
     };
     fields(ncr, &facts)
@@ -338,6 +367,7 @@ pub fn update(
         pause: pause_of(ncr, globally_paused),
         refused: refused_message(ncr, refusal),
         bake: status.bake.as_ref(),
+        schedule: status.schedule.as_ref(),
         hold: status.hold.as_ref(),
     };
     let generation = ncr.metadata.generation;

@@ -29,6 +29,7 @@ fn current(mut r: NetworkConfigRevision) -> NetworkConfigRevision {
         refused: None,
         bake: None,
         hold: None,
+        schedule: None,
     };
     let now = Time(jiff::Timestamp::from_second(5).unwrap());
     let list = conditions(&[], r.metadata.generation, &facts, &now);

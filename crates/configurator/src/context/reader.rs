@@ -6,7 +6,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ConfigMap, Node as KubeNode};
 use kube::runtime::reflector::Store;
 use netrollout_api::{
-    Layer2NetworkConfiguration, NetworkConfigRevision, RoutingTable, VRFRouteConfiguration,
+    Layer2NetworkConfiguration, MaintenanceSchedule, NetworkConfigRevision, RoutingTable,
+    VRFRouteConfiguration,
 };
 
 use kube::runtime::reflector::ObjectRef;
@@ -32,6 +33,8 @@ pub struct Stores {
     pub ncrs: Store<NetworkConfigRevision>,
     /// The control ConfigMap (global pause).
     pub control: Store<ConfigMap>,
+    /// `MaintenanceSchedule`s.
+    pub schedules: Store<MaintenanceSchedule>,
 }
 
 /// The input objects as the caches hold them (inputs being deleted included).
@@ -68,6 +71,7 @@ impl Reader {
             s.nncs.wait_until_ready(),
             s.ncrs.wait_until_ready(),
             s.control.wait_until_ready(),
+            s.schedules.wait_until_ready(),
         );
     }
 
@@ -98,6 +102,11 @@ impl Reader {
     /// Current node configs: the cache with own writes laid over it.
     pub fn node_configs(&self) -> Vec<Arc<NodeConfigView>> {
         self.overlays.nncs.view(self.stores.nncs.state())
+    }
+
+    /// The `MaintenanceSchedule`s.
+    pub fn schedules(&self) -> Vec<Arc<MaintenanceSchedule>> {
+        self.stores.schedules.state()
     }
 
     /// Whether the control ConfigMap pauses every rollout.

@@ -171,6 +171,7 @@ pub fn context(
         nncs,
         ncrs,
         control: store().0,
+        schedules: store().0,
     };
     let (_, leader) = tokio::sync::watch::channel(leading);
     let ctx = Context::new(

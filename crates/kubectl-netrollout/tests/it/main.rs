@@ -9,5 +9,6 @@ mod go_operator;
 mod migrate;
 mod nodes;
 mod promote;
+mod schedule;
 mod status;
 mod steer;

@@ -12,6 +12,8 @@
 //! gated by analysis checks that pass, fail or are inconclusive, and its invariants),
 //! `domains` (failure domains: racks under a cap, in sequence, with a budget of failed racks),
 //! `bake` (bake time: committed nodes hold their slots; regressions within it fail),
+//! `schedule` (maintenance windows and freezes: no rollout outside a window; undo and rollback
+//! never held),
 //! `approval` (approval gates held until a person promotes; a degraded fleet is not started).
 
 // A test harness: panicking on a bad SIM_SEED or a crashed worker thread is the right failure.
@@ -34,8 +36,10 @@ mod regressions_guard;
 mod regressions_known_good;
 mod regressions_preflight;
 mod regressions_raised;
+mod regressions_schedule;
 mod regressions_waves;
 mod scenario;
+mod schedule;
 mod slots;
 
 // The simulator itself lives beside the planner (`src/sim/`; the benchmark uses it too).
@@ -218,6 +222,27 @@ fn fleets_with_a_bake_time_never_release_a_baking_node_early() {
             "regressed within the bake time",
             "(Rollout)",
             "(Rollback)",
+            "-> Succeeded",
+            "-> converged on",
+        ],
+    );
+}
+
+#[test]
+fn fleets_under_a_maintenance_schedule_dispatch_a_rollout_only_inside_a_window() {
+    run_all(
+        "fleets_under_a_maintenance_schedule_dispatch_a_rollout_only_inside_a_window",
+        "SIM_SCENARIOS",
+        400,
+        schedule::scenario,
+        &[
+            "held OutsideWindow",
+            "held Frozen",
+            "closed dispatch of",
+            "(Rollback) undo=false",
+            "undo=true",
+            "undo to ",
+            "(Rollout)",
             "-> Succeeded",
             "-> converged on",
         ],
