@@ -8,6 +8,7 @@ mod common;
 mod go_operator;
 mod migrate;
 mod nodes;
+mod peering;
 mod promote;
 mod schedule;
 mod status;
