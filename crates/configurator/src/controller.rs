@@ -380,7 +380,9 @@ impl Watch<'_> {
                 .modify(move |obj: &mut K| {
                     let meta = obj.meta_mut();
                     meta.managed_fields = match role {
-                        Role::Input => crate::convert::last_spec_write(meta.managed_fields.take()),
+                        Role::Input => {
+                            crate::revisions::record::last_spec_write(meta.managed_fields.take())
+                        }
                         _ => None,
                     };
                 }),

@@ -445,23 +445,3 @@ mod tests {
         assert_eq!(parse_ts("soon"), None);
     }
 }
-
-/// Of an object's managed fields, the entry of its last spec write (the newest that owns a
-/// spec field, else the newest), without its field set: what the change record keeps.
-pub fn last_spec_write(
-    entries: Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry>>,
-) -> Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry>> {
-    let entries = entries?;
-    let owns_spec = |e: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry| {
-        (e.fields_v1.as_ref()).is_some_and(|f| f.0.get("f:spec").is_some())
-    };
-    let newest = |spec_only: bool| {
-        (entries.iter())
-            .filter(|e| !spec_only || owns_spec(e))
-            .max_by_key(|e| e.time.as_ref().map(|t| t.0))
-            .cloned()
-    };
-    let mut last = newest(true).or_else(|| newest(false))?;
-    last.fields_v1 = None;
-    Some(vec![last])
-}

@@ -288,7 +288,7 @@ async fn run_undo(
         }
         // The change record names who undid (the admission policy `netrollout-changed-by`
         // checks it); a server without SelfSubjectReview gets no name, only the client.
-        let by = crate::promote::whoami(&cluster).await.ok();
+        let by = crate::promote::whoami(cluster).await.ok();
         let stamp = undo::Stamp {
             by,
             reason: format!("kubectl netrollout undo to {target_name}"),

@@ -11,7 +11,7 @@
 
 mod execute;
 pub mod live;
-mod record;
+pub(crate) mod record;
 
 use netrollout_api::RETRY_ANNOTATION;
 use netrollout_render::Node as RenderNode;

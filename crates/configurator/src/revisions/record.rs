@@ -85,9 +85,9 @@ fn record(kind: &str, name: &str, change: ChangeKind, meta: Option<&ObjectMeta>)
             .unwrap_or_default()
     };
     // The last write of the spec: the watch keeps only its managed-fields entry
-    // (`convert::last_spec_write`).
-    let last = crate::convert::last_spec_write(meta.and_then(|m| m.managed_fields.clone()))
-        .and_then(|mut v| v.pop());
+    // ([`last_spec_write`]).
+    let last =
+        last_spec_write(meta.and_then(|m| m.managed_fields.clone())).and_then(|mut v| v.pop());
     let last = last.as_ref();
     InputChange {
         kind: kind.into(),
@@ -109,4 +109,24 @@ pub fn note(changes: &[InputChange]) -> String {
     }
     let lines: Vec<String> = changes.iter().map(InputChange::line).collect();
     format!("; changes: {}", lines.join("; "))
+}
+
+/// Of an object's managed fields, the entry of its last spec write (the newest that owns a
+/// spec field, else the newest), without its field set: what the change record keeps.
+pub fn last_spec_write(
+    entries: Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry>>,
+) -> Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry>> {
+    let entries = entries?;
+    let owns_spec = |e: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry| {
+        (e.fields_v1.as_ref()).is_some_and(|f| f.0.get("f:spec").is_some())
+    };
+    let newest = |spec_only: bool| {
+        (entries.iter())
+            .filter(|e| !spec_only || owns_spec(e))
+            .max_by_key(|e| e.time.as_ref().map(|t| t.0))
+            .cloned()
+    };
+    let mut last = newest(true).or_else(|| newest(false))?;
+    last.fields_v1 = None;
+    Some(vec![last])
 }

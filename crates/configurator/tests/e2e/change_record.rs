@@ -174,5 +174,43 @@ async fn each_revision_records_who_changed_which_input_and_why_and_nobody_writes
         (ChangeKind::Changed, "bob", "a bigger table", "NET-2")
     );
     assert_eq!(c[0].generation, Some(2));
+
+    // Back to the first content: its revision is raised, and records this change instead.
+    as_user(
+        &lab,
+        "alice",
+        &["apply", "-f", "-"],
+        Some(&table(100, "alice", "back to 100", "NET-3")),
+    )
+    .await
+    .ok("alice goes back");
+    let raised = succeeded_after(&lab, second.spec.sequence).await?;
+    assert_eq!(
+        raised.metadata.name, first.metadata.name,
+        "the first revision, raised"
+    );
+    let c = changes(&raised);
+    assert_eq!(
+        (
+            c.len(),
+            c[0].change,
+            c[0].user.as_str(),
+            c[0].reason.as_str()
+        ),
+        (1, ChangeKind::Changed, "alice", "back to 100")
+    );
+    let event = lab
+        .event(
+            "NetworkConfigRevision",
+            &name,
+            "SequenceRaised",
+            Duration::from_secs(5),
+        )
+        .await?;
+    assert_event(
+        &event,
+        false,
+        &["RoutingTable/extra changed by alice", "[NET-3]"],
+    );
     cfg.stop().await
 }
