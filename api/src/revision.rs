@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::{RevisionAnalysis, RolloutAnalysisSpec};
 use crate::inputs::{Layer2NetworkConfigurationSpec, RoutingTableSpec, VRFRouteConfigurationSpec};
+use crate::peering::BGPPeeringSpec;
 
 /// A merged snapshot of all inputs. Only `spec.sequence`, `spec.paused` and `spec.promotion`
 /// ever change.
@@ -84,6 +85,11 @@ pub struct Snapshot {
     #[serde(default)]
     #[schemars(length(max = 4096))]
     pub routing_tables: Vec<NamedInput<RoutingTableSpec>>,
+    /// `BGPPeering` specs by object name (left out when there are none, so that the snapshots
+    /// and hashes of inputs without peerings are what they were before the kind existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 4096))]
+    pub bgp_peerings: Vec<NamedInput<BGPPeeringSpec>>,
 }
 
 /// An input's spec under the name of its object.

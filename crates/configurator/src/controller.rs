@@ -311,6 +311,7 @@ fn start_watches(
         vrfs: input.start(Api::all(c()), all.clone(), tasks),
         layer2s: input.start(Api::all(c()), all.clone(), tasks),
         tables: input.start(Api::all(c()), all.clone(), tasks),
+        peerings: input.start(Api::all(c()), all.clone(), tasks),
         nodes: fleet.start::<KubeNode>(Api::all(c()), node_cfg, tasks),
         nncs: fleet.start_with(Api::all(c()), all.clone(), tasks, reported),
         ncrs: w.start(Api::all(c()), all, tasks),

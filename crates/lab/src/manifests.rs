@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The kinds the lab applies.
-pub const KINDS: [&str; 3] = [
+pub const KINDS: [&str; 4] = [
     "VRFRouteConfiguration",
     "Layer2NetworkConfiguration",
     "RoutingTable",
+    "BGPPeering",
 ];
 
 /// The Go operator's API groups, converted by changing `apiVersion`.
@@ -44,7 +45,7 @@ pub enum Error {
     Dir(std::io::Error),
     #[error(
         "no *.yaml, *.yml or *.json file in it; put your VRFRouteConfiguration, \
-         Layer2NetworkConfiguration and RoutingTable manifests there"
+         Layer2NetworkConfiguration, RoutingTable and BGPPeering manifests there"
     )]
     Empty,
     #[error("{origin}: {message}")]

@@ -24,10 +24,15 @@
 //!   without `no bgp default ipv4-unicast`.
 //! - A line equal to a default of FRR's `frr defaults` profile is accepted and never shown: the
 //!   defaults listed per FRR version ([`super::defaults`]) count as there.
+//!
+//! A BGP neighbour or peer group is deleted by its identity line alone, and a changed AS is
+//! replaced, not deleted first (`neighbors`).
 
 use std::collections::{HashMap, HashSet};
 
 use super::defaults::Defaults;
+
+mod neighbors;
 
 /// A config text as contexts, in the order of their first header.
 #[derive(Debug, Default)]
@@ -233,9 +238,9 @@ pub(super) fn script(new: &Conf, running: &Conf) -> Vec<String> {
         let mut chunk = Vec::new();
         if new.has(key) {
             let keep: HashSet<&String> = new.lines_of(key).iter().collect();
-            let gone: Vec<String> = lines
-                .iter()
-                .filter(|l| !keep.contains(l))
+            let gone: Vec<&String> = lines.iter().filter(|l| !keep.contains(l)).collect();
+            let gone: Vec<String> = neighbors::deletions(&gone, new.lines_of(key))
+                .into_iter()
                 .map(|l| undo(l))
                 .collect();
             if !gone.is_empty() {

@@ -43,6 +43,13 @@ pub fn changes(before: Option<&Snapshot>, after: &Snapshot, live: &Live) -> Vec<
         &live.tables,
         &mut out,
     );
+    kind(
+        "BGPPeering",
+        &b.bgp_peerings,
+        &after.bgp_peerings,
+        &live.peerings,
+        &mut out,
+    );
     out
 }
 

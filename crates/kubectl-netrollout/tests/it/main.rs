@@ -9,6 +9,7 @@ mod common;
 mod go_operator;
 mod migrate;
 mod nodes;
+mod peering;
 mod promote;
 mod schedule;
 mod status;
