@@ -4,6 +4,8 @@
 //!   [`RETRIED_ANNOTATION`] (configurator, the retry it acted on).
 //! - [`NODE_RETRY_ANNOTATION`] (configurator or people, on a `NodeNetworkConfig`): one more try.
 //! - [`DISPATCH_ANNOTATION`] (configurator, on a `NodeNetworkConfig`): a [`Dispatch`] record.
+//! - [`UNDO_ANNOTATION`] (configurator, on a `NetworkConfigRevision`): the sequence an undo
+//!   gave it.
 //! - [`UNRESPONSIVE_ANNOTATION`] (configurator, on a `NodeNetworkConfig`): a time, see
 //!   [`format_time`] and [`parse_time`].
 
@@ -23,6 +25,11 @@ pub const NODE_RETRY_ANNOTATION: &str = "netrollout.io/retry";
 /// Annotation the configurator leaves on a revision a person retried (the retry's value); each
 /// later dispatch of it asks the node's agent for one more try ([`NODE_RETRY_ANNOTATION`]).
 pub const RETRIED_ANNOTATION: &str = "netrollout.io/retried";
+/// Annotation the configurator sets on a revision it raised because the inputs came back to its
+/// content while it was `Succeeded` (an undo to known-good): the sequence it raised it to. While
+/// that is still its `spec.sequence`, its rollout is an undo, which the maintenance schedule
+/// never holds; any other raise removes it.
+pub const UNDO_ANNOTATION: &str = "netrollout.io/undo-of-sequence";
 /// Annotation on a `NodeNetworkConfig` where the configurator records its dispatch (JSON, a
 /// [`Dispatch`]) so that a new leader sees it.
 pub const DISPATCH_ANNOTATION: &str = "netrollout.io/dispatch";

@@ -6,10 +6,11 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use crate::refused::{BGPPeering, MirrorSelector, MirrorTarget};
+use crate::peering::BGPPeering;
+use crate::refused::{MirrorSelector, MirrorTarget};
 use crate::{
-    Layer2NetworkConfiguration, NetworkConfigRevision, NodeNetworkConfig, RolloutAnalysis,
-    RoutingTable, VRFRouteConfiguration,
+    Layer2NetworkConfiguration, MaintenanceSchedule, NetworkConfigRevision, NodeNetworkConfig,
+    RolloutAnalysis, RoutingTable, VRFRouteConfiguration,
 };
 
 /// Every CRD, in a stable order.
@@ -18,10 +19,11 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         VRFRouteConfiguration::crd(),
         Layer2NetworkConfiguration::crd(),
         RoutingTable::crd(),
+        BGPPeering::crd(),
         NetworkConfigRevision::crd(),
         NodeNetworkConfig::crd(),
         RolloutAnalysis::crd(),
-        BGPPeering::crd(),
+        MaintenanceSchedule::crd(),
         MirrorTarget::crd(),
         MirrorSelector::crd(),
     ]

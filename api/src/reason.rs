@@ -35,6 +35,34 @@ pub const BAKE_REGRESSED: &str = "BakeRegressed";
 /// (`--bake-time`); `status.bake` says until when.
 pub const BAKING: &str = "Baking";
 
+/// The reason of a rolling-out revision's conditions while it is outside every maintenance
+/// window (`MaintenanceSchedule`); `status.schedule.opensAt` says when the next one opens.
+pub const OUTSIDE_MAINTENANCE_WINDOW: &str = "OutsideMaintenanceWindow";
+
+/// The reason of a rolling-out revision's conditions while a change freeze holds it;
+/// `status.schedule` names the freeze and when rollouts may go on.
+pub const CHANGE_FREEZE: &str = "ChangeFreeze";
+
+/// The reason of a rolling-out revision's conditions while a `MaintenanceSchedule` cannot be
+/// read (a time zone or date the configurator does not know): every rollout is held until it
+/// is fixed.
+pub const MAINTENANCE_SCHEDULE_INVALID: &str = "MaintenanceScheduleInvalid";
+/// A rolling-out revision reached an approval gate (`--pause-after`) and waits for a person's
+/// `kubectl netrollout promote` (the reason of its `Reconciling` condition, `status.hold` and
+/// the Event).
+pub const AWAITING_PROMOTION: &str = "AwaitingPromotion";
+
+/// A revision waits to start: more nodes report their tenants unreachable than
+/// `--start-max-unhealthy` allows.
+pub const FLEET_UNHEALTHY: &str = "FleetUnhealthy";
+
+/// A revision waits to start: the blocking query (`--start-blocking-query`) returns something,
+/// or could not be run.
+pub const START_BLOCKED: &str = "StartBlocked";
+
+/// A person promoted a revision (the Event's reason; `status.promotions` keeps who and when).
+pub const PROMOTED: &str = "Promoted";
+
 /// Whether `s` is a reason word: an ASCII capital letter, then ASCII letters and digits only
 /// (at most 128 characters), e.g. `ProbeFailed`.
 pub fn is_reason_word(s: &str) -> bool {
@@ -84,6 +112,10 @@ mod tests {
             FAILED,
             GUARD_TRIPPED,
             HEALTH_REGRESSED,
+            AWAITING_PROMOTION,
+            FLEET_UNHEALTHY,
+            START_BLOCKED,
+            PROMOTED,
             "ProbeFailed",
             "AgentCrashed",
             "Frr2Rejected",

@@ -8,8 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::{RevisionAnalysis, RolloutAnalysisSpec};
 use crate::inputs::{Layer2NetworkConfigurationSpec, RoutingTableSpec, VRFRouteConfigurationSpec};
+use crate::peering::BGPPeeringSpec;
 
-/// A merged snapshot of all inputs. Only `spec.sequence` and `spec.paused` ever change.
+/// A merged snapshot of all inputs. Only `spec.sequence`, `spec.paused` and `spec.promotion`
+/// ever change.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[kube(
     group = "netrollout.io",
@@ -61,6 +63,10 @@ pub struct NetworkConfigRevisionSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]
     pub analysis: Vec<NamedInput<RolloutAnalysisSpec>>,
+    /// A person's latest promotion (`kubectl netrollout promote`): releases approval gates
+    /// (`--pause-after`) or overrides the start checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promotion: Option<crate::approval::Promotion>,
 }
 
 /// Every input object at one moment, sorted by name.
@@ -79,6 +85,11 @@ pub struct Snapshot {
     #[serde(default)]
     #[schemars(length(max = 4096))]
     pub routing_tables: Vec<NamedInput<RoutingTableSpec>>,
+    /// `BGPPeering` specs by object name (left out when there are none, so that the snapshots
+    /// and hashes of inputs without peerings are what they were before the kind existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 4096))]
+    pub bgp_peerings: Vec<NamedInput<BGPPeeringSpec>>,
 }
 
 /// An input's spec under the name of its object.
@@ -153,6 +164,18 @@ pub struct NetworkConfigRevisionStatus {
     /// (or their wave) are released (absent: none baking).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bake: Option<RevisionBake>,
+    /// The maintenance schedule holds its rollout (`MaintenanceSchedule`): why, and when it
+    /// opens next (absent: not held).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<RevisionSchedule>,
+    /// What holds it for a person now: an approval gate, or the start checks (absent:
+    /// nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<crate::approval::RevisionHold>,
+    /// Every promotion the configurator saw, oldest first: who released what, and when.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub promotions: Vec<crate::approval::Promotion>,
     /// Standard conditions, one per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16), schema_with = "crate::schema::conditions")]
@@ -172,6 +195,26 @@ pub struct RevisionBake {
     /// Seconds left when this was written (the `Reconciling` message says it; `until` is
     /// exact).
     pub seconds_left: i64,
+}
+
+/// Why the maintenance schedule holds a revision's rollout, and when it opens next.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionSchedule {
+    /// The reason word: `OutsideMaintenanceWindow`, `ChangeFreeze` or
+    /// `MaintenanceScheduleInvalid` ([`crate::reason`]).
+    pub reason: String,
+    /// The freeze holding it (`SCHEDULE/FREEZE`), for `ChangeFreeze`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub freeze: String,
+    /// When the next window opens (configurator clock; absent: not within the next 400 days,
+    /// or the schedule must be fixed first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::time")]
+    pub opens_at: Option<Time>,
+    /// For `MaintenanceScheduleInvalid`: the object and field to fix, for people.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
 }
 
 /// Lifecycle of a revision.

@@ -36,10 +36,11 @@ fn every_crd_is_cluster_scoped_with_short_name_status_and_printer_columns() {
         assert_eq!(crd.spec.scope, "Cluster", "{}", crd.spec.names.kind);
         let version = &crd.spec.versions[0];
         assert_eq!(version.name, "v1alpha1");
-        // A RolloutAnalysis is written by people only, and the Go operator's kinds netrollout
-        // refuses are never stored: they have no status.
+        // A RolloutAnalysis and a MaintenanceSchedule are written by people only, and the Go
+        // operator's kinds netrollout refuses are never stored: they have no status.
         let refused = netrollout_api::refused::why_refused(&crd.spec.names.kind).is_some();
-        if crd.spec.names.kind != "RolloutAnalysis" && !refused {
+        let people_only = ["RolloutAnalysis", "MaintenanceSchedule"];
+        if !people_only.contains(&crd.spec.names.kind.as_str()) && !refused {
             assert!(version.subresources.as_ref().unwrap().status.is_some());
         }
         let columns: Vec<&str> = version
@@ -61,10 +62,11 @@ fn every_crd_is_cluster_scoped_with_short_name_status_and_printer_columns() {
             "vrf",
             "layer2",
             "taas",
+            "bgppeering",
             "ncr",
             "nnc",
             "analysis",
-            "bgppeering",
+            "mschedule",
             "mirrortarget",
             "mirrorselector"
         ]
@@ -157,6 +159,7 @@ fn input_specs() -> Vec<(String, serde_json::Value)> {
                 "VRFRouteConfiguration",
                 "Layer2NetworkConfiguration",
                 "RoutingTable",
+                "BGPPeering",
             ]
             .contains(&c.spec.names.kind.as_str())
         })

@@ -16,6 +16,17 @@
 //!   last saw carries other capabilities (or none), so a restart with nothing changed writes
 //!   nothing. While something is missing, detection runs again every [`RECHECK`] (a module
 //!   loaded later is reported within that time); a change is written once.
+//! - **Bounded** ([`crate::bounded`]): detection is a step `capabilities` with the deadline
+//!   `--kernel-deadline` (plus `--frr-deadline` with FRR): a kernel holding its netlink lock
+//!   (removing a namespace full of links) makes it wait. Past `--step-slow` the wait is logged
+//!   and counted; past the deadline the agent assumes nothing: it writes nothing (the object
+//!   keeps what an earlier detection reported; a node that never reported lacks nothing, so
+//!   a revision is dispatched to it and its apply restores on failure), lets the detection
+//!   finish in the background (the kernel owes it, `part_busy_seconds{part="kernel"}`) and
+//!   writes its result when it ends. Claiming `missing` on no answer would hold every rollout
+//!   back for a busy kernel; claiming `present` could let a revision through that the node
+//!   cannot apply: neither is said without an answer. Each write is a step
+//!   `capabilities-write` within `--api-deadline`, tried again after 5 s.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -27,7 +38,9 @@ use netrollout_dataplane::{Dataplane, Desired, Link, LinkKind, Managed, Vxlan};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use crate::bounded::Bounded;
 use crate::frr::{Frr, FrrSettings};
+use crate::txn::Part;
 
 /// Name prefix of the scratch devices; no managed prefix starts like it.
 pub const SCRATCH_PREFIX: &str = "nrcap.";
@@ -35,8 +48,6 @@ pub const SCRATCH_PREFIX: &str = "nrcap.";
 pub const RECHECK: Duration = Duration::from_secs(60);
 /// Field manager of the capability writes.
 const FIELD_MANAGER: &str = "netrollout-agent-capabilities";
-/// Time limit of each write.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Pause before a failed write is tried again.
 const WRITE_RETRY: Duration = Duration::from_secs(5);
 /// The kernel's answer for a link kind it has no driver for.
@@ -262,16 +273,19 @@ pub async fn detect_apart(frr: Option<FrrSettings>) -> Result<NodeCapabilities, 
 
 /// Detects at start and whenever [`RECHECK`] passes while something is missing, and writes
 /// what changed into the status of the node's `NodeNetworkConfig` once the watch has seen it
-/// (`seen`; a node without one has nowhere to report yet). Runs until aborted.
+/// (`seen`; a node without one has nowhere to report yet). Each detection is a bounded step
+/// with `deadline` (see the module's documentation). Runs until aborted.
 pub async fn report(
     client: kube::Client,
     node: String,
     mut seen: watch::Receiver<Option<NodeNetworkConfig>>,
     frr: Option<FrrSettings>,
+    bounded: Bounded,
+    deadline: Duration,
 ) {
     let api: Api<NodeNetworkConfig> = Api::all(client);
     loop {
-        let detected = match detect_apart(frr.clone()).await {
+        let detected = match bounded_detection(&bounded, deadline, frr.clone()).await {
             Ok(d) => d,
             Err(e) => {
                 tracing::error!(error = %e, "capability detection failed; nothing reported");
@@ -288,14 +302,10 @@ pub async fn report(
                 let params = PatchParams::apply(FIELD_MANAGER);
                 let body = Patch::Merge(&body);
                 let write = api.patch_status(&node, &params, &body);
-                match tokio::time::timeout(WRITE_TIMEOUT, write).await {
-                    Ok(Ok(_)) => tracing::info!(node = %node, "capabilities written"),
-                    Ok(Err(e)) => {
+                match bounded.api("capabilities-write", write).await {
+                    Ok(_) => tracing::info!(node = %node, "capabilities written"),
+                    Err(e) => {
                         tracing::warn!(error = %e, "writing capabilities; retried");
-                        failed = true;
-                    }
-                    Err(_) => {
-                        tracing::warn!("writing capabilities timed out; retried");
                         failed = true;
                     }
                 }
@@ -307,6 +317,53 @@ pub async fn report(
             }
         }
     }
+}
+
+/// One detection ([`detect_apart`]) as the step `capabilities` within `deadline`; past it,
+/// nothing is assumed: the detection goes on (owed by the kernel) and its result, whenever
+/// it comes, is the answer.
+async fn bounded_detection(
+    bounded: &Bounded,
+    deadline: Duration,
+    frr: Option<FrrSettings>,
+) -> Result<NodeCapabilities, String> {
+    let waits_on = if frr.is_some() {
+        "the kernel (netlink) and FRR"
+    } else {
+        "the kernel (netlink)"
+    };
+    let owed = bounded.steps().owe(
+        Part::Kernel,
+        "capability detection (scratch devices)".into(),
+    );
+    let mut detection = tokio::spawn(detect_apart(frr));
+    let part = Part::Kernel.as_str();
+    let answer = match bounded
+        .within(
+            "capabilities",
+            part,
+            waits_on,
+            deadline,
+            &mut detection,
+            || {},
+        )
+        .await
+    {
+        Some(answer) => answer,
+        None => {
+            tracing::warn!(
+                deadline_s = deadline.as_secs_f64(),
+                "capability detection got no answer within its deadline: nothing is reported \
+                 until it ends (the object keeps what it carries; a node that never reported \
+                 lacks nothing); it goes on in the background"
+            );
+            let answer = detection.await;
+            tracing::info!("capability detection answered after its deadline");
+            answer
+        }
+    };
+    drop(owed);
+    answer.map_err(|e| format!("the detection task ended: {e}"))?
 }
 
 #[cfg(test)]

@@ -92,6 +92,12 @@ pub struct Args {
     /// with StateUnavailable and tries again every 5 s, once the disk finished the step.
     #[arg(long, default_value = "1m", value_parser = parse_duration)]
     pub disk_deadline: Duration,
+    /// Deadline of each API request (a status, condition, Event, capabilities or health
+    /// write, a read for the startup taints): past it the write failed and is tried again. The
+    /// transaction never waits for the API server; a slow request is logged and counted
+    /// (`netrollout_agent_slow_steps_total{part="api"}`) past --step-slow.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub api_deadline: Duration,
     /// Continuous health: once its config is committed (and at start, once recovered), the
     /// agent runs the checks of --healthcheck-config this often between applies and reports
     /// transitions only, as the `TenantReachable` condition of its NodeNetworkConfig (the
@@ -168,6 +174,7 @@ impl Args {
                     kernel: self.kernel_deadline,
                     frr: self.frr_deadline,
                     disk: self.disk_deadline,
+                    api: self.api_deadline,
                     // The checks run at once, each within --probe-each-timeout; the routing
                     // checks read FRR.
                     probes: self.probe_each_timeout

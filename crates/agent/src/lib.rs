@@ -17,7 +17,8 @@
 //! - [`convert`]: rendered `NodeConfig` → the dataplane's desired kernel objects.
 //! - [`frr`]: the FRR step, one file per verb: render and write the base + managed text
 //!   atomically, reload (`frr-reload.py`), query (`vtysh`), parse FRR's output.
-//! - [`routing`]: routing probes asked of FRR (sessions, EVPN VNIs).
+//! - [`routing`]: routing probes asked of FRR (sessions, EVPN VNIs); `peering`: the probe of
+//!   the workloads' BGP peerings.
 //! - [`reason`]: why a revision failed ([`reason::FailureReason`]).
 //! - [`state`]: the state files' records, encoding and write plans (pure).
 //! - [`store`]: runs those plans in the state directory (last-known-good, journal, failures).
@@ -36,34 +37,38 @@
 //! - [`steps`]: the steps in flight, what the parts owe, the main loop's progress: the wait
 //!   metrics and `/healthz`'s verdict. `lane`: work handed to the kernel, FRR and the state
 //!   directory in order, never cancelled at a step's deadline.
+//!   `bounded`: steps outside the transaction (API writes, capability detection), each with a
+//!   slow threshold and a deadline.
 //! - [`metrics`]: Prometheus metrics, `/healthz`, `/readyz`.
 //! - [`error`]: the [`Error`] type.
 #![forbid(unsafe_code)]
 
-pub mod agent;
+mod agent;
+mod bounded;
 pub mod capabilities;
 pub mod cli;
 pub mod convert;
 pub mod daemon;
-pub mod error;
+mod error;
 pub mod frr;
-pub mod healthcheck;
+mod healthcheck;
 mod icmp;
 mod lane;
-pub mod metrics;
+mod metrics;
 mod outcome;
-pub mod probe;
-pub mod reason;
-pub mod report;
+mod peering;
+mod probe;
+mod reason;
+mod report;
 pub mod routing;
 pub mod run;
-pub mod state;
-pub mod status;
-pub mod steps;
+mod state;
+mod status;
+mod steps;
 pub mod store;
-pub mod taints;
+mod taints;
 mod ticks;
-pub mod txn;
-pub mod watch;
+mod txn;
+mod watch;
 
 pub use error::{Error, Result};

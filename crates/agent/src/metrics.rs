@@ -23,7 +23,8 @@
 //! - `netrollout_agent_part_busy_seconds{part}`: how long the kernel, FRR or the state
 //!   directory has not answered the oldest work it was handed (`kernel`, `frr`, `disk`);
 //! - `netrollout_agent_slow_steps_total{part}`, `netrollout_agent_step_timeouts_total{part}`:
-//!   steps past their slow threshold, and past their deadline (an error of the step).
+//!   steps past their slow threshold, and past their deadline (an error of the step); `part`
+//!   is also `api` for the API requests ([`crate::bounded`]).
 //!
 //! `/healthz` answers 200 while the agent is live and 503 with the reason when it is stuck
 //! ([`crate::steps::Steps::liveness`]: a step in flight past its deadline, a main loop without

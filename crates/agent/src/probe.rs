@@ -12,14 +12,14 @@
 //!   `unknown` in `/sys/class/net/NAME/operstate`).
 //!
 //! A check that already failed before the change is reported, not enforced
-//! ([`enforced_failures`]); the link checks are always enforced.
+//! ([`crate::outcome::enforced_failures`]); the link checks are always enforced.
 
 use std::net::IpAddr;
 use std::time::Duration;
 
 use futures::future::join_all;
 
-pub use crate::outcome::{Outcome, describe, enforced_failures};
+pub use crate::outcome::{Outcome, describe};
 use crate::{icmp, ticks};
 
 /// Which probes to run.
@@ -176,6 +176,7 @@ fn parse_default_gateway(table: &str) -> Option<std::net::Ipv4Addr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outcome::enforced_failures;
 
     fn outcome(name: &str, ok: bool) -> Outcome {
         Outcome {

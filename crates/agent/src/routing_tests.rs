@@ -12,7 +12,7 @@ fn sessions_are_read_per_vrf_and_established_in_any_family_counts() {
         },
         "vr.red": {"ipv4Unicast": {}}
     });
-    let s = parse_sessions(&v);
+    let (s, _) = parse_sessions(&v);
     assert_eq!(s["default 10.0.0.2"], "Established");
     assert_eq!(s["default 10.0.0.3"], "Active");
     assert_eq!(s.len(), 2);
@@ -171,7 +171,7 @@ fn a_layer2_vni_evpn_already_missed_before_the_change_is_reported_not_enforced()
         ["evpn vni 20300"]
     );
     let after = after(&missing, &missing, &layer2s(&[300, 301]));
-    let enforced: Vec<&str> = crate::probe::enforced_failures(&before, &after)
+    let enforced: Vec<&str> = crate::outcome::enforced_failures(&before, &after)
         .iter()
         .map(|o| o.name.as_str())
         .collect();
@@ -192,9 +192,9 @@ fn a_vrf_vni_evpn_already_missed_before_the_change_is_reported_not_enforced() {
     let before = before(&missing, &vrf(5000));
     // The same VNI: not enforced; a new VNI for the VRF: enforced.
     let same = after(&missing, &missing, &vrf(5000));
-    assert!(crate::probe::enforced_failures(&before, &same).is_empty());
+    assert!(crate::outcome::enforced_failures(&before, &same).is_empty());
     let changed = after(&missing, &missing, &vrf(5001));
-    let enforced: Vec<&str> = crate::probe::enforced_failures(&before, &changed)
+    let enforced: Vec<&str> = crate::outcome::enforced_failures(&before, &changed)
         .iter()
         .map(|o| o.name.as_str())
         .collect();

@@ -1,5 +1,7 @@
 //! The agent's main loop: recover, watch the node's own `NodeNetworkConfig`, reconcile the
-//! newest one, report; until shutdown.
+//! newest one, report; until shutdown. Before it, the netlink connection is opened as a
+//! bounded step ([`connect`]: the kernel may hold its netlink lock), with the status writer,
+//! the watch and the capability detection already running.
 //!
 //! Its background tasks (the status writer, the watch, the capability report, the removal of
 //! startup taints) are supervised ([`Tasks`]): one that panics, or a status writer or watch
@@ -18,6 +20,7 @@ use netrollout_dataplane::Dataplane;
 use tokio::sync::watch;
 
 use crate::agent::{Agent, Settings};
+use crate::bounded::Bounded;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::probe::{ProbeConfig, Prober};
@@ -61,65 +64,23 @@ pub async fn run(
 ) -> Result<()> {
     let node = cfg.settings.node.clone();
     let store = Store::open(&cfg.state_dir)?;
-    let dataplane = crate::convert::managed()
-        .and_then(Dataplane::connect)
-        .map_err(Error::Netlink)?;
     let (reports_tx, reports_rx) = watch::channel::<Option<Report>>(None);
     let nnc_api: Api<NodeNetworkConfig> = Api::all(client.clone());
     let (latest_tx, mut latest) = watch::channel::<Option<NodeNetworkConfig>>(None);
     let mut tasks = supervised(&metrics);
+    let deadlines = cfg.settings.deadlines;
+    let bounded = Bounded::new(metrics.clone(), deadlines.slow, deadlines.api);
     tasks.spawn(
         "status-writer",
         Life::Process,
-        reporter(client.clone(), node.clone(), reports_rx, latest.clone()),
-    );
-    tasks.spawn(
-        "capabilities",
-        Life::Job,
-        crate::capabilities::report(
+        reporter(
             client.clone(),
             node.clone(),
+            reports_rx,
             latest.clone(),
-            cfg.frr.clone(),
+            bounded.clone(),
         ),
     );
-    let mut health = crate::watch::Watcher::new(
-        cfg.watch_interval,
-        cfg.probes.healthcheck.clone(),
-        cfg.probes.each_timeout,
-        client.clone(),
-        node.clone(),
-        metrics.clone(),
-    );
-    // A round runs its checks at once, each within its own limit.
-    let health_deadline = cfg.probes.each_timeout + HEALTH_ROUND_SLACK;
-    let prober = Prober::new(cfg.probes, client.clone());
-    let frr = match cfg.frr {
-        Some(settings) => Some(crate::frr::Frr::new(settings).map_err(Error::Frr)?),
-        None => None,
-    };
-    if !cfg.remove_taints.is_empty() {
-        tasks.spawn(
-            "taints",
-            Life::Job,
-            crate::taints::run(
-                client.clone(),
-                node.clone(),
-                cfg.remove_taints.clone(),
-                prober.clone(),
-            ),
-        );
-    }
-    let agent = Agent::new(
-        cfg.settings,
-        store,
-        dataplane,
-        prober,
-        frr,
-        metrics.clone(),
-        reports_tx,
-    );
-
     let watch_config = watch_config(&node, cfg.api_watch_timeout);
     tasks.spawn("watch", Life::Process, async move {
         let stream = watcher(nnc_api, watch_config)
@@ -135,8 +96,73 @@ pub async fn run(
             }
         }
     });
-
+    // Detection creates scratch devices (netlink) and, with FRR, asks vtysh.
+    let detection_deadline = deadlines.kernel
+        + if cfg.frr.is_some() {
+            deadlines.frr
+        } else {
+            Duration::ZERO
+        };
+    tasks.spawn(
+        "capabilities",
+        Life::Job,
+        crate::capabilities::report(
+            client.clone(),
+            node.clone(),
+            latest.clone(),
+            cfg.frr.clone(),
+            bounded.clone(),
+            detection_deadline,
+        ),
+    );
     let mut shutdown = std::pin::pin!(shutdown);
+    let connecting = connect(&bounded, deadlines.kernel, &reports_tx);
+    let dataplane = tokio::select! {
+        () = &mut shutdown => {
+            tasks.shutdown().await;
+            return Ok(());
+        }
+        death = tasks.dead() => return Err(Error::TaskDied(death)),
+        connected = connecting => connected?,
+    };
+    let mut health = crate::watch::Watcher::new(
+        cfg.watch_interval,
+        cfg.probes.healthcheck.clone(),
+        cfg.probes.each_timeout,
+        client.clone(),
+        node.clone(),
+        bounded.clone(),
+    );
+    // A round runs its checks at once, each within its own limit, then may write.
+    let health_deadline = cfg.probes.each_timeout + deadlines.api + HEALTH_ROUND_SLACK;
+    let prober = Prober::new(cfg.probes, client.clone());
+    let frr = match cfg.frr {
+        Some(settings) => Some(crate::frr::Frr::new(settings).map_err(Error::Frr)?),
+        None => None,
+    };
+    if !cfg.remove_taints.is_empty() {
+        tasks.spawn(
+            "taints",
+            Life::Job,
+            crate::taints::run(
+                client.clone(),
+                node.clone(),
+                cfg.remove_taints.clone(),
+                prober.clone(),
+                bounded.clone(),
+            ),
+        );
+    }
+    let agent = Agent::new(
+        cfg.settings,
+        store,
+        dataplane,
+        prober,
+        frr,
+        metrics.clone(),
+        reports_tx,
+    );
+
     let mut result = Ok(());
     let mut recovered = false;
     let mut force_report = true;
@@ -191,6 +217,70 @@ pub async fn run(
     }
     tasks.shutdown().await;
     result
+}
+
+/// Opens the agent's netlink connection (`Dataplane::connect` asks the kernel for ethtool's
+/// feature names: it waits while the kernel holds its netlink lock) as a bounded step
+/// `connect` with the kernel deadline, off the runtime's threads. The agent can neither apply
+/// nor restore without it, so past the deadline it goes on waiting (a `step=timed-out` line at
+/// each deadline); once slow the status says so too: reason `WaitingForKernel`, no phase or
+/// revision (no verdict on any).
+async fn connect(
+    bounded: &Bounded,
+    deadline: Duration,
+    reports: &watch::Sender<Option<Report>>,
+) -> Result<Dataplane> {
+    let kernel = crate::txn::Part::Kernel;
+    let _owed = bounded.steps().owe(kernel, "netlink connection".into());
+    let since = jiff::Timestamp::now();
+    let mut connecting =
+        tokio::task::spawn_blocking(|| crate::convert::managed().and_then(Dataplane::connect));
+    let mut waits = 0;
+    loop {
+        let on_slow = || {
+            if waits > 0 {
+                return;
+            }
+            let since = since.round(jiff::Unit::Second).unwrap_or(since);
+            reports.send_replace(Some(Report {
+                generation: None,
+                revision: None,
+                phase: None,
+                reason: kernel.waiting_reason().into(),
+                message: format!(
+                    "starting: waiting for {} since {since} (opening the netlink connection)",
+                    kernel.describe()
+                ),
+                started_at: None,
+                finished_at: None,
+                last_known_good: None,
+                ready: false,
+                preexisting_failures: None,
+            }));
+        };
+        let waited = bounded.within(
+            "connect",
+            kernel.as_str(),
+            kernel.describe(),
+            deadline,
+            &mut connecting,
+            on_slow,
+        );
+        if let Some(answer) = waited.await {
+            let thread = |e: tokio::task::JoinError| {
+                netrollout_dataplane::Error::Connection(std::io::Error::other(format!(
+                    "the connecting thread ended: {e}"
+                )))
+            };
+            return answer.map_err(thread).flatten().map_err(Error::Netlink);
+        }
+        waits += 1;
+        tracing::error!(
+            waits,
+            "the netlink connection is not open yet: the agent goes on \
+            waiting (it can neither apply nor restore without it)"
+        );
+    }
 }
 
 /// The agent's background tasks: the first to die fails `/healthz` at once (the main loop

@@ -3,7 +3,10 @@
 //!
 //! The agent publishes a [`Report`] into a channel and never waits for the API server: the
 //! [`reporter`] task writes the newest report, retrying with backoff until it lands (so a status
-//! decided during an API outage is written once the server returns).
+//! decided during an API outage is written once the server returns). Each request is a bounded
+//! step ([`crate::bounded`]): `status` (the object's status), `node-condition` (the Node's),
+//! `event`; past `--step-slow` the wait is logged and counted, past `--api-deadline` the write
+//! failed and is tried again.
 //!
 //! The `NodeNetworkConfig`'s `NetworkConfigReady` condition is kstatus-shaped: its
 //! `observedGeneration` is the `metadata.generation` whose spec the report is about, and its
@@ -25,9 +28,8 @@ use tokio::sync::watch;
 
 /// Field manager of the agent's writes.
 pub const FIELD_MANAGER: &str = "netrollout-agent";
-/// Time limit of each API write.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
+use crate::bounded::Bounded;
 pub use crate::report::Report;
 
 impl Report {
@@ -117,6 +119,7 @@ pub async fn reporter(
     node: String,
     mut reports: watch::Receiver<Option<Report>>,
     mut seen: watch::Receiver<Option<NodeNetworkConfig>>,
+    bounded: Bounded,
 ) {
     let nnc: Api<NodeNetworkConfig> = Api::all(client.clone());
     let nodes: Api<Node> = Api::all(client.clone());
@@ -157,7 +160,13 @@ pub async fn reporter(
         let now = jiff::Timestamp::now();
         let list = conditions(&on_object, report.ready_condition(previous.as_ref(), now));
         let t = Instant::now();
-        match write(&nnc, &nodes, &node, &report, &list, now, &mut last).await {
+        let target = Target {
+            nnc: &nnc,
+            nodes: &nodes,
+            node: &node,
+            bounded: &bounded,
+        };
+        match write(target, &report, &list, now, &mut last).await {
             Ok(()) => {
                 tracing::info!(
                     step = "status",
@@ -166,7 +175,7 @@ pub async fn reporter(
                     duration_ms = t.elapsed().as_secs_f64() * 1e3,
                     "status written"
                 );
-                event(&recorder, &node, &report).await;
+                event(&recorder, &node, &report, &bounded).await;
                 written = Some(report);
                 backoff = Duration::from_millis(200);
             }
@@ -185,7 +194,7 @@ pub async fn reporter(
 }
 
 /// Records an Event for an outcome; best effort (a lost Event loses no state).
-async fn event(recorder: &Recorder, node: &str, report: &Report) {
+async fn event(recorder: &Recorder, node: &str, report: &Report, bounded: &Bounded) {
     let (type_, action) = match report.phase {
         Some(NodePhase::Provisioning) => return,
         Some(NodePhase::Provisioned) => (EventType::Normal, "Apply"),
@@ -208,32 +217,50 @@ async fn event(recorder: &Recorder, node: &str, report: &Report) {
         name: Some(node.to_string()),
         ..Default::default()
     };
-    if let Err(e) = timed(recorder.publish(&ev, &reference)).await {
+    if let Err(e) = bounded
+        .api("event", recorder.publish(&ev, &reference))
+        .await
+    {
         tracing::warn!(error = %e, "recording an Event failed");
     }
+}
+
+/// Where a report is written.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    nnc: &'a Api<NodeNetworkConfig>,
+    nodes: &'a Api<Node>,
+    node: &'a str,
+    bounded: &'a Bounded,
 }
 
 /// One report's writes: the `NodeNetworkConfig` status (with `conditions`, the whole list;
 /// once it lands, `last` is the agent's condition in it), then the Node's condition.
 async fn write(
-    nnc: &Api<NodeNetworkConfig>,
-    nodes: &Api<Node>,
-    node: &str,
+    to: Target<'_>,
     report: &Report,
     conditions: &[Condition],
     now: jiff::Timestamp,
     last: &mut Option<Condition>,
 ) -> Result<(), String> {
+    let Target {
+        nnc,
+        nodes,
+        node,
+        bounded,
+    } = to;
     let pp = PatchParams::apply(FIELD_MANAGER);
     let patch = Patch::Merge(report.status_patch(conditions));
-    timed(nnc.patch_status(node, &pp, &patch))
+    bounded
+        .api("status", nnc.patch_status(node, &pp, &patch))
         .await
         .map_err(|e| format!("NodeNetworkConfig {node} status: {e}"))?;
     *last = conditions
         .iter()
         .find(|c| c.type_ == NODE_CONDITION)
         .cloned();
-    let current = timed(nodes.get_status(node))
+    let current = bounded
+        .api("node-condition", nodes.get_status(node))
         .await
         .map_err(|e| format!("Node {node}: {e}"))?;
     let mut condition = report.node_condition(now);
@@ -248,17 +275,14 @@ async fn write(
         condition["lastTransitionTime"] = json!(t);
     }
     let patch = Patch::Strategic(json!({ "status": { "conditions": [condition] } }));
-    timed(nodes.patch_status(node, &PatchParams::default(), &patch))
+    bounded
+        .api(
+            "node-condition",
+            nodes.patch_status(node, &PatchParams::default(), &patch),
+        )
         .await
         .map_err(|e| format!("Node {node} condition {NODE_CONDITION}: {e}"))?;
     Ok(())
-}
-
-async fn timed<T>(f: impl std::future::Future<Output = kube::Result<T>>) -> Result<T, String> {
-    match tokio::time::timeout(WRITE_TIMEOUT, f).await {
-        Ok(r) => r.map_err(|e| e.to_string()),
-        Err(_) => Err(format!("no answer within {WRITE_TIMEOUT:?}")),
-    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! `Provisioned` for its spec's revision and every probe passes (health-check file included), the
 //! agent removes those taints from its Node, once. A later failure does not taint the node
 //! again: the taints mark a node that never had a working network, not one under a rollout.
+//! Each API request is a bounded step `taints` ([`crate::bounded`]): past `--api-deadline`
+//! the next look (2 s later) tries again.
 
 use std::time::Duration;
 
@@ -10,6 +12,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{NodeNetworkConfig, NodePhase};
 
+use crate::bounded::Bounded;
 use crate::probe::Prober;
 
 /// How often the agent looks whether the taints can go.
@@ -34,9 +37,10 @@ pub async fn remove(
     client: &kube::Client,
     node: &str,
     keys: &[String],
-) -> Result<Vec<String>, kube::Error> {
+    bounded: &Bounded,
+) -> Result<Vec<String>, String> {
     let nodes: Api<Node> = Api::all(client.clone());
-    let current = nodes.get(node).await?;
+    let current = bounded.api("taints", nodes.get(node)).await?;
     let taints = current
         .spec
         .as_ref()
@@ -55,19 +59,26 @@ pub async fn remove(
         "metadata": {"resourceVersion": current.metadata.resource_version},
         "spec": {"taints": keep},
     });
-    nodes
-        .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+    let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+    bounded
+        .api("taints", nodes.patch(node, &params, &patch))
         .await?;
     Ok(removed)
 }
 
 /// Waits until this node's config is Provisioned for its spec's revision and every probe
 /// passes, then removes the taints; returns when done. Runs beside the agent's main loop.
-pub async fn run(client: kube::Client, node: String, keys: Vec<String>, prober: Prober) {
+pub async fn run(
+    client: kube::Client,
+    node: String,
+    keys: Vec<String>,
+    prober: Prober,
+    bounded: Bounded,
+) {
     let nnc: Api<NodeNetworkConfig> = Api::all(client.clone());
     loop {
         tokio::time::sleep(INTERVAL).await;
-        let provisioned = match nnc.get_opt(&node).await {
+        let provisioned = match bounded.api("taints", nnc.get_opt(&node)).await {
             Ok(Some(c)) => c.status.as_ref().is_some_and(|s| {
                 s.phase == Some(NodePhase::Provisioned)
                     && s.observed_revision.as_deref() == Some(c.spec.revision.as_str())
@@ -92,7 +103,7 @@ pub async fn run(client: kube::Client, node: String, keys: Vec<String>, prober: 
             tracing::info!(failing = ?names, "keeping the startup taints: checks fail");
             continue;
         }
-        match remove(&client, &node, &keys).await {
+        match remove(&client, &node, &keys, &bounded).await {
             Ok(removed) => {
                 tracing::info!(?removed, "network works: startup taints removed");
                 return;

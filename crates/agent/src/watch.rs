@@ -11,7 +11,9 @@
 //!   (at most the check timeout).
 //! - **Writes**: one server-side apply (field manager [`FIELD_MANAGER`]) of the condition and
 //!   `status.health`, only when the verdict differs from what the object says (a status flip
-//!   or another set of failing checks); a healthy node makes none. The apply merges the
+//!   or another set of failing checks); a healthy node makes none. The write is a bounded step
+//!   `health-write` ([`crate::bounded`]): past `--api-deadline` the next round writes again, so
+//!   a dispatch seen during a round waits at most the checks' limit plus that deadline. The apply merges the
 //!   condition by type, so the agent's other status writes are untouched.
 //! - **Confirmation**: a failing verdict is reported only when the next round fails too
 //!   ([`confirmed`]): one round whose probes time out (a loaded node, one lost echo) is noise,
@@ -29,13 +31,12 @@ use kube::api::{Patch, PatchParams};
 use netrollout_api::{GROUP, NodeNetworkConfig, Reachability, TENANT_REACHABLE_CONDITION, VERSION};
 use serde_json::{Value, json};
 
+use crate::bounded::Bounded;
 use crate::healthcheck::HealthCheck;
 use crate::metrics::HealthMetrics;
 
 /// Field manager of the health writes (server-side apply).
 pub const FIELD_MANAGER: &str = "netrollout-agent-health";
-/// Time limit of each health write.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// A verdict written but not yet seen on the object after this is written again (a write lost
 /// to a concurrent status write, or a watch that fell behind).
 const REWRITE_AFTER: Duration = Duration::from_secs(30);
@@ -117,6 +118,7 @@ pub struct Watcher {
     api: Api<NodeNetworkConfig>,
     node: String,
     metrics: Arc<crate::metrics::Metrics>,
+    bounded: Bounded,
     next: tokio::time::Instant,
     /// The verdict of the last round (confirmed or not).
     last: Option<Verdict>,
@@ -143,7 +145,7 @@ impl Watcher {
         each_timeout: Duration,
         client: kube::Client,
         node: String,
-        metrics: Arc<crate::metrics::Metrics>,
+        bounded: Bounded,
     ) -> Self {
         let checks = checks.filter(|c| !c.interfaces.is_empty() || !c.reachability.is_empty());
         Self {
@@ -152,7 +154,8 @@ impl Watcher {
             each_timeout,
             api: Api::all(client),
             node,
-            metrics,
+            metrics: bounded.metrics().clone(),
+            bounded,
             next: tokio::time::Instant::now(),
             last: None,
             reported: None,
@@ -228,18 +231,15 @@ impl Watcher {
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let patch = Patch::Apply(&body);
         let write = self.api.patch_status(&self.node, &params, &patch);
-        match tokio::time::timeout(WRITE_TIMEOUT, write).await {
-            Ok(Ok(_)) => {
+        match self.bounded.api("health-write", write).await {
+            Ok(_) => {
                 tracing::info!(node = %self.node, reachable = verdict.reachable(),
                     failing = ?verdict.failing, "TenantReachable written");
                 self.written = Some((verdict, Instant::now()));
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 tracing::warn!(error = %e, "writing TenantReachable failed; the next round retries");
             }
-            Err(_) => tracing::warn!(
-                "writing TenantReachable took over {WRITE_TIMEOUT:?}; the next round retries"
-            ),
         }
     }
 

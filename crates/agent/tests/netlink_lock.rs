@@ -14,6 +14,7 @@
 #[path = "common/lab_ext.rs"]
 mod lab_ext;
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lab_ext::AgentLab as _;
@@ -66,20 +67,22 @@ async fn started(extra: &[&str]) -> Lab {
 }
 
 /// Removes `heavy`, waits until the kernel holds its netlink lock for it (`ip netns del`
-/// returns before the kernel takes it: a change sent at once may pass before), and dispatches
-/// `rev`; until the status is about `rev` and finished, checks `/healthz` and remembers every
+/// returns before the kernel takes it: a change sent at once may pass before), runs `busy`,
+/// and dispatches `rev`; until the status is about `rev` and finished, checks `/healthz` and remembers every
 /// reason and message the status showed. Returns them and the finished object.
 async fn dispatch_while_the_kernel_is_busy(
     lab: &Lab,
     heavy: Netns,
     rev: &str,
+    busy: impl FnOnce(),
 ) -> (Vec<(String, String)>, netrollout_api::NodeNetworkConfig) {
     let removed = Instant::now();
-    let busy = remove_and_wait_until_busy(heavy, Duration::from_secs(30));
+    let held = remove_and_wait_until_busy(heavy, Duration::from_secs(30));
     eprintln!(
         "the kernel held its netlink lock {:.1} s after the removal began",
-        busy.as_secs_f64()
+        held.as_secs_f64()
     );
+    busy();
     lab.set_spec(rev, layer2s(100, 20)).await;
     let mut seen: Vec<(String, String)> = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(600);
@@ -152,7 +155,7 @@ async fn an_apply_that_waits_on_the_netlink_lock_says_so_stays_live_and_finishes
     let lab = started(&[]).await;
     let heavy = heavy_namespace();
     settle();
-    let (seen, nnc) = dispatch_while_the_kernel_is_busy(&lab, heavy, "rev-1").await;
+    let (seen, nnc) = dispatch_while_the_kernel_is_busy(&lab, heavy, "rev-1", || {}).await;
     let status = nnc.status.unwrap();
     assert_eq!(
         status.phase,
@@ -173,13 +176,26 @@ async fn an_apply_that_waits_on_the_netlink_lock_says_so_stays_live_and_finishes
     settle();
 }
 
+/// The apply past its deadline, and beside it a second agent started while the kernel holds
+/// its lock: its netlink connection waits (the status says `WaitingForKernel`, "starting:
+/// ..."); its capability detection (scratch devices over netlink) is reported slow, times out
+/// without assuming anything (nothing detected, nothing written), and is written once the
+/// kernel answers; then it applies its revision.
 #[tokio::test]
 async fn an_apply_past_its_deadline_fails_and_the_restore_waits_for_the_kernel() {
     let _turn = SERIAL.lock().await;
     let lab = started(&["--kernel-deadline", "2s"]).await;
+    // Made now: making its namespace and veth waits for the kernel too.
+    let mut second = Lab::new(env!("CARGO_BIN_EXE_netrollout-agent").into()).await;
+    second.extra_args = ["--step-slow", "1s", "--kernel-deadline", "2s"]
+        .map(String::from)
+        .to_vec();
+    second.set_spec("rev-0", NodeConfig::default()).await;
+    let (reasons, watching) = reasons_of(&second);
     let heavy = heavy_namespace();
     settle();
-    let (seen, nnc) = dispatch_while_the_kernel_is_busy(&lab, heavy, "rev-1").await;
+    let (seen, nnc) =
+        dispatch_while_the_kernel_is_busy(&lab, heavy, "rev-1", || second.start_agent()).await;
     let status = nnc.status.unwrap();
     assert_eq!(
         (status.phase, status.reason.as_deref()),
@@ -196,5 +212,85 @@ async fn an_apply_past_its_deadline_fails_and_the_restore_waits_for_the_kernel()
     assert!(waited_on_the_kernel(&seen), "{seen:#?}");
     // Nothing of rev-1 is left: the restore ran after the kernel answered the late apply.
     assert!(lab.holds(&NodeConfig::default()).await, "{}", lab.log());
+    detection_timed_out_and_answered_late(&second).await;
+    // Its start waited for its netlink connection, and its status said so.
+    let nnc = second.wait_finished("rev-0", 60).await;
+    let status = nnc.status.unwrap();
+    assert_eq!(status.phase, Some(NodePhase::Provisioned), "{status:?}");
+    watching.abort();
+    let log = second.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("\"step\":\"wait\"") && l.contains("\"waiting_for\":\"connect\"")),
+        "{log}"
+    );
+    let seen = reasons.lock().unwrap().clone();
+    assert!(
+        seen.iter().any(|(r, m)| r == "WaitingForKernel"
+            && m.contains("starting: waiting for the kernel (netlink) since")),
+        "{seen:#?}\n{log}"
+    );
+    // What detection found once the kernel answered is written.
+    second
+        .wait_nnc(30, "capabilities reported", |o| {
+            o.status
+                .as_ref()
+                .and_then(|s| s.capabilities.as_ref())
+                .is_some_and(|c| c.present.iter().any(|p| p == "bridge"))
+        })
+        .await;
     settle();
+}
+
+/// Every reason and message `lab`'s status shows (looked at every 100 ms), until the task is
+/// aborted.
+type Said = Arc<Mutex<Vec<(String, String)>>>;
+
+fn reasons_of(lab: &Lab) -> (Said, tokio::task::JoinHandle<()>) {
+    let api = lab.nnc_api();
+    let node = lab.node.clone();
+    let said = Said::default();
+    let to = said.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            if let Ok(o) = api.get(&node).await {
+                let s = o.status.unwrap_or_default();
+                let said = (s.reason.unwrap_or_default(), s.message.unwrap_or_default());
+                let mut seen = to.lock().unwrap();
+                if seen.last() != Some(&said) {
+                    seen.push(said);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    (said, task)
+}
+
+/// The second agent's detection: slow, past its deadline with nothing assumed, then the
+/// kernel's answer (bridges work on every kernel the tests run on).
+async fn detection_timed_out_and_answered_late(second: &Lab) {
+    second.wait_log_line(&["capabilities detected"], 120).await;
+    let log = second.log();
+    let at = |needles: &[&str]| {
+        log.lines()
+            .position(|l| needles.iter().all(|n| l.contains(n)))
+            .unwrap_or_else(|| panic!("no line with {needles:?}\n{log}"))
+    };
+    let slow = at(&[
+        "\"step\":\"wait\"",
+        "\"waiting_for\":\"capabilities\"",
+        "\"part\":\"kernel\"",
+    ]);
+    let timed_out = at(&["\"step\":\"timed-out\"", "\"waited_for\":\"capabilities\""]);
+    let assumed = at(&["nothing is reported until it ends"]);
+    let detected = at(&["capabilities detected"]);
+    assert!(
+        slow < timed_out && timed_out <= assumed && assumed < detected,
+        "slow {slow}, timed out {timed_out}, assumed {assumed}, detected {detected}\n{log}"
+    );
+    assert!(
+        log.lines().nth(detected).unwrap().contains("bridge"),
+        "{log}"
+    );
 }

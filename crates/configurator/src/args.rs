@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use netrollout_rollout::approval::{PauseAfter, Unhealthy};
 use netrollout_rollout::guard::GuardMode;
 use netrollout_rollout::{
     DomainOrder, DomainPolicy, HistoryLimits, RolloutStrategy, Settings, UpdateLimit,
@@ -73,6 +74,25 @@ pub struct Args {
     /// revision. `0s` (the default) turns it off.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub bake_time: Duration,
+    /// Approval gates: a revision rolling out stops once this many nodes run it, until a
+    /// person runs `kubectl netrollout promote REVISION` (`--full` releases every gate). Each
+    /// gate is `canary` (the canary nodes; with none, the first node), a number of nodes (`5`)
+    /// or a percentage of the managed nodes (`50%`); repeat the flag or separate gates with
+    /// commas. Rollbacks are never held.
+    #[arg(long, value_delimiter = ',')]
+    pub pause_after: Vec<PauseAfter>,
+    /// A healthy start: before its first dispatch a revision waits while more managed nodes
+    /// than this (a number, or a percentage of the managed nodes, rounded down) report
+    /// `TenantReachable=False`. It starts on its own once they recover, or with `kubectl
+    /// netrollout promote REVISION --force`. Without it the fleet's health is not checked
+    /// before a start (the fleet guard still judges the rollout).
+    #[arg(long)]
+    pub start_max_unhealthy: Option<Unhealthy>,
+    /// A healthy start: a PromQL query (e.g. `ALERTS{alertstate="firing",severity="critical"}`)
+    /// against `--prometheus-url`; while it returns any series, or cannot be run, no revision
+    /// starts (`promote --force` overrides). Measured at most every 5 s.
+    #[arg(long)]
+    pub start_blocking_query: Option<String>,
     /// Base URL of the Prometheus server that analysis checks (`RolloutAnalysis`) are measured
     /// against, e.g. `http://prometheus.monitoring:9090`. Without it, a revision that carries
     /// checks is not rolled out (its `AnalysisPassed` condition says why).
@@ -168,6 +188,24 @@ impl Args {
                 message: "is empty: give a node label such as topology.kubernetes.io/zone".into(),
             });
         }
+        if self.start_blocking_query.is_some() && self.prometheus_url.is_none() {
+            return Err(Error::Flag {
+                flag: "--start-blocking-query",
+                message:
+                    "needs --prometheus-url: give the Prometheus server the query runs against"
+                        .into(),
+            });
+        }
+        if self
+            .start_blocking_query
+            .as_deref()
+            .is_some_and(|q| q.trim().is_empty())
+        {
+            return Err(Error::Flag {
+                flag: "--start-blocking-query",
+                message: "is empty: give a PromQL query that returns series while the fleet must not start a rollout".into(),
+            });
+        }
         if self.max_in_flight_per_domain == Some(0) {
             return Err(Error::Flag {
                 flag: "--max-in-flight-per-domain",
@@ -211,6 +249,11 @@ impl Args {
                 max_failed: self.max_failed_domains,
             }),
             bake_time: self.bake_time,
+            // Read from the `MaintenanceSchedule` objects each pass.
+            schedule: Default::default(),
+            pause_after: self.pause_after.clone(),
+            start_max_unhealthy: self.start_max_unhealthy,
+            start_check: Default::default(),
         }
     }
 
@@ -330,6 +373,44 @@ mod tests {
         let a = Args::try_parse_from(["x", "--bake-time", "5m"]).unwrap();
         assert_eq!(a.settings(false).bake_time, Duration::from_secs(300));
         assert!(Args::try_parse_from(["x", "--bake-time", "5"]).is_err());
+    }
+
+    #[test]
+    fn the_approval_and_start_flags_reach_the_planner_and_bad_ones_name_the_flag() {
+        let a = Args::try_parse_from(["x"]).unwrap();
+        assert!(a.settings(false).pause_after.is_empty());
+        assert_eq!(a.settings(false).start_max_unhealthy, None);
+        let a = Args::try_parse_from([
+            "x",
+            "--pause-after=canary,50%",
+            "--pause-after",
+            "5",
+            "--start-max-unhealthy=10%",
+        ])
+        .unwrap();
+        let s = a.settings(false);
+        assert_eq!(
+            s.pause_after,
+            [
+                PauseAfter::Canary,
+                PauseAfter::Percent(50),
+                PauseAfter::Count(5)
+            ]
+        );
+        assert_eq!(s.start_max_unhealthy, Some(Unhealthy::Percent(10)));
+        let err = Args::try_parse_from(["x", "--pause-after=0"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("canary"), "{err}");
+        let err = Args::try_parse_from(["x", "--start-blocking-query=ALERTS"])
+            .unwrap()
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("--start-blocking-query") && err.contains("--prometheus-url"),
+            "{err}"
+        );
     }
 
     #[test]

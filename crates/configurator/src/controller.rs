@@ -116,6 +116,10 @@ pub async fn run(
         .as_deref()
         .map(|url| crate::analysis::Prometheus::new(url, args.api_timeout))
         .transpose()?;
+    let start = match (&prometheus, &args.start_blocking_query) {
+        (Some(p), Some(q)) => Some(crate::approval::StartQuery::new(p.clone(), q.clone())),
+        _ => None,
+    };
     let passes = Passes::new(
         args.settings(false),
         crate::convert::Reading {
@@ -124,6 +128,7 @@ pub async fn run(
         },
         changes.clone(),
         prometheus,
+        start,
     );
     let ctx = Arc::new(Context::new(
         client,
@@ -306,6 +311,7 @@ fn start_watches(
         vrfs: input.start(Api::all(c()), all.clone(), tasks),
         layer2s: input.start(Api::all(c()), all.clone(), tasks),
         tables: input.start(Api::all(c()), all.clone(), tasks),
+        peerings: input.start(Api::all(c()), all.clone(), tasks),
         nodes: fleet.start::<KubeNode>(Api::all(c()), node_cfg, tasks),
         nncs: fleet.start_with(Api::all(c()), all.clone(), tasks, reported),
         ncrs: w.start(Api::all(c()), all, tasks),
@@ -314,6 +320,7 @@ fn start_watches(
             control_cfg,
             tasks,
         ),
+        schedules: w.start(Api::all(c()), watcher::Config::default(), tasks),
     }
 }
 

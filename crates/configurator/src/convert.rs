@@ -152,6 +152,27 @@ pub fn revision(ncr: &NetworkConfigRevision) -> Revision {
         unmet: Vec::new(),
         // Filled by the analysis step (it knows whether Prometheus is configured).
         analysis: Default::default(),
+        undo: ncr
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(netrollout_api::UNDO_ANNOTATION))
+            .is_some_and(|v| v.trim().parse::<i64>().ok() == Some(ncr.spec.sequence)),
+        approval: approval(ncr),
+    }
+}
+
+/// A revision's promotion as the planner reads it (`spec.promotion`; the planner applies it
+/// only under the sequence it names).
+fn approval(ncr: &NetworkConfigRevision) -> netrollout_rollout::approval::Approval {
+    let Some(p) = &ncr.spec.promotion else {
+        return Default::default();
+    };
+    netrollout_rollout::approval::Approval {
+        sequence: u64::try_from(p.sequence).ok(),
+        gates: usize::try_from(p.gates).unwrap_or(0),
+        full: p.full,
+        force: p.force,
     }
 }
 

@@ -8,12 +8,11 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
     FailedNode, NetworkConfigRevision, NodeNetworkConfigStatus, RevisionPhase as ApiRevisionPhase,
 };
 
-use crate::context::Context;
+use crate::context::{Context, StatusPatch};
 use crate::convert;
 use crate::error::{Error, Result};
 use crate::fleet::{FailureIndex, Fleet};
@@ -29,45 +28,34 @@ pub async fn record(ctx: &Context, fleet: &Fleet) -> Result<()> {
     if !ncrs.iter().any(|r| is_failed(r)) {
         return Ok(());
     }
-    let patches = {
+    let writes = {
         let view = fleet.view();
-        updates(&ncrs, &view.failures, |name| {
+        decide(&ncrs, &view.failures, |name| {
             view.objects(name).and_then(|o| o.config.clone())
         })?
     };
-    for (name, want) in patches {
-        tracing::info!(revision = %name, "late failure reports recorded on a Failed revision");
-        let api: Api<NetworkConfigRevision> = ctx.writer().api();
-        ctx.writer()
-            .write_revision(
-                || format!("record late failures on NetworkConfigRevision {name}"),
-                api.patch_status(
-                    &name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&serde_json::json!({ "status": want })),
-                ),
-            )
-            .await?;
+    for w in &writes {
+        tracing::info!(revision = %w.revision, "late failure reports recorded on a Failed revision");
     }
-    Ok(())
+    ctx.writer().patch_statuses(&writes).await
 }
 
 fn is_failed(r: &NetworkConfigRevision) -> bool {
     r.status.as_ref().and_then(|s| s.phase) == Some(ApiRevisionPhase::Failed)
 }
 
-/// The status patches (revision name, `status` merge patch) that bring the Failed revisions up
-/// to date; none when they are. Reads the failure index, never the whole fleet: per Failed
+/// The status patches that bring the Failed revisions up to date, by revision name; none when
+/// they are. Reads the failure index, never the whole fleet: per Failed
 /// revision, the nodes that reported it Failed (by name) and the configs still applying it;
 /// `config` gives the node config of a failure not listed yet (for its reason and time).
 ///
 /// # Errors
 /// [`Error::Serialize`] if a failed-node list cannot be serialized.
-pub fn updates(
+pub fn decide(
     ncrs: &[Arc<NetworkConfigRevision>],
     index: &FailureIndex,
     config: impl Fn(&str) -> Option<Arc<NodeConfigView>>,
-) -> Result<Vec<(String, serde_json::Value)>> {
+) -> Result<Vec<StatusPatch>> {
     let i = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let mut patches = Vec::new();
     for r in ncrs.iter().filter(|r| is_failed(r)) {
@@ -102,12 +90,13 @@ pub fn updates(
             what: "failed nodes",
             source,
         })?;
-        patches.push((
-            name.to_string(),
-            serde_json::json!({ "failedNodes": nodes, "failed": count, "inFlight": in_flight }),
-        ));
+        patches.push(StatusPatch {
+            revision: name.to_string(),
+            status: serde_json::json!({ "failedNodes": nodes, "failed": count, "inFlight": in_flight }),
+            what: "record late failures on",
+        });
     }
-    patches.sort_by(|a, b| a.0.cmp(&b.0));
+    patches.sort_by(|a, b| a.revision.cmp(&b.revision));
     Ok(patches)
 }
 
@@ -185,12 +174,15 @@ mod tests {
         nncs: &[Arc<NodeConfigView>],
     ) -> Vec<(String, serde_json::Value)> {
         let index = FailureIndex::from_configs(nncs);
-        updates(ncrs, &index, |name| {
+        decide(ncrs, &index, |name| {
             nncs.iter()
                 .find(|c| c.metadata.name.as_deref() == Some(name))
                 .cloned()
         })
         .unwrap()
+        .into_iter()
+        .map(|p| (p.revision, p.status))
+        .collect()
     }
 
     #[test]
@@ -311,5 +303,31 @@ mod tests {
             nnc("n-1", "good", node_status("good", NodePhase::Failed, None)),
         ];
         assert_eq!(updates_of(&ncrs, &nncs), Vec::new());
+    }
+
+    /// The exact request [`record`] makes, through a real client to the request verifier: one
+    /// status merge patch of the Failed revision with the late failure, then none once the
+    /// answer is seen.
+    #[tokio::test]
+    async fn record_patches_the_failed_revision_once() {
+        let ncrs = [ncr("bad", failed_status("n-0", 2))];
+        let failed =
+            |node, message| nnc(node, "good", node_status("bad", NodePhase::Failed, message));
+        let nncs = [failed("n-0", Some("x")), failed("n-1", Some("late"))];
+        let revisions: Vec<NetworkConfigRevision> = ncrs.iter().map(|r| (**r).clone()).collect();
+        let configs: Vec<NodeConfigView> = nncs.iter().map(|c| (**c).clone()).collect();
+        let (ctx, server) = crate::context::verifier::context(&revisions, &configs, true);
+        let fleet = Fleet::new(Default::default(), Default::default());
+        drop(fleet.refresh(ctx.read()));
+
+        record(&ctx, &fleet).await.expect("record");
+        let seen = server.take();
+        assert_eq!(seen.len(), 1, "{seen:#?}");
+        let status = seen[0].status_patch("bad");
+        assert_eq!(*status, updates_of(&ncrs, &nncs)[0].1);
+        assert_eq!(status["failed"], 2);
+
+        record(&ctx, &fleet).await.expect("second record");
+        assert_eq!(server.take(), Vec::new());
     }
 }

@@ -54,6 +54,7 @@
 
 mod accepted;
 mod analysis;
+mod approval;
 mod args;
 mod conditions;
 mod context;
@@ -71,6 +72,7 @@ mod preflight;
 mod reconcile;
 mod render_cache;
 mod revisions;
+mod schedule;
 mod spans;
 mod views;
 

@@ -11,14 +11,13 @@
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
     Capability, NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NetworkConfigRevision,
     NodeCapabilities, lacks_sentence,
 };
 use netrollout_rollout::{Revision, RevisionPhase, Summary, Unmet};
 
-use crate::context::Context;
+use crate::context::{Context, StatusPatch};
 use crate::convert;
 use crate::error::Result;
 use crate::memo::NotedMemo;
@@ -145,19 +144,14 @@ pub fn wanted(ncr: &NetworkConfigRevision, summary: &Summary, now: &Time) -> Opt
     })
 }
 
-/// Writes the target's `NodesCapable` condition when it changed, and records a Warning Event
-/// `NodesLackCapabilities` the first time this replica sees each verdict.
-///
-/// # Errors
-/// The condition's write failed (the pass is retried).
-pub async fn tell(ctx: &Context, told: &NotedMemo, summary: &Summary) -> Result<()> {
-    let Some(ncr) = (summary.target.as_deref()).and_then(|t| ctx.read().revision(t)) else {
-        return Ok(());
-    };
-    let target = ncr.metadata.name.as_deref().unwrap_or_default();
-    let Some(condition) = wanted(&ncr, summary, &convert::to_time(convert::now())) else {
-        return Ok(());
-    };
+/// The write that brings `ncr`'s `NodesCapable` condition up to date (the whole condition list,
+/// the other conditions kept), with that condition; `None` when it is current.
+pub fn decide(
+    ncr: &NetworkConfigRevision,
+    summary: &Summary,
+    now: &Time,
+) -> Option<(StatusPatch, Condition)> {
+    let condition = wanted(ncr, summary, now)?;
     let mut list: Vec<Condition> = ncr
         .status
         .as_ref()
@@ -165,17 +159,30 @@ pub async fn tell(ctx: &Context, told: &NotedMemo, summary: &Summary) -> Result<
         .unwrap_or_default();
     list.retain(|c| c.type_ != NODES_CAPABLE_CONDITION);
     list.push(condition.clone());
-    let api: Api<NetworkConfigRevision> = ctx.writer().api();
+    let write = StatusPatch {
+        revision: ncr.metadata.name.clone()?,
+        status: serde_json::json!({ "conditions": list }),
+        what: "write the NodesCapable condition of",
+    };
+    Some((write, condition))
+}
+
+/// Writes the target's `NodesCapable` condition when it changed ([`decide`]), and records a
+/// Warning Event `NodesLackCapabilities` the first time this replica sees each verdict.
+///
+/// # Errors
+/// The condition's write failed (the pass is retried).
+pub async fn tell(ctx: &Context, told: &NotedMemo, summary: &Summary) -> Result<()> {
+    let Some(ncr) = (summary.target.as_deref()).and_then(|t| ctx.read().revision(t)) else {
+        return Ok(());
+    };
+    let Some((write, condition)) = decide(&ncr, summary, &convert::to_time(convert::now())) else {
+        return Ok(());
+    };
     ctx.writer()
-        .write_revision(
-            || format!("write the NodesCapable condition of NetworkConfigRevision {target}"),
-            api.patch_status(
-                target,
-                &PatchParams::default(),
-                &Patch::Merge(&serde_json::json!({ "status": { "conditions": list } })),
-            ),
-        )
+        .patch_statuses(std::slice::from_ref(&write))
         .await?;
+    let target = write.revision.as_str();
     if condition.status == "False"
         && told.first_time(&format!("preflight/{target}"), &condition.message)
     {
@@ -302,5 +309,40 @@ mod tests {
             (held.status.as_str(), held.reason.as_str()),
             ("False", NODES_LACK_CAPABILITIES)
         );
+    }
+
+    /// The exact requests [`tell`] makes, through a real client to the request verifier: the
+    /// condition list patched on the target's status, then the Warning Event; nothing on the
+    /// next pass with the same verdict.
+    #[tokio::test]
+    async fn tell_patches_the_condition_and_records_the_event_once() {
+        let (ctx, server) = crate::context::verifier::context(&[ncr(vec![])], &[], true);
+        let told = NotedMemo::default();
+        let summary = summary(&[("node-1", "vrf")], true);
+
+        tell(&ctx, &told, &summary).await.expect("tell");
+        let seen = server.take();
+        assert_eq!(seen.len(), 2, "{seen:#?}");
+        let conditions = seen[0].status_patch("ncr-a")["conditions"]
+            .as_array()
+            .unwrap();
+        assert_eq!(conditions.len(), 1);
+        assert_eq!(conditions[0]["type"], NODES_CAPABLE_CONDITION);
+        assert_eq!(conditions[0]["status"], "False");
+        let message = conditions[0]["message"].as_str().unwrap();
+        assert!(message.contains("node-1"), "{message}");
+        let event = &seen[1];
+        assert_eq!(event.method, "POST");
+        assert!(
+            event.uri.starts_with("/apis/events.k8s.io/v1/namespaces/"),
+            "{event:?}"
+        );
+        assert_eq!(event.body["reason"], NODES_LACK_CAPABILITIES);
+        assert_eq!(event.body["type"], "Warning");
+        assert_eq!(event.body["note"], message);
+        assert_eq!(event.body["regarding"]["name"], "ncr-a");
+
+        tell(&ctx, &told, &summary).await.expect("second tell");
+        assert_eq!(server.take(), Vec::new());
     }
 }

@@ -39,19 +39,23 @@ pub struct Passes {
     progress: ProgressMemo,
     halts: NotedMemo,
     preflight: NotedMemo,
+    schedule_holds: NotedMemo,
     analyst: crate::analysis::Analyst,
+    holds: NotedMemo,
+    start: Option<crate::approval::StartQuery>,
 }
 
 impl Passes {
     /// Passes planned with `settings` (its `paused` is replaced by the global pause each pass)
     /// over the nodes whose `changes` the watches mark; `reading` names the node this replica
     /// runs on (dispatched last) and the failure-domain label; `prometheus` is where analysis
-    /// checks are measured.
+    /// checks are measured; `start` is the blocking query of a healthy start, if any.
     pub fn new(
         settings: Settings,
         reading: crate::convert::Reading,
         changes: Arc<Changes>,
         prometheus: Option<crate::analysis::Prometheus>,
+        start: Option<crate::approval::StartQuery>,
     ) -> Self {
         Self {
             settings,
@@ -61,7 +65,10 @@ impl Passes {
             progress: ProgressMemo::default(),
             halts: NotedMemo::default(),
             preflight: NotedMemo::default(),
+            schedule_holds: NotedMemo::default(),
             analyst: crate::analysis::Analyst::new(prometheus),
+            holds: NotedMemo::default(),
+            start,
         }
     }
 
@@ -84,8 +91,15 @@ impl Passes {
         let refusal = revisions::sync(ctx, &self.revisions, generation, &render_nodes).await?;
 
         let ncrs = ctx.read().revisions();
+        let now = convert::now();
+        let start_check = match &self.start {
+            Some(q) => q.check().await,
+            None => Default::default(),
+        };
         let settings = Settings {
             paused: ctx.read().globally_paused(),
+            start_check,
+            schedule: crate::schedule::lay_out(&ctx.read().schedules(), now),
             ..self.settings.clone()
         };
         let planning = std::time::Instant::now();
@@ -99,8 +113,7 @@ impl Passes {
                 revisions,
                 ..State::default()
             };
-            let plan =
-                netrollout_rollout::plan_with(&state, &view.nodes, convert::now(), &settings);
+            let plan = netrollout_rollout::plan_with(&state, &view.nodes, now, &settings);
             let mut nodes = HashMap::new();
             let mut nncs = HashMap::new();
             for name in execute::nodes_named(&plan.actions) {
@@ -151,8 +164,10 @@ impl Passes {
         }
         late_failures::record(ctx, &self.fleet).await?;
         halted_rollback(ctx, &self.halts, &plan.summary, settings.max_failures).await;
+        crate::approval::tell(ctx, &self.holds, &plan.summary).await?;
         crate::conditions::sync(ctx, refusal.as_ref()).await?;
         crate::preflight::tell(ctx, &self.preflight, &plan.summary).await?;
+        crate::schedule::tell(ctx, &self.schedule_holds, &plan.summary).await;
         self.analyst.run(ctx, &plan.summary).await?;
         gauges(ctx.metrics(), &plan.summary, &ncrs);
         Ok(plan)
@@ -262,7 +277,9 @@ async fn progress(
     });
     let had = current.bake.as_ref().map(|b| (b.nodes, b.until.clone()));
     let same_bake = bake.as_ref().map(|(n, t, _)| (*n, t.clone())) == had;
-    if (want == have && same_bake) || !memo.due(target, urgent) {
+    let schedule = summary.schedule.as_ref().map(crate::schedule::status);
+    let same_schedule = schedule == current.schedule;
+    if (want == have && same_bake && same_schedule) || !memo.due(target, urgent || !same_schedule) {
         return Ok(());
     }
     let mut want = want;
@@ -274,6 +291,7 @@ async fn progress(
         }),
         None => serde_json::Value::Null,
     };
+    want["schedule"] = serde_json::to_value(&schedule).unwrap_or_default();
     let api: Api<NetworkConfigRevision> = ctx.writer().api();
     ctx.writer()
         .write_revision(

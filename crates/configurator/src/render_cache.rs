@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use netrollout_api::{NetworkConfigRevision, NodeConfig};
-use netrollout_render::{Invalid, Node, Problem, Rendered};
+use netrollout_render::{Invalid, Node, Rendered};
 
 use crate::error::{Error, Result};
 
@@ -49,13 +49,15 @@ impl RenderCache {
         let rendered = self.rendered(ncr, &name)?;
         rendered.config(node).ok_or_else(|| Error::Render {
             revision: name.clone(),
-            source: netrollout_render::Error::Invalid(Invalid {
-                problems: vec![Problem {
-                    kind: "Node",
-                    object: node.to_string(),
-                    field: "metadata.name".into(),
-                    message: "not among the managed nodes any more; re-planning".into(),
-                }],
+            source: netrollout_render::Error::Invalid({
+                let mut invalid = Invalid::new(netrollout_render::LIMITS);
+                invalid.push(
+                    "Node",
+                    node,
+                    "metadata.name",
+                    "not among the managed nodes any more; re-planning",
+                );
+                invalid
             }),
         })
     }

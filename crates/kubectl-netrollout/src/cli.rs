@@ -11,7 +11,7 @@ use crate::cluster::{Cluster, Connection, find, name};
 use crate::diff::DiffReport;
 use crate::output::Format;
 use crate::status::{self, write_out};
-use crate::{Error, Result, control, history, migrate, nodes, undo};
+use crate::{Error, Result, control, history, migrate, nodes, promote, undo};
 use netrollout_support::parse_duration;
 
 /// Shows and steers netrollout rollouts (`kubectl netrollout ...`).
@@ -27,6 +27,11 @@ pub struct Cli {
     /// Namespace of the configurator and its control ConfigMap.
     #[arg(short = 'n', long, global = true, default_value = DEFAULT_NAMESPACE)]
     pub namespace: String,
+    /// The node label the configurator's `--domain-key` names (e.g. a rack label): `nodes`
+    /// and `status` then show each node's failure domain (`(none)`: without the label, the
+    /// nodes that form one domain together).
+    #[arg(long, global = true, env = "NETROLLOUT_DOMAIN_KEY")]
+    pub domain_key: Option<String>,
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
     pub output: Format,
@@ -80,6 +85,20 @@ pub enum Command {
         /// A node whose agent should try its current revision again (repeatable).
         #[arg(long = "node")]
         nodes: Vec<String>,
+    },
+    /// Lets a held revision go on, as you (the user the API server authenticates): past the
+    /// approval gate it waits at (`--pause-after`), past every gate (`--full`), or past the
+    /// start checks of a healthy start (`--force`: it starts on an unhealthy fleet or while the
+    /// blocking query fires). Recorded in the revision's status with who and when.
+    Promote {
+        /// The revision (name, sequence number or unique hash prefix).
+        revision: String,
+        /// Release every remaining approval gate.
+        #[arg(long)]
+        full: bool,
+        /// Start it even though the start checks hold it.
+        #[arg(long)]
+        force: bool,
     },
     /// Rewrites the input objects to an older revision's snapshot; the configurator then rolls
     /// that revision out again. Shows the changes first.
@@ -138,6 +157,7 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> Result<u8> {
         kubeconfig: cli.kubeconfig,
         context: cli.context,
         namespace: cli.namespace,
+        domain_key: cli.domain_key,
     }
     .connect()
     .await?;
@@ -196,6 +216,14 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> Result<u8> {
             revision: None,
             nodes,
         } => write_out(out, &control::retry_nodes(&cluster, &nodes).await?)?,
+        Command::Promote {
+            revision,
+            full,
+            force,
+        } => write_out(
+            out,
+            &promote::promote(&cluster, &revision, promote::Release { full, force }).await?,
+        )?,
         Command::Undo {
             to_revision,
             dry_run,

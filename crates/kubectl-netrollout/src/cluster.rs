@@ -7,8 +7,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use netrollout_api::{
-    CONTROL_CONFIGMAP, CONTROL_PAUSED_KEY, Layer2NetworkConfiguration, NetworkConfigRevision,
-    NodeNetworkConfig, RevisionPhase, RoutingTable, Snapshot, VRFRouteConfiguration,
+    BGPPeering, CONTROL_CONFIGMAP, CONTROL_PAUSED_KEY, Layer2NetworkConfiguration,
+    NetworkConfigRevision, NodeNetworkConfig, RevisionPhase, RoutingTable, Snapshot,
+    VRFRouteConfiguration,
 };
 
 use crate::{Error, Result};
@@ -25,6 +26,9 @@ pub struct Connection {
     pub context: Option<String>,
     /// `-n/--namespace` of the configurator (its control ConfigMap).
     pub namespace: String,
+    /// `--domain-key`: the node label the configurator's `--domain-key` names (a node's
+    /// failure domain, shown by `nodes` and `status`).
+    pub domain_key: Option<String>,
 }
 
 impl Connection {
@@ -42,6 +46,7 @@ impl Connection {
         Ok(Cluster {
             client,
             namespace: self.namespace.clone(),
+            domain_key: self.domain_key.clone(),
         })
     }
 }
@@ -53,6 +58,8 @@ pub struct Cluster {
     pub client: Client,
     /// The configurator's namespace.
     pub namespace: String,
+    /// The failure-domain label (`--domain-key`), if given.
+    pub domain_key: Option<String>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -74,6 +81,8 @@ pub struct Observed {
     pub nodes: BTreeMap<String, Node>,
     /// Whether the global pause is on.
     pub paused: bool,
+    /// The failure-domain label nodes are shown with (`--domain-key`), if given.
+    pub domain_key: Option<String>,
 }
 
 impl Cluster {
@@ -141,6 +150,7 @@ impl Cluster {
             configs,
             nodes,
             paused,
+            domain_key: self.domain_key.clone(),
         })
     }
 
@@ -235,10 +245,16 @@ impl Cluster {
             .await
             .map_err(Error::api("listing RoutingTables"))?
             .items;
+        let peerings = Api::<BGPPeering>::all(self.client.clone())
+            .list(&lp)
+            .await
+            .map_err(Error::api("listing BGPPeerings"))?
+            .items;
         Ok(Inputs {
             vrfs,
             layer2s,
             tables,
+            peerings,
         })
     }
 }
@@ -252,12 +268,16 @@ pub struct Inputs {
     pub layer2s: Vec<Layer2NetworkConfiguration>,
     /// `RoutingTable`s.
     pub tables: Vec<RoutingTable>,
+    /// `BGPPeering`s.
+    pub peerings: Vec<BGPPeering>,
 }
 
 impl Inputs {
     /// The snapshot the configurator would build from these objects.
     pub fn snapshot(&self) -> Snapshot {
-        netrollout_render::from_objects(&self.vrfs, &self.layer2s, &self.tables)
+        let mut snapshot = netrollout_render::from_objects(&self.vrfs, &self.layer2s, &self.tables);
+        snapshot.bgp_peerings = netrollout_render::peerings(&self.peerings);
+        snapshot
     }
 }
 

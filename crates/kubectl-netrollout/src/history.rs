@@ -21,6 +21,13 @@ pub struct HistoryRow {
     pub layer2s: usize,
     /// Number of `RoutingTable`s.
     pub routing_tables: usize,
+    /// Number of `BGPPeering`s (left out when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub bgp_peerings: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl HistoryRow {
@@ -33,6 +40,7 @@ impl HistoryRow {
             vrfs: s.vrf_route_configurations.len(),
             layer2s: s.layer2_network_configurations.len(),
             routing_tables: s.routing_tables.len(),
+            bgp_peerings: s.bgp_peerings.len(),
         }
     }
 }
@@ -56,10 +64,17 @@ pub fn table(rows: &[HistoryRow], now: jiff::Timestamp) -> String {
             format!("{}/{}", r.ready, r.total),
             r.failed.to_string(),
             r.paused.to_string(),
-            format!(
-                "{} vrf, {} layer2, {} taas",
-                h.vrfs, h.layer2s, h.routing_tables
-            ),
+            if h.bgp_peerings == 0 {
+                format!(
+                    "{} vrf, {} layer2, {} taas",
+                    h.vrfs, h.layer2s, h.routing_tables
+                )
+            } else {
+                format!(
+                    "{} vrf, {} layer2, {} taas, {} bgppeering",
+                    h.vrfs, h.layer2s, h.routing_tables, h.bgp_peerings
+                )
+            },
             age(r.created.as_ref(), now),
             or_dash(r.message.as_deref().map(|m| truncate(m, 80))),
         ]);

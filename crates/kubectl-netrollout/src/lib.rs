@@ -7,7 +7,7 @@
 //!
 //! Commands: `status [--watch] [--timeout D]` (exit code gates pipelines, see [`status::Outcome`]),
 //! `history`, `diff <rev> [<rev>]`, `pause`/`resume` (global or one revision), `retry <rev>` or
-//! `retry --node N`, `undo [--to-revision N]`, `nodes`, and `migrate -f FILE` (the Go
+//! `retry --node N`, `promote <rev> [--full] [--force]`, `undo [--to-revision N]`, `nodes`, and `migrate -f FILE` (the Go
 //! operator's `v1alpha1` manifests to `netrollout.io/v1alpha1`). Human output is aligned tables;
 //! `-o json|yaml` is for scripts.
 //!
@@ -19,6 +19,7 @@
 //! - [`nodes`]: each node's state and last error.
 //! - [`diff`]: structural diffs of snapshots and node configs (pure), and the `diff` command.
 //! - [`control`]: `pause`, `resume` and `retry`.
+//! - [`promote`]: releasing a held revision as the authenticated user.
 //! - [`undo`]: rewriting the inputs to an older revision's snapshot.
 //! - [`migrate`]: converting the Go operator's manifests (pure).
 //! - [`output`]: output formats, aligned tables, ages and durations.
@@ -27,14 +28,15 @@
 
 pub mod cli;
 pub mod cluster;
-pub mod control;
+mod control;
 pub mod diff;
-pub mod error;
-pub mod history;
+mod error;
+mod history;
 pub mod migrate;
-pub mod nodes;
-pub mod output;
-pub mod status;
-pub mod undo;
+mod nodes;
+mod output;
+mod promote;
+mod status;
+mod undo;
 
 pub use error::{Error, Result};

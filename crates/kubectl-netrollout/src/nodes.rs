@@ -8,12 +8,19 @@ use serde::Serialize;
 use crate::cluster::Observed;
 use crate::output::{Table, age, or_dash, truncate};
 
+/// The domain shown for a node without the `--domain-key` label.
+pub const NO_DOMAIN: &str = "(none)";
+
 /// One node as `nodes` and `status` show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeRow {
     /// Node name.
     pub node: String,
+    /// Its failure domain: the value of the `--domain-key` label, `(none)` without it (such
+    /// nodes form one domain together); absent without `--domain-key`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
     /// The Node's `Ready` condition (`True`, `False`, `Unknown`); `None` when the Node is gone.
     pub node_ready: Option<String>,
     /// The agent's `NetworkConfigReady` condition on the Node.
@@ -77,6 +84,7 @@ impl NodeRow {
         Self {
             config_condition,
             node: name.to_string(),
+            domain: None,
             node_ready: node.map(|_| condition("Ready").unwrap_or_else(|| "Unknown".into())),
             network_config_ready: condition(NODE_CONDITION),
             up_to_date: revision.is_some()
@@ -112,7 +120,17 @@ impl NodeRow {
         names.dedup();
         names
             .into_iter()
-            .map(|n| Self::new(n, observed.nodes.get(n), observed.configs.get(n)))
+            .map(|n| {
+                let node = observed.nodes.get(n);
+                let mut row = Self::new(n, node, observed.configs.get(n));
+                row.domain = observed.domain_key.as_deref().map(|key| {
+                    (node
+                        .and_then(|n| n.metadata.labels.as_ref()?.get(key))
+                        .cloned())
+                    .unwrap_or_else(|| NO_DOMAIN.to_string())
+                });
+                row
+            })
             .collect()
     }
 
@@ -133,8 +151,12 @@ impl NodeRow {
 /// The aligned table of node rows; `since` is the age of the last finish (or start). `wide`
 /// adds the checks not judged (name: error) and prints the whole message.
 pub fn table(rows: &[NodeRow], now: jiff::Timestamp, wide: bool) -> String {
-    let mut columns = vec![
-        "node",
+    let domains = rows.iter().any(|r| r.domain.is_some());
+    let mut columns = vec!["node"];
+    if domains {
+        columns.push("domain");
+    }
+    columns.extend([
         "ready",
         "config-ready",
         "state",
@@ -145,7 +167,7 @@ pub fn table(rows: &[NodeRow], now: jiff::Timestamp, wide: bool) -> String {
         "lacks",
         "frr",
         "reason",
-    ];
+    ]);
     if wide {
         columns.push("not-judged");
     }
@@ -156,8 +178,11 @@ pub fn table(rows: &[NodeRow], now: jiff::Timestamp, wide: bool) -> String {
             .message
             .as_deref()
             .map(|m| if wide { m.to_string() } else { truncate(m, 80) });
-        let mut row = vec![
-            r.node.clone(),
+        let mut row = vec![r.node.clone()];
+        if domains {
+            row.push(or_dash(r.domain.as_ref()));
+        }
+        row.extend([
             or_dash(r.node_ready.as_ref()),
             or_dash(r.config_condition.as_ref()),
             r.state(),
@@ -168,7 +193,7 @@ pub fn table(rows: &[NodeRow], now: jiff::Timestamp, wide: bool) -> String {
             lacks(r.missing_capabilities.as_deref()),
             or_dash(r.frr_version.as_ref()),
             or_dash(r.reason.as_ref()),
-        ];
+        ]);
         if wide {
             row.push(not_judged(&r.preexisting_failures));
         }

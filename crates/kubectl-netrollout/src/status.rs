@@ -131,6 +131,13 @@ pub struct RevisionRow {
     pub analysis: Option<String>,
     /// Its nodes baking (`status.bake`, docs/contract.md "Bake time").
     pub bake: Option<netrollout_api::RevisionBake>,
+    /// The maintenance schedule holds it (`status.schedule`, docs/contract.md "Maintenance
+    /// windows and freezes").
+    pub schedule: Option<netrollout_api::RevisionSchedule>,
+    /// What holds it for a person (`status.hold`, docs/contract.md "Approval gates").
+    pub hold: Option<netrollout_api::RevisionHold>,
+    /// Who promoted it, and when (`status.promotions`, oldest first).
+    pub promotions: Vec<netrollout_api::Promotion>,
     /// Creation time.
     pub created: Option<Time>,
 }
@@ -163,6 +170,9 @@ impl RevisionRow {
                 .map(|a| format!("{:?}: {}", a.phase, a.message)),
             failed_nodes: s.failed_nodes,
             bake: s.bake,
+            schedule: s.schedule,
+            hold: s.hold,
+            promotions: s.promotions,
             created: rev.metadata.creation_timestamp.clone(),
         }
     }
@@ -193,6 +203,30 @@ impl RevisionRow {
             regressed.join(", ")
         ))
     }
+}
+
+/// The line for a revision the maintenance schedule holds: why, and when the next window opens
+/// (from the typed `status.schedule`).
+fn schedule_line(name: &str, h: &netrollout_api::RevisionSchedule, now: jiff::Timestamp) -> String {
+    use netrollout_api::reason::{CHANGE_FREEZE, OUTSIDE_MAINTENANCE_WINDOW};
+    let why = match h.reason.as_str() {
+        OUTSIDE_MAINTENANCE_WINDOW => "held outside the maintenance windows".to_string(),
+        CHANGE_FREEZE => format!("held by change freeze {}", h.freeze),
+        _ => format!("held: {}", h.message),
+    };
+    let opens = match &h.opens_at {
+        Some(t) => {
+            let secs = t.0.duration_since(now).as_secs().max(0);
+            format!(
+                "next window opens at {} (in {}h{:02}m)",
+                t.0,
+                secs / 3600,
+                secs % 3600 / 60
+            )
+        }
+        None => "no window opens within 400 days".into(),
+    };
+    format!("{name} {why}: {opens}")
 }
 
 /// What `status` prints.
@@ -273,6 +307,9 @@ impl StatusReport {
             out.push_str(&t.render());
         }
         for r in &self.revisions {
+            if let Some(h) = &r.schedule {
+                out.push_str(&format!("  {}\n", schedule_line(&r.name, h, now)));
+            }
             for f in &r.failed_nodes {
                 out.push_str(&format!(
                     "  {} failed on {}: {}: {}\n",
@@ -287,6 +324,25 @@ impl StatusReport {
             }
             if let Some(a) = &r.analysis {
                 out.push_str(&format!("  analysis of {}: {a}\n", r.name));
+            }
+            if let Some(h) = &r.hold {
+                let at = match (h.gate, h.gates) {
+                    (Some(g), Some(n)) => format!(" at approval gate {g} of {n}"),
+                    _ => String::new(),
+                };
+                out.push_str(&format!(
+                    "  {} held{at} ({}): {}\n",
+                    r.name, h.reason, h.message
+                ));
+            }
+            if let Some(p) = r.promotions.last() {
+                out.push_str(&format!(
+                    "  {} last promoted by {} at {} ({} promotion(s))\n",
+                    r.name,
+                    p.by,
+                    p.at.0,
+                    r.promotions.len()
+                ));
             }
             if let Some(b) = &r.bake {
                 let left = b.until.0.duration_since(now).as_secs().max(0);

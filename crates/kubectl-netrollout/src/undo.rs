@@ -12,8 +12,8 @@ use std::fmt::Debug;
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Resource};
 use netrollout_api::{
-    Layer2NetworkConfiguration, NamedInput, NetworkConfigRevision, RevisionPhase, RoutingTable,
-    VRFRouteConfiguration,
+    BGPPeering, Layer2NetworkConfiguration, NamedInput, NetworkConfigRevision, RevisionPhase,
+    RoutingTable, VRFRouteConfiguration,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -118,6 +118,12 @@ pub fn plan(inputs: &Inputs, target: &NetworkConfigRevision) -> Result<Vec<Step>
         |o| &o.spec,
         &s.routing_tables,
     )?);
+    steps.extend(plan_kind(
+        "BGPPeering",
+        &inputs.peerings,
+        |o| &o.spec,
+        &s.bgp_peerings,
+    )?);
     Ok(steps)
 }
 
@@ -208,6 +214,17 @@ pub async fn execute(
                     &inputs.layer2s,
                     &s.layer2_network_configurations,
                     Layer2NetworkConfiguration::new,
+                    |o, v| o.spec = v,
+                )
+                .await?
+            }
+            "BGPPeering" => {
+                write(
+                    Api::all(client.clone()),
+                    step,
+                    &inputs.peerings,
+                    &s.bgp_peerings,
+                    BGPPeering::new,
                     |o, v| o.spec = v,
                 )
                 .await?

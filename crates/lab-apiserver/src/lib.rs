@@ -14,59 +14,45 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Layout:
-//! - [`server`]: [`LabServer`] and its [`Config`] (start, kubeconfig, client, shutdown);
-//!   `listener`: HTTPS (self-signed) and plain HTTP on one port.
-//! - `front`: authentication, authorization and routing of every HTTP request, discovery and
-//!   `/lab/faults` endpoints; `app`: what handlers share (state, request, responses).
-//! - [`auth`]: bearer tokens per [`Identity`]; `rbac`: the RBAC authorizer over stored roles.
-//! - `verbs`: get, list, watch, create, update, patch, delete, deletecollection; admission.
-//! - `store`: objects, the global resourceVersion, event window, the object size limit,
-//!   finalizers, garbage collection (of dependents and of objects whose owners are gone);
+//! Layout (each folder calls only the ones below it, and the leaves):
+//! - `http`: [`server`] ([`LabServer`] and its [`Config`]: start, kubeconfig, client,
+//!   shutdown); `listener`: HTTPS (self-signed) and plain HTTP on one port; `front`:
+//!   authentication, authorization and routing of every HTTP request, discovery and
+//!   `/lab/faults` endpoints; `app`: what handlers share (state, request, responses); `verbs`:
+//!   get, list, watch, create, update, patch, delete, deletecollection; `watch`: the streaming
+//!   watch response with bookmarks; `discovery`: discovery documents and OpenAPI v3; `table`:
+//!   Table responses and JSONPath; `protobuf`: the protobuf bodies of `kubectl create
+//!   namespace|configmap`.
+//! - `write`: `admission`: CEL admission (CRD `x-kubernetes-validations`,
+//!   ValidatingAdmissionPolicies; the CRD `openAPIV3Schema` and CEL-rule checks themselves are
+//!   `netrollout_crdcheck`'s, shared with the kubectl plugin); `builtin`: typed checks of
+//!   built-in kinds; `patch`: merge, JSON, strategic-merge and apply patches; `managed`: field
+//!   ownership (`managedFields`) and server-side apply conflicts.
+//! - `authz`: [`auth`]: bearer tokens per [`Identity`]; `rbac`: the RBAC authorizer over stored
+//!   roles.
+//! - `storage`: the store (objects, the global resourceVersion, event window, the object size
+//!   limit, finalizers, garbage collection of dependents and of objects whose owners are gone);
 //!   `stored`: one object version held as its JSON bytes; `event`: one change as retained and
-//!   sent.
-//! - `watchers`: the watcher registry and what each watcher may hold before it is dropped;
-//!   `watch`: the streaming watch response with bookmarks.
-//! - [`resources`]: built-in kinds and kinds defined by CRDs.
-//! - `admission`: CEL admission (CRD `x-kubernetes-validations`, ValidatingAdmissionPolicies);
-//!   the CRD `openAPIV3Schema` and CEL-rule checks themselves are `netrollout_crdcheck`'s,
-//!   shared with the kubectl plugin; `builtin`: typed checks of built-in kinds.
-//! - `patch`: merge, JSON, strategic-merge and apply patches; `managed`: field ownership
-//!   (`managedFields`) and server-side apply conflicts.
-//! - `discovery`: discovery documents and OpenAPI v3; `table`: Table responses and JSONPath.
-//! - `selector`: label and field selectors; `object`: JSON object helpers; `convert`: views
-//!   of stored objects (apiVersion, the two Event APIs sharing one storage).
-//! - [`faults`]: fault injection; `persist`: optional persistence to a file; `protobuf`: the
-//!   protobuf bodies of `kubectl create namespace|configmap`.
-//! - [`error`]: [`Error`] and the `Status`-rendering [`ApiError`].
+//!   sent; `watchers`: the watcher registry and what each watcher may hold before it is dropped;
+//!   `persist`: optional persistence to a file; `convert`: views of stored objects (apiVersion,
+//!   the two Event APIs sharing one storage).
+//! - Leaves: [`resources`]: built-in kinds and kinds defined by CRDs; `selector`: label and
+//!   field selectors; `object`: JSON object helpers; [`faults`]: fault injection; [`error`]:
+//!   [`Error`] and the `Status`-rendering [`ApiError`].
 #![forbid(unsafe_code)]
 
-mod admission;
-mod app;
-pub mod auth;
-mod builtin;
-mod convert;
-mod discovery;
+mod authz;
 pub mod error;
-mod event;
 pub mod faults;
-mod front;
-mod listener;
-mod managed;
+mod http;
 mod object;
-mod patch;
-mod persist;
-mod protobuf;
-mod rbac;
 pub mod resources;
 mod selector;
-pub mod server;
-mod store;
-mod stored;
-mod table;
-mod verbs;
-mod watch;
-mod watchers;
+mod storage;
+mod write;
+
+pub use authz::auth;
+pub use http::server;
 
 pub use auth::Identity;
 pub use error::{ApiError, Error, Result};

@@ -14,6 +14,7 @@ use netrollout_lab_apiserver::{Config, LabServer};
 use serde_json::json;
 
 use crate::fabric;
+use crate::settings::Settings;
 
 mod apply;
 mod configurator;
@@ -21,47 +22,8 @@ mod liveness;
 mod node;
 mod pods;
 
-pub use node::{STARTUP_TAINT, VM_CHECK_TIMEOUT, WATCH_INTERVAL, healthcheck};
+pub use node::{RACK_LABEL, STARTUP_TAINT, VM_CHECK_TIMEOUT, WATCH_INTERVAL, healthcheck, rack_of};
 pub use pods::{Proc, frr_groups};
-
-/// How to build a lab.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// Nodes to start with.
-    pub nodes: usize,
-    /// Where kubeconfig, logs and agent state go.
-    pub state_dir: PathBuf,
-    /// Configurator replicas (the leader writes; the others stand by).
-    pub configurators: usize,
-    /// `--update-limit` of the configurator.
-    pub update_limit: crate::settings::UpdateLimit,
-    /// `--apply-timeout` of the configurator.
-    pub apply_timeout: Duration,
-    /// `--pickup-timeout` of the configurator.
-    pub pickup_timeout: Duration,
-    /// `--max-failures` of the configurator.
-    pub max_failures: u32,
-    /// `--guard` of the configurator (the fleet guard: `revert`, `halt` or `off`).
-    pub guard: crate::settings::GuardMode,
-    /// `--probe-hold` of the agents.
-    pub probe_hold: Duration,
-    /// `--probe-hold` of single agents, by node name, in place of `probe_hold` (a scenario
-    /// whose one wave must outlast a remote failure's report).
-    pub probe_holds: BTreeMap<String, Duration>,
-    /// Directory holding the `netrollout-agent` and `netrollout-configurator` binaries.
-    pub bin_dir: PathBuf,
-    /// Run the nodes inside the Debian-kernel VM ([`crate::vm`]).
-    pub vm: bool,
-    /// Leave the inputs that need a VRF out even when the kernel has VRFs.
-    pub without_vrfs: bool,
-    /// Start a Prometheus scraping the configurators and agents ([`crate::prometheus`]).
-    pub prometheus: bool,
-    /// What the lab rolls out first: the samples or the user's manifests.
-    pub inputs: crate::inputs::Source,
-    /// Run the agents and configurators as their images under podman, in the shape of the
-    /// bundle's pods ([`crate::pods`]).
-    pub containers: bool,
-}
 
 /// A running lab.
 pub struct Cluster {
@@ -69,7 +31,7 @@ pub struct Cluster {
     pub server: LabServer,
     /// A client of it.
     pub client: kube::Client,
-    opts: Options,
+    opts: Settings,
     /// Per node its number and, in local mode, its agent (in VM mode the guest runs it).
     nodes: BTreeMap<String, (usize, Option<Proc>)>,
     configurators: BTreeMap<String, Proc>,
@@ -100,7 +62,7 @@ pub const LEASE: &str = "netrollout-configurator";
 impl Cluster {
     /// Checks what a lab needs before it changes anything: the binaries, root (or the
     /// capabilities), and FRR. Each failure says what is missing and how to get it.
-    pub fn preflight(opts: &Options) -> Result<()> {
+    pub fn preflight(opts: &Settings) -> Result<()> {
         for bin in ["netrollout-agent", "netrollout-configurator"] {
             if !opts.bin_dir.join(bin).exists() {
                 bail!(
@@ -137,7 +99,7 @@ impl Cluster {
 
     /// Builds the fabric, starts the API server, applies the CRDs and starts nodes and
     /// configurators.
-    pub async fn start(mut opts: Options) -> Result<Self> {
+    pub async fn start(mut opts: Settings) -> Result<Self> {
         Self::preflight(&opts)?;
         // A VM lab creates nothing on this machine but its processes: what an earlier local lab
         // left here is not its to remove (and may be another lab's, running).
@@ -244,7 +206,7 @@ impl Cluster {
     }
 
     /// The lab's options.
-    pub fn options(&self) -> &Options {
+    pub fn settings(&self) -> &Settings {
         &self.opts
     }
 

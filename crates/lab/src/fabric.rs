@@ -130,11 +130,6 @@ pub fn add_namespace(ns: &str, host_end: &str, addr: Ipv4Addr) -> Result<()> {
     ])
 }
 
-/// Removes a node's namespace (its veth pair goes with it).
-pub fn remove_node(node: &str) -> Result<()> {
-    ip(&["netns", "del", &netns(node)])
-}
-
 /// Removes every namespace and link the lab created; returns what it removed.
 pub fn teardown() -> Vec<String> {
     let mut removed = Vec::new();

@@ -18,7 +18,8 @@
 //! - [`pids`]: the pid file every started process is recorded in.
 //! - [`pods`]: container mode: the bundle's pod templates onto podman, and a kubelet's probes.
 //! - [`pinger`]: the raw-ICMP probe stream a workload runs.
-//! - [`settings`]: typed settings (update limit, durations).
+//! - [`settings`]: [`settings::Settings`], the one settings type: the flags of `up`, `scenario`
+//!   and `bench` (clap), what a scenario adjusts and what the cluster reads.
 //! - [`vm`]: VM mode's host side: boots the Debian-kernel VM, talks to its guest side.
 //! - [`guest`]: VM mode's guest side: the nodes, FRR, agents and traffic inside the VM.
 //! - [`scenario`]: the scripted stories (one file each behind one trait) and their checks.
@@ -30,22 +31,22 @@
 
 pub mod bench;
 pub mod cluster;
-pub mod fabric;
-pub mod frr;
+mod fabric;
+mod frr;
 pub mod guest;
-pub mod identities;
+mod identities;
 pub mod inputs;
-pub mod manifests;
-pub mod pids;
+mod manifests;
+mod pids;
 pub mod pinger;
-pub mod pods;
+mod pods;
 pub mod progress;
-pub mod prometheus;
+mod prometheus;
 pub mod scenario;
 pub mod settings;
 pub mod traffic;
-pub mod vm;
-pub mod workload;
+mod vm;
+mod workload;
 
 use std::net::SocketAddr;
 

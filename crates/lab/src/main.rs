@@ -9,12 +9,11 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
 use netrollout_api::RevisionPhase;
-use netrollout_lab::cluster::{Cluster, Options};
-use netrollout_lab::manifests::Manifests;
+use netrollout_lab::cluster::{self, Cluster};
 use netrollout_lab::progress::Observed;
 use netrollout_lab::scenario::Scenario;
-use netrollout_lab::settings::{self, UpdateLimit};
-use netrollout_lab::{cluster, inputs, out, scenario};
+use netrollout_lab::settings::Settings;
+use netrollout_lab::{inputs, out, scenario};
 
 /// A whole netrollout cluster on one machine: the lab API server, network namespaces as nodes
 /// running the real agent, and the real configurator. Needs root (or CAP_NET_ADMIN and
@@ -80,100 +79,6 @@ enum Cmd {
     },
 }
 
-#[derive(Debug, clap::Args)]
-struct Settings {
-    /// Nodes (network namespaces) to start.
-    #[arg(long, default_value_t = 4)]
-    nodes: usize,
-    /// Nodes updated at once: a number (`5`) or a percentage of the nodes (`20%`).
-    #[arg(long, default_value = "2", value_parser = settings::parse_limit)]
-    update_limit: UpdateLimit,
-    /// How long a node may take to apply and probe [default: 30s, 90s with --vm (TCG is slow)].
-    #[arg(long, value_parser = settings::parse_duration)]
-    apply_timeout: Option<Duration>,
-    /// How long an agent may take to pick a dispatch up.
-    #[arg(long, default_value = "60s", value_parser = settings::parse_duration)]
-    pickup_timeout: Duration,
-    /// Failed nodes tolerated before a revision fails.
-    #[arg(long, default_value_t = 0)]
-    max_failures: u32,
-    /// The configurator's fleet guard (`--guard`): `revert` (its default), `halt` or `off`
-    /// (judge a rollout by the nodes it touched only; `remote-break` then shows the rollout
-    /// going on).
-    #[arg(long, default_value = "revert", value_parser = settings::parse_guard)]
-    guard: settings::GuardMode,
-    /// How long each agent keeps probing after its probes pass before it commits a change (the
-    /// agent's `--probe-hold`); it also makes a rollout easy to follow.
-    #[arg(long, default_value = "1s", value_parser = settings::parse_duration)]
-    probe_hold: Duration,
-    /// Directory of the netrollout-agent and netrollout-configurator binaries (default: next to
-    /// this program).
-    #[arg(long)]
-    bin_dir: Option<PathBuf>,
-    /// Run the nodes inside a VM with Debian's kernel (qemu, hack/vm/lab.sh), which has VRFs:
-    /// the full samples roll out. The API server and the configurators stay on this machine.
-    #[arg(long)]
-    vm: bool,
-    /// Leave the samples that need a VRF out even when the nodes' kernel has VRFs.
-    #[arg(long)]
-    without_vrfs: bool,
-    /// Also start a real Prometheus (Debian's `prometheus` on PATH) on a free local port: it
-    /// scrapes the configurator (job="netrollout-configurator") and every agent
-    /// (job="netrollout-agent", instance=<node>) each second and evaluates
-    /// deploy/monitoring/rules.yaml each second. Its URL is printed; it stops with the lab. Not
-    /// with --vm.
-    #[arg(long)]
-    prometheus: bool,
-    /// Roll out your own manifests instead of config/samples: every *.yaml, *.yml and *.json
-    /// file directly in DIR (VRFRouteConfiguration, Layer2NetworkConfiguration, RoutingTable;
-    /// netrollout.io/v1alpha1 or the Go operator's v1alpha1 groups, converted as `kubectl
-    /// netrollout migrate` does). Checked before the lab starts; the lab's own tenant network is
-    /// added for the traffic measure.
-    #[arg(long, value_name = "DIR")]
-    manifests: Option<PathBuf>,
-    /// Run each node's agent and the configurator as their images under podman, in the shape
-    /// deploy/netrollout.yaml gives their pods (security context, volumes, environment, memory
-    /// limit, probes; read from the bundle). Build the images first: hack/images.sh. Not with
-    /// --vm.
-    #[arg(long)]
-    containers: bool,
-}
-
-impl Settings {
-    fn options(&self, state_dir: PathBuf) -> Result<Options> {
-        let bin_dir = match &self.bin_dir {
-            Some(dir) => dir.clone(),
-            None => std::env::current_exe()?
-                .parent()
-                .context("locating this program's directory")?
-                .to_path_buf(),
-        };
-        Ok(Options {
-            nodes: self.nodes,
-            state_dir,
-            configurators: 1,
-            update_limit: self.update_limit,
-            apply_timeout: self
-                .apply_timeout
-                .unwrap_or(Duration::from_secs(if self.vm { 90 } else { 30 })),
-            pickup_timeout: self.pickup_timeout,
-            max_failures: self.max_failures,
-            guard: self.guard,
-            probe_hold: self.probe_hold,
-            probe_holds: Default::default(),
-            bin_dir,
-            vm: self.vm,
-            without_vrfs: self.without_vrfs,
-            prometheus: self.prometheus,
-            containers: self.containers,
-            inputs: match &self.manifests {
-                Some(dir) => inputs::Source::Manifests(Manifests::read(dir)?),
-                None => inputs::Source::Samples,
-            },
-        })
-    }
-}
-
 /// The lab API server runs in this process: the allocator of its own binary (mimalloc).
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -234,11 +139,11 @@ async fn run() -> Result<()> {
         }
         Cmd::Up(settings) => {
             let mut stop = Stop::install()?;
-            up(settings.options(cli.state_dir)?, &mut stop).await
+            up(at(settings, cli.state_dir), &mut stop).await
         }
         Cmd::Bench { settings } => {
             let mut stop = Stop::install()?;
-            let mut lab = start(settings.options(cli.state_dir)?, &mut stop).await?;
+            let mut lab = start(at(settings, cli.state_dir), &mut stop).await?;
             let result = tokio::select! {
                 r = netrollout_lab::bench::run(&mut lab) => r,
                 () = stop.wait() => Err(anyhow::anyhow!("interrupted")),
@@ -256,8 +161,9 @@ async fn run() -> Result<()> {
         Cmd::Scenario { name, settings } => {
             let mut stop = Stop::install()?;
             let mut failed = Vec::new();
+            let settings = at(settings, cli.state_dir);
             for s in name.scenarios() {
-                let opts = s.options(settings.options(cli.state_dir.clone())?);
+                let opts = s.settings(settings.clone());
                 if !run_scenario(s, opts, &mut stop).await? {
                     failed.push(s.name().to_string());
                 }
@@ -271,8 +177,16 @@ async fn run() -> Result<()> {
     }
 }
 
+/// The settings of a lab whose state goes into `state_dir` (the global `--state-dir`).
+fn at(settings: Settings, state_dir: PathBuf) -> Settings {
+    Settings {
+        state_dir,
+        ..settings
+    }
+}
+
 /// Starts a lab; on failure (or a signal meanwhile) removes what was started.
-async fn start(opts: Options, stop: &mut Stop) -> Result<Cluster> {
+async fn start(opts: Settings, stop: &mut Stop) -> Result<Cluster> {
     Cluster::preflight(&opts)?;
     let state_dir = opts.state_dir.clone();
     let started = tokio::select! {
@@ -293,7 +207,7 @@ async fn start(opts: Options, stop: &mut Stop) -> Result<Cluster> {
     started
 }
 
-async fn run_scenario(scenario: &dyn Scenario, opts: Options, stop: &mut Stop) -> Result<bool> {
+async fn run_scenario(scenario: &dyn Scenario, opts: Settings, stop: &mut Stop) -> Result<bool> {
     let name = scenario.name();
     out!(
         "== scenario {name}: {} nodes, update limit {}",
@@ -305,7 +219,7 @@ async fn run_scenario(scenario: &dyn Scenario, opts: Options, stop: &mut Stop) -
         r = scenario::run(scenario, &mut lab) => r,
         () = stop.wait() => Err(anyhow::anyhow!("interrupted")),
     };
-    let logs = lab.options().state_dir.join("logs");
+    let logs = lab.settings().state_dir.join("logs");
     lab.shutdown().await?;
     let summary = match result {
         Ok(summary) => summary,
@@ -331,7 +245,7 @@ async fn run_scenario(scenario: &dyn Scenario, opts: Options, stop: &mut Stop) -
     Ok(summary.passed())
 }
 
-async fn up(opts: Options, stop: &mut Stop) -> Result<()> {
+async fn up(opts: Settings, stop: &mut Stop) -> Result<()> {
     out!(
         "starting the lab: {} nodes, update limit {} ...",
         opts.nodes,
@@ -347,7 +261,7 @@ async fn up(opts: Options, stop: &mut Stop) -> Result<()> {
 /// Applies the samples and the lab's tenant network, then shows the rollout and the tenant
 /// traffic until a signal.
 async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
-    let source = &lab.options().inputs;
+    let source = &lab.settings().inputs();
     let (objects, skipped) = inputs::initial(source, lab.vrf, lab.node_names().len())?;
     let hint = inputs::patch_hint(&inputs::select(source, lab.vrf)?.0);
     if let inputs::Source::Manifests(m) = source
@@ -423,7 +337,7 @@ async fn watch(lab: &mut Cluster, stop: &mut Stop) -> Result<()> {
                      {}   # a new revision rolls out\n\
                      Changes show up here. Ctrl-C tears everything down.",
                     lab.kubeconfig().display(),
-                    lab.options().bin_dir.display(),
+                    lab.settings().bin_dir.display(),
                     hint,
                 );
                 if let Some(p) = &lab.prometheus {

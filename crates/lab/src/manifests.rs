@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The kinds the lab applies.
-pub const KINDS: [&str; 3] = [
+pub const KINDS: [&str; 4] = [
     "VRFRouteConfiguration",
     "Layer2NetworkConfiguration",
     "RoutingTable",
+    "BGPPeering",
 ];
 
 /// The Go operator's API groups, converted by changing `apiVersion`.
@@ -40,16 +41,13 @@ pub struct Manifests {
 /// Why a manifest directory cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("--manifests {dir}: {source}")]
-    Dir {
-        dir: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("cannot read the directory: {0}")]
+    Dir(std::io::Error),
     #[error(
-        "--manifests {dir}: no *.yaml, *.yml or *.json file in it; put your \
-             VRFRouteConfiguration, Layer2NetworkConfiguration and RoutingTable manifests there"
+        "no *.yaml, *.yml or *.json file in it; put your VRFRouteConfiguration, \
+         Layer2NetworkConfiguration, RoutingTable and BGPPeering manifests there"
     )]
-    Empty { dir: PathBuf },
+    Empty,
     #[error("{origin}: {message}")]
     Doc { origin: String, message: String },
 }
@@ -57,13 +55,9 @@ pub enum Error {
 impl Manifests {
     /// Reads and checks every manifest file directly in `dir`.
     pub fn read(dir: &Path) -> Result<Self, Error> {
-        let dir_error = |source| Error::Dir {
-            dir: dir.to_path_buf(),
-            source,
-        };
         let mut files = Vec::new();
-        for entry in std::fs::read_dir(dir).map_err(dir_error)? {
-            let path = entry.map_err(dir_error)?.path();
+        for entry in std::fs::read_dir(dir).map_err(Error::Dir)? {
+            let path = entry.map_err(Error::Dir)?.path();
             let manifest = path
                 .extension()
                 .and_then(|e| e.to_str())
@@ -74,9 +68,7 @@ impl Manifests {
         }
         files.sort();
         if files.is_empty() {
-            return Err(Error::Empty {
-                dir: dir.to_path_buf(),
-            });
+            return Err(Error::Empty);
         }
         let mut manifests = Manifests {
             dir: dir.to_path_buf(),
@@ -357,9 +349,6 @@ mod tests {
         let err = Manifests::read(Path::new("/nonexistent/netrollout"))
             .unwrap_err()
             .to_string();
-        assert!(
-            err.starts_with("--manifests /nonexistent/netrollout:"),
-            "{err}"
-        );
+        assert!(err.starts_with("cannot read the directory:"), "{err}");
     }
 }

@@ -33,10 +33,11 @@ pub mod selector;
 pub mod snapshot;
 
 pub use compile::{Compiled, compile, compile_against};
-pub use error::{Error, Invalid, Problem, Result};
+pub use error::{Error, Invalid, Problem, Result, StoreLimits};
 pub use needs::needs;
 pub use render::{Node, Rendered, render};
 pub use revision::{
-    MAX_NODE_CONFIG_BYTES, MAX_OBJECT_BYTES, MAX_SNAPSHOT_BYTES, REVISION_HEADROOM_BYTES, Revision,
+    LIMITS, MAX_NODE_CONFIG_BYTES, MAX_OBJECT_BYTES, MAX_SNAPSHOT_BYTES, REVISION_HEADROOM_BYTES,
+    Revision,
 };
-pub use snapshot::{canonical_json, from_objects, hash_canonical, revision_name};
+pub use snapshot::{canonical_json, from_objects, hash_canonical, peerings, revision_name};

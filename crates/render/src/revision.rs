@@ -3,7 +3,7 @@
 
 use netrollout_api::Snapshot;
 
-use crate::error::{Error, Invalid, Result};
+use crate::error::{Error, Invalid, Result, StoreLimits};
 use crate::snapshot::{canonical_json, hash_canonical, revision_name};
 
 /// Largest rendered config of one node: the API server refuses bigger objects.
@@ -16,6 +16,17 @@ pub const REVISION_HEADROOM_BYTES: usize = 256 * 1024;
 /// Largest snapshot: the revision with its metadata and status must still fit in
 /// [`MAX_OBJECT_BYTES`].
 pub const MAX_SNAPSHOT_BYTES: usize = MAX_OBJECT_BYTES - REVISION_HEADROOM_BYTES;
+
+/// The size limits this renderer checks a snapshot against.
+pub const LIMITS: StoreLimits = StoreLimits {
+    object_bytes: MAX_OBJECT_BYTES,
+    snapshot_bytes: MAX_SNAPSHOT_BYTES,
+};
+
+/// No problem found yet, in a snapshot checked against [`LIMITS`].
+pub(crate) fn none() -> Invalid {
+    Invalid::new(LIMITS)
+}
 
 /// The identity of a snapshot: its canonical JSON, hash and revision name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,7 +49,7 @@ impl Revision {
         let canonical = canonical_json(snapshot).map_err(Error::Serialize)?;
         let hash = hash_canonical(&canonical);
         let name = revision_name(&hash);
-        let mut invalid = Invalid::default();
+        let mut invalid = crate::revision::none();
         if canonical.len() > MAX_SNAPSHOT_BYTES {
             invalid.push(
                 "NetworkConfigRevision",
@@ -53,11 +64,14 @@ impl Revision {
                 ),
             );
         }
-        invalid.into_result(Self {
-            name,
-            hash,
-            size: canonical.len(),
-        })
+        crate::error::checked(
+            invalid,
+            Self {
+                name,
+                hash,
+                size: canonical.len(),
+            },
+        )
     }
 }
 

@@ -1,6 +1,7 @@
 //! What the planner asks the configurator to do, each with a human-readable reason.
 
 use crate::analysis::Gate;
+use crate::approval::Hold;
 use crate::guard::GuardTrip;
 use crate::state::{DispatchRecord, RevisionPhase, Unmet};
 use crate::time::Timestamp;
@@ -198,6 +199,12 @@ pub struct Summary {
     pub analysis: Option<Gate>,
     /// The target's nodes baking (`--bake-time`), if any.
     pub bake: Option<Bake>,
+    /// The maintenance schedule holds the target: outside a window or in a freeze, nothing
+    /// of it is dispatched until it opens ([`crate::schedule`]).
+    pub schedule: Option<crate::schedule::ScheduleHold>,
+    /// What holds the target for a person: an approval gate it reached, or the start checks
+    /// before its first dispatch ([`crate::approval`]).
+    pub hold: Option<Hold>,
 }
 
 /// The overall decision of a pass.

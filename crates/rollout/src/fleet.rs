@@ -34,6 +34,8 @@ pub(crate) struct Index {
     pub not_ready: usize,
     /// Of those, counted (Ready, not marked unresponsive).
     pub counted: usize,
+    /// Of those, canaries (an approval gate `canary` holds once they run a revision).
+    pub canaries: usize,
     /// Per spec revision name: the counts that do not depend on the clock.
     pub tallies: BTreeMap<String, Counts>,
     /// Managed nodes with a spec revision and no outcome for it: the clock decides whether they
@@ -180,6 +182,7 @@ impl Index {
         step(&mut self.managed, true);
         step(&mut self.not_ready, !n.ready);
         step(&mut self.counted, counted);
+        step(&mut self.canaries, n.canary);
         if let Some(spec) = &n.spec_revision {
             let t = self.tallies.entry(spec.clone()).or_default();
             let (settled, failed) = (s == Standing::Settled, s == Standing::Failed);

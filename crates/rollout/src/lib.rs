@@ -27,6 +27,8 @@
 //! - [`action`]: the plan, its actions and summary.
 //! - [`domain`]: failure domains (`--domain-key`): a cap per domain, domains one after the
 //!   other, a budget of failed domains (`plan/domains.rs` is its step).
+//! - [`approval`]: approval gates (`--pause-after`, promotes) and the start checks
+//!   (`--start-max-unhealthy`, a blocking query) (`plan/approval.rs` is its step).
 //! - [`analysis`]: analysis gates: a revision with checks rolls out wave by wave, each wave
 //!   only after the checks passed with the ones before (`plan/analysis.rs` is its step).
 //! - `plan`: the planning pass ([`plan()`], [`plan_with`]), which reads the fleet's index into
@@ -35,6 +37,8 @@
 //! - `assess`: each node's condition relative to its spec revision.
 //! - [`order`]: dispatch order ([`order::first_in_dispatch_order_of`] picks a wave from bounded
 //!   per-group heaps, without collecting or sorting the candidates).
+//! - [`schedule`]: maintenance windows and freezes as spans of time (`plan/schedule.rs` is
+//!   its step).
 //! - `prune`: history limits.
 //! - [`time`]: caller-supplied instants.
 //! - `sim` (feature `sim`, for this crate's tests and benchmark only): the deterministic fleet
@@ -47,6 +51,7 @@
 
 pub mod action;
 pub mod analysis;
+pub mod approval;
 mod assess;
 pub mod domain;
 pub mod fleet;
@@ -55,6 +60,7 @@ pub mod lifecycle;
 pub mod order;
 mod plan;
 mod prune;
+pub mod schedule;
 pub mod settings;
 #[cfg(feature = "sim")]
 pub mod sim;
@@ -67,6 +73,7 @@ pub use action::{
 pub use domain::{DomainOrder, DomainPolicy, ParseDomainOrderError};
 pub use fleet::Fleet;
 pub use plan::{plan, plan_with};
+pub use schedule::{Closed, Freeze, Schedule, ScheduleHold, Span};
 pub use settings::{
     HistoryLimits, ParseRolloutStrategyError, ParseUpdateLimitError, RolloutStrategy, Settings,
     UpdateLimit,

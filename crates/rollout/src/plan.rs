@@ -45,8 +45,10 @@ pub fn plan_with(state: &State, fleet: &Fleet, now: Timestamp, settings: &Settin
     let free = p.limit.saturating_sub(in_flight);
     let (unmet, held) = p.preflight(&d);
     let analysis = p.analysis_gate(&d);
-    let held_any = held || analysis.as_ref().is_some_and(|g| g.held);
-    let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free, held_any);
+    let schedule = p.schedule_hold(&d);
+    let held_any = held || analysis.as_ref().is_some_and(|g| g.held) || schedule.is_some();
+    let (room, hold) = p.approval(&d);
+    let (dispatches, dispatched, goal_dispatched) = p.dispatch(&d, free, held_any, room);
     p.progress(&d, goal_dispatched);
     let pruned = p.prune(&d);
     let on_goal = d.goal.map(|g| p.tally[g]).unwrap_or_default();
@@ -64,6 +66,7 @@ pub fn plan_with(state: &State, fleet: &Fleet, now: Timestamp, settings: &Settin
         unmet,
         held,
         analysis,
+        schedule,
         bake: d.goal.and_then(|g| {
             let (nodes, until) = p.bake_of(g)?;
             Some(crate::action::Bake {
@@ -72,6 +75,7 @@ pub fn plan_with(state: &State, fleet: &Fleet, now: Timestamp, settings: &Settin
                 until,
             })
         }),
+        hold,
     };
     let mut actions = p.phase_actions;
     actions.extend(p.withdrawals);
@@ -352,6 +356,7 @@ impl<'a> Pass<'a> {
 }
 
 mod analysis;
+mod approval;
 mod bake;
 mod domains;
 mod eligible;
@@ -359,3 +364,4 @@ mod failures;
 mod guard;
 mod nodes;
 mod preflight;
+mod schedule;

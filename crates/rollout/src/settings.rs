@@ -1,12 +1,15 @@
 //! Settings of the planner: the update limit, the rollout strategy, the timeouts, the failure
-//! budget, history limits, failure domains.
+//! budget, history limits, failure domains, approval gates and the start checks, the
+//! maintenance schedule.
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::approval::{PauseAfter, StartCheck, Unhealthy};
 use crate::domain::DomainPolicy;
 use crate::guard::GuardMode;
+use crate::schedule::Schedule;
 
 /// How many nodes may be in flight at once, across all revisions (`--update-limit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -194,6 +197,19 @@ pub struct Settings {
     /// How long a node that committed a revision must stay healthy before its slot (or its
     /// wave) is released (`--bake-time`, default 0: off).
     pub bake_time: Duration,
+    /// When rollouts may dispatch: maintenance windows and freezes, laid out around now by
+    /// the configurator each pass from the `MaintenanceSchedule` objects (default: always
+    /// open; [`crate::schedule`]).
+    pub schedule: Schedule,
+    /// Approval gates (`--pause-after`): a revision rolling out waits for a person's promote
+    /// once as many nodes run it as a gate says ([`crate::approval`]). Empty: none.
+    pub pause_after: Vec<PauseAfter>,
+    /// Before its first dispatch a revision waits while more managed nodes than this report
+    /// their tenants unreachable (`--start-max-unhealthy`; `None`: not checked).
+    pub start_max_unhealthy: Option<Unhealthy>,
+    /// The blocking query's last answer (the configurator measures it each pass when one is
+    /// configured): while it returns something, no revision starts.
+    pub start_check: StartCheck,
 }
 
 impl Default for Settings {
@@ -210,6 +226,10 @@ impl Default for Settings {
             guard_threshold: 1,
             domains: None,
             bake_time: Duration::ZERO,
+            schedule: Schedule::default(),
+            pause_after: Vec::new(),
+            start_max_unhealthy: None,
+            start_check: StartCheck::Clear,
         }
     }
 }

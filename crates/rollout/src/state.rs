@@ -4,6 +4,7 @@
 //! (including the dispatch record it persisted as an annotation) into these.
 
 use crate::analysis::Analysis;
+use crate::approval::Approval;
 use crate::guard::Health;
 use crate::time::Timestamp;
 
@@ -41,6 +42,12 @@ pub struct Revision {
     /// Its analysis checks and their last verdict (the configurator measures them when a pass
     /// says so and fills this in; [`crate::analysis`]).
     pub analysis: Analysis,
+    /// Its current targeting is an undo: the inputs came back to its content while it was
+    /// Succeeded (known-good), so the configurator raised it. An undo is never held by the
+    /// maintenance schedule ([`crate::schedule`]).
+    pub undo: bool,
+    /// The promotions a person gave it (`kubectl netrollout promote`; [`crate::approval`]).
+    pub approval: Approval,
 }
 
 /// A node that lacks capabilities a revision's config for it needs.
@@ -64,6 +71,8 @@ impl Revision {
             guard_tripped: false,
             unmet: Vec::new(),
             analysis: Analysis::default(),
+            undo: false,
+            approval: Approval::default(),
         }
     }
 }

@@ -10,6 +10,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::Client;
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use netrollout_api::{NetworkConfigRevision, NodeNetworkConfig, RoutingTable};
+/// Who a kubeconfig or client of the lab API server acts as (`LabServer::write_kubeconfig_for`).
+pub use netrollout_lab_apiserver::Identity;
 use netrollout_lab_apiserver::{Config, LabServer};
 use tempfile::TempDir;
 

@@ -13,6 +13,10 @@ use tokio::net::TcpListener;
 /// The value the fake answers for a query.
 pub type Answer = Arc<dyn Fn(&str) -> f64 + Send + Sync>;
 
+/// The value the fake answers for a query, or `None`: no series at all (an empty vector, what a
+/// query for firing alerts returns while none fires).
+pub type MaybeAnswer = Arc<dyn Fn(&str) -> Option<f64> + Send + Sync>;
+
 /// One query the fake received.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query {
@@ -33,6 +37,11 @@ pub struct FakePrometheus {
 impl FakePrometheus {
     /// Listens on a free loopback port and answers each query with `answer(query)`.
     pub async fn start(answer: Answer) -> Self {
+        Self::start_maybe(Arc::new(move |q: &str| Some(answer(q)))).await
+    }
+
+    /// [`FakePrometheus::start`], answering a query with no series when `answer` gives `None`.
+    pub async fn start_maybe(answer: MaybeAnswer) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let queries = Arc::new(Mutex::new(Vec::new()));
@@ -61,8 +70,14 @@ impl FakePrometheus {
                             .duration_since(SystemTime::UNIX_EPOCH)
                             .unwrap()
                             .as_secs_f64();
+                        let series = match value {
+                            Some(value) => format!(
+                                r#"{{"metric":{{"alertname":"Fake"}},"value":[{now},"{value}"]}}"#
+                            ),
+                            None => String::new(),
+                        };
                         let body = format!(
-                            r#"{{"status":"success","data":{{"resultType":"vector","result":[{{"metric":{{}},"value":[{now},"{value}"]}}]}}}}"#
+                            r#"{{"status":"success","data":{{"resultType":"vector","result":[{series}]}}}}"#
                         );
                         format!(
                             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",

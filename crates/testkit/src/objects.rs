@@ -132,6 +132,7 @@ pub fn snapshot(mtu: i32, with_table: bool) -> Snapshot {
         } else {
             vec![]
         },
+        bgp_peerings: vec![],
     }
 }
 
@@ -148,6 +149,7 @@ pub fn revision(name: &str, sequence: i64, snapshot: Snapshot) -> NetworkConfigR
             paused: false,
             snapshot,
             analysis: Vec::new(),
+            promotion: None,
         },
     )
 }

@@ -1,16 +1,15 @@
 //! Crash recovery in the driver: on start, the state on disk goes to the transaction core as
-//! [`Event::Started`]; the decision ([`decide`]) and its effects are the core's.
+//! [`Event::Started`]; the decision ([`crate::txn::decide`]) and its effects are the core's.
 
 use tracing::Instrument;
 
 use super::Agent;
 use crate::error::Result;
-pub use crate::txn::recovery::{Recovery, decide, next_attempt};
 use crate::txn::{Core, Event};
 
 impl Agent {
     /// On start: a journal means the agent died mid-apply. Restores the last-known-good config,
-    /// then does what [`decide`] says.
+    /// then does what [`crate::txn::decide`] says.
     pub async fn recover(&self) -> Result<()> {
         let disk = self.read_disk().await?;
         let Some(journal) = &disk.journal else {

@@ -39,6 +39,9 @@ pub struct Deadlines {
     /// A probe round: `--probe-each-timeout` (the checks run at once) plus, with FRR, the FRR
     /// deadline (the routing checks read FRR), else 30 s.
     pub probes: Duration,
+    /// Each API request (`--api-deadline`): not a step of the transaction, which never waits
+    /// for the API server ([`crate::bounded`]).
+    pub api: Duration,
 }
 
 impl Default for Deadlines {
@@ -50,6 +53,7 @@ impl Default for Deadlines {
             frr: Duration::from_secs(300),
             disk: Duration::from_secs(60),
             probes: Duration::from_secs(302),
+            api: Duration::from_secs(10),
         }
     }
 }

@@ -116,6 +116,7 @@ impl Core {
     }
 
     /// Whether the transaction has finished (no effect is awaited).
+    #[cfg(test)]
     pub fn is_done(&self) -> bool {
         matches!(self.phase, Phase::Done | Phase::Idle)
     }

@@ -2,7 +2,9 @@
 //! network namespace. bgpd or zebra is killed (`SIGKILL`) after the agent's kernel step, before
 //! its FRR step or in the middle of it (the agent's diff sent with `vtysh -f` and FRR's running
 //! config read back: the daemon is stopped the moment `frr.conf` is replaced, so the agent's
-//! vtysh waits on it, then killed), and started again a few seconds later, as a supervisor would:
+//! vtysh waits on it, then killed; the agent's script vtysh is held at a gate until then, so
+//! that the moment is not a race against a loaded machine), and started again a few seconds
+//! later, as a supervisor would:
 //! the agent does not commit, says in the status that FRR (naming the daemon) is not running
 //! while it waits, restores last-known-good in FRR and the kernel once FRR is back, and reports
 //! the revision `Failed` naming the daemon. FRR down when an apply would start: nothing is
@@ -42,6 +44,7 @@ enum Moment {
 /// (none: the kernel objects go, and FRR's managed section) with `daemon` killed at `moment`.
 async fn frr_daemon_dies_during_an_apply(daemon: &str, moment: Moment) {
     let mut w = World::new("10s").await;
+    let gate = Gate::install(&mut w);
     let good = layer2s(700, 3);
     let mut tail = LogTail::from_end(&w.lab.log_path());
     w.lab.set_spec("rev-1", good.clone()).await;
@@ -51,6 +54,9 @@ async fn frr_daemon_dies_during_an_apply(daemon: &str, moment: Moment) {
     let running_good = strip_header(&w.node.running());
     let conf_good = std::fs::read_to_string(&w.conf).unwrap();
 
+    if let Moment::DuringSync = moment {
+        gate.close();
+    }
     w.lab.set_spec("rev-2", NodeConfig::default()).await;
     let quoted = "\"revision\":\"rev-2\"";
     tail.wait_line(&["\"step\":\"apply\"", quoted], Duration::from_secs(60))
@@ -74,6 +80,9 @@ async fn frr_daemon_dies_during_an_apply(daemon: &str, moment: Moment) {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         signal_daemon(&ps, daemon, "STOP");
+        // The script's vtysh has waited at the gate: the FRR step cannot have finished. Now it
+        // sends the diff to the stopped daemon.
+        gate.open();
         let deadline = Instant::now() + Duration::from_secs(10);
         while !helpers(&w.lab).iter().any(|p| p.cmdline.contains("vtysh")) {
             assert!(
@@ -316,6 +325,62 @@ fn signal_daemon(ps: &str, daemon: &str, sig: &str) {
         .unwrap()
         .success();
     assert!(ok, "kill -{sig} {daemon} ({})", pid.trim());
+}
+
+/// A gate on the agent's diff script: the agent's `--frr-bindir` becomes a directory whose
+/// `vtysh` runs the real one, except that the script's (`vtysh ... -f /proc/self/fd/0`, the
+/// diff the agent sends after it replaced `frr.conf`) first waits while the gate is closed.
+/// The agent's other vtysh calls (reads, the check of the file) and `frr-reload.py`'s pass.
+/// So a daemon stopped once `frr.conf` is replaced is stopped before the diff reaches it,
+/// however slow the test is to notice the replacement (it once noticed after the whole FRR
+/// step had finished, at load 10).
+struct Gate {
+    closed: std::path::PathBuf,
+}
+
+impl Gate {
+    fn install(w: &mut World) -> Self {
+        let dir = w.lab.dir.path().join("gated-bin");
+        std::fs::create_dir_all(&dir).unwrap();
+        let closed = dir.join("closed");
+        let bindir = w
+            .lab
+            .extra_args
+            .iter()
+            .position(|a| a == "--frr-bindir")
+            .expect("the FRR flags name --frr-bindir")
+            + 1;
+        let real = std::path::Path::new(&w.lab.extra_args[bindir]).join("vtysh");
+        let wrapper = dir.join("vtysh");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh
+case \" $* \" in
+  *\" -f /proc/self/fd/0 \"*)
+    \
+                 while [ -e '{}' ]; do sleep 0.005; done ;;
+esac
+exec '{}' \"$@\"
+",
+                closed.display(),
+                real.display()
+            ),
+        )
+        .unwrap();
+        chmod_755(&wrapper);
+        chmod_755(&dir);
+        w.lab.extra_args[bindir] = dir.display().to_string();
+        Self { closed }
+    }
+
+    fn close(&self) {
+        std::fs::write(&self.closed, "").unwrap();
+    }
+
+    fn open(&self) {
+        std::fs::remove_file(&self.closed).unwrap();
+    }
 }
 
 /// `show running-config` without its `Building configuration...` preamble.

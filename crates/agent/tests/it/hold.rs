@@ -12,7 +12,7 @@ use netrollout_api::{NodeConfig, NodePhase};
 
 const HOLD_MS: i64 = 1500;
 
-fn holding(lab: &mut Lab) {
+fn holding(lab: &mut Lab, hold_ms: i64) {
     lab.extra_args = vec![
         "--probe-tcp".into(),
         lab.api_target(),
@@ -23,14 +23,14 @@ fn holding(lab: &mut Lab) {
         "--probe-interval".into(),
         "100ms".into(),
         "--probe-hold".into(),
-        format!("{HOLD_MS}ms"),
+        format!("{hold_ms}ms"),
     ];
 }
 
 #[tokio::test]
 async fn a_change_is_committed_only_after_its_probes_held_for_the_probe_hold() {
     let mut lab = common::lab().await;
-    holding(&mut lab);
+    holding(&mut lab, HOLD_MS);
     lab.set_spec("rev-1", layer2s(100, 1)).await;
     lab.start_agent();
     let nnc = lab.wait_finished("rev-1", 30).await;
@@ -53,10 +53,18 @@ async fn a_change_is_committed_only_after_its_probes_held_for_the_probe_hold() {
 #[tokio::test]
 async fn a_break_during_the_probe_hold_restores_last_known_good() {
     let mut lab = common::lab().await;
-    holding(&mut lab);
+    holding(&mut lab, HOLD_MS);
     lab.set_spec("rev-good", layer2s(100, 1)).await;
     lab.start_agent();
     lab.wait_finished("rev-good", 30).await;
+    // rev-next gets a hold far longer than the test: the break must come inside it, and a
+    // 1.5 s hold was sometimes over before this test, slow on a loaded machine, had seen
+    // rev-next applied and broken the route (it committed). The failure ends the hold at once:
+    // nothing waits for it.
+    lab.kill_agent();
+    holding(&mut lab, 600_000);
+    lab.start_agent();
+    lab.wait_log("state recovered", 2, 30).await;
 
     // The new config itself is harmless: its probes pass. Then, inside the hold, the route to
     // the API server goes away (as when a routing protocol withdraws it a moment later) and comes

@@ -10,6 +10,7 @@
 mod common;
 
 mod api_outage;
+mod api_slow;
 mod apply;
 mod capabilities;
 mod clock;
@@ -25,5 +26,6 @@ mod frr_vty;
 mod health;
 mod hold;
 mod kills;
+mod peering;
 mod restore;
 mod state_dir;

@@ -21,8 +21,8 @@ mod wave;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Api, ListParams};
 use netrollout_api::reason::ANALYSIS_FAILED;
 use netrollout_api::{
     ANALYSIS_CONDITION, AnalysisPhase, NamedInput, NetworkConfigRevision, RevisionAnalysis,
@@ -31,7 +31,7 @@ use netrollout_api::{
 use netrollout_rollout::analysis::{Analysis, Verdict};
 use netrollout_rollout::{Revision, Summary};
 
-use crate::context::Context;
+use crate::context::{Context, StatusPatch};
 use crate::convert;
 use crate::error::Result;
 use crate::memo::NotedMemo;
@@ -178,54 +178,21 @@ impl Analyst {
     }
 
     /// Writes `verdict`, reached while the revision had sequence `sequence` (the targeting it
-    /// speaks for), and the condition it gives into the revision's status, then the Event.
+    /// speaks for), and the condition it gives into the revision's status ([`decide`]), then
+    /// the Event.
     async fn tell(
         &self,
         ctx: &Context,
         ncr: &NetworkConfigRevision,
-        mut verdict: RevisionAnalysis,
+        verdict: RevisionAnalysis,
         sequence: u64,
     ) -> Result<()> {
-        let name = ncr.metadata.name.clone().unwrap_or_default();
         let now = convert::to_time(convert::now());
-        verdict.time = Some(now.clone());
-        verdict.sequence = i64::try_from(sequence).ok();
-        let (status, reason, event) = match verdict.phase {
-            AnalysisPhase::Passed => ("True", "ChecksPassed", "AnalysisPassed"),
-            AnalysisPhase::Failed => ("False", ANALYSIS_FAILED, ANALYSIS_FAILED),
-            AnalysisPhase::Unavailable => (
-                "False",
-                "PrometheusNotConfigured",
-                "PrometheusNotConfigured",
-            ),
-        };
-        let mut conditions: Vec<Condition> = ncr
-            .status
-            .as_ref()
-            .map(|s| s.conditions.clone())
-            .unwrap_or_default();
-        let previous = conditions.iter().find(|c| c.type_ == ANALYSIS_CONDITION);
-        let condition = Condition {
-            type_: ANALYSIS_CONDITION.into(),
-            status: status.into(),
-            reason: reason.into(),
-            message: verdict.message.clone(),
-            last_transition_time: previous
-                .filter(|c| c.status == status)
-                .map_or(now, |c| c.last_transition_time.clone()),
-            observed_generation: ncr.metadata.generation,
-        };
-        conditions.retain(|c| c.type_ != ANALYSIS_CONDITION);
-        conditions.push(condition);
-        let api: Api<NetworkConfigRevision> = ctx.writer().api();
-        let patch =
-            serde_json::json!({ "status": { "analysis": verdict, "conditions": conditions } });
+        let (write, verdict, event) = decide(ncr, verdict, sequence, now);
         ctx.writer()
-            .write_revision(
-                || format!("write the analysis verdict of NetworkConfigRevision {name}"),
-                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)),
-            )
+            .patch_statuses(std::slice::from_ref(&write))
             .await?;
+        let name = write.revision;
         let warning = verdict.phase != AnalysisPhase::Passed;
         if warning {
             tracing::warn!(revision = %name, nodes = verdict.nodes, "{}", verdict.message);
@@ -242,6 +209,52 @@ impl Analyst {
         }
         Ok(())
     }
+}
+
+/// The write of `verdict`, reached at `now` while `ncr` had sequence `sequence`: the verdict
+/// with its time and sequence, and the `AnalysisPassed` condition it gives (the other
+/// conditions kept); with the verdict as written and the Event's reason.
+pub fn decide(
+    ncr: &NetworkConfigRevision,
+    mut verdict: RevisionAnalysis,
+    sequence: u64,
+    now: Time,
+) -> (StatusPatch, RevisionAnalysis, &'static str) {
+    verdict.time = Some(now.clone());
+    verdict.sequence = i64::try_from(sequence).ok();
+    let (status, reason, event) = match verdict.phase {
+        AnalysisPhase::Passed => ("True", "ChecksPassed", "AnalysisPassed"),
+        AnalysisPhase::Failed => ("False", ANALYSIS_FAILED, ANALYSIS_FAILED),
+        AnalysisPhase::Unavailable => (
+            "False",
+            "PrometheusNotConfigured",
+            "PrometheusNotConfigured",
+        ),
+    };
+    let mut conditions: Vec<Condition> = ncr
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let previous = conditions.iter().find(|c| c.type_ == ANALYSIS_CONDITION);
+    let condition = Condition {
+        type_: ANALYSIS_CONDITION.into(),
+        status: status.into(),
+        reason: reason.into(),
+        message: verdict.message.clone(),
+        last_transition_time: previous
+            .filter(|c| c.status == status)
+            .map_or(now, |c| c.last_transition_time.clone()),
+        observed_generation: ncr.metadata.generation,
+    };
+    conditions.retain(|c| c.type_ != ANALYSIS_CONDITION);
+    conditions.push(condition);
+    let write = StatusPatch {
+        revision: ncr.metadata.name.clone().unwrap_or_default(),
+        status: serde_json::json!({ "analysis": verdict, "conditions": conditions }),
+        what: "write the analysis verdict of",
+    };
+    (write, verdict, event)
 }
 
 /// Every check of `ncr` in order, named `object/check`.
@@ -276,3 +289,6 @@ pub async fn snapshot(ctx: &Context) -> Result<Vec<NamedInput<RolloutAnalysisSpe
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
 }
+
+#[cfg(test)]
+mod requests;

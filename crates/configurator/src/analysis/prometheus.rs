@@ -69,6 +69,47 @@ impl Prometheus {
     }
 }
 
+impl Prometheus {
+    /// Runs the instant query `promql` now: the series it returns, each as its labels (for
+    /// people), or why it could not be run.
+    ///
+    /// # Errors
+    /// Why: Prometheus unreachable, refusing the query, or answering something else.
+    pub async fn series(&self, promql: &str) -> std::result::Result<Vec<String>, String> {
+        let path = format!("/api/v1/query?query={}", encode(promql));
+        let request = http::Request::get(path)
+            .body(Vec::new())
+            .map_err(|e| format!("cannot build the request ({e})"))?;
+        let body = (self.client.request_text(request).await)
+            .map_err(|e| format!("Prometheus at {} did not answer the query: {e}", self.url))?;
+        series_of(&body)
+    }
+}
+
+/// The series of a `/api/v1/query` answer, each as `{labels}` (a scalar with a value is one).
+fn series_of(body: &str) -> std::result::Result<Vec<String>, String> {
+    let v: serde_json::Value = serde_json::from_str(body)
+        .map_err(|e| format!("Prometheus answered something that is not JSON ({e})"))?;
+    if v["status"] != "success" {
+        return Err(format!(
+            "Prometheus refused the query: {} {}",
+            v["errorType"].as_str().unwrap_or("error"),
+            v["error"].as_str().unwrap_or("(no message)")
+        ));
+    }
+    let data = &v["data"];
+    match data["resultType"].as_str() {
+        Some("vector" | "matrix") => Ok((data["result"].as_array().into_iter().flatten())
+            .map(|s| s["metric"].to_string())
+            .collect()),
+        Some("scalar") => Ok(vec![data["result"][1].to_string()]),
+        other => Err(format!(
+            "the query returned a {} result; it must return series",
+            other.unwrap_or("missing")
+        )),
+    }
+}
+
 /// Percent-encodes a query parameter value (RFC 3986 unreserved characters stay).
 fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len() * 3);
@@ -85,6 +126,19 @@ fn encode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn series_are_counted_and_an_empty_vector_is_nothing() {
+        let none = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
+        assert_eq!(series_of(none), Ok(vec![]));
+        let two = r#"{"status":"success","data":{"resultType":"vector","result":[
+            {"metric":{"alertname":"A"},"value":[1,"1"]},{"metric":{"alertname":"B"},"value":[1,"1"]}]}}"#;
+        let s = series_of(two).unwrap();
+        assert_eq!(s.len(), 2);
+        assert!(s[0].contains("\"alertname\":\"A\""), "{s:?}");
+        let bad = r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#;
+        assert!(series_of(bad).unwrap_err().contains("parse error"));
+    }
 
     #[test]
     fn a_query_is_percent_encoded_whole() {

@@ -11,14 +11,16 @@
 //! refused), so a pass where nothing changed writes nothing.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
     ANALYSIS_CONDITION, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION,
     NODES_CAPABLE_CONDITION, NOT_ROLLING_OUT, NetworkConfigRevision, READY_CONDITION,
-    RECONCILING_CONDITION, RevisionBake, RevisionPhase, STALLED_CONDITION, reason::BAKING,
+    RECONCILING_CONDITION, RevisionBake, RevisionHold, RevisionPhase, RevisionSchedule,
+    STALLED_CONDITION, reason::BAKING,
 };
 
-use crate::context::Context;
+use std::sync::Arc;
+
+use crate::context::{Context, StatusPatch};
 use crate::convert;
 use crate::error::Result;
 
@@ -55,6 +57,10 @@ pub struct Facts<'a> {
     pub refused: Option<&'a str>,
     /// Its nodes baking (`status.bake`).
     pub bake: Option<&'a RevisionBake>,
+    /// The maintenance schedule holds it (`status.schedule`).
+    pub schedule: Option<&'a RevisionSchedule>,
+    /// What holds it for a person (`status.hold`).
+    pub hold: Option<&'a RevisionHold>,
 }
 
 /// The full condition list of a revision at `generation` with `facts`, keeping each
@@ -79,12 +85,23 @@ pub fn conditions(
              nodes already applying finish"
                 .into(),
         ),
+        // A person's gate first: it needs someone to act; the schedule then holds it on.
+        _ if active && facts.hold.is_some() => {
+            let h = facts.hold.unwrap_or_else(|| unreachable!("checked above"));
+            (h.reason.as_str(), h.message.clone())
+        }
+        _ if active && facts.schedule.is_some() => {
+            let h = facts
+                .schedule
+                .unwrap_or_else(|| unreachable!("checked above"));
+            (h.reason.as_str(), schedule_message(h))
+        }
         _ if active && facts.bake.is_some() => {
             let b = facts.bake.unwrap_or_else(|| unreachable!("checked above"));
             (
                 BAKING,
                 format!(
-                    "baking, {} s left: {} node(s) that committed it must stay healthy until {}                      (--bake-time) before the next nodes go",
+                    "baking, {} s left: {} node(s) that committed it must stay healthy until {} (--bake-time) before the next nodes go",
                     b.seconds_left, b.nodes, b.until.0
                 ),
             )
@@ -237,6 +254,25 @@ pub fn pause_of(ncr: &NetworkConfigRevision, globally_paused: bool) -> Pause {
     }
 }
 
+/// The `Reconciling` message of a revision the maintenance schedule holds, from its typed
+/// `status.schedule` (the configurator's own sentence for the Event says the same).
+fn schedule_message(h: &RevisionSchedule) -> String {
+    let opens = match &h.opens_at {
+        Some(t) => format!("the next window opens at {}", t.0),
+        None => "no window opens within the next 400 days".into(),
+    };
+    match h.reason.as_str() {
+        netrollout_api::reason::CHANGE_FREEZE => format!(
+            "held by change freeze {} (MaintenanceSchedule): {opens}; nodes already applying finish",
+            h.freeze
+        ),
+        netrollout_api::reason::OUTSIDE_MAINTENANCE_WINDOW => format!(
+            "held outside the maintenance windows (MaintenanceSchedule): {opens}; nodes already applying finish"
+        ),
+        _ => format!("held: {}", h.message),
+    }
+}
+
 /// The status fields (`conditions`, `observedGeneration`) to merge into a write that sets
 /// `phase` and `message` on `ncr`.
 pub fn for_phase(
@@ -252,6 +288,8 @@ pub fn for_phase(
         pause: pause_of(ncr, globally_paused),
         refused: refused_message(ncr, refusal),
         bake: ncr.status.as_ref().and_then(|s| s.bake.as_ref()),
+        schedule: ncr.status.as_ref().and_then(|s| s.schedule.as_ref()),
+        hold: ncr.status.as_ref().and_then(|s| s.hold.as_ref()),
     };
     fields(ncr, &facts)
 }
@@ -329,6 +367,8 @@ pub fn update(
         pause: pause_of(ncr, globally_paused),
         refused: refused_message(ncr, refusal),
         bake: status.bake.as_ref(),
+        schedule: status.schedule.as_ref(),
+        hold: status.hold.as_ref(),
     };
     let generation = ncr.metadata.generation;
     let want = conditions(
@@ -346,37 +386,42 @@ pub fn update(
     Some(with_current_analysis(ncr, want))
 }
 
-/// Writes the conditions of every revision (not being deleted) whose conditions are out of
-/// date; `refusal` says which Failed revision the current inputs are identical to.
+/// The writes that bring the conditions of every revision (not being deleted) up to date, in
+/// the order of `ncrs`; `refusal` says which Failed revision the current inputs are identical to.
+pub fn decide(
+    ncrs: &[Arc<NetworkConfigRevision>],
+    globally_paused: bool,
+    refusal: Option<&Refusal>,
+) -> Vec<StatusPatch> {
+    ncrs.iter()
+        .filter(|ncr| ncr.metadata.deletion_timestamp.is_none())
+        .filter_map(|ncr| {
+            Some(StatusPatch {
+                revision: ncr.metadata.name.clone()?,
+                status: update(ncr, globally_paused, refusal)?,
+                what: "write the conditions of",
+            })
+        })
+        .collect()
+}
+
+/// Writes the conditions [`decide`] finds out of date.
 ///
 /// # Errors
 /// The first failed write (the pass is retried with backoff).
 pub async fn sync(ctx: &Context, refusal: Option<&Refusal>) -> Result<()> {
-    let paused = ctx.read().globally_paused();
-    for ncr in ctx.read().revisions() {
-        if ncr.metadata.deletion_timestamp.is_some() {
-            continue;
-        }
-        let (Some(name), Some(fields)) =
-            (ncr.metadata.name.as_deref(), update(&ncr, paused, refusal))
-        else {
-            continue;
-        };
-        tracing::debug!(revision = %name, "conditions written");
-        let api: Api<NetworkConfigRevision> = ctx.writer().api();
-        ctx.writer()
-            .write_revision(
-                || format!("write the conditions of NetworkConfigRevision {name}"),
-                api.patch_status(
-                    name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&serde_json::json!({ "status": fields })),
-                ),
-            )
-            .await?;
+    let writes = decide(
+        &ctx.read().revisions(),
+        ctx.read().globally_paused(),
+        refusal,
+    );
+    for w in &writes {
+        tracing::debug!(revision = %w.revision, "conditions written");
     }
-    Ok(())
+    ctx.writer().patch_statuses(&writes).await
 }
 
+#[cfg(test)]
+mod requests;
 #[cfg(test)]
 mod tests;

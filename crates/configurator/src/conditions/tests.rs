@@ -13,6 +13,8 @@ fn facts(phase: RevisionPhase) -> Facts<'static> {
         pause: Pause::No,
         refused: None,
         bake: None,
+        schedule: None,
+        hold: None,
     }
 }
 

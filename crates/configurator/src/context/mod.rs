@@ -10,6 +10,8 @@
 //! by the component that needs it (`reconcile::Passes`, `revisions::Memos`).
 
 mod reader;
+#[cfg(test)]
+pub mod verifier;
 mod writer;
 
 use std::sync::Arc;
@@ -19,7 +21,7 @@ use kube::Client;
 use tokio::sync::watch;
 
 pub use reader::{Reader, Stores};
-pub use writer::Writer;
+pub use writer::{StatusPatch, Writer};
 
 use crate::fleet::Changes;
 use crate::metrics::Metrics;

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ConfigMap, Node as KubeNode};
 use kube::runtime::reflector::Store;
 use netrollout_api::{
-    Layer2NetworkConfiguration, NetworkConfigRevision, RoutingTable, VRFRouteConfiguration,
+    BGPPeering, Layer2NetworkConfiguration, MaintenanceSchedule, NetworkConfigRevision,
+    RoutingTable, VRFRouteConfiguration,
 };
 
 use kube::runtime::reflector::ObjectRef;
@@ -24,6 +25,8 @@ pub struct Stores {
     pub layer2s: Store<Layer2NetworkConfiguration>,
     /// `RoutingTable`s.
     pub tables: Store<RoutingTable>,
+    /// `BGPPeering`s.
+    pub peerings: Store<BGPPeering>,
     /// Nodes matching `--node-selector`.
     pub nodes: Store<KubeNode>,
     /// `NodeNetworkConfig`s, as the configurator reads them ([`NodeConfigView`]).
@@ -32,6 +35,8 @@ pub struct Stores {
     pub ncrs: Store<NetworkConfigRevision>,
     /// The control ConfigMap (global pause).
     pub control: Store<ConfigMap>,
+    /// `MaintenanceSchedule`s.
+    pub schedules: Store<MaintenanceSchedule>,
 }
 
 /// The input objects as the caches hold them (inputs being deleted included).
@@ -43,6 +48,8 @@ pub struct Inputs {
     pub layer2s: Vec<Arc<Layer2NetworkConfiguration>>,
     /// `RoutingTable`s.
     pub tables: Vec<Arc<RoutingTable>>,
+    /// `BGPPeering`s.
+    pub peerings: Vec<Arc<BGPPeering>>,
 }
 
 /// Read access to the caches and overlays.
@@ -64,10 +71,12 @@ impl Reader {
             s.vrfs.wait_until_ready(),
             s.layer2s.wait_until_ready(),
             s.tables.wait_until_ready(),
+            s.peerings.wait_until_ready(),
             s.nodes.wait_until_ready(),
             s.nncs.wait_until_ready(),
             s.ncrs.wait_until_ready(),
             s.control.wait_until_ready(),
+            s.schedules.wait_until_ready(),
         );
     }
 
@@ -77,6 +86,7 @@ impl Reader {
             vrfs: self.stores.vrfs.state(),
             layer2s: self.stores.layer2s.state(),
             tables: self.stores.tables.state(),
+            peerings: self.stores.peerings.state(),
         }
     }
 
@@ -98,6 +108,11 @@ impl Reader {
     /// Current node configs: the cache with own writes laid over it.
     pub fn node_configs(&self) -> Vec<Arc<NodeConfigView>> {
         self.overlays.nncs.view(self.stores.nncs.state())
+    }
+
+    /// The `MaintenanceSchedule`s.
+    pub fn schedules(&self) -> Vec<Arc<MaintenanceSchedule>> {
+        self.stores.schedules.state()
     }
 
     /// Whether the control ConfigMap pauses every rollout.

@@ -34,6 +34,19 @@ struct MetadataOnly {
     metadata: ObjectMeta,
 }
 
+/// A merge patch of one revision's `status`, as a pure step decides it (`conditions::decide`,
+/// `late_failures::decide`); [`Writer::patch_statuses`] writes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatusPatch {
+    /// The revision's name.
+    pub revision: String,
+    /// The fields merged into its `status`.
+    pub status: serde_json::Value,
+    /// What the write does, for its error: "write the conditions of", "record late failures
+    /// on" (the revision's kind and name follow).
+    pub what: &'static str,
+}
+
 /// The guarded write path.
 pub struct Writer {
     client: Client,
@@ -133,6 +146,28 @@ impl Writer {
     {
         let written = self.write(what, call).await?;
         Ok(self.overlays.ncrs.written(written))
+    }
+
+    /// Writes `patches` in order, each a merge patch of the revision's status subresource, laid
+    /// over the cache. Stops at the first failed write.
+    ///
+    /// # Errors
+    /// As [`Writer::write`].
+    pub async fn patch_statuses(&self, patches: &[StatusPatch]) -> Result<()> {
+        let api: Api<NetworkConfigRevision> = self.api();
+        for p in patches {
+            let name = p.revision.as_str();
+            self.write_revision(
+                || format!("{} NetworkConfigRevision {name}", p.what),
+                api.patch_status(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&serde_json::json!({ "status": p.status })),
+                ),
+            )
+            .await?;
+        }
+        Ok(())
     }
 
     /// Creates the node config `obj`. The response is asked for as the object's metadata alone

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use netrollout_api::{
     NetworkConfigRevision, NetworkConfigRevisionSpec, RETRIED_ANNOTATION, RETRY_ANNOTATION,
-    RevisionPhase,
+    RevisionPhase, UNDO_ANNOTATION,
 };
 use netrollout_rollout::lifecycle::{NameClash, RaiseReason, Retried, RevisionAction};
 
@@ -178,6 +178,14 @@ impl<'a> Executor<'a> {
             Some(Retried::At(t)) => annotations[RETRIED_ANNOTATION] = convert::format_ts(t).into(),
             None => {}
         }
+        // An undo to known-good is never held by the maintenance schedule: mark the sequence
+        // it gets; any other raise clears the mark.
+        let was_good =
+            existing.status.as_ref().and_then(|s| s.phase) == Some(RevisionPhase::Succeeded);
+        annotations[UNDO_ANNOTATION] = match reason {
+            RaiseReason::InputsEqualAgain if was_good => to.to_string().into(),
+            _ => serde_json::Value::Null,
+        };
         let patch = serde_json::json!({
             "metadata": {
                 "resourceVersion": existing.metadata.resource_version,
@@ -271,6 +279,7 @@ impl<'a> Executor<'a> {
                 paused: false,
                 snapshot,
                 analysis,
+                promotion: None,
             },
             status: None,
         };

@@ -57,6 +57,7 @@ pub async fn sync(
         vrfs: cached.vrfs,
         layer2s: cached.layer2s,
         tables: cached.tables,
+        peerings: cached.peerings,
     };
     let inputs = live.views();
     let current = ctx.read().revisions();

@@ -124,6 +124,7 @@ async fn a_revision_name_taken_by_different_content_is_reported_and_never_overwr
             paused: true,
             snapshot: netrollout_api::Snapshot::default(),
             analysis: Vec::new(),
+            promotion: None,
         },
     );
     let api = Api::<NetworkConfigRevision>::all(lab.client.clone());

@@ -18,6 +18,9 @@
 //! - `known_good`: an undo to a Succeeded revision that fails now fails it and goes back.
 //! - `preflight`: a revision needing what a node reported missing waits, says so, and rolls
 //!   out once the node reports it.
+//! - `schedule`: maintenance windows and freezes: a revision waits outside every window and
+//!   in a freeze, says when the next window opens, and moves in one; an undo to known-good and
+//!   the rollback after a failure go in a freeze.
 //! - `leader`: two configurator processes, the leader killed mid-rollout.
 //! - `status`: the kstatus conditions as the real kubectl waits on them, no writes when nothing
 //!   changed, the prune and ignored-retry Events.
@@ -26,6 +29,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod analysis;
+mod approval;
 mod bake;
 mod domains;
 mod failure;
@@ -38,6 +42,7 @@ mod lab;
 mod leader;
 mod preflight;
 mod rollout;
+mod schedule;
 mod status;
 
 use std::sync::Arc;

@@ -8,5 +8,8 @@ mod common;
 mod go_operator;
 mod migrate;
 mod nodes;
+mod peering;
+mod promote;
+mod schedule;
 mod status;
 mod steer;

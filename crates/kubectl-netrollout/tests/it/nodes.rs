@@ -238,3 +238,49 @@ async fn nodes_and_status_show_the_frr_version_each_agent_found() {
         .unwrap_or_else(|| panic!("node-e is not listed:\n{out}"));
     assert!(failed.contains(" 10.3 "), "{failed}");
 }
+
+#[tokio::test]
+async fn with_the_domain_key_nodes_and_status_show_each_nodes_failure_domain() {
+    let lab = LabApi::netrollout().await;
+    lab.add_node("node-a", &[("example.com/rack", "r1")], true)
+        .await
+        .unwrap();
+    lab.add_node("node-b", &[], true).await.unwrap();
+    let run = lab
+        .plugin(&["nodes", "--domain-key", "example.com/rack"])
+        .await;
+    let out = run.expect_code(0);
+    let header = out.lines().next().unwrap_or_default();
+    assert!(
+        header.starts_with("NODE") && header.contains("DOMAIN"),
+        "{out}"
+    );
+    let row = |n: &str| {
+        out.lines()
+            .find(|l| l.starts_with(n))
+            .unwrap_or_else(|| panic!("{n} missing:\n{out}"))
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(
+        (row("node-a").as_str(), row("node-b").as_str()),
+        ("r1", "(none)")
+    );
+    let run = lab
+        .plugin(&["nodes", "-o", "json", "--domain-key", "example.com/rack"])
+        .await;
+    let json = run.expect_code(0);
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(v[0]["domain"], "r1", "{json}");
+    // Without the key: no column, no field.
+    let run = lab.plugin(&["nodes"]).await;
+    let plain = run.expect_code(0);
+    assert!(!plain.contains("DOMAIN"), "{plain}");
+    // `status` lists the nodes that need attention (none configured yet: both) the same way.
+    let status = lab
+        .plugin(&["status", "--domain-key", "example.com/rack"])
+        .await;
+    assert!(status.stdout.contains("DOMAIN"), "{}", status.stdout);
+}

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use netrollout_lab_apiserver::{Config, Identity, LabServer};
 use serde_json::{Value, json};
@@ -78,6 +79,23 @@ fn node_config(i: usize) -> Value {
             "labels": {"app.kubernetes.io/managed-by": "netrollout-configurator"},
             "annotations": {"netrollout.io/revision-hash": "0"}},
         "spec": spec("rev-0", 100)})
+}
+
+/// Creates the netrollout CRDs (`netrollout_api::crds`, as a cluster running netrollout has
+/// them) and waits until the node-config kind is served.
+async fn install_crds(client: &Client) {
+    let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
+    for crd in netrollout_api::crds::all() {
+        crds.create(&Default::default(), &crd).await.unwrap();
+    }
+    for _ in 0..500 {
+        let list = http::Request::get(URL).body(Vec::new()).unwrap();
+        if client.request_text(list).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the NodeNetworkConfig kind was not served within 10 s");
 }
 
 async fn send(client: &Client, req: http::Request<Vec<u8>>) -> String {
@@ -219,7 +237,7 @@ pub async fn bench_rollout(n: usize, shape: &str) {
     };
     let server = rt.spawn(LabServer::start(cfg)).await.unwrap().unwrap();
     let client = server.client().unwrap();
-    netrollout_testkit::apiserver::install_netrollout(&client).await;
+    install_crds(&client).await;
     let rvs: Vec<Arc<std::sync::Mutex<String>>> = (0..n).map(|_| Arc::default()).collect();
     each(0..n, |i| {
         let (client, rvs) = (&client, &rvs);

@@ -325,3 +325,40 @@ async fn kubectl_create_namespace_and_configmap_work_although_kubectl_sends_prot
     let err = lab.fails(&["create", "namespace", "Not_Valid"]).await;
     assert!(err.contains("metadata.name: Invalid value"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_auth_whoami_names_the_authenticated_user_not_the_kubeconfig_entry() {
+    let lab = LabApi::start().await;
+    // The kubeconfig's user entry is `netrollout-lab`; the server authenticates the token.
+    let out = lab
+        .ok(&[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ])
+        .await;
+    assert_eq!(out, netrollout_lab_apiserver::auth::ADMIN_USER);
+    let path = lab.dir.path().join("alice.kubeconfig");
+    lab.server
+        .write_kubeconfig_for(
+            &path,
+            netrollout_lab_apiserver::Identity::user("alice", &["ops"]),
+        )
+        .unwrap();
+    let out = netrollout_testkit::kubectl::kubectl_output(
+        &path,
+        &lab.kubectl_cache(),
+        &[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username} {.status.userInfo.groups}",
+        ],
+        None,
+        None,
+    )
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text, r#"alice ["ops","system:authenticated"]"#, "{out:?}");
+}

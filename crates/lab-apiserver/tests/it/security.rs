@@ -254,8 +254,29 @@ async fn the_operator_role_cannot_change_a_node_config_spec_or_a_revision_snapsh
     .await
     .refused(&[
         "netrollout-revision-immutable",
-        "only spec.paused and spec.sequence change",
+        "only spec.paused, spec.sequence and spec.promotion change",
     ]);
+    // A promotion only in one's own name (the record names who released a gate).
+    let promotion = |by: &str| {
+        json!({"spec": {"promotion": {"sequence": 1, "gates": 1, "by": by,
+            "at": "2026-11-28T17:00:00Z"}}})
+        .to_string()
+    };
+    let mallory = promotion("someone-else");
+    c.kubectl("olga", &["patch", "ncr", "ncr-1", "--type=merge", "-p", &mallory], None)
+        .await
+        .refused(&[
+            "netrollout-revision-immutable",
+            "spec.promotion.by of NetworkConfigRevision ncr-1 must name the user who promotes it (olga)",
+        ]);
+    let own = promotion("olga");
+    c.kubectl(
+        "olga",
+        &["patch", "ncr", "ncr-1", "--type=merge", "-p", &own],
+        None,
+    )
+    .await
+    .ok();
     // Creating a node config is the configurator's alone.
     c.kubectl(
         "olga",

@@ -71,7 +71,7 @@ pub async fn run(lab: &mut Cluster) -> Result<Vec<[String; 6]>> {
         })
         .collect();
     let nodes = lab.node_names().len();
-    let limit = lab.options().update_limit.resolve(nodes);
+    let limit = lab.settings().update_limit.resolve(nodes);
     let waves = nodes.div_ceil(limit);
     let mean = applied.iter().sum::<f64>() / applied.len().max(1) as f64 / 1000.0;
     let ideal = waves as f64 * mean;

@@ -29,7 +29,7 @@ impl Cluster {
     fn configurator_flags(&self) -> Vec<(String, String)> {
         let mut flags: Vec<(String, String)> = [
             ("--update-limit", self.opts.update_limit.to_string()),
-            ("--apply-timeout", flag(self.opts.apply_timeout)),
+            ("--apply-timeout", flag(self.opts.apply_timeout())),
             ("--pickup-timeout", flag(self.opts.pickup_timeout)),
             ("--max-failures", self.opts.max_failures.to_string()),
             ("--guard", self.opts.guard.as_str().to_string()),
@@ -39,6 +39,7 @@ impl Cluster {
         if let Some(p) = &self.prometheus {
             flags.push(("--prometheus-url".into(), p.url()));
         }
+        flags.extend(self.opts.configurator_flags.iter().cloned());
         flags
     }
 

@@ -13,6 +13,23 @@ use super::{AGENT_METRICS_PORT, Cluster, NAMESPACE};
 use crate::fabric;
 use crate::settings::flag;
 
+/// The label that names a lab node's rack (a failure domain: `--domain-key`); the lab's nodes
+/// stand in racks of two, `rack-0` holding the first two nodes (one in each zone).
+pub const RACK_LABEL: &str = "lab.netrollout.io/rack";
+
+/// The rack of the lab node with index `index` (from 1).
+fn rack(index: usize) -> String {
+    format!("rack-{}", index.saturating_sub(1) / 2)
+}
+
+/// The rack of lab node `node` (`""` for a node the lab does not know).
+pub fn rack_of(lab: &Cluster, node: &str) -> String {
+    lab.nodes
+        .get(node)
+        .map(|(index, _)| rack(*index))
+        .unwrap_or_default()
+}
+
 impl Cluster {
     /// Adds a node: namespace on the fabric, Node object (Ready), and its agent. Returns its name.
     pub async fn add_node(&mut self) -> Result<String> {
@@ -34,6 +51,7 @@ impl Cluster {
             "metadata": {"name": name, "labels": {
                 "kubernetes.io/hostname": name,
                 netrollout_api::ZONE_LABEL: zone,
+                RACK_LABEL: rack(index),
             }},
             "spec": {"taints": [{"key": STARTUP_TAINT, "effect": "NoSchedule"}]},
         }))?;

@@ -27,7 +27,7 @@ impl Summary {
 
 /// The update limit resolved for the lab's current node count.
 pub(super) fn limit(lab: &Cluster) -> usize {
-    lab.options().update_limit.resolve(lab.node_names().len())
+    lab.settings().update_limit.resolve(lab.node_names().len())
 }
 
 /// Checks of a failed rollout: only the first wave got the revision, at most max-failures +
@@ -47,7 +47,7 @@ pub(super) fn halted_and_restored(
     );
     let failures = m.failures();
     let failed = failures.len();
-    let max_failures = lab.options().max_failures as usize;
+    let max_failures = lab.settings().max_failures as usize;
     summary.check(
         "blast radius ≤ max-failures + update limit",
         failed <= max_failures + limit,

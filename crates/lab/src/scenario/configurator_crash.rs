@@ -7,7 +7,7 @@ use super::checks::all_provisioned;
 use super::steps::{apply_samples_until, settle_newest};
 use super::traffic_checks::start_traffic;
 use super::{Scenario, Story};
-use crate::cluster::Options;
+use crate::settings::Settings;
 use crate::settings::UpdateLimit;
 
 /// The leading configurator is killed mid-rollout.
@@ -25,8 +25,8 @@ impl Scenario for ConfiguratorCrash {
     }
 
     /// Two configurators (a leader and a standby), one node at a time.
-    fn options(&self, base: Options) -> Options {
-        Options {
+    fn settings(&self, base: Settings) -> Settings {
+        Settings {
             configurators: 2,
             update_limit: UpdateLimit::Count(1),
             ..base

@@ -91,7 +91,7 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
     traffic_report(summary, m, lab, (t0, t1), &[changed.as_str()], &[]).await;
     // Only where the kernel lacks VRFs: with --without-vrfs on a kernel that has them, the
     // agents report vrf and the samples would simply roll out.
-    if !lab.vrf && !lab.options().without_vrfs {
+    if !lab.vrf && !lab.settings().without_vrfs {
         super::preflight::vrf_verdict(summary, m, lab, &next).await?;
     }
     Ok(())

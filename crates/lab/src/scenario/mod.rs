@@ -6,13 +6,14 @@
 //!   story itself); [`ALL`] lists them by name for the command line and `--help`; [`run`] plays
 //!   one on a started lab and adds the checks every story shares.
 //! - one file per story: `happy`, `bad_config`, `node_join`, `configurator_crash`, `api_outage`,
-//!   `tenant_break`, `remote_break`.
+//!   `tenant_break`, `remote_break`, `upgrade`, `canary_promote`.
 //! - `monitor`: the timeline ([`Monitor`]: a watch on node configs, polled revisions).
 //! - `checks`: the [`Summary`] and the checks stories share; `steps`: apply and wait for a
 //!   revision to succeed or fail; `traffic_checks`: tenant traffic and its loss report.
 
 mod api_outage;
 mod bad_config;
+mod canary_promote;
 mod checks;
 mod configurator_crash;
 mod happy;
@@ -34,8 +35,9 @@ pub use checks::Summary;
 pub use monitor::Monitor;
 pub(crate) use steps::{new_revision, rollout};
 
-use crate::cluster::{Cluster, Options};
+use crate::cluster::Cluster;
 use crate::inputs;
+use crate::settings::Settings;
 
 /// A scripted story.
 pub trait Scenario: std::fmt::Debug + Send + Sync {
@@ -57,7 +59,7 @@ pub trait Scenario: std::fmt::Debug + Send + Sync {
     }
 
     /// Lab settings for the story; most keep the user's.
-    fn options(&self, base: Options) -> Options {
+    fn settings(&self, base: Settings) -> Settings {
         base
     }
 
@@ -91,7 +93,7 @@ impl Story<'_> {
 }
 
 /// Every scenario, in the order `--help` lists them and `all` runs those that need no VRF.
-pub const ALL: [&dyn Scenario; 8] = [
+pub const ALL: [&dyn Scenario; 9] = [
     &happy::Happy,
     &bad_config::BadConfig,
     &node_join::NodeJoin,
@@ -100,6 +102,7 @@ pub const ALL: [&dyn Scenario; 8] = [
     &tenant_break::TenantBreak,
     &remote_break::RemoteBreak,
     &upgrade::Upgrade,
+    &canary_promote::CanaryPromote,
 ];
 
 /// The scenario called `name`.
@@ -167,7 +170,7 @@ pub async fn run(scenario: &dyn Scenario, lab: &mut Cluster) -> Result<Summary> 
     let started = std::time::Instant::now();
     let m = Monitor::new(lab);
     let nodes = lab.node_names().len();
-    let (samples, skipped) = inputs::initial(&lab.options().inputs, lab.vrf, nodes)?;
+    let (samples, skipped) = inputs::initial(&lab.settings().inputs(), lab.vrf, nodes)?;
     if !skipped.is_empty() {
         m.say(&format!(
             "no VRFs (no vrf module, or --without-vrfs): leaving out {} (without the vrf module, `happy` applies them at its end to show the pre-flight verdict)",
@@ -206,13 +209,13 @@ pub(crate) mod tests {
     use super::*;
     use crate::settings::UpdateLimit;
 
-    pub(crate) fn base() -> Options {
-        Options {
+    pub(crate) fn base() -> Settings {
+        Settings {
             nodes: 2,
             state_dir: PathBuf::from("state"),
             configurators: 1,
             update_limit: UpdateLimit::Count(2),
-            apply_timeout: Duration::from_secs(30),
+            apply_timeout: Some(Duration::from_secs(30)),
             pickup_timeout: Duration::from_secs(30),
             max_failures: 0,
             guard: crate::settings::GuardMode::Revert,
@@ -223,7 +226,8 @@ pub(crate) mod tests {
             without_vrfs: false,
             prometheus: false,
             containers: false,
-            inputs: Default::default(),
+            manifests: None,
+            configurator_flags: Vec::new(),
         }
     }
 
@@ -295,12 +299,13 @@ pub(crate) mod tests {
     #[test]
     fn the_crash_and_join_stories_choose_their_lab_and_the_others_keep_it() {
         for s in ALL {
-            let o = s.options(base());
+            let o = s.settings(base());
             let expected = match s.name() {
                 "configurator-crash" => (2, 2, UpdateLimit::Count(1)),
                 "node-join" => (3, 1, UpdateLimit::Count(1)),
                 "remote-break" => (2, 1, UpdateLimit::Count(1)),
                 "upgrade" => (3, 1, UpdateLimit::Count(1)),
+                "canary-promote" => (4, 1, UpdateLimit::Count(2)),
                 _ => (2, 1, UpdateLimit::Count(2)),
             };
             assert_eq!(o.containers, s.name() == "upgrade", "{}", s.name());

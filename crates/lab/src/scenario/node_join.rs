@@ -7,7 +7,7 @@ use super::checks::all_provisioned;
 use super::steps::{apply_samples_until, settle_newest};
 use super::traffic_checks::start_traffic;
 use super::{Scenario, Story};
-use crate::cluster::Options;
+use crate::settings::Settings;
 use crate::settings::UpdateLimit;
 
 /// A node joins mid-rollout.
@@ -24,8 +24,8 @@ impl Scenario for NodeJoin {
     }
 
     /// At least 3 nodes, one at a time, so the join lands mid-rollout.
-    fn options(&self, base: Options) -> Options {
-        Options {
+    fn settings(&self, base: Settings) -> Settings {
+        Settings {
             nodes: base.nodes.max(3),
             update_limit: UpdateLimit::Count(1),
             ..base

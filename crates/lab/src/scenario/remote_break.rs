@@ -15,8 +15,9 @@ use super::checks::{Summary, all_provisioned};
 use super::steps::settle;
 use super::traffic_checks::traffic_report;
 use super::{Monitor, Scenario, Story};
-use crate::cluster::{Cluster, Options, VM_CHECK_TIMEOUT, WATCH_INTERVAL};
+use crate::cluster::{Cluster, VM_CHECK_TIMEOUT, WATCH_INTERVAL};
 use crate::inputs;
+use crate::settings::Settings;
 use crate::settings::{GuardMode, UpdateLimit};
 use crate::traffic::{self, Loss, OUTSIDE_PEER};
 
@@ -72,11 +73,11 @@ impl Scenario for RemoteBreak {
     /// Limit 1 and the border first (first by name in the first zone, and a canary): its wave
     /// is the first and holds it alone, for [`border_hold`] after its probes pass (the other
     /// agents keep the lab's hold: their waves race nothing).
-    fn options(&self, base: Options) -> Options {
+    fn settings(&self, base: Settings) -> Settings {
         let hold = base.probe_hold.max(border_hold());
-        let mut opts = Options {
+        let mut opts = Settings {
             update_limit: UpdateLimit::Count(1),
-            apply_timeout: base.apply_timeout.max(APPLY_TIMEOUT),
+            apply_timeout: Some(base.apply_timeout().max(APPLY_TIMEOUT)),
             ..base
         };
         opts.probe_holds.insert(inputs::border(), hold);
@@ -116,7 +117,7 @@ async fn play(story: &mut Story<'_>) -> Result<()> {
         steady.per_node_hour()
     ));
     let writes_rows = steady.rows("remote-break, VM");
-    let guard = lab.options().guard;
+    let guard = lab.settings().guard;
     m.say(&format!(
         "the border {border} stops announcing the outside {} (its export filter denies it), \
          --guard {guard}",

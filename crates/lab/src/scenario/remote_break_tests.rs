@@ -48,7 +48,7 @@ fn the_guard_is_credited_only_when_every_counted_node_failed_the_outside_check_a
 #[test]
 fn only_the_border_holds_and_longer_than_a_remote_loss_takes_to_reach_the_guard() {
     let base = crate::scenario::tests::base();
-    let opts = RemoteBreak.options(base.clone());
+    let opts = RemoteBreak.settings(base.clone());
     let border = inputs::border();
     let hold = opts.probe_holds[&border];
     // The run that lost the race: the route left 5.5 s after the border's FRR apply, the other

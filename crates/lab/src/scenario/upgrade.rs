@@ -17,7 +17,8 @@ use super::checks::all_provisioned;
 use super::steps::{new_revision, rollout, settle};
 use super::traffic_checks::{start_traffic, traffic_report};
 use super::{Monitor, Scenario, Story, Summary};
-use crate::cluster::{Cluster, Options};
+use crate::cluster::Cluster;
+use crate::settings::Settings;
 use crate::{fabric, traffic};
 
 /// The agents replaced node by node mid-rollout.
@@ -45,8 +46,8 @@ impl Scenario for Upgrade {
         false
     }
 
-    fn options(&self, base: Options) -> Options {
-        Options {
+    fn settings(&self, base: Settings) -> Settings {
+        Settings {
             containers: true,
             update_limit: crate::settings::UpdateLimit::Count(1),
             probe_hold: base.probe_hold.max(Duration::from_secs(4)),
@@ -62,7 +63,7 @@ impl Scenario for Upgrade {
 
 async fn play(story: &mut Story<'_>) -> Result<()> {
     let (m, lab, summary, samples) = story.parts();
-    if !lab.options().containers {
+    if !lab.settings().containers {
         bail!("upgrade replaces agent containers: run it with --containers");
     }
     let target = rollout(m, lab, samples, "the samples").await?;

@@ -15,6 +15,8 @@ pub enum InputKind {
     Layer2,
     /// `RoutingTable`.
     Table,
+    /// `BGPPeering`.
+    Peering,
 }
 
 impl InputKind {
@@ -24,6 +26,7 @@ impl InputKind {
             InputKind::Vrf => "VRFRouteConfiguration",
             InputKind::Layer2 => "Layer2NetworkConfiguration",
             InputKind::Table => "RoutingTable",
+            InputKind::Peering => "BGPPeering",
         }
     }
 }
@@ -124,7 +127,8 @@ pub struct StoreLimits {
     pub snapshot_bytes: usize,
 }
 
-/// Why the merged inputs are invalid: every problem found.
+/// Why the merged inputs are invalid: every problem found (the renderer's error, read by the
+/// lifecycle as it is).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Invalid {
     /// The problems, in the order the renderer found them.
@@ -134,7 +138,31 @@ pub struct Invalid {
 }
 
 impl Invalid {
-    /// The problems of one object.
+    /// No problem found yet, in a snapshot checked against `limits`.
+    pub fn new(limits: StoreLimits) -> Self {
+        Self {
+            problems: Vec::new(),
+            limits,
+        }
+    }
+
+    /// Adds a problem of the object `kind` `object`.
+    pub fn push(
+        &mut self,
+        kind: &str,
+        object: &str,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) {
+        self.problems.push(Problem {
+            kind: kind.to_string(),
+            object: object.to_string(),
+            field: field.into(),
+            message: message.into(),
+        });
+    }
+
+    /// The problems of one object (by kind and name), e.g. to set its `Accepted` condition.
     pub fn for_object<'a>(
         &'a self,
         kind: &'a str,
@@ -160,7 +188,7 @@ impl fmt::Display for Invalid {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
     /// Kind of the object, e.g. `Layer2NetworkConfiguration` (or `NetworkConfigRevision` when
-    /// the merged inputs are too large).
+    /// the merged inputs are too large, `Node` when a node is not among the managed ones).
     pub kind: String,
     /// Name of the object.
     pub object: String,

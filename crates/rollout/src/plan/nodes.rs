@@ -59,13 +59,15 @@ impl<'a> Pass<'a> {
     }
 
     /// Up to `free` nodes get the goal (or, joining, the newest Succeeded) revision; none while
-    /// pre-flight or the analysis gate `held` it. Returns the actions, the number of nodes dispatched, and how many
-    /// of them got the goal.
+    /// pre-flight or the analysis gate `held` it, and at most `room` the goal (an approval gate
+    /// or the start checks, [`Pass::approval`]; a node leaving a bad revision is not counted). Returns the actions, the number of nodes
+    /// dispatched, and how many of them got the goal.
     pub(super) fn dispatch(
         &self,
         d: &Decision,
         free: usize,
         held: bool,
+        room: Option<usize>,
     ) -> (Vec<Action>, usize, usize) {
         let (Some(g), Mode::RollingOut | Mode::RollingBack) = (d.goal, &d.mode) else {
             return (Vec::new(), 0, 0);
@@ -119,6 +121,8 @@ impl<'a> Pass<'a> {
 
         let mut groups: Vec<(&str, DispatchKind, Vec<NodeDispatch>)> = Vec::new();
         let mut to_goal = 0;
+        let mut moved = 0;
+        let mut gated_to_goal = 0;
         for n in &eligible {
             let (rev, kind) = match n.spec_revision.as_deref() {
                 None => (join, DispatchKind::Join),
@@ -135,7 +139,14 @@ impl<'a> Pass<'a> {
                     (g, kind)
                 }
             };
+            // A node leaving a bad revision is never held by a gate or the start checks.
+            let gated = rev == g && kind != DispatchKind::Rollback;
+            if gated && room.is_some_and(|room| gated_to_goal >= room) {
+                continue;
+            }
+            gated_to_goal += usize::from(gated);
             to_goal += usize::from(rev == g);
+            moved += 1;
             let sequence = Some(self.revs[rev].sequence);
             let rev = self.revs[rev].name.as_str();
             let nd = NodeDispatch {
@@ -183,7 +194,7 @@ impl<'a> Pass<'a> {
                 }
             })
             .collect();
-        (actions, eligible.len(), to_goal)
+        (actions, moved, to_goal)
     }
 
     /// Mark the goal Progressing, or Succeeded once every counted node runs it (and, with

@@ -6,7 +6,8 @@
 //! one panics with the decision, which `run_all` reports with its seed.
 
 use netrollout_rollout::lifecycle::{
-    Candidate, Content, InputKind, InputObject, InputRef, RevisionAction, RevisionView, decide,
+    Candidate, Content, InputKind, InputObject, InputRef, RaiseReason, RevisionAction,
+    RevisionView, decide,
 };
 use netrollout_rollout::{Revision, RevisionPhase, State};
 
@@ -89,10 +90,18 @@ fn carry_out(w: &mut World, action: &RevisionAction) {
             w.log
                 .push(format!("revision {name}: created, sequence {seq}"));
         }
-        RevisionAction::RaiseSequence { revision, to, .. } => {
+        RevisionAction::RaiseSequence {
+            revision,
+            to,
+            reason,
+            ..
+        } => {
             let seq = u64::try_from(*to).expect("the lifecycle's sequences are positive");
             if let Some(r) = w.state.revisions.iter_mut().find(|r| &r.name == revision) {
                 r.sequence = seq;
+                // As the configurator marks it: inputs back to a known-good revision.
+                r.undo =
+                    *reason == RaiseReason::InputsEqualAgain && r.phase == RevisionPhase::Succeeded;
             }
             w.log.push(format!(
                 "revision {revision}: existing, sequence raised to {seq}"

@@ -11,12 +11,16 @@
 //! `preflight` (nodes lacking what a revision needs, and its invariants), `analysis` (revisions
 //! gated by analysis checks that pass, fail or are inconclusive, and its invariants),
 //! `domains` (failure domains: racks under a cap, in sequence, with a budget of failed racks),
-//! `bake` (bake time: committed nodes hold their slots; regressions within it fail).
+//! `bake` (bake time: committed nodes hold their slots; regressions within it fail),
+//! `schedule` (maintenance windows and freezes: no rollout outside a window; undo and rollback
+//! never held),
+//! `approval` (approval gates held until a person promotes; a degraded fleet is not started).
 
 // A test harness: panicking on a bad SIM_SEED or a crashed worker thread is the right failure.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod analysis;
+mod approval;
 mod bake;
 mod check;
 mod domains;
@@ -24,6 +28,7 @@ mod guard;
 mod lifecycle;
 mod preflight;
 mod regressions;
+mod regressions_approval;
 mod regressions_bake;
 mod regressions_domains;
 mod regressions_failure;
@@ -31,8 +36,10 @@ mod regressions_guard;
 mod regressions_known_good;
 mod regressions_preflight;
 mod regressions_raised;
+mod regressions_schedule;
 mod regressions_waves;
 mod scenario;
+mod schedule;
 mod slots;
 
 // The simulator itself lives beside the planner (`src/sim/`; the benchmark uses it too).
@@ -215,6 +222,47 @@ fn fleets_with_a_bake_time_never_release_a_baking_node_early() {
             "regressed within the bake time",
             "(Rollout)",
             "(Rollback)",
+            "-> Succeeded",
+            "-> converged on",
+        ],
+    );
+}
+
+#[test]
+fn fleets_under_a_maintenance_schedule_dispatch_a_rollout_only_inside_a_window() {
+    run_all(
+        "fleets_under_a_maintenance_schedule_dispatch_a_rollout_only_inside_a_window",
+        "SIM_SCENARIOS",
+        400,
+        schedule::scenario,
+        &[
+            "held OutsideWindow",
+            "held Frozen",
+            "closed dispatch of",
+            "(Rollback) undo=false",
+            "undo=true",
+            "undo to ",
+            "(Rollout)",
+            "-> Succeeded",
+            "-> converged on",
+        ],
+    );
+}
+
+#[test]
+fn fleets_with_approval_gates_never_pass_a_gate_nor_start_degraded() {
+    run_all(
+        "fleets_with_approval_gates_never_pass_a_gate_nor_start_degraded",
+        "SIM_SCENARIOS",
+        1_000,
+        approval::scenario,
+        &[
+            "held at gate",
+            "held: unhealthy",
+            "held: blocked",
+            "person: promote ncr-",
+            "person: promote --full",
+            "person: promote --force",
             "-> Succeeded",
             "-> converged on",
         ],

@@ -27,8 +27,16 @@ pub fn check_window(p: &Plan, after: &State, now: Timestamp, s: &Settings) -> Re
     else {
         return Ok(());
     };
-    // Held by pre-flight or the analysis gate: nothing moves to the target.
-    if p.summary.held || p.summary.analysis.as_ref().is_some_and(|g| g.held) {
+    // Held by pre-flight, the analysis gate or the maintenance schedule: nothing moves to the
+    // target (a schedule hold is checked to be legitimate by the schedule scenario, S2).
+    if p.summary.held
+        || p.summary.analysis.as_ref().is_some_and(|g| g.held)
+        || p.summary.schedule.is_some()
+    {
+        return Ok(());
+    }
+    // Held by an approval gate or the start checks (computed from the API state).
+    if p.summary.mode == Mode::RollingOut && crate::approval::held(after, target, s) {
         return Ok(());
     }
     // Pre-flight: a node never gets a revision that lists it as lacking (a joining node may
