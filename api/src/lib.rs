@@ -15,6 +15,7 @@
 //!   verdict a revision carries.
 //! - [`approval`]: a person's promotion of a revision and what holds it for one.
 //! - [`capabilities`]: what a node's config needs from the node and what its agent found.
+//! - [`change`]: the change record of a revision (who changed which input, and why).
 //! - [`schedule`]: `MaintenanceSchedule`, weekly maintenance windows and change freezes.
 //! - [`refused`]: `MirrorTarget`, `MirrorSelector`: kinds of the Go operator
 //!   netrollout does not carry, whose CRDs refuse every object saying why.
@@ -34,6 +35,7 @@ pub mod analysis;
 pub mod annotations;
 pub mod approval;
 pub mod capabilities;
+pub mod change;
 pub mod crds;
 pub mod health;
 pub mod inputs;
@@ -59,6 +61,9 @@ pub use approval::{Promotion, RevisionHold};
 pub use capabilities::{
     Capability, NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NOT_ROLLING_OUT,
     NodeCapabilities, lacks_sentence,
+};
+pub use change::{
+    CHANGE_REASON_ANNOTATION, CHANGED_BY_ANNOTATION, ChangeKind, InputChange, TICKET_ANNOTATION,
 };
 pub use health::{Reachability, TENANT_REACHABLE_CONDITION, tenant_reachable};
 pub use labels::{CANARY_LABEL, MANAGED_BY_LABEL, ZONE_LABEL};

@@ -168,6 +168,11 @@ pub struct NetworkConfigRevisionStatus {
     /// opens next (absent: not held).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<RevisionSchedule>,
+    /// The change record: the inputs that changed to make it the target the last time (created,
+    /// or raised), each with who, the client, why and the ticket ([`crate::change`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1024))]
+    pub changes: Vec<crate::change::InputChange>,
     /// What holds it for a person now: an approval gate, or the start checks (absent:
     /// nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]

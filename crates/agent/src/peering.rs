@@ -20,7 +20,7 @@ use ipnet::IpNet;
 use netrollout_api::{BgpPeeringConfig, NodeConfig};
 
 use crate::probe::Outcome;
-use crate::routing::RoutingState;
+use crate::routing_state::RoutingState;
 
 /// The name of FRR's BGP instance (`show bgp vrf all` key) a peering runs in.
 fn instance(config: &NodeConfig, peering: &BgpPeeringConfig) -> String {

@@ -25,38 +25,12 @@ use serde_json::Value;
 use crate::frr::Frr;
 use crate::probe::Outcome;
 
-/// What FRR said about its sessions and VNIs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RoutingState {
-    /// Why FRR did not answer; `None` when it did.
-    pub unanswered: Option<String>,
-    /// BGP session (`VRF PEER`) → its state, e.g. `Established`, `Active`.
-    pub sessions: BTreeMap<String, String>,
-    /// BGP session (`VRF PEER`) → the most prefixes it received in one address family.
-    pub received: BTreeMap<String, u64>,
-    /// The sessions of workloads' peerings of the config the node ran when this was read
-    /// ([`RoutingState::mark_peerings`]): judged by the `peering` probe, not by `bgp VRF PEER`.
-    pub peering_sessions: BTreeSet<String>,
-    /// VNI → its type (`L2`, `L3`) for every VNI FRR's EVPN knows (`show evpn vni json`).
-    pub vnis: BTreeMap<u32, String>,
-    /// VRF → its layer-3 VNI (`show vrf vni json`).
-    pub vrf_vnis: BTreeMap<String, u32>,
-}
+pub use crate::routing_state::RoutingState;
 
-impl RoutingState {
-    /// Notes which sessions belong to the peerings of `config` (the config the node runs).
-    pub fn mark_peerings(&mut self, config: &NodeConfig) {
-        self.peering_sessions = crate::peering::sessions(self, config);
-    }
-
-    /// The sessions in state `Established`.
-    pub fn established(&self) -> BTreeSet<String> {
-        self.sessions
-            .iter()
-            .filter(|(_, s)| s.as_str() == "Established")
-            .map(|(k, _)| k.clone())
-            .collect()
-    }
+/// Notes in `state` which sessions belong to the peerings of `config` (the config the node
+/// runs).
+pub fn mark_peerings(state: &mut RoutingState, config: &NodeConfig) {
+    state.peering_sessions = crate::peering::sessions(state, config);
 }
 
 /// Asks FRR for its sessions and VNIs.

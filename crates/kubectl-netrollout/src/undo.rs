@@ -182,6 +182,32 @@ fn plan_kind<K: Resource, S: Serialize + PartialEq>(
     Ok(steps)
 }
 
+/// What `undo` writes into the change record of each input it creates or updates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamp {
+    /// The user the API server authenticated (`netrollout.io/changed-by`; `None`: the
+    /// annotation is removed, since the previous one would name someone else).
+    pub by: Option<String>,
+    /// `netrollout.io/change-reason`.
+    pub reason: String,
+}
+
+impl Stamp {
+    /// Sets the change annotations on `meta` (and drops a ticket of an earlier change).
+    fn on(&self, meta: &mut kube::api::ObjectMeta) {
+        let a = meta.annotations.get_or_insert_with(Default::default);
+        match &self.by {
+            Some(by) => a.insert(netrollout_api::CHANGED_BY_ANNOTATION.into(), by.clone()),
+            None => a.remove(netrollout_api::CHANGED_BY_ANNOTATION),
+        };
+        a.insert(
+            netrollout_api::CHANGE_REASON_ANNOTATION.into(),
+            self.reason.clone(),
+        );
+        a.remove(netrollout_api::TICKET_ANNOTATION);
+    }
+}
+
 /// Carries out the steps; returns one line per object written.
 ///
 /// # Errors
@@ -191,6 +217,7 @@ pub async fn execute(
     inputs: &Inputs,
     target: &NetworkConfigRevision,
     steps: &[Step],
+    stamp: &Stamp,
 ) -> Result<Vec<String>> {
     let s = &target.spec.snapshot;
     let mut done = vec![];
@@ -204,6 +231,7 @@ pub async fn execute(
                     &s.vrf_route_configurations,
                     VRFRouteConfiguration::new,
                     |o, v| o.spec = v,
+                    stamp,
                 )
                 .await?
             }
@@ -215,6 +243,7 @@ pub async fn execute(
                     &s.layer2_network_configurations,
                     Layer2NetworkConfiguration::new,
                     |o, v| o.spec = v,
+                    stamp,
                 )
                 .await?
             }
@@ -226,6 +255,7 @@ pub async fn execute(
                     &s.bgp_peerings,
                     BGPPeering::new,
                     |o, v| o.spec = v,
+                    stamp,
                 )
                 .await?
             }
@@ -237,6 +267,7 @@ pub async fn execute(
                     &s.routing_tables,
                     RoutingTable::new,
                     |o, v| o.spec = v,
+                    stamp,
                 )
                 .await?
             }
@@ -253,6 +284,7 @@ async fn write<K, S>(
     target: &[NamedInput<S>],
     new: impl Fn(&str, S) -> K,
     set: impl Fn(&mut K, S),
+    stamp: &Stamp,
 ) -> Result<String>
 where
     K: Resource + Clone + Serialize + DeserializeOwned + Debug,
@@ -278,7 +310,8 @@ where
     let missing = || Error::Refused(format!("{what} changed while undo ran; run undo again"));
     match step.action {
         Action::Create => {
-            let obj = new(&step.name, spec().ok_or_else(missing)?);
+            let mut obj = new(&step.name, spec().ok_or_else(missing)?);
+            stamp.on(obj.meta_mut());
             api.create(&pp, &obj)
                 .await
                 .map_err(Error::api(format!("creating {what}")))?;
@@ -289,6 +322,7 @@ where
             // Conflict instead of being overwritten.
             let mut obj = current().ok_or_else(missing)?.clone();
             set(&mut obj, spec().ok_or_else(missing)?);
+            stamp.on(obj.meta_mut());
             api.replace(&step.name, &pp, &obj)
                 .await
                 .map_err(Error::api(format!("updating {what}")))?;

@@ -2,7 +2,7 @@
 //! real config in the lab before a cluster sees it.
 //!
 //! Every `*.yaml`, `*.yml` and `*.json` file directly in the directory (as `kubectl apply -f DIR`
-//! reads it: not recursive, in name order) is read; each document must be one of the three input
+//! reads it: not recursive, in name order) is read; each document must be one of the four input
 //! kinds. Manifests in the Go operator's `v1alpha1` API groups are taken as they are with their
 //! `apiVersion` changed to `netrollout.io/v1alpha1` (what `kubectl netrollout migrate` does for a
 //! cluster). Anything else is refused before the lab starts, naming the file, the document and

@@ -272,7 +272,7 @@ impl Agent {
             Round::Before { current } => {
                 if let Some(frr) = &self.frr {
                     let mut state = routing::state(frr).await;
-                    state.mark_peerings(&current);
+                    routing::mark_peerings(&mut state, &current);
                     out.extend(routing::before(&state, &current));
                     run.routing_before = Some(state);
                 }

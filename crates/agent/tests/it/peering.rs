@@ -1,9 +1,11 @@
-//! BGP peering with a workload through the real agent and real FRR: a workload namespace runs
-//! its own FRR (zebra + bgpd), connected to the node over a veth pair on the node's side of a
-//! listen range. The agent applies a `BGPPeering` (default VRF: this host kernel has no `vrf`
-//! module); the workload's session comes up, its announced prefix passes the import policy, one
-//! outside it does not. A change whose peering does not come up (the workload's AS changed in
-//! the peering) fails the `peering` probe, and the node restores the peering that worked.
+//! BGP peering with workloads through the real agent and real FRR: two workload namespaces run
+//! their own FRR (zebra + bgpd), each connected to the node over a veth pair: one on the node's
+//! side of a listen range (`peeringVlan`), one peering from its loopback address, which the node
+//! routes to it (`loopbackPeer`: `ttl-security hops 2` on both sides). The agent applies both
+//! `BGPPeering`s (default VRF: this host kernel has no `vrf` module); the sessions come up, the
+//! announced prefixes pass the import policies, one outside them does not. A change whose
+//! peering does not come up (the workload's AS changed in the peering) fails the `peering`
+//! probe, and the node restores the peering that worked.
 //! Needs root and FRR (hack/install-deps.sh); fails loudly without.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -30,23 +32,56 @@ fn workload_conf() -> String {
     )
 }
 
+const LOOPBACK_ASN: u32 = 65512;
+const NODE_SIDE2: &str = "10.250.52.1";
+const WORKLOAD2_IP: &str = "10.250.52.9";
+const LOOPBACK: &str = "10.250.7.1";
+
+/// The second workload's FRR: peers from its loopback, two hops for GTSM.
+fn loopback_conf() -> String {
+    format!(
+        "frr defaults datacenter\nhostname workload2\n!\nrouter bgp {LOOPBACK_ASN}\n \
+         bgp router-id {LOOPBACK}\n no bgp ebgp-requires-policy\n no bgp network import-check\n \
+         neighbor {NODE_SIDE2} remote-as {NODE_ASN}\n neighbor {NODE_SIDE2} ttl-security hops 2\n \
+         neighbor {NODE_SIDE2} update-source {LOOPBACK}\n neighbor {NODE_SIDE2} timers 1 3\n \
+         neighbor {NODE_SIDE2} timers connect 1\n !\n address-family ipv4 unicast\n  \
+         network 10.250.61.1/32\n exit-address-family\nexit\n!\n"
+    )
+}
+
 fn peering(asn: u32) -> NodeConfig {
     NodeConfig {
-        bgp_peerings: vec![BgpPeeringConfig {
-            source: "lb".into(),
-            listen_ranges: vec!["10.250.51.0/24".into()],
-            remote_asn: asn,
-            maximum_prefixes: Some(4),
-            keepalive_seconds: Some(1),
-            hold_seconds: Some(3),
-            import: vec![PrefixItem {
-                cidr: "10.250.60.0/24".into(),
-                le: Some(32),
-                action: PrefixAction::Permit,
+        bgp_peerings: vec![
+            BgpPeeringConfig {
+                source: "calico".into(),
+                neighbors: vec![LOOPBACK.into()],
+                remote_asn: LOOPBACK_ASN,
+                keepalive_seconds: Some(1),
+                hold_seconds: Some(3),
+                import: vec![PrefixItem {
+                    cidr: "10.250.61.0/24".into(),
+                    le: Some(32),
+                    action: PrefixAction::Permit,
+                    ..Default::default()
+                }],
                 ..Default::default()
-            }],
-            ..Default::default()
-        }],
+            },
+            BgpPeeringConfig {
+                source: "lb".into(),
+                listen_ranges: vec!["10.250.51.0/24".into()],
+                remote_asn: asn,
+                maximum_prefixes: Some(4),
+                keepalive_seconds: Some(1),
+                hold_seconds: Some(3),
+                import: vec![PrefixItem {
+                    cidr: "10.250.60.0/24".into(),
+                    le: Some(32),
+                    action: PrefixAction::Permit,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        ],
         ..Default::default()
     }
 }
@@ -79,6 +114,31 @@ async fn a_workloads_peering_comes_up_and_a_change_that_breaks_it_is_restored() 
         &w.lab.dir.path().join("frr-workload"),
         &workload_conf(),
     );
+    // The second workload, its loopback routed to it by the node.
+    let wl2_ns = format!("{}-v", w.lab.ns);
+    run("ip", &["netns", "add", &wl2_ns]);
+    let _gone2 = scopeguard(&wl2_ns);
+    w.lab.ip("link add wl2n type veth peer name wl2p");
+    w.lab.ip(&format!("link set wl2p netns {wl2_ns}"));
+    w.lab.ip(&format!("addr add {NODE_SIDE2}/24 dev wl2n"));
+    w.lab.ip("link set wl2n up");
+    w.lab
+        .ip(&format!("route add {LOOPBACK}/32 via {WORKLOAD2_IP}"));
+    for args in [
+        "link set lo up".to_string(),
+        format!("addr add {LOOPBACK}/32 dev lo"),
+        format!("addr add {WORKLOAD2_IP}/24 dev wl2p"),
+        "link set wl2p up".to_string(),
+    ] {
+        let mut a = vec!["-n", wl2_ns.as_str()];
+        a.extend(args.split_whitespace());
+        run("ip", &a);
+    }
+    let workload2 = FrrNs::start(
+        &wl2_ns,
+        &w.lab.dir.path().join("frr-workload2"),
+        &loopback_conf(),
+    );
 
     w.lab.set_spec("rev-1", peering(WORKLOAD_ASN)).await;
     w.lab.start_agent();
@@ -95,6 +155,14 @@ async fn a_workloads_peering_comes_up_and_a_change_that_breaks_it_is_restored() 
     });
     let outside = w.node.vtysh("show bgp ipv4 unicast 172.31.0.0/24 json");
     assert!(!outside.contains(WORKLOAD_IP), "{outside}");
+    assert!(
+        workload2.established(NODE_SIDE2),
+        "the loopback session is not up"
+    );
+    w.node.wait(10, "the loopback workload's prefix", |f| {
+        f.try_vtysh("show bgp ipv4 unicast 10.250.61.1/32 json")
+            .is_some_and(|t| t.contains(LOOPBACK))
+    });
 
     // The peering now expects another AS: the workload's session cannot come up.
     w.lab.set_spec("rev-2", peering(65999)).await;
@@ -124,7 +192,12 @@ async fn a_workloads_peering_comes_up_and_a_change_that_breaks_it_is_restored() 
         text.contains("netrollout_agent_probe_failures_total{probe=\"peering\"} 1"),
         "{text}"
     );
+    assert!(
+        workload2.established(NODE_SIDE2),
+        "the loopback session went down"
+    );
     drop(workload);
+    drop(workload2);
 }
 
 /// Deletes the workload's namespace when the test ends, passed or not.

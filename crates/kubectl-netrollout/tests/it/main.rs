@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 mod bake;
+mod change;
 mod common;
 
 mod go_operator;

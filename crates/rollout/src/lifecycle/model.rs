@@ -6,7 +6,7 @@ use std::fmt;
 
 use crate::state::RevisionPhase;
 
-/// The three input kinds.
+/// The four input kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum InputKind {
     /// `VRFRouteConfiguration`.
