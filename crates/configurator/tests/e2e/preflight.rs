@@ -20,6 +20,7 @@ fn reports(present: &[&str], missing: &[&str]) -> NodeNetworkConfigStatus {
         capabilities: Some(NodeCapabilities {
             present: words(present),
             missing: words(missing),
+            frr_version: None,
         }),
         ..Default::default()
     }
