@@ -36,6 +36,12 @@ pub struct NodeCapabilities {
     #[serde(default)]
     #[schemars(length(max = 64))]
     pub missing: Vec<String>,
+    /// The FRR version the node's daemons run (e.g. `8.4.4`, `10.3`), from their `frr version`
+    /// line, as the agent read it at start (and again at each re-detection); absent without FRR
+    /// support or while FRR does not answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub frr_version: Option<String>,
 }
 
 impl NodeCapabilities {
@@ -189,6 +195,7 @@ mod tests {
         let caps = NodeCapabilities {
             present: vec!["bridge".into()],
             missing: vec!["vrf".into(), "some-future-word".into()],
+            frr_version: None,
         };
         let needs = [Capability::Bridge, Capability::Vrf, Capability::Bgpd];
         assert_eq!(caps.lacking(&needs), vec![Capability::Vrf]);

@@ -6,7 +6,8 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use crate::refused::{BGPPeering, MirrorSelector, MirrorTarget};
+use crate::peering::BGPPeering;
+use crate::refused::{MirrorSelector, MirrorTarget};
 use crate::{
     Layer2NetworkConfiguration, MaintenanceSchedule, NetworkConfigRevision, NodeNetworkConfig,
     RolloutAnalysis, RoutingTable, VRFRouteConfiguration,
@@ -18,11 +19,11 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         VRFRouteConfiguration::crd(),
         Layer2NetworkConfiguration::crd(),
         RoutingTable::crd(),
+        BGPPeering::crd(),
         NetworkConfigRevision::crd(),
         NodeNetworkConfig::crd(),
         RolloutAnalysis::crd(),
         MaintenanceSchedule::crd(),
-        BGPPeering::crd(),
         MirrorTarget::crd(),
         MirrorSelector::crd(),
     ]

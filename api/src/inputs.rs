@@ -1,4 +1,4 @@
-//! The three kinds users write. Field names, types and ranges follow the Go operator's
+//! Three of the four kinds users write (the fourth, `BGPPeering`, is in [`crate::peering`]). Field names, types and ranges follow the Go operator's
 //! `v1alpha1` (groups `network.schiff.telekom.de` and `network.t-caas.telekom.com`).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
@@ -187,7 +187,7 @@ pub struct VrfLoopback {
 }
 
 /// Why `advertiseNeighbors: true` is refused (by the CRD, the configurator and `migrate`).
-pub const ADVERTISE_NEIGHBORS_REFUSED: &str = "advertiseNeighbors: true is not supported: netrollout installs no host routes for local neighbours (the Go operator's neighbour tracker); EVPN type-2 MAC/IP routes already carry each neighbour to the other nodes of the network; remove the field or set it to false";
+pub const ADVERTISE_NEIGHBORS_REFUSED: &str = "advertiseNeighbors: true is not supported: netrollout installs no host routes for a network's local neighbours. The Go operator's versions since January 2025 ignore the field (nothing is lost); older versions installed a /32 or /128 route per neighbour into the network's VRF, which FRR announced, and that is lost: only the network's subnet is routed (EVPN type-2 routes still carry each neighbour to the network's other nodes); announce such addresses yourself, e.g. over a BGPPeering, and remove the field or set it to false (docs/migration.md)";
 
 /// One layer-2 network: a VLAN stretched over VXLAN, optionally routed in a VRF.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -250,7 +250,9 @@ pub struct Layer2NetworkConfigurationSpec {
     pub anycast_gateways: Vec<String>,
 
     /// Advertise host routes for local neighbours. Not supported, only `false` is accepted:
-    /// netrollout has no neighbour tracker, and EVPN type-2 routes carry the neighbours.
+    /// netrollout has no neighbour tracker (the Go operator's current versions ignore the field;
+    /// its versions before January 2025 installed the routes), and EVPN type-2 routes carry the
+    /// neighbours to the network's other nodes.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub advertise_neighbors: bool,
 

@@ -1,21 +1,23 @@
-//! The `netrollout.io/v1alpha1` API: the seven custom resource kinds and the CRD generator (and
-//! three CRDs that only refuse kinds of the Go operator netrollout does not carry).
+//! The `netrollout.io/v1alpha1` API: the eight custom resource kinds and the CRD generator (and
+//! two CRDs that only refuse kinds of the Go operator netrollout does not carry).
 //!
-//! Users write the three input kinds; their field names, types and ranges match the Go network
+//! Users write the four input kinds; their field names, types and ranges match the Go network
 //! operator's `v1alpha1` API, so its manifests migrate by changing `apiVersion` alone. The
 //! configurator writes [`NetworkConfigRevision`]s and the spec of each [`NodeNetworkConfig`]; the
 //! agent on a node writes only the status of its own `NodeNetworkConfig`.
 //!
 //! Layout:
 //! - [`inputs`]: `VRFRouteConfiguration`, `Layer2NetworkConfiguration`, `RoutingTable`.
+//! - [`peering`]: `BGPPeering`, workloads peering with their node's FRR.
 //! - [`revision`]: `NetworkConfigRevision`, the immutable merged snapshot and its rollout status.
 //! - [`node`]: `NodeNetworkConfig`, the rendered config of one node and its apply status.
 //! - [`analysis`]: `RolloutAnalysis`, checks against Prometheus that gate each wave, and the
 //!   verdict a revision carries.
 //! - [`approval`]: a person's promotion of a revision and what holds it for one.
 //! - [`capabilities`]: what a node's config needs from the node and what its agent found.
+//! - [`change`]: the change record of a revision (who changed which input, and why).
 //! - [`schedule`]: `MaintenanceSchedule`, weekly maintenance windows and change freezes.
-//! - [`refused`]: `BGPPeering`, `MirrorTarget`, `MirrorSelector`: kinds of the Go operator
+//! - [`refused`]: `MirrorTarget`, `MirrorSelector`: kinds of the Go operator
 //!   netrollout does not carry, whose CRDs refuse every object saying why.
 //! - [`crds`]: every CRD of the group, and their YAML as committed under `config/crd/`.
 //! - [`health`]: a node's continuous health (`TenantReachable`), written and read in one shape.
@@ -33,12 +35,14 @@ pub mod analysis;
 pub mod annotations;
 pub mod approval;
 pub mod capabilities;
+pub mod change;
 pub mod crds;
 pub mod health;
 pub mod inputs;
 pub mod labels;
 pub mod naming;
 pub mod node;
+pub mod peering;
 pub mod reason;
 pub mod refused;
 pub mod revision;
@@ -58,6 +62,9 @@ pub use capabilities::{
     Capability, NODES_CAPABLE_CONDITION, NODES_LACK_CAPABILITIES, NOT_ROLLING_OUT,
     NodeCapabilities, lacks_sentence,
 };
+pub use change::{
+    CHANGE_REASON_ANNOTATION, CHANGED_BY_ANNOTATION, ChangeKind, InputChange, TICKET_ANNOTATION,
+};
 pub use health::{Reachability, TENANT_REACHABLE_CONDITION, tenant_reachable};
 pub use labels::{CANARY_LABEL, MANAGED_BY_LABEL, ZONE_LABEL};
 pub use naming::{MANAGED_PREFIXES, MAX_IFNAME};
@@ -71,10 +78,11 @@ pub use inputs::{
     VRFRouteConfiguration, VRFRouteConfigurationSpec, VrfLoopback,
 };
 pub use node::{
-    FailedCheck, Layer2Config, LoopbackConfig, NodeConfig, NodeHealth, NodeNetworkConfig,
-    NodeNetworkConfigSpec, NodeNetworkConfigStatus, NodePhase, RoutingTableConfig, VrfConfig,
-    VrfPolicy,
+    BgpPeeringConfig, FailedCheck, Layer2Config, LoopbackConfig, NodeConfig, NodeHealth,
+    NodeNetworkConfig, NodeNetworkConfigSpec, NodeNetworkConfigStatus, NodePhase,
+    RoutingTableConfig, VrfConfig, VrfPolicy,
 };
+pub use peering::{BGPPeering, BGPPeeringLoopback, BGPPeeringSpec, BGPPeeringVlan};
 pub use revision::{
     FailedNode, IDENTICAL_CONTENT_REFUSED, INPUTS_REFUSED_CONDITION, NamedInput,
     NetworkConfigRevision, NetworkConfigRevisionSpec, NetworkConfigRevisionStatus, READY_CONDITION,

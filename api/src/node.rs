@@ -70,6 +70,52 @@ pub struct NodeConfig {
     #[serde(default)]
     #[schemars(length(max = 4096))]
     pub routing_tables: Vec<RoutingTableConfig>,
+    /// BGP peerings with workloads, sorted by source.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 4096))]
+    pub bgp_peerings: Vec<BgpPeeringConfig>,
+}
+
+/// One `BGPPeering` on a node: where FRR accepts or opens the workloads' sessions, and how.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct BgpPeeringConfig {
+    /// Name of the input object.
+    pub source: String,
+    /// VRF whose BGP instance peers (`VrfConfig.name`); the default VRF when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vrf: Option<String>,
+    /// Networks FRR accepts sessions from (`bgp listen range`), from `peeringVlan`: the subnets
+    /// of the layer-2 network's anycast gateways.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub listen_ranges: Vec<String>,
+    /// Addresses FRR opens sessions to (`neighbor ADDR`), from `loopbackPeer`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 2))]
+    pub neighbors: Vec<String>,
+    /// The workloads' AS number.
+    pub remote_asn: u32,
+    /// BFD on the sessions.
+    #[serde(default)]
+    pub bfd: bool,
+    /// Most prefixes a session may receive per address family.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximum_prefixes: Option<u32>,
+    /// Keepalive interval in seconds (with `holdSeconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keepalive_seconds: Option<u32>,
+    /// Hold time in seconds (with `keepaliveSeconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_seconds: Option<u32>,
+    /// Routes accepted from the workloads; every other route is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1000))]
+    pub import: Vec<PrefixItem>,
+    /// Routes announced to the workloads; no other route is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1000))]
+    pub export: Vec<PrefixItem>,
 }
 
 /// One VRF on a node: the union of every `VRFRouteConfiguration` naming it.

@@ -1,5 +1,5 @@
-//! Kinds of the Go operator's `v1alpha1` API that netrollout does not carry: `BGPPeering`,
-//! `MirrorTarget` and `MirrorSelector`. Their CRDs exist only so that `kubectl apply` of such an
+//! Kinds of the Go operator's `v1alpha1` API that netrollout does not carry: `MirrorTarget` and
+//! `MirrorSelector`. Their CRDs exist only so that `kubectl apply` of such an
 //! object with its `apiVersion` changed to `netrollout.io/v1alpha1` is refused saying why and
 //! what to do (a CEL rule that never holds), where kubectl would otherwise answer "no matches
 //! for kind"; `kubectl netrollout migrate` refuses the old objects with the same words. Nothing
@@ -14,9 +14,6 @@ use serde_json::{Map, Value};
 
 /// Why traffic mirroring (`MirrorTarget`, `MirrorSelector`) is refused, and what to do.
 pub const MIRRORING_REFUSED: &str = "netrollout does not carry traffic mirroring (the Go operator's GRE tunnel to a collector in a VRF and its tc mirror rules on the source network), so the mirror would stop without a word; keep the Go operator on the clusters that mirror traffic and leave the MirrorTarget and MirrorSelector objects out of what you migrate (docs/migration.md)";
-
-/// Why `BGPPeering` is refused, and what to do.
-pub const BGP_PEERING_REFUSED: &str = "netrollout does not carry BGP peering for workloads yet (the Go operator's listen ranges on a peering VLAN or loopback peers in the VRF's BGP instance), so the workloads' sessions would be dropped; keep the Go operator on the clusters whose workloads peer with their nodes and leave the BGPPeering objects out of what you migrate (docs/migration.md)";
 
 /// The spec of a refused kind: whatever the Go operator's object holds, kept unread; the
 /// schema's rule refuses every object.
@@ -60,13 +57,6 @@ macro_rules! refused_kind {
 }
 
 refused_kind!(
-    BGPPeeringSpec,
-    "BGPPeering",
-    "bgppeerings",
-    "bgppeering",
-    BGP_PEERING_REFUSED
-);
-refused_kind!(
     MirrorTargetSpec,
     "MirrorTarget",
     "mirrortargets",
@@ -86,7 +76,6 @@ refused_kind!(
 pub fn why_refused(kind: &str) -> Option<&'static str> {
     match kind {
         "MirrorTarget" | "MirrorSelector" => Some(MIRRORING_REFUSED),
-        "BGPPeering" => Some(BGP_PEERING_REFUSED),
         _ => None,
     }
 }

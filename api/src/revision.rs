@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::{RevisionAnalysis, RolloutAnalysisSpec};
 use crate::inputs::{Layer2NetworkConfigurationSpec, RoutingTableSpec, VRFRouteConfigurationSpec};
+use crate::peering::BGPPeeringSpec;
 
 /// A merged snapshot of all inputs. Only `spec.sequence`, `spec.paused` and `spec.promotion`
 /// ever change.
@@ -84,6 +85,11 @@ pub struct Snapshot {
     #[serde(default)]
     #[schemars(length(max = 4096))]
     pub routing_tables: Vec<NamedInput<RoutingTableSpec>>,
+    /// `BGPPeering` specs by object name (left out when there are none, so that the snapshots
+    /// and hashes of inputs without peerings are what they were before the kind existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 4096))]
+    pub bgp_peerings: Vec<NamedInput<BGPPeeringSpec>>,
 }
 
 /// An input's spec under the name of its object.
@@ -162,6 +168,11 @@ pub struct NetworkConfigRevisionStatus {
     /// opens next (absent: not held).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<RevisionSchedule>,
+    /// The change record: the inputs that changed to make it the target the last time (created,
+    /// or raised), each with who, the client, why and the ticket ([`crate::change`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1024))]
+    pub changes: Vec<crate::change::InputChange>,
     /// What holds it for a person now: an approval gate, or the start checks (absent:
     /// nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -62,11 +62,11 @@ fn every_crd_is_cluster_scoped_with_short_name_status_and_printer_columns() {
             "vrf",
             "layer2",
             "taas",
+            "bgppeering",
             "ncr",
             "nnc",
             "analysis",
             "mschedule",
-            "bgppeering",
             "mirrortarget",
             "mirrorselector"
         ]
@@ -159,6 +159,7 @@ fn input_specs() -> Vec<(String, serde_json::Value)> {
                 "VRFRouteConfiguration",
                 "Layer2NetworkConfiguration",
                 "RoutingTable",
+                "BGPPeering",
             ]
             .contains(&c.spec.names.kind.as_str())
         })

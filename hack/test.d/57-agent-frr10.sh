@@ -15,6 +15,6 @@ cd "$(dirname "$0")/../.."
 hack/frr10.sh >/dev/null
 filters=(frr_converge:: frr_vty:: frr_defaults::)
 if [ "${ALL:-0}" = 1 ]; then
-  filters+=(frr_dies:: frr:: evpn:: kills::)
+  filters+=(frr_dies:: frr:: evpn:: kills:: peering::)
 fi
 NETROLLOUT_FRR_VERSION=10.3 cargo test -p netrollout-agent --test it --locked -- "${filters[@]}"

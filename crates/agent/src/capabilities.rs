@@ -9,7 +9,9 @@
 //!   other answer leaves the kind unchecked (in neither list) and is logged: it says nothing
 //!   about the driver. Bridge VLAN filtering is tried as a bridge with `vlan_filtering 1`.
 //! - **FRR** (only with FRR support on): `bgpd` is present when `vtysh -c "show daemons"`
-//!   lists it, missing otherwise (FRR down counts as missing until it answers).
+//!   lists it, missing otherwise (FRR down counts as missing until it answers); the version its
+//!   daemons run (`frrVersion`, from their running config's `frr version` line), absent while
+//!   FRR does not answer.
 //! - **Writes**: detected at start; the report is written when the object the agent's watch
 //!   last saw carries other capabilities (or none), so a restart with nothing changed writes
 //!   nothing. While something is missing, detection runs again every [`RECHECK`] (a module
@@ -170,7 +172,22 @@ pub async fn detect(dp: &Dataplane, frr: Option<&Frr>) -> NodeCapabilities {
     NodeCapabilities {
         present: words(&present),
         missing: words(&missing),
+        frr_version: match frr {
+            Some(frr) => frr_version(frr).await,
+            None => None,
+        },
     }
+}
+
+/// The version FRR's daemons show in their running config (`frr version` line); `None`, logged,
+/// while FRR does not answer.
+async fn frr_version(frr: &Frr) -> Option<String> {
+    if frr.version().is_none()
+        && let Err(e) = frr.running_config().await
+    {
+        tracing::warn!(error = %e, "FRR does not answer; its version is not reported");
+    }
+    frr.version()
 }
 
 /// A scratch device's name.
@@ -219,7 +236,14 @@ pub fn runs_bgpd(show_daemons: &str) -> bool {
 /// else; `None` when it already says the same.
 pub fn patch(seen: Option<&NodeNetworkConfig>, detected: &NodeCapabilities) -> Option<Value> {
     let have = seen.and_then(|o| o.status.as_ref()?.capabilities.as_ref());
-    (have != Some(detected)).then(|| json!({ "status": { "capabilities": detected } }))
+    // Every field named, an absent version as null: a merge patch keeps what it does not name,
+    // and a version left from before would never equal the detection (a write on every event).
+    let capabilities = json!({
+        "present": detected.present,
+        "missing": detected.missing,
+        "frrVersion": detected.frr_version,
+    });
+    (have != Some(detected)).then(|| json!({ "status": { "capabilities": capabilities } }))
 }
 
 /// [`detect`] in the node's namespace on a thread of its own with a runtime of its own (the
@@ -352,6 +376,7 @@ mod tests {
         NodeCapabilities {
             present: present.iter().map(|s| s.to_string()).collect(),
             missing: missing.iter().map(|s| s.to_string()).collect(),
+            frr_version: None,
         }
     }
 
@@ -380,6 +405,30 @@ mod tests {
         assert_eq!(
             patch(None, &found).unwrap()["status"]["capabilities"]["missing"],
             json!(["vrf"])
+        );
+    }
+
+    #[test]
+    fn the_frr_version_is_written_when_it_changes_and_an_unknown_one_clears_the_old() {
+        let on = |v: Option<&str>| NodeCapabilities {
+            frr_version: v.map(str::to_string),
+            ..caps(&["bgpd"], &[])
+        };
+        let seen = nnc_with(Some(on(Some("8.4.4"))));
+        assert_eq!(patch(Some(&seen), &on(Some("8.4.4"))), None);
+        let upgraded = patch(Some(&seen), &on(Some("10.3"))).expect("a new version is written");
+        assert_eq!(
+            upgraded["status"]["capabilities"]["frrVersion"],
+            json!("10.3")
+        );
+        // A merge patch keeps what it does not name: the old version goes only as null.
+        let unknown = patch(Some(&seen), &on(None)).expect("an unknown version is written");
+        assert_eq!(unknown["status"]["capabilities"]["frrVersion"], Value::Null);
+        assert!(
+            unknown["status"]["capabilities"]
+                .as_object()
+                .unwrap()
+                .contains_key("frrVersion")
         );
     }
 

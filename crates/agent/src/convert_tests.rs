@@ -111,6 +111,7 @@ fn a_vrf_with_a_vni_becomes_a_vrf_device_bridge_vxlan_veth_pair_loopback_and_rul
             table_id: 300,
             interface: "tb.300".into(),
         }],
+        ..Default::default()
     };
     let d = to_desired(&config, &vtep()).unwrap();
     d.validate(&managed().unwrap()).unwrap();

@@ -17,7 +17,9 @@
 //! - [`convert`]: rendered `NodeConfig` → the dataplane's desired kernel objects.
 //! - [`frr`]: the FRR step, one file per verb: render and write the base + managed text
 //!   atomically, reload (`frr-reload.py`), query (`vtysh`), parse FRR's output.
-//! - [`routing`]: routing probes asked of FRR (sessions, EVPN VNIs).
+//! - [`routing`]: routing probes asked of FRR (sessions, EVPN VNIs); `peering`: the probe of
+//!   the workloads' BGP peerings; both read FRR's answer, `routing_state` (routing → peering →
+//!   routing_state, never back).
 //! - [`reason`]: why a revision failed ([`reason::FailureReason`]).
 //! - [`state`]: the state files' records, encoding and write plans (pure).
 //! - [`store`]: runs those plans in the state directory (last-known-good, journal, failures).
@@ -55,10 +57,12 @@ mod icmp;
 mod lane;
 mod metrics;
 mod outcome;
+mod peering;
 mod probe;
 mod reason;
 mod report;
 pub mod routing;
+mod routing_state;
 pub mod run;
 mod state;
 mod status;

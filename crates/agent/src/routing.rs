@@ -7,7 +7,9 @@
 //! - `evpn vni N`, one per VNI of the config: a VRF's layer-3 VNI is known to FRR's EVPN for
 //!   that VRF (`show vrf vni json` lists the VRF with it); a layer-2 network's VNI is known to
 //!   FRR's EVPN as a layer-2 VNI (`show evpn vni json` lists it with type `L2`; zebra takes a
-//!   VXLAN device whose VNI FRR's config binds to a VRF as a layer-3 VNI).
+//!   VXLAN device whose VNI FRR's config binds to a VRF as a layer-3 VNI);
+//! - `peering NAME`, one per BGP peering with workloads: see [`crate::peering`] (the workloads'
+//!   sessions are judged there, not by the `bgp VRF PEER` rule).
 //!
 //! Like the other probes they run before the change (reported) and after it (enforced, see
 //! [`crate::outcome::enforced_failures`]): before the change the `evpn vni` checks are those of
@@ -23,28 +25,12 @@ use serde_json::Value;
 use crate::frr::Frr;
 use crate::probe::Outcome;
 
-/// What FRR said about its sessions and VNIs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RoutingState {
-    /// Why FRR did not answer; `None` when it did.
-    pub unanswered: Option<String>,
-    /// BGP session (`VRF PEER`) → its state, e.g. `Established`, `Active`.
-    pub sessions: BTreeMap<String, String>,
-    /// VNI → its type (`L2`, `L3`) for every VNI FRR's EVPN knows (`show evpn vni json`).
-    pub vnis: BTreeMap<u32, String>,
-    /// VRF → its layer-3 VNI (`show vrf vni json`).
-    pub vrf_vnis: BTreeMap<String, u32>,
-}
+pub use crate::routing_state::RoutingState;
 
-impl RoutingState {
-    /// The sessions in state `Established`.
-    pub fn established(&self) -> BTreeSet<String> {
-        self.sessions
-            .iter()
-            .filter(|(_, s)| s.as_str() == "Established")
-            .map(|(k, _)| k.clone())
-            .collect()
-    }
+/// Notes in `state` which sessions belong to the peerings of `config` (the config the node
+/// runs).
+pub fn mark_peerings(state: &mut RoutingState, config: &NodeConfig) {
+    state.peering_sessions = crate::peering::sessions(state, config);
 }
 
 /// Asks FRR for its sessions and VNIs.
@@ -68,38 +54,52 @@ pub async fn state(frr: &Frr) -> RoutingState {
             .and_then(|t| parse_json(&t))
             .unwrap_or_default()
     };
+    let (sessions, received) = parse_sessions(&summary);
     RoutingState {
         unanswered: None,
-        sessions: parse_sessions(&summary),
+        sessions,
+        received,
+        peering_sessions: BTreeSet::new(),
         vnis: parse_vnis(&json("show evpn vni json").await),
         vrf_vnis: parse_vrf_vnis(&json("show vrf vni json").await),
     }
 }
 
-/// The probe outcomes before a change: FRR answers; one passing outcome per Established session;
-/// the EVPN checks of `current`, the config the node runs (its last-known-good).
+/// The probe outcomes before a change: FRR answers; one passing outcome per Established session
+/// (but the workloads' peerings'); the EVPN and peering checks of `current`, the config the node
+/// runs (its last-known-good).
 pub fn before(state: &RoutingState, current: &NodeConfig) -> Vec<Outcome> {
     let mut out = vec![Outcome {
         name: "frr".into(),
         error: state.unanswered.clone(),
     }];
-    out.extend(state.established().into_iter().map(|s| Outcome {
-        name: format!("bgp {s}"),
-        error: None,
-    }));
+    out.extend(
+        (state.established().into_iter())
+            .filter(|s| !state.peering_sessions.contains(s))
+            .map(|s| Outcome {
+                name: format!("bgp {s}"),
+                error: None,
+            }),
+    );
     out.extend(evpn(state, current));
+    out.extend(crate::peering::checks(state, current));
     out
 }
 
-/// The probe outcomes after a change: FRR answers; every session Established `before` is
-/// Established again; every VNI of `config` (VRFs' and layer-2 networks') is known to EVPN.
+/// The probe outcomes after a change: FRR answers; every session Established `before` (but
+/// the workloads' peerings') is Established again; every VNI of `config` (VRFs' and layer-2
+/// networks') is known to EVPN; every peering of `config` is up.
 pub fn after(before: &RoutingState, now: &RoutingState, config: &NodeConfig) -> Vec<Outcome> {
     let mut out = vec![Outcome {
         name: "frr".into(),
         error: now.unanswered.clone(),
     }];
+    let peerings_now = crate::peering::sessions(now, config);
     for s in before.established() {
-        if removed_by(&s, config) {
+        if removed_by(&s, config)
+            || before.peering_sessions.contains(&s)
+            || peerings_now.contains(&s)
+        {
             continue;
         }
         let error = match now.sessions.get(&s).map(String::as_str) {
@@ -113,6 +113,7 @@ pub fn after(before: &RoutingState, now: &RoutingState, config: &NodeConfig) -> 
         });
     }
     out.extend(evpn(now, config));
+    out.extend(crate::peering::checks(now, config));
     out
 }
 
@@ -179,11 +180,13 @@ fn parse_json(text: &str) -> Result<Value, String> {
     serde_json::from_str(text.trim()).map_err(|e| format!("FRR answered no JSON: {e}"))
 }
 
-/// `show bgp vrf all summary json` → `VRF PEER` → state (Established wins across families).
-fn parse_sessions(v: &Value) -> BTreeMap<String, String> {
+/// `show bgp vrf all summary json` → `VRF PEER` → state (Established wins across families),
+/// and → the most prefixes received in one family (`pfxRcd`).
+fn parse_sessions(v: &Value) -> (BTreeMap<String, String>, BTreeMap<String, u64>) {
     let mut out: BTreeMap<String, String> = BTreeMap::new();
+    let mut received: BTreeMap<String, u64> = BTreeMap::new();
     let Some(vrfs) = v.as_object() else {
-        return out;
+        return (out, received);
     };
     for (vrf, families) in vrfs {
         let Some(families) = families.as_object() else {
@@ -195,14 +198,18 @@ fn parse_sessions(v: &Value) -> BTreeMap<String, String> {
             };
             for (peer, p) in peers {
                 let state = p.get("state").and_then(Value::as_str).unwrap_or("Unknown");
-                let entry = out.entry(format!("{vrf} {peer}")).or_default();
+                let key = format!("{vrf} {peer}");
+                let count = p.get("pfxRcd").and_then(Value::as_u64).unwrap_or(0);
+                let most = received.entry(key.clone()).or_default();
+                *most = (*most).max(count);
+                let entry = out.entry(key).or_default();
                 if entry.is_empty() || state == "Established" {
                     *entry = state.to_string();
                 }
             }
         }
     }
-    out
+    (out, received)
 }
 
 /// VNI → type in `show evpn vni json` (`{"N":{"vni":N,"type":"L2",...}}`; a VNI without a

@@ -12,7 +12,7 @@ fn sessions_are_read_per_vrf_and_established_in_any_family_counts() {
         },
         "vr.red": {"ipv4Unicast": {}}
     });
-    let s = parse_sessions(&v);
+    let (s, _) = parse_sessions(&v);
     assert_eq!(s["default 10.0.0.2"], "Established");
     assert_eq!(s["default 10.0.0.3"], "Active");
     assert_eq!(s.len(), 2);

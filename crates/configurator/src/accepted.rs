@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::{
-    ACCEPTED_CONDITION, Layer2NetworkConfiguration, RoutingTable, VRFRouteConfiguration,
+    ACCEPTED_CONDITION, BGPPeering, Layer2NetworkConfiguration, RoutingTable, VRFRouteConfiguration,
 };
 use netrollout_rollout::lifecycle::{AcceptedUpdate, InputKind, InputRef, Since};
 
@@ -105,6 +105,12 @@ async fn patch_status(ctx: &Context, input: &InputRef, patch: &serde_json::Value
         }
         InputKind::Table => {
             let api: Api<RoutingTable> = ctx.writer().api();
+            ctx.writer()
+                .write(what, api.patch_status(name, &pp, &patch))
+                .await?;
+        }
+        InputKind::Peering => {
+            let api: Api<BGPPeering> = ctx.writer().api();
             ctx.writer()
                 .write(what, api.patch_status(name, &pp, &patch))
                 .await?;

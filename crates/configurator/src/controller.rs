@@ -311,6 +311,7 @@ fn start_watches(
         vrfs: input.start(Api::all(c()), all.clone(), tasks),
         layer2s: input.start(Api::all(c()), all.clone(), tasks),
         tables: input.start(Api::all(c()), all.clone(), tasks),
+        peerings: input.start(Api::all(c()), all.clone(), tasks),
         nodes: fleet.start::<KubeNode>(Api::all(c()), node_cfg, tasks),
         nncs: fleet.start_with(Api::all(c()), all.clone(), tasks, reported),
         ncrs: w.start(Api::all(c()), all, tasks),
@@ -369,13 +370,23 @@ impl Watch<'_> {
         let notify = self.notify.clone();
         let changes = self.changes.clone();
         let role = self.role;
-        // Nothing here reads managedFields (field ownership for server-side apply); the caches
-        // hold each object without them, so they are neither kept nor cloned with it.
+        // The caches hold each object without its managedFields (field ownership for
+        // server-side apply), so they are neither kept nor cloned with it; of an input only the
+        // entry of the last spec write stays, without its field set: the change record's
+        // client and time.
         let stream = reflector::reflector(
             writer,
             watcher(api, cfg)
                 .default_backoff()
-                .modify(|obj: &mut K| obj.meta_mut().managed_fields = None),
+                .modify(move |obj: &mut K| {
+                    let meta = obj.meta_mut();
+                    meta.managed_fields = match role {
+                        Role::Input => {
+                            crate::revisions::record::last_spec_write(meta.managed_fields.take())
+                        }
+                        _ => None,
+                    };
+                }),
         );
         tasks.spawn(format!("watch-{kind}"), Life::Process, async move {
             let mut stream = std::pin::pin!(stream);

@@ -1,4 +1,4 @@
-//! The netrollout configurator: the leader-elected controller that turns the three input kinds
+//! The netrollout configurator: the leader-elected controller that turns the four input kinds
 //! into content-addressed `NetworkConfigRevision`s and rolls them out to `NodeNetworkConfig`s in
 //! waves, as the contract (`docs/contract.md`) describes. It is the I/O shell around `netrollout-render` (validation,
 //! hashing, per-node configs) and `netrollout-rollout` (the pure planner): it watches the API,

@@ -87,6 +87,7 @@ fn config() -> NodeConfig {
         vrfs,
         layer2s,
         routing_tables,
+        bgp_peerings: vec![],
     }
 }
 

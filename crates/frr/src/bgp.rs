@@ -12,7 +12,7 @@ use ipnet::IpNet;
 use netrollout_api::{NodeConfig, VrfConfig};
 
 use crate::policy::{Direction, Family, route_map_name};
-use crate::{Settings, is_v6};
+use crate::{Settings, is_v6, peering};
 
 /// Writes `vrf vr.<name>` with its layer-3 `vni`, for every VRF that has one.
 pub(crate) fn vrf_blocks(out: &mut String, config: &NodeConfig) {
@@ -28,11 +28,12 @@ pub(crate) fn vrf_blocks(out: &mut String, config: &NodeConfig) {
 /// Writes one `router bgp <asn> vrf vr.<name>` per VRF.
 pub(crate) fn vrf_instances(out: &mut String, config: &NodeConfig, settings: &Settings) {
     for vrf in &config.vrfs {
-        vrf_instance(out, vrf, settings);
+        vrf_instance(out, config, vrf, settings);
     }
 }
 
-fn vrf_instance(out: &mut String, vrf: &VrfConfig, settings: &Settings) {
+fn vrf_instance(out: &mut String, config: &NodeConfig, vrf: &VrfConfig, settings: &Settings) {
+    let peerings = || peering::of_vrf(config, Some(vrf.name.as_str()));
     let peer = &vrf.veth_vrf_interface;
     let _ = writeln!(out, "router bgp {} vrf {}", settings.asn, vrf.vrf_interface);
     let _ = writeln!(out, " bgp router-id {}", settings.router_id);
@@ -41,6 +42,7 @@ fn vrf_instance(out: &mut String, vrf: &VrfConfig, settings: &Settings) {
     // running config equals this text and a reload of it changes nothing.
     out.push_str(" no bgp default ipv4-unicast\n");
     let _ = writeln!(out, " neighbor {peer} interface remote-as internal");
+    peering::neighbors(out, peerings());
     for family in [Family::V4, Family::V6] {
         let (af, v6) = match family {
             Family::V4 => ("ipv4", false),
@@ -58,6 +60,7 @@ fn vrf_instance(out: &mut String, vrf: &VrfConfig, settings: &Settings) {
         let _ = writeln!(out, "  neighbor {peer} soft-reconfiguration inbound");
         let _ = writeln!(out, "  neighbor {peer} route-map {export} in");
         let _ = writeln!(out, "  neighbor {peer} route-map {import} out");
+        peering::address_family(out, family, peerings());
         out.push_str(" exit-address-family\n");
     }
     if vrf.vni.is_some() {
@@ -113,7 +116,13 @@ pub(crate) fn table_instances(out: &mut String, config: &NodeConfig, settings: &
 /// instance itself): its end of every VRF's route leak, `import vrf` of every routing table, and
 /// `advertise-all-vni` when the node has any VNI.
 pub(crate) fn default_instance(out: &mut String, config: &NodeConfig, settings: &Settings) {
-    if config.vrfs.is_empty() && config.routing_tables.is_empty() && config.layer2s.is_empty() {
+    let peerings = || peering::of_vrf(config, None);
+    let has_peerings = peerings().next().is_some();
+    if config.vrfs.is_empty()
+        && config.routing_tables.is_empty()
+        && config.layer2s.is_empty()
+        && !has_peerings
+    {
         return;
     }
     let _ = writeln!(out, "router bgp {}", settings.asn);
@@ -124,8 +133,9 @@ pub(crate) fn default_instance(out: &mut String, config: &NodeConfig, settings: 
             vrf.veth_default_interface
         );
     }
+    peering::neighbors(out, peerings());
     for family in [Family::V4, Family::V6] {
-        if config.vrfs.is_empty() && config.routing_tables.is_empty() {
+        if config.vrfs.is_empty() && config.routing_tables.is_empty() && !has_peerings {
             break;
         }
         let af = if family == Family::V4 { "ipv4" } else { "ipv6" };
@@ -146,6 +156,7 @@ pub(crate) fn default_instance(out: &mut String, config: &NodeConfig, settings: 
         for table in &config.routing_tables {
             let _ = writeln!(out, "  import vrf {}", table.interface);
         }
+        peering::address_family(out, family, peerings());
         out.push_str(" exit-address-family\n");
     }
     let has_vni = !config.layer2s.is_empty() || config.vrfs.iter().any(|v| v.vni.is_some());

@@ -13,6 +13,8 @@
 //! - [`policy`]: prefix lists and route maps of the VRFs' import and export policies.
 //! - [`bgp`]: the `vrf` blocks and `router bgp` instances (VRFs, routing tables, the default
 //!   VRF's side of the route leak).
+//! - [`peering`]: BGP peerings with workloads (`BGPPeering`): listen ranges and peer groups,
+//!   loopback neighbours, their prefix lists and route maps.
 //! - this file: [`Settings`], [`render`] and [`with_base`] (base + managed text; the managed
 //!   VRF blocks ahead of the base, around an FRR 8.4 reload bug).
 //! - [`daemons`]: the one start of FRR's daemons (zebra, then bgpd once zebra is up) in a
@@ -23,6 +25,7 @@
 
 pub mod bgp;
 pub mod daemons;
+pub mod peering;
 pub mod policy;
 
 use std::net::Ipv4Addr;
@@ -48,15 +51,18 @@ pub struct Settings {
 
 /// Renders the agent-managed FRR configuration of one node.
 ///
-/// The text has, in this order: the `vrf` blocks with their VNI, the prefix lists, the route
-/// maps, one `router bgp` instance per VRF and per routing table, and the additions to the
-/// default VRF's `router bgp` (its end of every route leak, the routing tables' `import vrf`).
+/// The text has, in this order: the `vrf` blocks with their VNI, the prefix lists and route maps
+/// (the VRFs', then the peerings'), one `router bgp` instance per VRF and per routing table, and
+/// the additions to the default VRF's `router bgp` (its end of every route leak, the routing
+/// tables' `import vrf`, the peerings of the default VRF).
 /// An empty config renders an empty string.
 pub fn render(config: &NodeConfig, settings: &Settings) -> String {
     let mut out = String::new();
     bgp::vrf_blocks(&mut out, config);
     policy::prefix_lists(&mut out, config);
     policy::route_maps(&mut out, config);
+    peering::prefix_lists(&mut out, config);
+    peering::route_maps(&mut out, config);
     bgp::vrf_instances(&mut out, config, settings);
     bgp::table_instances(&mut out, config, settings);
     bgp::default_instance(&mut out, config, settings);

@@ -56,11 +56,11 @@ impl Direction {
 }
 
 impl Family {
-    fn of(cidr: &str) -> Self {
+    pub(crate) fn of(cidr: &str) -> Self {
         if is_v6(cidr) { Self::V6 } else { Self::V4 }
     }
 
-    fn ip(self) -> &'static str {
+    pub(crate) fn ip(self) -> &'static str {
         match self {
             Self::V4 => "ip",
             Self::V6 => "ipv6",
@@ -105,7 +105,7 @@ pub(crate) fn prefix_lists(out: &mut String, config: &NodeConfig) {
     }
 }
 
-fn prefix_list_line(out: &mut String, name: &str, item: &PrefixItem, index: usize) {
+pub(crate) fn prefix_list_line(out: &mut String, name: &str, item: &PrefixItem, index: usize) {
     let action = match item.action {
         PrefixAction::Permit => "permit",
         PrefixAction::Deny => "deny",

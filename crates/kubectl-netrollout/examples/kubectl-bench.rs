@@ -55,6 +55,7 @@ fn snapshot(changed: bool) -> Snapshot {
         vrf_route_configurations: vrfs,
         layer2_network_configurations: l2s,
         routing_tables: vec![],
+        bgp_peerings: vec![],
     }
 }
 

@@ -286,7 +286,14 @@ async fn run_undo(
                 return Err(Error::Refused("not changing anything".into()));
             }
         }
-        applied = undo::execute(&cluster.client, &inputs, target, &steps).await?;
+        // The change record names who undid (the admission policy `netrollout-changed-by`
+        // checks it); a server without SelfSubjectReview gets no name, only the client.
+        let by = crate::promote::whoami(cluster).await.ok();
+        let stamp = undo::Stamp {
+            by,
+            reason: format!("kubectl netrollout undo to {target_name}"),
+        };
+        applied = undo::execute(&cluster.client, &inputs, target, &steps, &stamp).await?;
     }
     let report = UndoReport {
         target: target_name,

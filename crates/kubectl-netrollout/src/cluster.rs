@@ -7,8 +7,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use netrollout_api::{
-    CONTROL_CONFIGMAP, CONTROL_PAUSED_KEY, Layer2NetworkConfiguration, NetworkConfigRevision,
-    NodeNetworkConfig, RevisionPhase, RoutingTable, Snapshot, VRFRouteConfiguration,
+    BGPPeering, CONTROL_CONFIGMAP, CONTROL_PAUSED_KEY, Layer2NetworkConfiguration,
+    NetworkConfigRevision, NodeNetworkConfig, RevisionPhase, RoutingTable, Snapshot,
+    VRFRouteConfiguration,
 };
 
 use crate::{Error, Result};
@@ -244,10 +245,16 @@ impl Cluster {
             .await
             .map_err(Error::api("listing RoutingTables"))?
             .items;
+        let peerings = Api::<BGPPeering>::all(self.client.clone())
+            .list(&lp)
+            .await
+            .map_err(Error::api("listing BGPPeerings"))?
+            .items;
         Ok(Inputs {
             vrfs,
             layer2s,
             tables,
+            peerings,
         })
     }
 }
@@ -261,12 +268,16 @@ pub struct Inputs {
     pub layer2s: Vec<Layer2NetworkConfiguration>,
     /// `RoutingTable`s.
     pub tables: Vec<RoutingTable>,
+    /// `BGPPeering`s.
+    pub peerings: Vec<BGPPeering>,
 }
 
 impl Inputs {
     /// The snapshot the configurator would build from these objects.
     pub fn snapshot(&self) -> Snapshot {
-        netrollout_render::from_objects(&self.vrfs, &self.layer2s, &self.tables)
+        let mut snapshot = netrollout_render::from_objects(&self.vrfs, &self.layer2s, &self.tables);
+        snapshot.bgp_peerings = netrollout_render::peerings(&self.peerings);
+        snapshot
     }
 }
 

@@ -24,6 +24,9 @@ pub struct DiffReport {
     pub nodes: Vec<NodeChanges>,
     /// Nodes whose config stays the same.
     pub unchanged: Vec<String>,
+    /// The change record of the new revision (`status.changes`): who changed which input to
+    /// make it the target, and why.
+    pub record: Vec<netrollout_api::InputChange>,
 }
 
 impl DiffReport {
@@ -55,12 +58,22 @@ impl DiffReport {
             inputs: found.inputs,
             nodes: found.nodes,
             unchanged: found.unchanged,
+            record: (to.status.as_ref())
+                .map(|s| s.changes.clone())
+                .unwrap_or_default(),
         })
     }
 
     /// The human form.
     pub fn table(&self) -> String {
-        let mut out = format!("from {} to {}\n\ninputs:\n", self.from, self.to);
+        let mut out = format!("from {} to {}\n", self.from, self.to);
+        if !self.record.is_empty() {
+            out.push_str(&format!("\nchange record of {}:\n", self.to));
+            for c in &self.record {
+                out.push_str(&format!("  {}\n", c.line()));
+            }
+        }
+        out.push_str("\ninputs:\n");
         if self.inputs.is_empty() {
             out.push_str("  (no changes)\n");
         }

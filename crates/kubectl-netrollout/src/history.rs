@@ -21,6 +21,15 @@ pub struct HistoryRow {
     pub layer2s: usize,
     /// Number of `RoutingTable`s.
     pub routing_tables: usize,
+    /// Number of `BGPPeering`s (left out when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub bgp_peerings: usize,
+    /// Its change record (`status.changes`): who changed which input, and why.
+    pub changes: Vec<netrollout_api::InputChange>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl HistoryRow {
@@ -33,6 +42,12 @@ impl HistoryRow {
             vrfs: s.vrf_route_configurations.len(),
             layer2s: s.layer2_network_configurations.len(),
             routing_tables: s.routing_tables.len(),
+            bgp_peerings: s.bgp_peerings.len(),
+            changes: rev
+                .status
+                .as_ref()
+                .map(|s| s.changes.clone())
+                .unwrap_or_default(),
         }
     }
 }
@@ -45,7 +60,17 @@ pub fn rows(revisions: &[NetworkConfigRevision]) -> Vec<HistoryRow> {
 /// The aligned table.
 pub fn table(rows: &[HistoryRow], now: jiff::Timestamp) -> String {
     let mut t = Table::new(&[
-        "seq", "revision", "phase", "ready", "failed", "paused", "inputs", "age", "message",
+        "seq",
+        "revision",
+        "phase",
+        "ready",
+        "failed",
+        "paused",
+        "inputs",
+        "age",
+        "changed by",
+        "reason",
+        "message",
     ]);
     for h in rows {
         let r = &h.revision;
@@ -56,11 +81,20 @@ pub fn table(rows: &[HistoryRow], now: jiff::Timestamp) -> String {
             format!("{}/{}", r.ready, r.total),
             r.failed.to_string(),
             r.paused.to_string(),
-            format!(
-                "{} vrf, {} layer2, {} taas",
-                h.vrfs, h.layer2s, h.routing_tables
-            ),
+            if h.bgp_peerings == 0 {
+                format!(
+                    "{} vrf, {} layer2, {} taas",
+                    h.vrfs, h.layer2s, h.routing_tables
+                )
+            } else {
+                format!(
+                    "{} vrf, {} layer2, {} taas, {} bgppeering",
+                    h.vrfs, h.layer2s, h.routing_tables, h.bgp_peerings
+                )
+            },
             age(r.created.as_ref(), now),
+            or_dash(who(&h.changes)),
+            or_dash(why(&h.changes).map(|w| truncate(&w, 60))),
             or_dash(r.message.as_deref().map(|m| truncate(m, 80))),
         ]);
     }
@@ -68,4 +102,37 @@ pub fn table(rows: &[HistoryRow], now: jiff::Timestamp) -> String {
         return "no NetworkConfigRevisions yet\n".into();
     }
     t.render()
+}
+
+/// Who changed the inputs of a change record: the users, else the clients (`via …`).
+fn who(changes: &[netrollout_api::InputChange]) -> Option<String> {
+    let mut names: Vec<String> = changes
+        .iter()
+        .map(|c| match (c.user.as_str(), c.manager.as_str()) {
+            ("", "") => String::new(),
+            ("", m) => format!("via {m}"),
+            (u, _) => u.to_string(),
+        })
+        .filter(|n| !n.is_empty())
+        .collect();
+    names.sort();
+    names.dedup();
+    (!names.is_empty()).then(|| names.join(", "))
+}
+
+/// Why: the reasons and tickets of a change record, each once.
+fn why(changes: &[netrollout_api::InputChange]) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for c in changes {
+        let part = match (c.reason.as_str(), c.ticket.as_str()) {
+            ("", "") => continue,
+            (r, "") => r.to_string(),
+            ("", t) => format!("[{t}]"),
+            (r, t) => format!("{r} [{t}]"),
+        };
+        if !parts.contains(&part) {
+            parts.push(part);
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }

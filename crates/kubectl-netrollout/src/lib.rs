@@ -2,7 +2,7 @@
 //!
 //! With the binary on `PATH`, `kubectl netrollout <command>` shows and steers rollouts. It talks
 //! only to the Kubernetes API: `NetworkConfigRevision` and `NodeNetworkConfig` objects, the
-//! three input kinds, the retry annotations and the global pause ConfigMap (`netrollout-control`
+//! four input kinds, the retry annotations and the global pause ConfigMap (`netrollout-control`
 //! in `netrollout-system`). The configurator and the agents react to what it writes.
 //!
 //! Commands: `status [--watch] [--timeout D]` (exit code gates pipelines, see [`status::Outcome`]),

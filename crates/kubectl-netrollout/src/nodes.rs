@@ -49,6 +49,9 @@ pub struct NodeRow {
     /// reported none yet. A revision whose config for this node needs one of them is not
     /// dispatched (docs/contract.md, "Pre-flight").
     pub missing_capabilities: Option<Vec<String>>,
+    /// The FRR version the node's agent found its daemons running (`status.capabilities`);
+    /// `None` without FRR support, while FRR does not answer, or before the agent reported.
+    pub frr_version: Option<String>,
     /// The checks that already failed before the node's last change, with their errors: the
     /// agent did not judge the change by them (`-o wide` shows them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -97,6 +100,9 @@ impl NodeRow {
             missing_capabilities: status
                 .and_then(|s| s.capabilities.as_ref())
                 .map(|c| c.missing.clone()),
+            frr_version: status
+                .and_then(|s| s.capabilities.as_ref())
+                .and_then(|c| c.frr_version.clone()),
             preexisting_failures: status
                 .map(|s| s.preexisting_failures.clone())
                 .unwrap_or_default(),
@@ -159,6 +165,7 @@ pub fn table(rows: &[NodeRow], now: jiff::Timestamp, wide: bool) -> String {
         "known-good",
         "since",
         "lacks",
+        "frr",
         "reason",
     ]);
     if wide {
@@ -184,6 +191,7 @@ pub fn table(rows: &[NodeRow], now: jiff::Timestamp, wide: bool) -> String {
             or_dash(r.last_known_good_revision.as_ref()),
             age(r.since.as_ref(), now),
             lacks(r.missing_capabilities.as_deref()),
+            or_dash(r.frr_version.as_ref()),
             or_dash(r.reason.as_ref()),
         ]);
         if wide {

@@ -363,15 +363,33 @@ impl StatusReport {
             let open: Vec<NodeRow> = open.into_iter().cloned().collect();
             out.push_str(&nodes::table(&open, now, false));
         }
-        let mut by_revision: std::collections::BTreeMap<&str, usize> =
-            std::collections::BTreeMap::new();
+        // Per revision, the FRR versions their agents found (a fleet mid-upgrade of FRR shows).
+        let mut by_revision: std::collections::BTreeMap<
+            &str,
+            std::collections::BTreeMap<&str, usize>,
+        > = std::collections::BTreeMap::new();
         for n in &done {
             *by_revision
                 .entry(n.revision.as_deref().unwrap_or("-"))
+                .or_default()
+                .entry(n.frr_version.as_deref().unwrap_or("-"))
                 .or_default() += 1;
         }
-        for (rev, count) in by_revision {
-            out.push_str(&format!("{count} Ready node(s) run {rev}\n"));
+        for (rev, frr) in by_revision {
+            let count: usize = frr.values().sum();
+            let versions: Vec<String> = frr
+                .iter()
+                .filter(|(v, _)| **v != "-")
+                .map(|(v, n)| format!("{n} on FRR {v}"))
+                .collect();
+            if versions.is_empty() {
+                out.push_str(&format!("{count} Ready node(s) run {rev}\n"));
+            } else {
+                out.push_str(&format!(
+                    "{count} Ready node(s) run {rev} ({})\n",
+                    versions.join(", ")
+                ));
+            }
         }
         if self.nodes.is_empty() {
             out.push_str("no nodes\n");

@@ -12,8 +12,8 @@ use std::fmt::Debug;
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Resource};
 use netrollout_api::{
-    Layer2NetworkConfiguration, NamedInput, NetworkConfigRevision, RevisionPhase, RoutingTable,
-    VRFRouteConfiguration,
+    BGPPeering, Layer2NetworkConfiguration, NamedInput, NetworkConfigRevision, RevisionPhase,
+    RoutingTable, VRFRouteConfiguration,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -118,6 +118,12 @@ pub fn plan(inputs: &Inputs, target: &NetworkConfigRevision) -> Result<Vec<Step>
         |o| &o.spec,
         &s.routing_tables,
     )?);
+    steps.extend(plan_kind(
+        "BGPPeering",
+        &inputs.peerings,
+        |o| &o.spec,
+        &s.bgp_peerings,
+    )?);
     Ok(steps)
 }
 
@@ -176,6 +182,32 @@ fn plan_kind<K: Resource, S: Serialize + PartialEq>(
     Ok(steps)
 }
 
+/// What `undo` writes into the change record of each input it creates or updates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamp {
+    /// The user the API server authenticated (`netrollout.io/changed-by`; `None`: the
+    /// annotation is removed, since the previous one would name someone else).
+    pub by: Option<String>,
+    /// `netrollout.io/change-reason`.
+    pub reason: String,
+}
+
+impl Stamp {
+    /// Sets the change annotations on `meta` (and drops a ticket of an earlier change).
+    fn on(&self, meta: &mut kube::api::ObjectMeta) {
+        let a = meta.annotations.get_or_insert_with(Default::default);
+        match &self.by {
+            Some(by) => a.insert(netrollout_api::CHANGED_BY_ANNOTATION.into(), by.clone()),
+            None => a.remove(netrollout_api::CHANGED_BY_ANNOTATION),
+        };
+        a.insert(
+            netrollout_api::CHANGE_REASON_ANNOTATION.into(),
+            self.reason.clone(),
+        );
+        a.remove(netrollout_api::TICKET_ANNOTATION);
+    }
+}
+
 /// Carries out the steps; returns one line per object written.
 ///
 /// # Errors
@@ -185,6 +217,7 @@ pub async fn execute(
     inputs: &Inputs,
     target: &NetworkConfigRevision,
     steps: &[Step],
+    stamp: &Stamp,
 ) -> Result<Vec<String>> {
     let s = &target.spec.snapshot;
     let mut done = vec![];
@@ -198,6 +231,7 @@ pub async fn execute(
                     &s.vrf_route_configurations,
                     VRFRouteConfiguration::new,
                     |o, v| o.spec = v,
+                    stamp,
                 )
                 .await?
             }
@@ -209,6 +243,19 @@ pub async fn execute(
                     &s.layer2_network_configurations,
                     Layer2NetworkConfiguration::new,
                     |o, v| o.spec = v,
+                    stamp,
+                )
+                .await?
+            }
+            "BGPPeering" => {
+                write(
+                    Api::all(client.clone()),
+                    step,
+                    &inputs.peerings,
+                    &s.bgp_peerings,
+                    BGPPeering::new,
+                    |o, v| o.spec = v,
+                    stamp,
                 )
                 .await?
             }
@@ -220,6 +267,7 @@ pub async fn execute(
                     &s.routing_tables,
                     RoutingTable::new,
                     |o, v| o.spec = v,
+                    stamp,
                 )
                 .await?
             }
@@ -236,6 +284,7 @@ async fn write<K, S>(
     target: &[NamedInput<S>],
     new: impl Fn(&str, S) -> K,
     set: impl Fn(&mut K, S),
+    stamp: &Stamp,
 ) -> Result<String>
 where
     K: Resource + Clone + Serialize + DeserializeOwned + Debug,
@@ -261,7 +310,8 @@ where
     let missing = || Error::Refused(format!("{what} changed while undo ran; run undo again"));
     match step.action {
         Action::Create => {
-            let obj = new(&step.name, spec().ok_or_else(missing)?);
+            let mut obj = new(&step.name, spec().ok_or_else(missing)?);
+            stamp.on(obj.meta_mut());
             api.create(&pp, &obj)
                 .await
                 .map_err(Error::api(format!("creating {what}")))?;
@@ -272,6 +322,7 @@ where
             // Conflict instead of being overwritten.
             let mut obj = current().ok_or_else(missing)?.clone();
             set(&mut obj, spec().ok_or_else(missing)?);
+            stamp.on(obj.meta_mut());
             api.replace(&step.name, &pp, &obj)
                 .await
                 .map_err(Error::api(format!("updating {what}")))?;

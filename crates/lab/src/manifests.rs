@@ -2,7 +2,7 @@
 //! real config in the lab before a cluster sees it.
 //!
 //! Every `*.yaml`, `*.yml` and `*.json` file directly in the directory (as `kubectl apply -f DIR`
-//! reads it: not recursive, in name order) is read; each document must be one of the three input
+//! reads it: not recursive, in name order) is read; each document must be one of the four input
 //! kinds. Manifests in the Go operator's `v1alpha1` API groups are taken as they are with their
 //! `apiVersion` changed to `netrollout.io/v1alpha1` (what `kubectl netrollout migrate` does for a
 //! cluster). Anything else is refused before the lab starts, naming the file, the document and
@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The kinds the lab applies.
-pub const KINDS: [&str; 3] = [
+pub const KINDS: [&str; 4] = [
     "VRFRouteConfiguration",
     "Layer2NetworkConfiguration",
     "RoutingTable",
+    "BGPPeering",
 ];
 
 /// The Go operator's API groups, converted by changing `apiVersion`.
@@ -44,7 +45,7 @@ pub enum Error {
     Dir(std::io::Error),
     #[error(
         "no *.yaml, *.yml or *.json file in it; put your VRFRouteConfiguration, \
-         Layer2NetworkConfiguration and RoutingTable manifests there"
+         Layer2NetworkConfiguration, RoutingTable and BGPPeering manifests there"
     )]
     Empty,
     #[error("{origin}: {message}")]

@@ -72,7 +72,8 @@ pub struct Settings {
     #[arg(long)]
     pub prometheus: bool,
     /// Roll out your own manifests instead of config/samples: every *.yaml, *.yml and *.json
-    /// file directly in DIR (VRFRouteConfiguration, Layer2NetworkConfiguration, RoutingTable;
+    /// file directly in DIR (VRFRouteConfiguration, Layer2NetworkConfiguration, RoutingTable,
+    /// BGPPeering;
     /// netrollout.io/v1alpha1 or the Go operator's v1alpha1 groups, converted as `kubectl
     /// netrollout migrate` does). Checked before the lab starts; the lab's own tenant network is
     /// added for the traffic measure.

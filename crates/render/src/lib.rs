@@ -40,4 +40,4 @@ pub use revision::{
     LIMITS, MAX_NODE_CONFIG_BYTES, MAX_OBJECT_BYTES, MAX_SNAPSHOT_BYTES, REVISION_HEADROOM_BYTES,
     Revision,
 };
-pub use snapshot::{canonical_json, from_objects, hash_canonical, revision_name};
+pub use snapshot::{canonical_json, from_objects, hash_canonical, peerings, revision_name};

@@ -7,7 +7,9 @@
 //! `vrf` device with a `veth` pair into the default VRF, plus a `bridge` and a `vxlan` device
 //! when it has a VNI, and a `dummy` device per loopback; a layer-2 network is a `bridge` with a
 //! `vxlan` port and, when asked for, a `macvlan`; a routing table is a `vrf` device. VRFs and
-//! layer-2 networks are routed by FRR's `bgpd` (BGP per VRF, EVPN). No config today creates
+//! layer-2 networks are routed by FRR's `bgpd` (BGP per VRF, EVPN), and so are the workloads'
+//! BGP peerings (which add no device; `enableBFD` needs FRR's `bfdd` too, which the agent does
+//! not detect). No config today creates
 //! 802.1Q VLAN devices or turns bridge VLAN filtering on, so nothing needs `8021q` or
 //! `vlan_filtering` (the agent still reports them).
 
@@ -35,6 +37,9 @@ pub fn needs(config: &NodeConfig) -> BTreeSet<Capability> {
     }
     if !config.routing_tables.is_empty() {
         out.insert(Capability::Vrf);
+    }
+    if !config.bgp_peerings.is_empty() {
+        out.insert(Capability::Bgpd);
     }
     out
 }
@@ -134,11 +139,21 @@ mod tests {
     }
 
     #[test]
+    fn a_bgp_peering_alone_needs_bgpd_and_no_device() {
+        let c = NodeConfig {
+            bgp_peerings: vec![netrollout_api::BgpPeeringConfig::default()],
+            ..Default::default()
+        };
+        assert_eq!(needs(&c), set(&[Bgpd]));
+    }
+
+    #[test]
     fn no_config_needs_vlan_devices_or_vlan_filtering() {
         let c = NodeConfig {
             vrfs: vec![vrf(Some(100), 1)],
             layer2s: vec![layer2(true)],
             routing_tables: vec![RoutingTableConfig::default()],
+            bgp_peerings: vec![netrollout_api::BgpPeeringConfig::default()],
         };
         let n = needs(&c);
         assert!(!n.contains(&Vlan) && !n.contains(&VlanFiltering), "{n:?}");

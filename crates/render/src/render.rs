@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use netrollout_api::{LoopbackConfig, NodeConfig, Snapshot};
 
-use crate::compile::{Compiled, LAYER2_KIND, VRF_KIND, compile, loopback};
+use crate::compile::{Compiled, LAYER2_KIND, PEERING_KIND, VRF_KIND, compile, loopback};
 use crate::{Invalid, MAX_NODE_CONFIG_BYTES, Result};
 
 /// A node as rendering sees it.
@@ -121,6 +121,17 @@ impl Compiled {
                     ));
                 }
             }
+            for peering in &self.peerings {
+                let Some(l) = peering.layer2 else { continue };
+                let l2 = &self.layer2s[l];
+                if matches[peering.selector] && !matches[l2.selector] {
+                    let (count, first) = example(g);
+                    invalid.push(PEERING_KIND, &peering.config.source, "spec.nodeSelector", format!(
+                        "selects {count} node(s) (e.g. {first:?}) on which its peeringVlan {LAYER2_KIND} {:?} is not selected; make the peering's nodeSelector select only nodes of that network",
+                        l2.config.source
+                    ));
+                }
+            }
             let size = self.group_size(matches, &vrf_present, &sizes);
             if size > MAX_NODE_CONFIG_BYTES {
                 let (count, first) = example(g);
@@ -132,7 +143,7 @@ impl Compiled {
     }
 
     /// JSON sizes of every item, to bound a node's config size without building it.
-    fn item_sizes(&self) -> [Vec<usize>; 4] {
+    fn item_sizes(&self) -> [Vec<usize>; 5] {
         let len = |v: &dyn erased::Json| v.json_len();
         // A loopback adds, per node, its `LoopbackConfig` and the export item of its host route
         // (each under 96 bytes of JSON).
@@ -144,10 +155,11 @@ impl Compiled {
                 .collect(),
             self.layer2s.iter().map(|l| len(&l.config)).collect(),
             self.tables.iter().map(|t| len(&t.config)).collect(),
+            self.peerings.iter().map(|p| len(&p.config)).collect(),
         ]
     }
 
-    fn group_size(&self, matches: &[bool], vrf_present: &[bool], sizes: &[Vec<usize>; 4]) -> usize {
+    fn group_size(&self, matches: &[bool], vrf_present: &[bool], sizes: &[Vec<usize>; 5]) -> usize {
         let vrfs: usize = vrf_present
             .iter()
             .zip(&sizes[0])
@@ -175,7 +187,14 @@ impl Compiled {
             .filter(|(t, _)| matches[t.selector])
             .map(|(_, s)| s + 1)
             .sum();
-        vrfs + policies + l2s + tables + 256
+        let peerings: usize = self
+            .peerings
+            .iter()
+            .zip(&sizes[4])
+            .filter(|(p, _)| matches[p.selector])
+            .map(|(_, s)| s + 1)
+            .sum();
+        vrfs + policies + l2s + tables + peerings + 256
     }
 
     /// Gives each selected node a stable address per loopback: a hash of the node name picks the
@@ -271,6 +290,12 @@ impl Rendered {
             .iter()
             .filter(|t| matches[t.selector])
             .map(|t| t.config.clone())
+            .collect();
+        config.bgp_peerings = c
+            .peerings
+            .iter()
+            .filter(|p| matches[p.selector])
+            .map(|p| p.config.clone())
             .collect();
         Some(config)
     }

@@ -1,7 +1,8 @@
 //! Building the merged snapshot from input objects, and its content address.
 
 use netrollout_api::{
-    Layer2NetworkConfiguration, NamedInput, RoutingTable, Snapshot, VRFRouteConfiguration,
+    BGPPeering, BGPPeeringSpec, Layer2NetworkConfiguration, NamedInput, RoutingTable, Snapshot,
+    VRFRouteConfiguration,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -19,7 +20,14 @@ pub fn from_objects(
         vrf_route_configurations: live(vrfs, |o| (&o.metadata, &o.spec)),
         layer2_network_configurations: live(layer2s, |o| (&o.metadata, &o.spec)),
         routing_tables: live(tables, |o| (&o.metadata, &o.spec)),
+        bgp_peerings: Vec::new(),
     }
+}
+
+/// The snapshot's `bgpPeerings` from these objects, like [`from_objects`] builds the other
+/// kinds': `from_objects(..)` then `snapshot.bgp_peerings = peerings(&objects)`.
+pub fn peerings(objects: &[BGPPeering]) -> Vec<NamedInput<BGPPeeringSpec>> {
+    live(objects, |o| (&o.metadata, &o.spec))
 }
 
 fn live<O, S: Clone>(

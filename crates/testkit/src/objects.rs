@@ -132,6 +132,7 @@ pub fn snapshot(mtu: i32, with_table: bool) -> Snapshot {
         } else {
             vec![]
         },
+        bgp_peerings: vec![],
     }
 }
 

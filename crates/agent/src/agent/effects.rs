@@ -271,7 +271,8 @@ impl Agent {
         match round {
             Round::Before { current } => {
                 if let Some(frr) = &self.frr {
-                    let state = routing::state(frr).await;
+                    let mut state = routing::state(frr).await;
+                    routing::mark_peerings(&mut state, &current);
                     out.extend(routing::before(&state, &current));
                     run.routing_before = Some(state);
                 }

@@ -11,7 +11,7 @@
 //! loads every listed line into real FRR of each version and checks that FRR accepts it, does
 //! not show it, and shows its opposite.
 
-use super::diff::Conf;
+use super::conf::Conf;
 
 /// FRR's `frr defaults` profiles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -38,8 +38,9 @@
 //!   through vtysh when they cannot be used;
 //! - `vty`: the daemons' vty sockets (FRR's vtysh protocol);
 //! - `merge`: the daemons' texts joined as vtysh joins them, per FRR version (pure);
+//! - `conf`: a config text read as FRR's contexts (pure);
 //! - `defaults`: the lines FRR hides, per FRR version and profile (pure);
-//! - `diff`: texts as FRR's contexts and the script between them (pure);
+//! - `diff`: the script between two of them (pure);
 //! - `query`: ask FRR (`vtysh -c ...`);
 //! - `parse`: read FRR's texts (error lines, VRF VNIs, the base's `router bgp`);
 //! - `identity`: settle the managed ASN and router id from flags and the base file;
@@ -51,6 +52,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::Mutex;
 
+mod conf;
 mod defaults;
 mod diff;
 mod error;
@@ -65,7 +67,7 @@ mod sync;
 mod vty;
 mod write;
 
-pub use diff::read_as_diff;
+pub use conf::read_as_diff;
 
 /// The lines of `router bgp` FRR of major version `major` accepts and never shows under the
 /// `frr defaults` profile `datacenter` (else `traditional`): the defaults the diff counts as

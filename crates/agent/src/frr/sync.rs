@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tracing::warn;
 
-use super::diff::{Conf, script};
+use super::conf::Conf;
+use super::diff::script;
 use super::script::Script;
 use super::{Frr, FrrError};
 

@@ -21,6 +21,7 @@ fn this_kernel() -> NodeCapabilities {
     NodeCapabilities {
         present: words(&["bridge", "macvlan", "veth", "vxlan"]),
         missing: words(&["8021q", "dummy", "vlan_filtering", "vrf"]),
+        frr_version: None,
     }
 }
 

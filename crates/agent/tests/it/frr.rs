@@ -45,6 +45,17 @@ async fn layer2_vnis_reach_frr_and_the_peer_and_an_unchanged_frr_text_makes_no_w
         caps.present.iter().any(|c| c == "bgpd") && !caps.missing.iter().any(|c| c == "bgpd"),
         "{caps:?}"
     );
+    // And the version the daemons run, as their running config's `frr version` line says.
+    let running = w.node.running();
+    let version = running
+        .lines()
+        .find_map(|l| l.strip_prefix("frr version "))
+        .unwrap_or_else(|| panic!("no `frr version` line:\n{running}"));
+    assert_eq!(
+        caps.frr_version.as_deref(),
+        Some(version.trim()),
+        "{caps:?}"
+    );
 
     // frr.conf is base + managed; FRR runs it; BGP knows the VNIs; the peer gets type-3 routes.
     let text = std::fs::read_to_string(&w.conf).unwrap();

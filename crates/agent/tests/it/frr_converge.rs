@@ -18,7 +18,8 @@ use std::path::Path;
 use common::frr::{FrrNs, chmod_755};
 use netrollout_agent::frr::{Frr, FrrSettings};
 use netrollout_api::{
-    Layer2Config, NodeConfig, PrefixAction, PrefixItem, RoutingTableConfig, VrfConfig, VrfPolicy,
+    BgpPeeringConfig, Layer2Config, NodeConfig, PrefixAction, PrefixItem, RoutingTableConfig,
+    VrfConfig, VrfPolicy,
 };
 use netrollout_frr::daemons::Version;
 use netrollout_testkit::netns::Netns;
@@ -99,7 +100,64 @@ pub(crate) fn samples() -> NodeConfig {
             table_id: 100,
             interface: "tb.100".into(),
         }],
+        bgp_peerings: vec![],
     }
+}
+
+/// BGP peerings with workloads: listen ranges on a dual-stack network in a VRF (BFD, timers, a
+/// prefix limit, import and export lists of both families), a listen range in the default VRF,
+/// loopback peers of both families from the default VRF.
+fn peerings(base: &NodeConfig) -> NodeConfig {
+    let mut config = base.clone();
+    config.bgp_peerings = vec![
+        BgpPeeringConfig {
+            source: "calico".into(),
+            neighbors: vec!["10.250.7.1".into(), "fd00:7::1".into()],
+            remote_asn: 65512,
+            keepalive_seconds: Some(3),
+            hold_seconds: Some(9),
+            import: vec![item("10.244.0.0/16", Some(32), PrefixAction::Permit)],
+            ..Default::default()
+        },
+        BgpPeeringConfig {
+            source: "ingress".into(),
+            listen_ranges: vec!["10.250.51.0/24".into()],
+            remote_asn: 4_200_000_001,
+            ..Default::default()
+        },
+        BgpPeeringConfig {
+            source: "metallb".into(),
+            vrf: Some("m2m".into()),
+            listen_ranges: vec!["10.250.0.0/24".into(), "fd94:685b:30cf:501::/64".into()],
+            remote_asn: 65511,
+            bfd: true,
+            maximum_prefixes: Some(16),
+            keepalive_seconds: Some(30),
+            hold_seconds: Some(90),
+            import: vec![
+                item("10.250.60.0/24", Some(32), PrefixAction::Permit),
+                item("fd94:60::/48", Some(128), PrefixAction::Permit),
+            ],
+            export: vec![item("0.0.0.0/0", None, PrefixAction::Permit)],
+            ..Default::default()
+        },
+    ];
+    config
+}
+
+/// [`peerings`] changed: the VRF peering without BFD and timers, another AS and limit, one
+/// import item less; the loopback peering gone.
+fn peerings_changed(base: &NodeConfig) -> NodeConfig {
+    let mut config = peerings(base);
+    config.bgp_peerings.remove(0);
+    let metallb = &mut config.bgp_peerings[1];
+    metallb.bfd = false;
+    metallb.keepalive_seconds = None;
+    metallb.hold_seconds = None;
+    metallb.remote_asn = 65513;
+    metallb.maximum_prefixes = Some(8);
+    metallb.import.pop();
+    config
 }
 
 /// The lab's routed tenant on its border node: VRF labr (VNI, route target, two export
@@ -193,6 +251,8 @@ fn steps() -> Vec<(&'static str, NodeConfig)> {
         ("a routing table", with_table),
         ("a VRF removed", one_vrf),
         ("the samples", samples()),
+        ("BGP peerings", peerings(&samples())),
+        ("BGP peerings changed", peerings_changed(&samples())),
         ("the routed tenant", routed_tenant()),
     ]
 }

@@ -26,5 +26,6 @@ mod frr_vty;
 mod health;
 mod hold;
 mod kills;
+mod peering;
 mod restore;
 mod state_dir;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ConfigMap, Node as KubeNode};
 use kube::runtime::reflector::Store;
 use netrollout_api::{
-    Layer2NetworkConfiguration, MaintenanceSchedule, NetworkConfigRevision, RoutingTable,
-    VRFRouteConfiguration,
+    BGPPeering, Layer2NetworkConfiguration, MaintenanceSchedule, NetworkConfigRevision,
+    RoutingTable, VRFRouteConfiguration,
 };
 
 use kube::runtime::reflector::ObjectRef;
@@ -25,6 +25,8 @@ pub struct Stores {
     pub layer2s: Store<Layer2NetworkConfiguration>,
     /// `RoutingTable`s.
     pub tables: Store<RoutingTable>,
+    /// `BGPPeering`s.
+    pub peerings: Store<BGPPeering>,
     /// Nodes matching `--node-selector`.
     pub nodes: Store<KubeNode>,
     /// `NodeNetworkConfig`s, as the configurator reads them ([`NodeConfigView`]).
@@ -46,6 +48,8 @@ pub struct Inputs {
     pub layer2s: Vec<Arc<Layer2NetworkConfiguration>>,
     /// `RoutingTable`s.
     pub tables: Vec<Arc<RoutingTable>>,
+    /// `BGPPeering`s.
+    pub peerings: Vec<Arc<BGPPeering>>,
 }
 
 /// Read access to the caches and overlays.
@@ -67,6 +71,7 @@ impl Reader {
             s.vrfs.wait_until_ready(),
             s.layer2s.wait_until_ready(),
             s.tables.wait_until_ready(),
+            s.peerings.wait_until_ready(),
             s.nodes.wait_until_ready(),
             s.nncs.wait_until_ready(),
             s.ncrs.wait_until_ready(),
@@ -81,6 +86,7 @@ impl Reader {
             vrfs: self.stores.vrfs.state(),
             layer2s: self.stores.layer2s.state(),
             tables: self.stores.tables.state(),
+            peerings: self.stores.peerings.state(),
         }
     }
 

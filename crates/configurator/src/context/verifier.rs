@@ -167,6 +167,7 @@ pub fn context(
         vrfs: store().0,
         layer2s: store().0,
         tables: store().0,
+        peerings: store().0,
         nodes: store().0,
         nncs,
         ncrs,

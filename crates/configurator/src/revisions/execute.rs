@@ -54,6 +54,35 @@ impl<'a> Executor<'a> {
         self.ctx.writer().api()
     }
 
+    /// The snapshot of the newest revision by sequence but `name`: the target before `name`
+    /// became it (the change record compares against it).
+    fn previous_target(&self, name: &str) -> Option<netrollout_api::Snapshot> {
+        (self.revisions.values())
+            .filter(|r| r.metadata.name.as_deref() != Some(name))
+            .max_by_key(|r| r.spec.sequence)
+            .map(|r| r.spec.snapshot.clone())
+    }
+
+    /// Writes the change record of revision `name` (`status.changes`) and returns the revision.
+    async fn write_changes(
+        &mut self,
+        name: &str,
+        changes: &[netrollout_api::InputChange],
+    ) -> Result<Arc<NetworkConfigRevision>> {
+        let patch = serde_json::json!({ "status": { "changes": changes } });
+        let patched = self
+            .ctx
+            .writer()
+            .write_revision(
+                || format!("record the changes of NetworkConfigRevision {name}"),
+                self.api()
+                    .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)),
+            )
+            .await?;
+        self.written(patched.clone());
+        Ok(patched)
+    }
+
     fn revision(&self, name: &str) -> Result<Arc<NetworkConfigRevision>> {
         self.revisions
             .get(name)
@@ -172,6 +201,8 @@ impl<'a> Executor<'a> {
         retried: Option<Retried>,
     ) -> Result<()> {
         let existing = self.revision(name)?;
+        let before = self.previous_target(name);
+        let changes = super::record::changes(before.as_ref(), &existing.spec.snapshot, self.live);
         let mut annotations = serde_json::json!({ RETRY_ANNOTATION: null });
         match retried {
             Some(Retried::Value(v)) => annotations[RETRIED_ANNOTATION] = v.into(),
@@ -202,9 +233,12 @@ impl<'a> Executor<'a> {
                     .patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
             )
             .await?;
+        self.written(patched);
+        let patched = self.write_changes(name, &changes).await?;
         let msg = format!(
-            "{}: sequence raised from {from} to {to}, which makes it the target again",
-            reason.as_str()
+            "{}: sequence raised from {from} to {to}, which makes it the target again{}",
+            reason.as_str(),
+            super::record::note(&changes)
         );
         tracing::info!(revision = %name, sequence = to, "{msg}");
         self.ctx
@@ -260,6 +294,8 @@ impl<'a> Executor<'a> {
             return Err(Error::UnknownRevision(name));
         }
         let snapshot = snapshot.clone();
+        let changes =
+            super::record::changes(self.previous_target(&name).as_ref(), &snapshot, self.live);
         let analysis = crate::analysis::snapshot(self.ctx).await?;
         let obj = NetworkConfigRevision {
             metadata: ObjectMeta {
@@ -302,8 +338,11 @@ impl<'a> Executor<'a> {
         } else {
             format!(", each wave gated by RolloutAnalysis {}", gates.join(", "))
         };
+        self.written(created);
+        let created = self.write_changes(&name, &changes).await?;
         let msg = format!(
-            "created revision {name} (sequence {sequence}, {size} bytes) from the inputs{gated}"
+            "created revision {name} (sequence {sequence}, {size} bytes) from the inputs{gated}{}",
+            super::record::note(&changes)
         );
         tracing::info!(revision = %name, sequence, "{msg}");
         self.ctx

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Resource;
 use netrollout_api::{
-    ACCEPTED_CONDITION, InputStatus, Layer2NetworkConfiguration, NetworkConfigRevision,
+    ACCEPTED_CONDITION, BGPPeering, InputStatus, Layer2NetworkConfiguration, NetworkConfigRevision,
     RETRY_ANNOTATION, RevisionPhase as ApiPhase, RoutingTable, Snapshot, VRFRouteConfiguration,
 };
 use netrollout_render::{Node as RenderNode, Revision};
@@ -56,6 +56,7 @@ pub struct Live {
     pub vrfs: Vec<Arc<VRFRouteConfiguration>>,
     pub layer2s: Vec<Arc<Layer2NetworkConfiguration>>,
     pub tables: Vec<Arc<RoutingTable>>,
+    pub peerings: Vec<Arc<BGPPeering>>,
 }
 
 impl Live {
@@ -81,6 +82,9 @@ impl Live {
         of(InputKind::Vrf, &self.vrfs, |o| o.status.as_ref())
             .chain(of(InputKind::Layer2, &self.layer2s, |o| o.status.as_ref()))
             .chain(of(InputKind::Table, &self.tables, |o| o.status.as_ref()))
+            .chain(of(InputKind::Peering, &self.peerings, |o| {
+                o.status.as_ref()
+            }))
             .collect()
     }
 
@@ -88,11 +92,12 @@ impl Live {
     /// invalid, clashes are blamed on the inputs that changed since `accepted`, the snapshot of
     /// the newest revision (see `netrollout_render::compile_against`).
     pub fn check(&self, nodes: &[RenderNode], accepted: Option<&Snapshot>) -> Result<Checked> {
-        let snapshot = netrollout_render::from_objects(
+        let mut snapshot = netrollout_render::from_objects(
             &Self::live(&self.vrfs),
             &Self::live(&self.layer2s),
             &Self::live(&self.tables),
         );
+        snapshot.bgp_peerings = netrollout_render::peerings(&Self::live(&self.peerings));
         let checked = Revision::of(&snapshot).and_then(|revision| {
             netrollout_render::render(&snapshot, nodes)?;
             Ok(revision)
@@ -129,6 +134,7 @@ impl Live {
         let mut inputs: Vec<KeyPart> = of(InputKind::Vrf, &self.vrfs)
             .chain(of(InputKind::Layer2, &self.layer2s))
             .chain(of(InputKind::Table, &self.tables))
+            .chain(of(InputKind::Peering, &self.peerings))
             .collect();
         inputs.sort();
         CandidateKey {
@@ -152,6 +158,7 @@ impl Live {
             InputKind::Vrf => find(&self.vrfs, &input.name),
             InputKind::Layer2 => find(&self.layer2s, &input.name),
             InputKind::Table => find(&self.tables, &input.name),
+            InputKind::Peering => find(&self.peerings, &input.name),
         }
     }
 
@@ -172,6 +179,7 @@ impl Live {
             InputKind::Vrf => find(&self.vrfs, &input.name, |o| o.status.as_ref()),
             InputKind::Layer2 => find(&self.layer2s, &input.name, |o| o.status.as_ref()),
             InputKind::Table => find(&self.tables, &input.name, |o| o.status.as_ref()),
+            InputKind::Peering => find(&self.peerings, &input.name, |o| o.status.as_ref()),
         }
     }
 }
@@ -292,6 +300,7 @@ mod tests {
         let live = Live {
             vrfs: vec![],
             layer2s: vec![],
+            peerings: vec![],
             tables: vec![
                 table(
                     "t1",

@@ -7,9 +7,11 @@
 //! - `live`: the inputs of one pass, the check of their merge ([`live::Checked`]), the memo of
 //!   the last one checked, and their conversion into the lifecycle's types.
 //! - `execute`: the executor of the lifecycle's actions.
+//! - `record`: the change record of a revision (who changed which input, and why).
 
 mod execute;
 pub mod live;
+pub(crate) mod record;
 
 use netrollout_api::RETRY_ANNOTATION;
 use netrollout_render::Node as RenderNode;
@@ -57,6 +59,7 @@ pub async fn sync(
         vrfs: cached.vrfs,
         layer2s: cached.layer2s,
         tables: cached.tables,
+        peerings: cached.peerings,
     };
     let inputs = live.views();
     let current = ctx.read().revisions();

@@ -13,6 +13,8 @@
 //!   and reverts the wave; `--guard=off`; a node regressed before the wave never trips it.
 //! - `bake`: `--bake-time`: a committed node holds its slot, the revision says it bakes, and
 //!   a regression within the bake fails it.
+//! - `change_record`: people change inputs with the real kubectl; each revision records who,
+//!   the client, why and the ticket; the admission policy refuses a change in another's name.
 //! - `domains`: failure domains: one node per rack at a time, racks one after the other, a
 //!   failure in a second rack fails the revision within the node budget.
 //! - `known_good`: an undo to a Succeeded revision that fails now fails it and goes back.
@@ -31,6 +33,7 @@
 mod analysis;
 mod approval;
 mod bake;
+mod change_record;
 mod domains;
 mod failure;
 mod faults;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Api;
 use netrollout_api::{
-    ACCEPTED_CONDITION, InputStatus, Layer2NetworkConfiguration, RoutingTable,
+    ACCEPTED_CONDITION, BGPPeering, InputStatus, Layer2NetworkConfiguration, RoutingTable,
     VRFRouteConfiguration,
 };
 use netrollout_testkit::apiserver::LabApi;
@@ -32,6 +32,13 @@ fn l2(name: &str, spec: Value) -> Value {
 fn table(name: &str, id: i64) -> Value {
     json!({"apiVersion": "netrollout.io/v1alpha1", "kind": "RoutingTable",
         "metadata": {"name": name}, "spec": {"tableId": id}})
+}
+
+fn peering(name: &str, layer2: &str) -> Value {
+    json!({"apiVersion": "netrollout.io/v1alpha1", "kind": "BGPPeering",
+        "metadata": {"name": name},
+        "spec": {"peeringVlan": {"name": layer2}, "remoteASN": 65511, "enableBFD": false,
+            "import": [], "export": []}})
 }
 
 struct Cross {
@@ -207,6 +214,22 @@ fn cases() -> Vec<Cross> {
             "spec.vrf",
             "nope",
         ),
+        clash_after(
+            "two BGP peerings listening on one layer-2 network",
+            vec![
+                net("z-l2", 100, 5000, None, "10.250.0.1/24"),
+                peering("z-peer", "z-l2"),
+            ],
+            peering("a-peer", "z-l2"),
+            "spec.peeringVlan.name",
+            ["z-peer", "10.250.0.0/24"],
+        ),
+        alone(
+            "a BGP peering on a layer-2 network nobody defines",
+            peering("a-peer", "nope"),
+            "spec.peeringVlan.name",
+            "nope",
+        ),
         alone(
             "a route target without the VRF's VNI",
             vrf(
@@ -231,6 +254,7 @@ async fn accepted(api: &LabApi, obj: &Value) -> R<Option<Condition>> {
                 .await?
                 .status
         }
+        "BGPPeering" => Api::<BGPPeering>::all(c).get(name).await?.status,
         _ => Api::<RoutingTable>::all(c).get(name).await?.status,
     };
     Ok(status.and_then(|s| {

@@ -1,5 +1,5 @@
-//! No input field is silently dropped. The test walks every field of the three input kinds'
-//! JSON schemas and requires an entry in [`CONSUMERS`] saying where the field goes, then proves it:
+//! No input field is silently dropped. The test walks every field of the four input kinds'
+//! JSON schemas (the samples and `tests/data/peerings.yaml` are the objects changed) and requires an entry in [`CONSUMERS`] saying where the field goes, then proves it:
 //!
 //! - `Frr`: changing the field (in the repo's samples) changes the rendered FRR text;
 //! - `Kernel`: changing it changes the node's `NodeConfig`, and every changed `NodeConfig` field is
@@ -16,7 +16,8 @@ use crate::common;
 use std::collections::BTreeSet;
 
 use netrollout_api::{
-    Layer2NetworkConfigurationSpec, NodeConfig, RoutingTableSpec, VRFRouteConfigurationSpec,
+    BGPPeeringSpec, Layer2NetworkConfigurationSpec, NodeConfig, RoutingTableSpec,
+    VRFRouteConfigurationSpec,
 };
 use netrollout_render::{Error, render};
 use serde_json::{Value, json};
@@ -45,6 +46,7 @@ type Entry = (
 const VRF: &str = "VRFRouteConfiguration";
 const L2: &str = "Layer2NetworkConfiguration";
 const TABLE: &str = "RoutingTable";
+const PEER: &str = "BGPPeering";
 
 fn loopback(name: &str, subnet: &str) -> Value {
     json!([{"name": name, "subnet": subnet}])
@@ -89,6 +91,26 @@ const CONSUMERS: &[Entry] = &[
     (L2, "vrf", Kernel, "vlan501", "/vrf", None, || Value::Null),
     (L2, "nodeSelector", Kernel, "vlan501", "/nodeSelector", None, || json!({"matchLabels": {"netrollout.io/rack": "r9"}})),
     (TABLE, "tableId", Frr, "taas-100", "/tableId", None, || json!(101)),
+    (PEER, "peeringVlan.name", Frr, "ingress", "/peeringVlan/name", None, || json!("vlan501")),
+    (PEER, "loopbackPeer.ips", Frr, "calico", "/loopbackPeer/ips", None, || json!(["10.250.7.2"])),
+    (PEER, "remoteASN", Frr, "metallb", "/remoteASN", None, || json!(65000)),
+    (PEER, "enableBFD", Frr, "metallb", "/enableBFD", None, || json!(false)),
+    (PEER, "maximumPrefixes", Frr, "metallb", "/maximumPrefixes", None, || json!(17)),
+    (PEER, "holdTime", Frr, "metallb", "/holdTime", None, || json!("91s")),
+    (PEER, "keepaliveTime", Frr, "metallb", "/keepaliveTime", None, || json!("31s")),
+    (PEER, "import", Frr, "metallb", "/import", None, || json!([])),
+    (PEER, "import[].cidr", Frr, "metallb", "/import/0/cidr", None, || json!("10.250.62.0/24")),
+    (PEER, "import[].seq", Frr, "metallb", "/import/0/seq", None, || json!(7)),
+    (PEER, "import[].ge", Frr, "metallb", "/import/0/ge", None, || json!(25)),
+    (PEER, "import[].le", Frr, "metallb", "/import/0/le", None, || json!(31)),
+    (PEER, "import[].action", Frr, "metallb", "/import/0/action", None, || json!("deny")),
+    (PEER, "export", Frr, "metallb", "/export", None, || json!([])),
+    (PEER, "export[].cidr", Frr, "metallb", "/export/0/cidr", None, || json!("10.0.0.0/8")),
+    (PEER, "export[].seq", Frr, "metallb", "/export/0/seq", None, || json!(9)),
+    (PEER, "export[].ge", Frr, "metallb", "/export/0/ge", None, || json!(8)),
+    (PEER, "export[].le", Frr, "metallb", "/export/0/le", None, || json!(30)),
+    (PEER, "export[].action", Frr, "metallb", "/export/0/action", None, || json!("deny")),
+    (PEER, "nodeSelector", Frr, "calico", "/nodeSelector", None, || json!({"matchLabels": {"netrollout.io/rack": "r9"}})),
 ];
 
 /// Field paths of a JSON schema: `a`, `a[].b`; a `nodeSelector` (a Kubernetes label selector,
@@ -147,7 +169,8 @@ fn schema_paths<T: schemars::JsonSchema>() -> BTreeSet<String> {
     out
 }
 
-/// Renders the samples with one object's field set; the worker node's config and FRR text.
+/// Renders the samples and the peerings with one object's field set; the worker node's config
+/// and FRR text.
 fn render_with(
     kind: &str,
     object: &str,
@@ -155,6 +178,7 @@ fn render_with(
     value: Option<Value>,
 ) -> Result<(NodeConfig, String), Error> {
     let mut docs = common::docs_of(&common::samples_text());
+    docs.extend(common::docs_of(&common::peerings_text()));
     if let Some(value) = value {
         let doc = docs
             .iter_mut()
@@ -241,6 +265,7 @@ fn every_input_field_has_a_consumer_that_reacts_to_it() {
         (VRF, schema_paths::<VRFRouteConfigurationSpec>()),
         (L2, schema_paths::<Layer2NetworkConfigurationSpec>()),
         (TABLE, schema_paths::<RoutingTableSpec>()),
+        (PEER, schema_paths::<BGPPeeringSpec>()),
     ] {
         in_schema.extend(fields.into_iter().map(|f| (kind.to_string(), f)));
     }

@@ -30,7 +30,8 @@ fn every_rendered_config_loads_into_frr_without_an_error_line() {
         );
         // FRR runs exactly the rendered text: a reload of the same file changes nothing.
         // Tolerated: the base's hostname/forwarding lines, and the default instance's IPv4
-        // `neighbor vd.<v> activate` (hidden by FRR under `bgp default ipv4-unicast`, a no-op).
+        // `neighbor vd.<v> activate` and the peerings' `neighbor bgpp_<p>_4|ADDR activate`
+        // (hidden by FRR under `bgp default ipv4-unicast`, a no-op).
         let delta: Vec<String> = frr
             .reload_delta(&path)
             .into_iter()
@@ -45,7 +46,14 @@ fn every_rendered_config_loads_into_frr_without_an_error_line() {
                 ]
                 .iter()
                 .any(|p| line.starts_with(p));
-                let hidden = line.starts_with("neighbor vd.") && line.ends_with(" activate");
+                let peer = line
+                    .strip_prefix("neighbor ")
+                    .and_then(|l| l.strip_suffix(" activate"));
+                let hidden = peer.is_some_and(|p| {
+                    p.starts_with("vd.")
+                        || p.starts_with("bgpp_")
+                        || (config.bgp_peerings.iter()).any(|b| b.neighbors.iter().any(|n| n == p))
+                });
                 !(header || base || hidden)
             })
             .collect();
@@ -87,6 +95,18 @@ fn every_rendered_config_loads_into_frr_without_an_error_line() {
                 "{name}: import vrf {}",
                 table.interface
             );
+        }
+        for peering in &config.bgp_peerings {
+            for range in &peering.listen_ranges {
+                assert!(
+                    running.contains(&format!(" bgp listen range {range} peer-group bgpp_")),
+                    "{name}: listen range {range} missing:\n{running}"
+                );
+            }
+            for addr in &peering.neighbors {
+                let line = format!(" neighbor {addr} remote-as {}", peering.remote_asn);
+                assert!(running.contains(&line), "{name}: {line} missing");
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `migrate`: converting the Go network operator's `v1alpha1` manifests (groups
 //! `network.schiff.telekom.de` and `network.t-caas.telekom.com`) to `netrollout.io/v1alpha1`.
 //!
-//! The three input kinds keep their field names, types and ranges, so the conversion changes
+//! The four input kinds keep their field names, types and ranges, so the conversion changes
 //! `apiVersion`, drops what the API server sets (`status`, `uid`, `resourceVersion`, managed
 //! fields, the last-applied annotation) and keeps `metadata.name`, `labels` and `annotations`.
 //! Every other metadata field (`namespace`: netrollout's kinds are cluster-scoped;
@@ -10,8 +10,7 @@
 //! not know is an error, never silently lost; a value netrollout's CRD refuses is an error
 //! naming the object, the field and why (e.g. `advertiseNeighbors: true`). Every object is
 //! checked before the run fails, so one run lists them all. Kinds users write that netrollout
-//! does not carry (`BGPPeering`, `MirrorTarget`, `MirrorSelector`) are errors too, saying what
-//! to do; the operator's node configs and revisions, which netrollout generates itself, are
+//! does not carry (`MirrorTarget`, `MirrorSelector`) are errors too, saying what to do; the operator's node configs and revisions, which netrollout generates itself, are
 //! skipped with a note.
 //!
 //! Layout: this module converts and reports; `schema` holds the checks of one spec (the CRD's
@@ -25,7 +24,7 @@ use crate::diff::changes;
 mod refused;
 mod schema;
 
-pub use refused::{BGP_PEERING_REFUSED, MIRRORING_REFUSED};
+pub use refused::MIRRORING_REFUSED;
 
 use crate::{Error, Result};
 use schema::{check_alone, check_limits, spec_schema, typed_spec, unknown_fields};
@@ -33,10 +32,11 @@ use schema::{check_alone, check_limits, spec_schema, typed_spec, unknown_fields}
 /// API groups of the Go operator's `v1alpha1` API.
 pub const LEGACY_GROUPS: [&str; 2] = ["network.schiff.telekom.de", "network.t-caas.telekom.com"];
 /// The kinds that migrate.
-pub const INPUT_KINDS: [&str; 3] = [
+pub const INPUT_KINDS: [&str; 4] = [
     "VRFRouteConfiguration",
     "Layer2NetworkConfiguration",
     "RoutingTable",
+    "BGPPeering",
 ];
 /// The `apiVersion` they migrate to.
 pub const TARGET_API_VERSION: &str = "netrollout.io/v1alpha1";

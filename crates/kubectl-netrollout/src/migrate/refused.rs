@@ -9,14 +9,14 @@ pub(super) fn why_not(kind: &str) -> Option<&'static str> {
     netrollout_api::refused::why_refused(kind)
 }
 
-pub use netrollout_api::refused::{BGP_PEERING_REFUSED, MIRRORING_REFUSED};
+pub use netrollout_api::refused::MIRRORING_REFUSED;
 
 #[cfg(test)]
 mod tests {
     use super::super::convert;
 
     #[test]
-    fn mirroring_and_bgp_peering_are_refused_naming_each_object_and_what_to_do() {
+    fn mirroring_is_refused_naming_each_object_and_what_to_do() {
         let doc = |kind: &str, name: &str| {
             format!(
                 "apiVersion: network.t-caas.telekom.com/v1alpha1\nkind: {kind}\nmetadata: {{name: {name}}}\nspec: {{}}\n"
@@ -25,16 +25,14 @@ mod tests {
         let text = [
             doc("MirrorTarget", "collector"),
             doc("MirrorSelector", "web"),
-            doc("BGPPeering", "lb"),
             doc("RoutingTable", "t").replace("spec: {}", "spec: {tableId: 7}"),
         ]
         .join("---\n");
         let err = convert("in.yaml", &text).unwrap_err().to_string();
-        assert!(err.contains("3 objects cannot migrate"), "{err}");
+        assert!(err.contains("2 objects cannot migrate"), "{err}");
         for (at, kind, name, why) in [
             (1, "MirrorTarget", "collector", super::MIRRORING_REFUSED),
             (2, "MirrorSelector", "web", super::MIRRORING_REFUSED),
-            (3, "BGPPeering", "lb", super::BGP_PEERING_REFUSED),
         ] {
             let line = err
                 .lines()

@@ -61,7 +61,8 @@ pub(super) fn unknown_fields(schema: &Value, value: &Value, path: &str, out: &mu
 
 /// The configurator's checks of one object on its own (`netrollout_render::compile`): what the
 /// CRD cannot express, such as a broadcast address as anycast gateway or a community FRR
-/// refuses. A layer-2 network's VRF counts as defined (it may be migrated from another file).
+/// refuses. A layer-2 network's VRF and a peering's layer-2 network count as defined (they may
+/// be migrated from another file).
 pub(super) fn check_alone(kind: &str, name: &str, spec: &Value) -> Vec<String> {
     use netrollout_api::{
         Layer2NetworkConfigurationSpec, NamedInput, Snapshot, VRFRouteConfigurationSpec,
@@ -90,11 +91,15 @@ pub(super) fn check_alone(kind: &str, name: &str, spec: &Value) -> Vec<String> {
             }
             snapshot.layer2_network_configurations.extend(input);
         }
+        "BGPPeering" => snapshot.bgp_peerings.extend(named(name, spec)),
         _ => snapshot.routing_tables.extend(named(name, spec)),
     }
     match netrollout_render::compile(&snapshot) {
+        // A peering's layer-2 network may be migrated from another file: whether it exists is
+        // checked when the objects are applied together.
         Err(netrollout_render::Error::Invalid(invalid)) => invalid
             .for_object(kind, name)
+            .filter(|p| p.field != "spec.peeringVlan.name")
             .map(|p| format!("{}: {}", p.field, p.message))
             .collect(),
         _ => vec![],
@@ -104,13 +109,14 @@ pub(super) fn check_alone(kind: &str, name: &str, spec: &Value) -> Vec<String> {
 /// The spec as netrollout's type reads and writes it back.
 pub(super) fn typed_spec(kind: &str, spec: &Value) -> Result<Value, serde_json::Error> {
     use netrollout_api::{
-        Layer2NetworkConfigurationSpec as L2, RoutingTableSpec as Rt,
+        BGPPeeringSpec as Peering, Layer2NetworkConfigurationSpec as L2, RoutingTableSpec as Rt,
         VRFRouteConfigurationSpec as Vrf,
     };
     let v = spec.clone();
     match kind {
         "VRFRouteConfiguration" => serde_json::to_value(serde_json::from_value::<Vrf>(v)?),
         "Layer2NetworkConfiguration" => serde_json::to_value(serde_json::from_value::<L2>(v)?),
+        "BGPPeering" => serde_json::to_value(serde_json::from_value::<Peering>(v)?),
         _ => serde_json::to_value(serde_json::from_value::<Rt>(v)?),
     }
 }

@@ -3,11 +3,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 mod bake;
+mod change;
 mod common;
 
 mod go_operator;
 mod migrate;
 mod nodes;
+mod peering;
 mod promote;
 mod schedule;
 mod status;

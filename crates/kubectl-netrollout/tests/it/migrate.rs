@@ -215,14 +215,9 @@ async fn unsupported_layer2_settings_are_refused_by_kubectl_apply_and_by_migrate
 /// migration by hand would: `kubectl apply` refuses each, naming the kind and what to do (their
 /// CRDs' rule), where it would otherwise say "no matches for kind".
 #[tokio::test]
-async fn kubectl_apply_refuses_bgp_peering_and_mirroring_saying_what_to_do() {
+async fn kubectl_apply_refuses_mirroring_saying_what_to_do() {
     let lab = common::LabApi::netrollout().await;
     for (kind, spec, why) in [
-        (
-            "BGPPeering",
-            "{peeringVlan: {name: vlan501}, remoteASN: 65511, enableBFD: true, import: [], export: []}",
-            netrollout_api::refused::BGP_PEERING_REFUSED,
-        ),
         (
             "MirrorTarget",
             "{type: l3gre, destinationIP: 10.250.90.100, key: 1001, destinationVrf: mirror, sourceLoopback: lo.mir}",

@@ -5,10 +5,10 @@
 
 use crate::common;
 
-use common::{LabApi, PluginLab as _, node_status};
+use common::{LabApi, PluginLab as _, node_status, rev_status, snapshot};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::PostParams;
-use netrollout_api::{NODE_CONDITION, NodePhase};
+use netrollout_api::{NODE_CONDITION, NodePhase, RevisionPhase};
 
 fn ready(observed_generation: i64) -> Condition {
     Condition {
@@ -98,6 +98,7 @@ async fn nodes_name_the_capabilities_each_agent_reported_missing() {
     let caps = |missing: &[&str]| netrollout_api::NodeCapabilities {
         present: vec!["bridge".into(), "vxlan".into()],
         missing: missing.iter().map(|s| s.to_string()).collect(),
+        frr_version: None,
     };
     let mut lacking = node_status("ncr-one", NodePhase::Provisioned, None);
     lacking.capabilities = Some(caps(&["dummy", "vrf"]));
@@ -176,6 +177,66 @@ async fn nodes_wide_shows_the_checks_an_agent_did_not_judge_and_why() {
         json[0]["preexistingFailures"][0]["error"],
         "no echo reply within 1s"
     );
+}
+
+#[tokio::test]
+async fn nodes_and_status_show_the_frr_version_each_agent_found() {
+    let lab = LabApi::netrollout().await;
+    let on = |frr: Option<&str>, phase: NodePhase| {
+        let mut s = node_status("ncr-one", phase, None);
+        s.capabilities = Some(netrollout_api::NodeCapabilities {
+            present: vec!["bgpd".into()],
+            missing: vec![],
+            frr_version: frr.map(str::to_string),
+        });
+        s
+    };
+    for (node, frr, phase) in [
+        ("node-a", Some("8.4.4"), NodePhase::Provisioned),
+        ("node-b", Some("10.3"), NodePhase::Provisioned),
+        ("node-c", Some("10.3"), NodePhase::Provisioned),
+        ("node-d", None, NodePhase::Provisioned),
+        ("node-e", Some("10.3"), NodePhase::Failed),
+    ] {
+        lab.node(node, true).await;
+        lab.config(node, "ncr-one", Some(on(frr, phase))).await;
+    }
+
+    let text = lab.plugin(&["nodes"]).await.expect_code(0).to_string();
+    let header = text.lines().next().unwrap().to_lowercase();
+    assert!(header.contains(" frr "), "{header}");
+    let column = |node: &str| {
+        let at = header.find(" frr ").unwrap() + 1;
+        let line = text.lines().find(|l| l.starts_with(node)).unwrap();
+        line[at..].split_whitespace().next().unwrap().to_string()
+    };
+    assert_eq!(column("node-a"), "8.4.4", "{text}");
+    assert_eq!(column("node-b"), "10.3", "{text}");
+    assert_eq!(column("node-d"), "-", "{text}");
+    let json: serde_json::Value =
+        serde_json::from_str(lab.plugin(&["nodes", "-o", "json"]).await.expect_code(0)).unwrap();
+    assert_eq!(json[1]["frrVersion"], "10.3");
+    assert_eq!(json[3]["frrVersion"], serde_json::Value::Null);
+
+    // `status` counts the Ready nodes per revision with their FRR versions, and lists the
+    // others with theirs.
+    lab.revision(
+        "ncr-one",
+        1,
+        snapshot(1500, false),
+        rev_status(RevisionPhase::Succeeded, 5, 4, 0, 0),
+    )
+    .await;
+    let out = lab.plugin(&["status"]).await.stdout;
+    assert!(
+        out.contains("4 Ready node(s) run ncr-one (2 on FRR 10.3, 1 on FRR 8.4.4)"),
+        "{out}"
+    );
+    let failed = out
+        .lines()
+        .find(|l| l.starts_with("node-e"))
+        .unwrap_or_else(|| panic!("node-e is not listed:\n{out}"));
+    assert!(failed.contains(" 10.3 "), "{failed}");
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use netrollout_api::{RevisionHold, RevisionPhase};
 use netrollout_testkit::apiserver::Identity;
 
 /// Runs `kubectl netrollout ARGS` with the kubeconfig `kubeconfig` (the plugin found on PATH).
-async fn kubectl_netrollout(kubeconfig: &Path, args: &[&str]) -> Run {
+pub(crate) async fn kubectl_netrollout(kubeconfig: &Path, args: &[&str]) -> Run {
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_kubectl-netrollout"))
         .parent()
         .unwrap()

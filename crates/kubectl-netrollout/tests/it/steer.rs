@@ -226,7 +226,7 @@ async fn diff_shows_input_changes_and_which_nodes_change_how() {
     );
 }
 
-async fn create_inputs_of(lab: &LabApi, s: &netrollout_api::Snapshot) {
+pub(crate) async fn create_inputs_of(lab: &LabApi, s: &netrollout_api::Snapshot) {
     let pp = PostParams::default();
     for v in &s.vrf_route_configurations {
         let api = Api::<VRFRouteConfiguration>::all(lab.client.clone());

@@ -1,4 +1,4 @@
-//! Applying and deleting the lab's inputs (VRF, Layer2, RoutingTable), one revision per set in
+//! Applying and deleting the lab's inputs (VRF, Layer2, RoutingTable, BGPPeering), one revision per set in
 //! VM mode.
 
 use std::time::Duration;
@@ -12,7 +12,7 @@ use serde_json::json;
 use super::{Cluster, NAMESPACE};
 
 impl Cluster {
-    /// Applies input objects (VRF, Layer2, RoutingTable) with server-side apply. In VM mode a
+    /// Applies input objects (VRF, Layer2, RoutingTable, BGPPeering) with server-side apply. In VM mode a
     /// set of objects goes out as one revision: the rollout is paused (the control ConfigMap)
     /// while they are applied, so no node gets a revision with only some of them (a VRF's
     /// routing config without its networks), which the slow VM would spend minutes on.
@@ -91,6 +91,7 @@ fn api_resource(obj: &DynamicObject) -> Result<ApiResource> {
         "VRFRouteConfiguration" => "vrfrouteconfigurations",
         "Layer2NetworkConfiguration" => "layer2networkconfigurations",
         "RoutingTable" => "routingtables",
+        "BGPPeering" => "bgppeerings",
         other => bail!("the lab applies only netrollout.io inputs, not {other}"),
     };
     let gvk = kube::core::GroupVersionKind::try_from(types)?;

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use netrollout_api::{NamedInput, Snapshot};
 
-use super::{Compiled, Compiler, LAYER2_KIND, TABLE_KIND, VRF_KIND};
+use super::{Compiled, Compiler, LAYER2_KIND, PEERING_KIND, TABLE_KIND, VRF_KIND};
 use crate::Result;
 
 /// Validates `snapshot` like [`compile`](super::compile), blaming newcomers: `accepted` is the
@@ -41,7 +41,13 @@ pub fn compile_against(snapshot: &Snapshot, accepted: &Snapshot) -> Result<Compi
         LAYER2_KIND,
         &established,
     );
+    established.extend(unchanged(
+        PEERING_KIND,
+        &snapshot.bgp_peerings,
+        &accepted.bgp_peerings,
+    ));
     let tables = established_first(&snapshot.routing_tables, TABLE_KIND, &established);
+    let peerings = established_first(&snapshot.bgp_peerings, PEERING_KIND, &established);
     let mut c = Compiler {
         established,
         ..Compiler::default()
@@ -49,6 +55,7 @@ pub fn compile_against(snapshot: &Snapshot, accepted: &Snapshot) -> Result<Compi
     c.vrfs(&vrfs);
     c.layer2s(&layer2s);
     c.tables(&tables);
+    c.peerings(&peerings);
     let Compiler { out, invalid, .. } = c;
     crate::error::checked(invalid, out)
 }

@@ -2,20 +2,24 @@
 //! compiled selectors. Every problem is reported at once, naming the object, field and fix.
 //!
 //! One module per input kind: [`vrf`] (`VRFRouteConfiguration`), [`layer2`]
-//! (`Layer2NetworkConfiguration`) and [`table`] (`RoutingTable`). This module holds the compiled
+//! (`Layer2NetworkConfiguration`), [`table`] (`RoutingTable`) and [`peering`] (`BGPPeering`,
+//! after the layer-2 networks it names). This module holds the compiled
 //! result, the pass over a snapshot and what the kinds share: selectors, VNI and table-id
 //! ownership, range and CIDR checks.
 
 mod blame;
 mod layer2;
 pub(crate) mod loopback;
+mod peering;
 mod table;
 mod vrf;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ipnet::IpNet;
-use netrollout_api::{Layer2Config, RoutingTableConfig, Snapshot, VrfConfig, VrfPolicy};
+use netrollout_api::{
+    BgpPeeringConfig, Layer2Config, RoutingTableConfig, Snapshot, VrfConfig, VrfPolicy,
+};
 
 use crate::selector::Selector;
 use crate::{Invalid, Result};
@@ -28,6 +32,8 @@ pub const VRF_KIND: &str = "VRFRouteConfiguration";
 pub const LAYER2_KIND: &str = "Layer2NetworkConfiguration";
 /// Kind name of routing-table inputs, as used in problems.
 pub const TABLE_KIND: &str = "RoutingTable";
+/// Kind name of BGP peering inputs, as used in problems.
+pub const PEERING_KIND: &str = "BGPPeering";
 /// Loopback interface names must carry this prefix so the agent knows it manages them.
 pub use netrollout_api::naming::LOOPBACK_PREFIX;
 /// Longest Linux interface name in bytes (the API's naming rule).
@@ -41,6 +47,7 @@ pub struct Compiled {
     pub(crate) policies: Vec<Policy>,
     pub(crate) layer2s: Vec<Layer2>,
     pub(crate) tables: Vec<Table>,
+    pub(crate) peerings: Vec<Peering>,
 }
 
 /// What one `VRFRouteConfiguration` adds to its VRF on the nodes it selects.
@@ -62,6 +69,15 @@ pub(crate) struct Layer2 {
     pub(crate) vrf: Option<usize>,
 }
 
+/// One `BGPPeering`: its node config (the same on every node it selects) and the layer-2
+/// network it listens on (an index into `Compiled::layer2s`), which must be on those nodes too.
+#[derive(Clone, Debug)]
+pub(crate) struct Peering {
+    pub(crate) config: BgpPeeringConfig,
+    pub(crate) selector: usize,
+    pub(crate) layer2: Option<usize>,
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Table {
     pub(crate) config: RoutingTableConfig,
@@ -77,6 +93,7 @@ pub fn compile(snapshot: &Snapshot) -> Result<Compiled> {
     c.vrfs(&snapshot.vrf_route_configurations);
     c.layer2s(&snapshot.layer2_network_configurations);
     c.tables(&snapshot.routing_tables);
+    c.peerings(&snapshot.bgp_peerings);
     let Compiler { out, invalid, .. } = c;
     crate::error::checked(invalid, out)
 }

@@ -154,9 +154,9 @@ impl Compiler {
         );
         for (list, items) in [("import", &spec.import), ("export", &spec.export)] {
             for (i, item) in items.iter().enumerate() {
-                self.prefix_item(name, &format!("spec.{list}[{i}]"), item);
+                self.prefix_item(VRF_KIND, name, &format!("spec.{list}[{i}]"), item);
             }
-            self.prefix_seqs(name, list, items);
+            self.prefix_seqs(VRF_KIND, name, list, items);
         }
         for (list, cidrs) in [
             ("aggregate", &spec.aggregate),
@@ -263,21 +263,33 @@ impl Compiler {
 
     /// The sequence numbers FRR gets (an item's `seq`, else its position from 1) must be unique
     /// per prefix list and address family: FRR would silently replace the earlier entry.
-    fn prefix_seqs(&mut self, object: &str, list: &str, items: &[PrefixItem]) {
+    pub(super) fn prefix_seqs(
+        &mut self,
+        kind: &'static str,
+        object: &str,
+        list: &str,
+        items: &[PrefixItem],
+    ) {
         let mut seen: BTreeMap<(bool, i64), usize> = BTreeMap::new();
         for (i, item) in items.iter().enumerate() {
             let seq = item.seq.unwrap_or(i as i64 + 1);
             let v6 = item.cidr.contains(':');
             if let Some(first) = seen.insert((v6, seq), i) {
-                self.invalid.push(VRF_KIND, object, format!("spec.{list}[{i}].seq"), format!("sequence {seq} is also used by spec.{list}[{first}] (an item without seq gets its position, counted from 1); give every item of the same address family its own seq"));
+                self.invalid.push(kind, object, format!("spec.{list}[{i}].seq"), format!("sequence {seq} is also used by spec.{list}[{first}] (an item without seq gets its position, counted from 1); give every item of the same address family its own seq"));
             }
         }
     }
 
-    fn prefix_item(&mut self, object: &str, field: &str, item: &PrefixItem) {
+    pub(super) fn prefix_item(
+        &mut self,
+        kind: &'static str,
+        object: &str,
+        field: &str,
+        item: &PrefixItem,
+    ) {
         let Some(net) = network(
             &mut self.invalid,
-            VRF_KIND,
+            kind,
             object,
             &format!("{field}.cidr"),
             &item.cidr,
@@ -287,7 +299,7 @@ impl Compiler {
         if let Some(seq) = item.seq {
             in_range::<u32>(
                 &mut self.invalid,
-                VRF_KIND,
+                kind,
                 object,
                 &format!("{field}.seq"),
                 seq,
@@ -300,7 +312,7 @@ impl Compiler {
             if let Some(v) = value {
                 in_range::<u8>(
                     &mut self.invalid,
-                    VRF_KIND,
+                    kind,
                     object,
                     &format!("{field}.{name}"),
                     v.into(),
@@ -313,7 +325,7 @@ impl Compiler {
             && ge > le
         {
             self.invalid.push(
-                VRF_KIND,
+                kind,
                 object,
                 format!("{field}.ge"),
                 format!("ge {ge} is greater than le {le}; ge must not exceed le"),

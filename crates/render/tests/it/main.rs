@@ -7,5 +7,6 @@ mod common;
 mod diff;
 mod hardening;
 mod inputs;
+mod peering;
 mod routing;
 mod validation;

@@ -6,7 +6,7 @@ use std::fmt;
 
 use crate::state::RevisionPhase;
 
-/// The three input kinds.
+/// The four input kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum InputKind {
     /// `VRFRouteConfiguration`.
@@ -15,6 +15,8 @@ pub enum InputKind {
     Layer2,
     /// `RoutingTable`.
     Table,
+    /// `BGPPeering`.
+    Peering,
 }
 
 impl InputKind {
@@ -24,6 +26,7 @@ impl InputKind {
             InputKind::Vrf => "VRFRouteConfiguration",
             InputKind::Layer2 => "Layer2NetworkConfiguration",
             InputKind::Table => "RoutingTable",
+            InputKind::Peering => "BGPPeering",
         }
     }
 }

@@ -19,7 +19,8 @@ impl Pass<'_> {
     ///   allows, or while the blocking query returns something.
     /// - Gates: the goal never gets more nodes than its first gate a person has not released
     ///   (`--pause-after`, resolved against the fleet now, in increasing order). Once that many
-    ///   nodes run it, it waits at the last gate they reached; a promote releases it.
+    ///   nodes run it and none of them is still applying or baking, it waits at the last gate
+    ///   they reached (the hold is reported); a promote releases it.
     pub(super) fn approval(&self, d: &Decision) -> (Option<usize>, Option<Hold>) {
         let (Some(g), Mode::RollingOut) = (d.goal, &d.mode) else {
             return (None, None);
@@ -79,6 +80,15 @@ impl Pass<'_> {
         };
         if on < next {
             return (Some(next - on), None);
+        }
+        // Nothing more goes; a person is asked only once the nodes at the gate finished (their
+        // apply and their bake): a promote then speaks for what they showed.
+        let goal = r.name.as_str();
+        let busy = (self.in_flight_at.iter())
+            .filter(|n| n.spec_revision.as_deref() == Some(goal))
+            .count();
+        if busy > 0 {
+            return (Some(0), None);
         }
         // The last gate reached: a promote releases it and every gate before it.
         let gate = (promoted.gates..gates.len())

@@ -265,3 +265,37 @@ fn the_start_check_applies_only_before_the_first_dispatch() {
     let p = plan(&fleet(1, Approval::default()), t(1), &s);
     assert_eq!(dispatched(&p).len(), 2);
 }
+
+#[test]
+fn a_person_is_asked_only_once_the_nodes_at_the_gate_finished_their_apply_and_bake() {
+    let s = Settings {
+        bake_time: std::time::Duration::from_secs(60),
+        ..gates(3, &[PauseAfter::Canary])
+    };
+    let mut state = fleet(0, Approval::default());
+    let mut c = on("c", "new", NodePhase::Provisioning);
+    c.canary = true;
+    state.nodes[2] = c.clone();
+    let p = plan(&state, t(1), &s);
+    assert_eq!(
+        dispatched(&p),
+        pairs(&[]),
+        "the gate is reached: nothing more goes"
+    );
+    assert_eq!(
+        p.summary.hold, None,
+        "the canary still applies: nobody is asked yet"
+    );
+    c.status.as_mut().unwrap().phase = NodePhase::Provisioned;
+    c.dispatch.as_mut().unwrap().settled_at = Some(t(10));
+    state.nodes[2] = c;
+    let p = plan(&state, t(30), &s);
+    assert_eq!(
+        (dispatched(&p), p.summary.hold.is_none()),
+        (pairs(&[]), true),
+        "it bakes"
+    );
+    let p = plan(&state, t(70), &s);
+    assert_eq!(dispatched(&p), pairs(&[]));
+    assert!(p.summary.hold.is_some(), "baked: now a person is asked");
+}

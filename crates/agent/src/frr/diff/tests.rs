@@ -216,3 +216,51 @@ fn the_files_hostname_is_sent_to_frr_8_4_and_is_vtyshs_own_on_frr_10() {
     assert_eq!(script(&new, &running("8.4.4")), ["hostname n1"]);
     assert!(script(&new, &running("10.3")).is_empty());
 }
+
+/// A default instance with a peering's peer group (listen range, timers) and a loopback peer.
+fn peers(group_asn: u32, with_loopback: bool) -> String {
+    let loopback = if with_loopback {
+        " neighbor 10.250.7.1 remote-as 65512\n neighbor 10.250.7.1 ttl-security hops 2\n \
+         neighbor 10.250.7.1 timers 3 9\n"
+    } else {
+        ""
+    };
+    format!(
+        "frr defaults datacenter\nhostname n1\n!\nrouter bgp 65000\n bgp router-id 192.0.2.1\n\
+         {loopback} neighbor bgpp_lb_4 peer-group\n neighbor bgpp_lb_4 remote-as {group_asn}\n \
+         neighbor bgpp_lb_4 bfd\n bgp listen range 10.250.51.0/24 peer-group bgpp_lb_4\n\
+         exit\n!\n"
+    )
+}
+
+#[test]
+fn a_removed_neighbor_goes_by_its_remote_as_alone_and_a_changed_as_is_replaced() {
+    // FRR: `no neighbor X remote-as` takes all of X's lines (a `no` of another of them would
+    // then fail), and on a peer group deletes the group: a changed AS is set over the old one.
+    assert_eq!(
+        diff(&peers(65513, false), &peers(65511, true)),
+        [
+            "router bgp 65000",
+            " no neighbor 10.250.7.1 remote-as 65512",
+            "exit",
+            "router bgp 65000",
+            " neighbor bgpp_lb_4 remote-as 65513",
+            "exit",
+        ]
+    );
+}
+
+#[test]
+fn a_removed_peer_group_goes_by_its_peer_group_line_after_its_listen_ranges() {
+    let none = "frr defaults datacenter\nhostname n1\n!\nrouter bgp 65000\n \
+        bgp router-id 192.0.2.1\nexit\n!\n";
+    assert_eq!(
+        diff(none, &peers(65511, false)),
+        [
+            "router bgp 65000",
+            " no bgp listen range 10.250.51.0/24 peer-group bgpp_lb_4",
+            " no neighbor bgpp_lb_4 peer-group",
+            "exit"
+        ]
+    );
+}

@@ -133,7 +133,7 @@ impl Model {
 
     /// Whether FRR's running config holds `text` (the agent's diff finds nothing to send).
     fn holds(&self, text: &str) -> bool {
-        use crate::frr::diff::{Conf, script};
+        use crate::frr::{conf::Conf, diff::script};
         script(&Conf::parse(text), &Conf::parse(&self.show())).is_empty()
     }
 }

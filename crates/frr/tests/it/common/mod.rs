@@ -9,7 +9,8 @@ pub mod frr;
 use std::path::{Path, PathBuf};
 
 use netrollout_api::{
-    Layer2NetworkConfiguration, NodeConfig, RoutingTable, Snapshot, VRFRouteConfiguration,
+    BGPPeering, Layer2NetworkConfiguration, NodeConfig, RoutingTable, Snapshot,
+    VRFRouteConfiguration,
 };
 use netrollout_frr::Settings;
 use netrollout_render::{Node, from_objects, render};
@@ -42,7 +43,8 @@ pub fn snapshot_of(text: &str) -> Snapshot {
 
 /// Input documents as a snapshot; legacy API versions are accepted.
 pub fn snapshot_of_docs(docs: Vec<Value>) -> Snapshot {
-    let (mut vrfs, mut l2s, mut tables) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut vrfs, mut l2s, mut tables, mut peerings) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for mut doc in docs {
         doc["apiVersion"] = Value::from("netrollout.io/v1alpha1");
         match doc["kind"].as_str().unwrap() {
@@ -53,10 +55,13 @@ pub fn snapshot_of_docs(docs: Vec<Value>) -> Snapshot {
                 l2s.push(serde_json::from_value::<Layer2NetworkConfiguration>(doc).unwrap());
             }
             "RoutingTable" => tables.push(serde_json::from_value::<RoutingTable>(doc).unwrap()),
+            "BGPPeering" => peerings.push(serde_json::from_value::<BGPPeering>(doc).unwrap()),
             other => panic!("unexpected kind {other}"),
         }
     }
-    from_objects(&vrfs, &l2s, &tables)
+    let mut snapshot = from_objects(&vrfs, &l2s, &tables);
+    snapshot.bgp_peerings = netrollout_render::peerings(&peerings);
+    snapshot
 }
 
 /// Every sample under `config/samples/` as one snapshot.
@@ -112,9 +117,23 @@ pub fn nodes() -> Vec<Node> {
     ]
 }
 
+/// The BGP peerings of `tests/data/peerings.yaml`, every field of the kind used.
+pub fn peerings() -> Snapshot {
+    snapshot_of(&peerings_text())
+}
+
+/// `tests/data/peerings.yaml`.
+pub fn peerings_text() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/peerings.yaml");
+    std::fs::read_to_string(path).unwrap()
+}
+
 /// Every (case name, node config) the golden and FRR tests cover.
 pub fn cases() -> Vec<(String, NodeConfig)> {
-    let mut sets = vec![("samples".to_string(), samples())];
+    let mut sets = vec![
+        ("samples".to_string(), samples()),
+        ("peerings".to_string(), peerings()),
+    ];
     sets.extend(compat());
     let mut out = Vec::new();
     for (set, snapshot) in sets {
