@@ -294,8 +294,8 @@ pub fn for_phase(
     let mut fields = fields(ncr, &facts);
     // Only a revision rolling out waits for a person: a hold goes in the same write as the
     // phase that ends it, so no reader sees a revision Succeeded (or Failed, Superseded) and
-    // held at once. (The pass clears holds after its actions; a pass cut short before that
-    // would leave the hold to the next pass, after this write.)
+    // held at once, whatever write of a pass failed before (`approval::tell` clears holds too,
+    // before the pass's actions).
     if !matches!(phase, RevisionPhase::Pending | RevisionPhase::Progressing) {
         fields["hold"] = serde_json::Value::Null;
     }
