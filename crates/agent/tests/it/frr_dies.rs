@@ -62,6 +62,7 @@ async fn frr_daemon_dies_during_an_apply(daemon: &str, moment: Moment) {
     tail.wait_line(&["\"step\":\"apply\"", quoted], Duration::from_secs(60))
         .await;
     let ps = w.lab.ns.clone();
+    let mut stopped = None;
     if let Moment::DuringSync = moment {
         // The agent replaces frr.conf (a rename) right before it sends the diff: stop the daemon
         // then, so that the agent's vtysh (the diff, or the read-back after it) waits on it.
@@ -79,7 +80,7 @@ async fn frr_daemon_dies_during_an_apply(daemon: &str, moment: Moment) {
             );
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        signal_daemon(&ps, daemon, "STOP");
+        stopped = Some(Stopped::stop(&ps, daemon));
         // The script's vtysh has waited at the gate: the FRR step cannot have finished. Now it
         // sends the diff to the stopped daemon.
         gate.open();
@@ -100,6 +101,9 @@ async fn frr_daemon_dies_during_an_apply(daemon: &str, moment: Moment) {
         );
     }
     crash(&ps, daemon);
+    if let Some(stopped) = stopped {
+        stopped.killed();
+    }
 
     // While FRR is down: no commit, the journal stays, the status says which daemon is missing.
     let (_, reason, message) = wait_condition(&w, "FrrUnavailable", 30).await;
@@ -312,18 +316,46 @@ async fn wait_condition(w: &World, reason: &str, secs: u64) -> (String, String, 
     }
 }
 
-/// `kill -SIG` to `daemon` of pathspace `ps` (by its pid file).
-fn signal_daemon(ps: &str, daemon: &str, sig: &str) {
-    let pid_file = netrollout_frr::daemons::Version::from_env()
-        .run_dir(ps)
-        .join(format!("{daemon}.pid"));
-    let pid = std::fs::read_to_string(pid_file).unwrap();
-    let ok = std::process::Command::new("kill")
-        .args([format!("-{sig}"), pid.trim().to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "kill -{sig} {daemon} ({})", pid.trim());
+/// A daemon stopped with `kill -STOP` (by its pid file). If the test ends before the daemon is
+/// killed (a failed assertion), dropping this kills it: stopped, it would ignore the `SIGTERM`
+/// that stops the namespace's daemons at the test's end, and stay behind with the agent's vtysh
+/// waiting on it.
+struct Stopped {
+    pid: Option<String>,
+}
+
+impl Stopped {
+    fn stop(ps: &str, daemon: &str) -> Self {
+        let pid_file = netrollout_frr::daemons::Version::from_env()
+            .run_dir(ps)
+            .join(format!("{daemon}.pid"));
+        let pid = std::fs::read_to_string(pid_file)
+            .unwrap()
+            .trim()
+            .to_string();
+        let ok = std::process::Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -STOP {daemon} ({pid})");
+        Self { pid: Some(pid) }
+    }
+
+    /// The test killed the daemon itself: its pid is no longer this guard's to signal.
+    fn killed(mut self) {
+        self.pid = None;
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid.take() {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid])
+                .status();
+        }
+    }
 }
 
 /// A gate on the agent's diff script: the agent's `--frr-bindir` becomes a directory whose
