@@ -3,7 +3,7 @@
 # agent's runs after the dataplane bench"). On demand, never in CI: it takes hours at the full
 # count and slows every netlink write on the machine while it runs. Needs root.
 #
-#   hack/repeat-agent.sh [--count N] [--start K] [PHASE...]
+#   hack/repeat-agent.sh [--count N] [--start K] [--minutes M] [PHASE...]
 #
 # Phases (all three when none is named), each stopping at its first failure with the count so
 # far and a non-zero exit:
@@ -15,17 +15,21 @@
 #                    netlink lock for about 20 s, twice) N times.
 # --count N: repetitions of each phase (default 200; 3 for after-dataplane). --start K numbers
 # the first repetition K (to add chunks up to a total: `--start 41 --count 20` runs 41..60).
+# --minutes M: start no repetition after M minutes from the start (the runs started finish; the
+# count done is printed), for chunks of a fixed length.
 # On a shared machine run it in chunks, each under the lock the other users honour.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 count=""
 start=1
+stop_at=""
 phases=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --count) count="$2"; shift 2 ;;
     --start) start="$2"; shift 2 ;;
+    --minutes) stop_at=$(($(date +%s) + 60 * $2)); shift 2 ;;
     after-dataplane|agent-bench|netlink-lock) phases+=("$1"); shift ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
@@ -52,13 +56,17 @@ repeat() {
   shift 2
   for ((i = start; i < start + n; i++)); do
     t0=$(date +%s)
+    if [ -n "$stop_at" ] && [ "$t0" -ge "$stop_at" ]; then
+      echo "PASS ${name}: ${passed} of ${passed} passed (runs ${start}..$((i - 1)); time is up)"
+      return 0
+    fi
     if ! "$@" >"${log_dir}/${name}-${i}.log" 2>&1; then
       echo "FAIL ${name} run ${i}: ${passed} of $((i - start + 1)) passed; log ${log_dir}/${name}-${i}.log"
       tail -n 40 "${log_dir}/${name}-${i}.log"
       exit 1
     fi
     passed=$((passed + 1))
-    echo "ok ${name} run ${i} ($(($(date +%s) - t0)) s)"
+    echo "ok ${name} run ${i} ($(($(date +%s) - t0)) s, ended $(date -u +%H:%M:%S) UTC)"
   done
   echo "PASS ${name}: ${passed} of ${n} passed (runs ${start}..$((start + n - 1)))"
 }
