@@ -17,7 +17,9 @@
 //! the veth leak) its default VRF; the routing probe "every VRF with a VNI is known to FRR's EVPN"
 //! passes; a new export filter on node 1 withdraws a prefix on node 2; an import filter on node 2
 //! keeps a prefix out of its default VRF; a route target FRR rejects fails the attempt with FRR's
-//! error, and kernel and FRR are back at the previous revision; the no-op re-apply writes nothing.
+//! error, and kernel and FRR are back at the previous revision; the no-op re-apply writes nothing;
+//! `advertiseNeighbors` announces a workload's address on node 1 as a host route that node 2
+//! reaches it by (`vm/neighbours.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // a test may panic
 
@@ -32,6 +34,8 @@ use netrollout_testkit::cmd::run;
 
 #[path = "vm/config.rs"]
 mod config;
+#[path = "vm/neighbours.rs"]
+mod neighbours;
 #[path = "vm/node.rs"]
 mod node;
 
@@ -345,4 +349,7 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
                 .then_some(())
         },
     );
+
+    // 6. advertiseNeighbors: a workload on node 1 reached from node 2 over its host route.
+    neighbours::steps(n1, n2).await;
 }

@@ -84,7 +84,7 @@ const CONSUMERS: &[Entry] = &[
     (L2, "vni", Kernel, "vlan501", "/vni", None, || json!(4000099)),
     (L2, "anycastMac", Kernel, "vlan501", "/anycastMac", None, || json!("02:00:00:00:00:01")),
     (L2, "anycastGateways", Kernel, "vlan501", "/anycastGateways", None, || json!(["10.250.0.2/24"])),
-    (L2, "advertiseNeighbors", Rejected, "vlan501", "/advertiseNeighbors", None, || json!(true)),
+    (L2, "advertiseNeighbors", Kernel, "vlan501", "/advertiseNeighbors", None, || json!(true)),
     (L2, "createMacVLANInterface", Kernel, "vlan501", "/createMacVLANInterface", None, || json!(true)),
     (L2, "neighSuppression", Kernel, "vlan501", "/neighSuppression", None, || json!(false)),
     (L2, "disableSegmentation", Kernel, "vlan501", "/disableSegmentation", None, || json!(true)),
