@@ -1,4 +1,4 @@
-//! FRR in the lab: one zebra + bgpd (Debian's `frr`) per node namespace, each in its own
+//! FRR in the lab: one zebra + bgpd + bfdd (Debian's `frr`) per node namespace, each in its own
 //! pathspace (`-N NAME`: config under `/etc/frr/NAME/`, sockets and pid files under
 //! `/var/run/frr/NAME/`), plus a route reflector in the namespace `nrlab-rr` at
 //! [`RR_IP`]. Every node peers iBGP (AS [`ASN`]) with the reflector in the `l2vpn evpn` family
@@ -36,7 +36,7 @@ const RUN: &str = "/var/run/frr";
 
 /// Checks that Debian's `frr` package is installed (daemons and the `frr` user).
 pub fn check_installed() -> Result<()> {
-    daemons::check_installed(&daemon_dir()).context("the lab runs FRR on every node")?;
+    daemons::check_installed(&daemon_dir(), true).context("the lab runs FRR on every node")?;
     let user = Command::new("id").arg("frr").output();
     if !user.is_ok_and(|o| o.status.success()) {
         bail!("the lab runs FRR as user frr, which does not exist: reinstall the frr package");
@@ -86,8 +86,8 @@ pub fn reflector_config() -> String {
     )
 }
 
-/// Writes `config` as the pathspace's base config and starts zebra and then bgpd from it
-/// inside namespace `netns` (bgpd once zebra is up: the test kit's one FRR start); returns the
+/// Writes `config` as the pathspace's base config and starts zebra, then bgpd, then bfdd from
+/// it inside namespace `netns` (bgpd once zebra is up: the test kit's one FRR start); returns the
 /// daemons' pids. They keep running until [`teardown`].
 pub fn start(netns: &str, pathspace: &str, config: &str) -> Result<Vec<u32>> {
     let etc = config_dir(pathspace);
@@ -111,6 +111,8 @@ pub fn start(netns: &str, pathspace: &str, config: &str) -> Result<Vec<u32>> {
         log: Log::Config,
         timeout: Duration::from_secs(30),
         bin_dir: &bin_dir,
+        // The workloads' BGP peerings may ask for BFD (`enableBFD`).
+        bfdd: true,
         ..Start::new(netns, pathspace)
     }
     .try_start()
@@ -232,7 +234,7 @@ pub fn teardown() -> Vec<String> {
             .unwrap_or_default()
     };
     for dir in lab_dirs(RUN) {
-        for daemon in ["zebra", "bgpd"] {
+        for daemon in ["zebra", "bgpd", "bfdd"] {
             let Some(pid) = std::fs::read_to_string(dir.join(format!("{daemon}.pid")))
                 .ok()
                 .and_then(|t| t.trim().parse::<u32>().ok())
