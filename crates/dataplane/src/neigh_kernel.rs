@@ -17,7 +17,7 @@ use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
-use rtnetlink::packet_core::{NLM_F_CREATE, NLM_F_REPLACE};
+use rtnetlink::packet_core::{NLM_F_CREATE, NLM_F_REPLACE, NetlinkBuffer};
 use rtnetlink::sys::{AsyncSocket, AsyncSocketExt, TokioSocket, protocols::NETLINK_ROUTE};
 use std::time::Duration;
 
@@ -53,6 +53,8 @@ pub struct Synced {
     pub deleted: usize,
     /// Tracked links the kernel does not have (yet): nothing is announced for them.
     pub missing: Vec<String>,
+    /// The indexes of the tracked links the kernel has.
+    pub links: BTreeSet<u32>,
     /// Writes the kernel refused, each with the route and its answer (the next sync tries
     /// again).
     pub failed: Vec<(HostRoute, io::Error)>,
@@ -105,15 +107,21 @@ impl Neighbours {
         })
     }
 
-    /// Waits for the kernel's next neighbour notification, then reads what else is queued.
-    /// Notifications lost to a full buffer count as one: the caller syncs either way.
-    pub async fn changed(&self) -> Result<()> {
+    /// Waits until the kernel announces a change of a neighbour on one of `links` (by index),
+    /// then reads what else is queued. Notifications about other links (the underlay, pods'
+    /// veths) are read and passed over; notifications lost to a full buffer count as a change:
+    /// the caller syncs either way.
+    pub async fn changed(&self, links: &BTreeSet<u32>) -> Result<()> {
         let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
         let lost = |e: &io::Error| e.raw_os_error() == Some(ENOBUFS);
-        match self.events.recv(&mut buf).await {
-            Ok(()) => {}
-            Err(e) if lost(&e) => {}
-            Err(e) => return Err(Error::Connection(e)),
+        let mut hit = false;
+        while !hit {
+            buf.clear();
+            match self.events.recv(&mut buf).await {
+                Ok(()) => hit = names_any(&buf, links),
+                Err(e) if lost(&e) => hit = true,
+                Err(e) => return Err(Error::Connection(e)),
+            }
         }
         // The rest of what is queued, without waiting (the socket does not block).
         loop {
@@ -146,25 +154,27 @@ impl Neighbours {
 impl Neighbours {
     /// Keeps the host routes of `targets` in step with the neighbour tables, for as long as
     /// the targets' sender lives. `None`: the caller does not know yet what to track, nothing
-    /// is written. It syncs when the targets change, when the kernel announces a neighbour
-    /// change ([`GATHER`] gathers a burst into one sync), and every `resync` (a route removed
-    /// by hand, a bridge that appeared after its target). With no target it listens to no
-    /// neighbour change: it only deletes routes of the protocol left over, at each resync. A
-    /// failed sync is logged and made again at the next occasion.
+    /// is written. It syncs when the targets change, when the kernel announces a change of a
+    /// neighbour on a tracked link ([`GATHER`] gathers a burst into one sync; other links'
+    /// neighbours cost a read, no sync), and every `resync` (a route removed by hand, a bridge
+    /// that appeared after its target). With no tracked link it listens to no neighbour
+    /// change: it only deletes routes of the protocol left over, at each resync. A failed sync
+    /// is logged and made again at the next occasion.
     pub async fn keep(
         &self,
         mut targets: watch::Receiver<Option<Vec<HostRoutes>>>,
         resync: Duration,
     ) {
+        // The tracked links (by index) of the last sync: their neighbours' notifications count.
+        let mut links = BTreeSet::new();
         loop {
             let current = targets.borrow_and_update().clone();
-            let listen = current.as_ref().is_some_and(|t| !t.is_empty());
             if let Some(t) = &current {
-                self.logged_sync(t).await;
+                links = self.logged_sync(t).await.unwrap_or(links);
             }
             tokio::select! {
                 changed = targets.changed() => if changed.is_err() { return },
-                heard = self.changed(), if listen => match heard {
+                heard = self.changed(&links), if !links.is_empty() => match heard {
                     Ok(()) => tokio::time::sleep(GATHER).await,
                     Err(e) => {
                         tracing::warn!(error = %e, "neighbour notifications failed; syncing at the next resync");
@@ -176,7 +186,8 @@ impl Neighbours {
         }
     }
 
-    async fn logged_sync(&self, targets: &[HostRoutes]) {
+    /// Syncs and logs; the tracked links found, `None` when the sync failed.
+    async fn logged_sync(&self, targets: &[HostRoutes]) -> Option<BTreeSet<u32>> {
         match self.sync(targets).await {
             Ok(s) => {
                 for (route, error) in &s.failed {
@@ -187,12 +198,36 @@ impl Neighbours {
                     tracing::info!(step = "neighbours", added = s.added, deleted = s.deleted,
                         routes = s.routes, missing = ?s.missing, "neighbour host routes synced");
                 }
+                Some(s.links)
             }
             Err(e) => {
-                tracing::warn!(error = %e, "syncing neighbour host routes failed; trying again")
+                tracing::warn!(error = %e, "syncing neighbour host routes failed; trying again");
+                None
             }
         }
     }
+}
+
+/// Whether a datagram of neighbour notifications names a neighbour on one of `links`: the
+/// `ifindex` of each message's `ndmsg` (bytes 4..8 after the netlink header).
+fn names_any(data: &[u8], links: &BTreeSet<u32>) -> bool {
+    let mut offset = 0;
+    while let Some(nl) = data
+        .get(offset..)
+        .and_then(|d| NetlinkBuffer::new_checked(d).ok())
+    {
+        let len = nl.length() as usize;
+        if let Some(i) = nl.payload().get(4..8)
+            && links.contains(&u32::from_ne_bytes([i[0], i[1], i[2], i[3]]))
+        {
+            return true;
+        }
+        if len == 0 {
+            break;
+        }
+        offset += (len + 3) & !3;
+    }
+    false
 }
 
 fn sync(socket: &DumpSocket, targets: &[HostRoutes]) -> Result<Synced> {
@@ -213,6 +248,7 @@ fn sync(socket: &DumpSocket, targets: &[HostRoutes]) -> Result<Synced> {
         match index.get(t.link.as_str()) {
             Some(&i) => {
                 tables.insert(i, t.table);
+                out.links.insert(i);
             }
             None => out.missing.push(t.link.clone()),
         }

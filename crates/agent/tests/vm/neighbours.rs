@@ -3,7 +3,7 @@
 //! 2 as a `/32` (an EVPN type-5 route: node 1's export policy announces the network's host
 //! routes, not its subnet), and node 2 pings it from the VRF through that route alone. The
 //! neighbour going withdraws the route on node 2, coming back announces it again; a revision
-//! that turns the field off and fails (a route target FRR refuses) is restored with the route
+//! that turns the field off and fails (a community FRR refuses) is restored with the route
 //! in place; a revision that turns it off withdraws it.
 
 use netrollout_api::{Layer2Config, NodeConfig, NodePhase, PrefixAction, PrefixItem};
@@ -18,8 +18,9 @@ const HOST_ROUTE: &str = "10.50.60.5/32";
 const SUBNET: &str = "10.50.60.0/24";
 
 /// Node 1's config: its tenant VRF, exporting the host routes of 10.50.60.0/24 but not the
-/// subnet itself, with layer-2 network 600 (gateway 10.50.60.1) in it.
-fn node1(advertise: bool, route_target: &str) -> NodeConfig {
+/// subnet itself, with layer-2 network 600 (gateway 10.50.60.1) in it; `broken`: with a
+/// community bgpd refuses.
+fn node1(advertise: bool, broken: bool) -> NodeConfig {
     let export = vec![
         PrefixItem {
             cidr: SUBNET.into(),
@@ -31,7 +32,10 @@ fn node1(advertise: bool, route_target: &str) -> NodeConfig {
         item(SUBNET, 2, None, PrefixAction::Deny),
         item("10.50.0.0/16", 3, Some(32), PrefixAction::Permit),
     ];
-    let mut c = config(&NODE1, permit_all(), export, route_target);
+    let mut c = config(&NODE1, permit_all(), export, ROUTE_TARGET);
+    if broken {
+        c.vrfs[0].policies[0].communities = vec!["65000:x1".into()];
+    }
     c.layer2s.push(Layer2Config {
         source: "vlan600".into(),
         id: 600,
@@ -71,12 +75,15 @@ fn ping_from_node2(n2: &Node) -> bool {
     std::process::Command::new("ip")
         .args(["netns", "exec", n2.ps(), "ping", "-c", "1", "-W", "2"])
         .args(["-I", "vr.t1", WORKLOAD])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
 }
 
 pub async fn steps(n1: &Node, n2: &Node) {
-    n1.apply_ok("rev-n1", node1(true, ROUTE_TARGET)).await;
+    let t0 = std::time::Instant::now();
+    n1.apply_ok("rev-n1", node1(true, false)).await;
     // The workload: a namespace on node 1's network 600.
     let workload = Netns::new("nrwl");
     n1.lab.ip(&format!(
@@ -151,9 +158,10 @@ pub async fn steps(n1: &Node, n2: &Node) {
         || node2_has_host_route(n2).then_some(()),
     );
 
-    // A revision that turns the field off and that FRR refuses: the node restores its
+    // A revision that turns the field off and that FRR refuses (a malformed community): the
+    // node restores its
     // last-known-good config, and the host route with it.
-    let status = n1.apply("rev-n2", node1(false, "65000:x7")).await;
+    let status = n1.apply("rev-n2", node1(false, true)).await;
     assert_eq!(status.phase, Some(NodePhase::Failed), "{status:?}");
     wait(
         "after the restore node 1 announces the workload again",
@@ -166,7 +174,7 @@ pub async fn steps(n1: &Node, n2: &Node) {
     say("a failed revision turning the field off is restored with the host route");
 
     // Turned off: withdrawn though the neighbour stays.
-    n1.apply_ok("rev-n3", node1(false, ROUTE_TARGET)).await;
+    n1.apply_ok("rev-n3", node1(false, false)).await;
     assert!(n1.lab.ip("neigh show dev l2.600").contains(WORKLOAD));
     wait("turned off: node 1 announces nothing", 30, || {
         announced(n1).trim().is_empty().then_some(())
@@ -175,4 +183,8 @@ pub async fn steps(n1: &Node, n2: &Node) {
         (!node2_has_host_route(n2)).then_some(())
     });
     drop(workload);
+    say(&format!(
+        "advertiseNeighbors steps done in {} s",
+        t0.elapsed().as_secs()
+    ));
 }
