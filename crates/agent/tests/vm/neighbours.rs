@@ -1,10 +1,16 @@
 //! `advertiseNeighbors` with real FRR, real VRFs and traffic: node 1 gets a layer-2 network in
 //! VRF `t1` with the field on, a workload namespace on it; the workload's address reaches node
-//! 2 as a `/32` (an EVPN type-5 route: node 1's export policy announces the network's host
-//! routes, not its subnet), and node 2 pings it from the VRF through that route alone. The
-//! neighbour going withdraws the route on node 2, coming back announces it again; a revision
-//! that turns the field off and fails (a community FRR refuses) is restored with the route
-//! in place; a revision that turns it off withdraws it.
+//! 2 as a `/32` EVPN type-5 route (a BGP route of the VRF: node 1's export policy announces the
+//! network's host routes, not its subnet), node 2's VRF table has the `/32` and node 2 pings
+//! the workload from the VRF. The neighbour going withdraws the type-5 route, coming back
+//! announces it again; a revision that turns the field off and fails (a community FRR refuses)
+//! is restored with the route in place; a revision that turns it off withdraws it.
+//!
+//! EVPN's own type-2 MAC/IP route of the neighbour (symmetric IRB: the network is in a VRF with
+//! a layer-3 VNI) also gives node 2 a `/32` in its VRF table while node 1 has the neighbour:
+//! the type-5 route is what `advertiseNeighbors` adds (a route of the VRF's BGP, under its
+//! export policy, for whatever imports the VRF's routes beyond EVPN's MAC/IP routes), so the
+//! withdrawals are checked on it.
 
 use netrollout_api::{Layer2Config, NodeConfig, NodePhase, PrefixAction, PrefixItem};
 use netrollout_testkit::cmd::run;
@@ -139,7 +145,8 @@ pub async fn steps(n1: &Node, n2: &Node) {
         || ping_from_node2(n2).then_some(()),
     );
 
-    // The neighbour goes: the route is withdrawn everywhere; it comes back: announced again.
+    // The neighbour goes: the route is withdrawn everywhere (its type-2 too: nothing reaches
+    // the workload); it comes back: announced again.
     n1.lab.ip(&format!("neigh del {WORKLOAD} dev l2.600"));
     wait("node 1 withdraws the host route", 30, || {
         (!announced(n1).contains(WORKLOAD)).then_some(())
@@ -153,14 +160,13 @@ pub async fn steps(n1: &Node, n2: &Node) {
     );
     hello();
     wait(
-        "the neighbour back: node 2 has the /32 again",
+        "the neighbour back: node 2 has the type-5 /32 again",
         ROUTE_WAIT,
-        || node2_has_host_route(n2).then_some(()),
+        || n2.type5(HOST_ROUTE),
     );
 
     // A revision that turns the field off and that FRR refuses (a malformed community): the
-    // node restores its
-    // last-known-good config, and the host route with it.
+    // node restores its last-known-good config, and the host route with it.
     let status = n1.apply("rev-n2", node1(false, true)).await;
     assert_eq!(status.phase, Some(NodePhase::Failed), "{status:?}");
     wait(
@@ -168,20 +174,24 @@ pub async fn steps(n1: &Node, n2: &Node) {
         30,
         || announced(n1).contains(WORKLOAD).then_some(()),
     );
-    wait("after the restore node 2 has the /32", ROUTE_WAIT, || {
-        node2_has_host_route(n2).then_some(())
-    });
+    wait(
+        "after the restore node 2 has the type-5 /32",
+        ROUTE_WAIT,
+        || n2.type5(HOST_ROUTE),
+    );
     say("a failed revision turning the field off is restored with the host route");
 
-    // Turned off: withdrawn though the neighbour stays.
+    // Turned off: withdrawn though the neighbour stays (its type-2 route stays too).
     n1.apply_ok("rev-n3", node1(false, false)).await;
     assert!(n1.lab.ip("neigh show dev l2.600").contains(WORKLOAD));
     wait("turned off: node 1 announces nothing", 30, || {
         announced(n1).trim().is_empty().then_some(())
     });
-    wait("turned off: node 2 loses the /32", ROUTE_WAIT, || {
-        (!node2_has_host_route(n2)).then_some(())
-    });
+    wait(
+        "turned off: node 2 loses the type-5 /32",
+        ROUTE_WAIT,
+        || n2.type5(HOST_ROUTE).is_none().then_some(()),
+    );
     drop(workload);
     say(&format!(
         "advertiseNeighbors steps done in {} s",
