@@ -7,19 +7,17 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use netrollout_api::reason::HEALTH_REGRESSED;
-use netrollout_api::{FailedNode, NetworkConfigRevision, NodePhase, RevisionPhase};
+use netrollout_api::{NetworkConfigRevision, NodePhase, RevisionPhase};
 use serde::Serialize;
 
 use crate::cluster::{Cluster, Observed, name, phase};
 use crate::nodes::{self, NodeRow};
 
 mod revision;
-pub use revision::RevisionRow;
-use revision::schedule_line;
 use crate::output::{Format, Table, age, or_dash, short_duration, truncate};
 use crate::{Error, Result};
+pub use revision::RevisionRow;
+use revision::schedule_line;
 
 /// Where the newest revision stands, as the exit code reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
