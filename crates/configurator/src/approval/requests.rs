@@ -76,21 +76,17 @@ async fn tell_patches_the_hold_and_promotion_then_records_the_events_once() {
         status["promotions"],
         serde_json::to_value([promotion()]).unwrap()
     );
-    let hold = a[1].event();
     assert_eq!(
-        (&hold["reason"], &hold["type"], &hold["regarding"]["name"]),
-        (
-            &AWAITING_PROMOTION.into(),
-            &"Warning".into(),
-            &"ncr-a".into()
-        )
+        a[1].event_said(),
+        [
+            AWAITING_PROMOTION,
+            "Warning",
+            "ncr-a",
+            "waits at approval gate 2 of 2"
+        ]
     );
-    let promoted = a[2].event();
-    assert_eq!(
-        (&promoted["reason"], &promoted["type"]),
-        (&PROMOTED.into(), &"Normal".into())
-    );
-    assert_eq!(promoted["note"], promoted_note("ncr-a", &promotion()));
+    let note = promoted_note("ncr-a", &promotion());
+    assert_eq!(a[2].event_said(), [PROMOTED, "Normal", "ncr-a", &note]);
 
     // The answers are laid over the cache: the next pass writes and tells nothing.
     tell(&ctx, &told, &summary).await.expect("second tell");

@@ -57,6 +57,21 @@ impl Seen {
         assert!(self.uri.starts_with("/apis/events.k8s.io/v1/"), "{self:?}");
         &self.body
     }
+
+    /// What an Event the step recorded says: its reason, type (`Normal`, `Warning`), the name
+    /// of the object it is about, and its note ([`Seen::event`]).
+    pub fn event_said(&self) -> [&str; 4] {
+        fn text(v: &Value) -> &str {
+            v.as_str().unwrap_or_default()
+        }
+        let e = self.event();
+        [
+            text(&e["reason"]),
+            text(&e["type"]),
+            text(&e["regarding"]["name"]),
+            text(&e["note"]),
+        ]
+    }
 }
 
 /// The recording service.

@@ -108,19 +108,14 @@ async fn a_retry_clears_raises_and_records_the_revision_and_new_inputs_get_a_new
         seen[2].status_patch("ncr-failed"),
         &serde_json::json!({ "changes": [] })
     );
-    let raised = seen[3].event();
     assert_eq!(
-        (
-            &raised["reason"],
-            &raised["regarding"]["name"],
-            &raised["note"]
-        ),
-        (
-            &"SequenceRaised".into(),
-            &"ncr-failed".into(),
-            &"retried by a person: sequence raised from 1 to 3, which makes it the target again"
-                .into()
-        )
+        seen[3].event_said(),
+        [
+            "SequenceRaised",
+            "Normal",
+            "ncr-failed",
+            "retried by a person: sequence raised from 1 to 3, which makes it the target again"
+        ]
     );
 
     // The current inputs (none) differ from every revision: a new one above the raised one,
@@ -177,10 +172,15 @@ async fn a_retry_of_a_revision_that_did_not_fail_is_removed_and_said() {
         seen[0].body,
         serde_json::json!({ "metadata": { "annotations": { RETRY_ANNOTATION: null } } })
     );
-    let said = seen[1].event();
     assert_eq!(
-        (&said["reason"], &said["type"], &said["regarding"]["name"]),
-        (&"RetryIgnored".into(), &"Normal".into(), &"ncr-good".into())
+        seen[1].event_said(),
+        [
+            "RetryIgnored",
+            "Normal",
+            "ncr-good",
+            "retry of revision ncr-good ignored: only a Failed or Blocked revision is retried; \
+             the annotation was removed"
+        ]
     );
     let good = server.revision("ncr-good").unwrap();
     assert_eq!(good["metadata"]["annotations"], serde_json::json!({}));
