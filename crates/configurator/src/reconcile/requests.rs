@@ -1,7 +1,8 @@
 //! The exact requests of the pass's own steps, through a real client to the request verifier
-//! (`context::verifier`): [`progress`] patches the target's counts and bake once (again only
-//! when they or the bake change, and a non-urgent change only after the interval), and
-//! [`halted_rollback`] records the Warning Event `RollbackHalted` once per halt.
+//! (`context::verifier`): [`progress`] patches the target's counts and bake once (again when either
+//! changes, a non-urgent change only after the interval); [`halted_rollback`] records the Warning
+//! Event `RollbackHalted` once per halt; [`tell_trip`] records the Warning Event `GuardTripped`
+//! naming the regressed nodes and counts the trip.
 
 use netrollout_api::NetworkConfigRevisionStatus;
 use netrollout_rollout::{Bake, Timestamp};
@@ -121,4 +122,38 @@ async fn a_halted_rollback_is_told_once_per_halt() {
     assert_eq!(server.take(), Vec::new());
     halted_rollback(&ctx, &told, &halted, 2).await;
     assert_eq!(server.take().len(), 1);
+}
+
+#[tokio::test]
+async fn a_guard_trip_is_told_by_one_warning_event_and_counted() {
+    use netrollout_rollout::guard::{GuardMode, Regression};
+    let ncrs = [Arc::new(NetworkConfigRevision::new(
+        "ncr-a",
+        Default::default(),
+    ))];
+    let (ctx, server) = verifier::context(&[], &[], true);
+    let trip = GuardTrip {
+        revision: "ncr-a".into(),
+        mode: GuardMode::Halt,
+        wave_start: Timestamp::from_millis(1_700_000_000_000),
+        wave: vec!["node-1".into()],
+        regressed: vec![Regression {
+            node: "node-1".into(),
+            since: Timestamp::from_millis(1_700_000_001_000),
+            checks: vec!["tenant-gw".into()],
+            dispatched: true,
+        }],
+        known_good: None,
+    };
+
+    tell_trip(&ctx, &trip, &ncrs).await;
+    let seen = server.take();
+    assert_eq!(seen.len(), 1, "{seen:#?}");
+    let note = crate::health::trip_note(&trip);
+    assert_eq!(
+        seen[0].event_said(),
+        [GUARD_TRIPPED, "Warning", "ncr-a", &note]
+    );
+    assert!(note.contains("node-1 (tenant-gw)"), "{note}");
+    assert_eq!(ctx.metrics().guard_trips.get(), 1);
 }
