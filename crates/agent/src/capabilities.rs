@@ -332,10 +332,6 @@ async fn bounded_detection(
     } else {
         "the kernel (netlink)"
     };
-    let owed = bounded.steps().owe(
-        Part::Kernel,
-        "capability detection (scratch devices)".into(),
-    );
     let mut detection = tokio::spawn(detect_apart(frr));
     let part = Part::Kernel.as_str();
     let answer = match bounded
@@ -357,12 +353,18 @@ async fn bounded_detection(
                  until it ends (the object keeps what it carries; a node that never reported \
                  lacks nothing); it goes on in the background"
             );
+            // Work given up on at a deadline: the kernel owes it (not before: the transaction's
+            // wait names the oldest work the kernel owes, which should be its own).
+            let owed = bounded.steps().owe(
+                Part::Kernel,
+                "capability detection (scratch devices)".into(),
+            );
             let answer = detection.await;
+            drop(owed);
             tracing::info!("capability detection answered after its deadline");
             answer
         }
     };
-    drop(owed);
     answer.map_err(|e| format!("the detection task ended: {e}"))?
 }
 

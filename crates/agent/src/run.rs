@@ -231,7 +231,6 @@ async fn connect(
     reports: &watch::Sender<Option<Report>>,
 ) -> Result<Dataplane> {
     let kernel = crate::txn::Part::Kernel;
-    let _owed = bounded.steps().owe(kernel, "netlink connection".into());
     let since = jiff::Timestamp::now();
     let mut connecting =
         tokio::task::spawn_blocking(|| crate::convert::managed().and_then(Dataplane::connect));

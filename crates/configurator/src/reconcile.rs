@@ -150,6 +150,10 @@ impl Passes {
         if urgent {
             progress(ctx, &self.progress, &plan.summary, unresponsive, true).await?;
         }
+        // What holds the target and the promotions people wrote are told before the pass's
+        // actions: the write that ends a rollout (Succeeded) then finds them recorded, even when
+        // a pass before was cut short after its dispatches.
+        crate::approval::tell(ctx, &self.holds, &plan.summary).await?;
         self.fleet.await_reports(&plan.summary.awaited);
         let ran = execute::run(ctx, &world, &plan.actions).await;
         // Told even when an action of the pass failed: once the Failed phase is written no
@@ -164,7 +168,6 @@ impl Passes {
         }
         late_failures::record(ctx, &self.fleet).await?;
         halted_rollback(ctx, &self.halts, &plan.summary, settings.max_failures).await;
-        crate::approval::tell(ctx, &self.holds, &plan.summary).await?;
         crate::conditions::sync(ctx, refusal.as_ref()).await?;
         crate::preflight::tell(ctx, &self.preflight, &plan.summary).await?;
         crate::schedule::tell(ctx, &self.schedule_holds, &plan.summary).await;

@@ -60,8 +60,8 @@ async fn a_new_revision_goes_provisioning_to_provisioned_and_the_node_turns_read
     assert_eq!(status.last_known_good_revision.as_deref(), Some("rev-a"));
     assert!(status.started_at.is_some() && status.finished_at.is_some());
     assert!(lab.holds(&layer2s(100, 3)).await);
-    let (cond, reason, _) = lab.node_condition().await.expect("NetworkConfigReady");
-    assert_eq!((cond.as_str(), reason.as_str()), ("True", "Applied"));
+    // The Node's condition is written right after the object's status.
+    common::wait_node_condition(&lab, "True", "Applied").await;
     // The agent went through Provisioning (its log names each step with the revision).
     let log = lab.log();
     for step in [

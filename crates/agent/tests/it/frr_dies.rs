@@ -203,8 +203,7 @@ async fn frr_down_when_an_apply_would_start_touches_nothing_and_the_revision_is_
     assert_eq!(status.phase, Some(NodePhase::Provisioned), "{status:?}");
     assert!(w.lab.holds(&next).await, "rev-2 is not in place");
     assert!(w.node.running().contains("advertise-all-vni"));
-    let (ready, _, _) = w.lab.node_condition().await.unwrap();
-    assert_eq!(ready, "True");
+    common::wait_node_condition(&w.lab, "True", "Applied").await;
 }
 
 /// The fallback, `frr-reload.py`, with bgpd killed while it runs: the apply fails naming bgpd;

@@ -60,8 +60,8 @@ async fn a_config_that_breaks_connectivity_is_restored_and_not_retried_until_a_p
     );
     assert_eq!(status.last_known_good_revision.as_deref(), Some("rev-good"));
     assert!(lab.holds(&layer2s(100, 2)).await, "not restored");
-    let (cond, reason, _) = lab.node_condition().await.unwrap();
-    assert_eq!((cond.as_str(), reason.as_str()), ("False", "ProbeFailed"));
+    // The Node's condition is written right after the object's status.
+    common::wait_node_condition(&lab, "False", "ProbeFailed").await;
     let started = status.started_at.clone();
 
     // Any other change to the object (a label) does not retry the failed revision.
@@ -145,6 +145,5 @@ async fn a_break_while_the_api_server_is_unreachable_is_restored_and_reported_wh
     assert_eq!(status.phase, Some(NodePhase::Failed));
     assert_eq!(status.reason.as_deref(), Some("ProbeFailed"));
     assert!(lab.holds(&layer2s(200, 2)).await);
-    let (cond, _, _) = lab.node_condition().await.unwrap();
-    assert_eq!(cond, "False");
+    common::wait_node_condition(&lab, "False", "ProbeFailed").await;
 }

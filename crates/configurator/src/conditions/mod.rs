@@ -274,7 +274,7 @@ fn schedule_message(h: &RevisionSchedule) -> String {
 }
 
 /// The status fields (`conditions`, `observedGeneration`) to merge into a write that sets
-/// `phase` and `message` on `ncr`.
+/// `phase` and `message` on `ncr`; with `hold: null` when `phase` ends its rollout.
 pub fn for_phase(
     ncr: &NetworkConfigRevision,
     phase: RevisionPhase,
@@ -291,7 +291,15 @@ pub fn for_phase(
         schedule: ncr.status.as_ref().and_then(|s| s.schedule.as_ref()),
         hold: ncr.status.as_ref().and_then(|s| s.hold.as_ref()),
     };
-    fields(ncr, &facts)
+    let mut fields = fields(ncr, &facts);
+    // Only a revision rolling out waits for a person: a hold goes in the same write as the
+    // phase that ends it, so no reader sees a revision Succeeded (or Failed, Superseded) and
+    // held at once, whatever write of a pass failed before (`approval::tell` clears holds too,
+    // before the pass's actions).
+    if !matches!(phase, RevisionPhase::Pending | RevisionPhase::Progressing) {
+        fields["hold"] = serde_json::Value::Null;
+    }
+    fields
 }
 
 /// [`for_phase`] for a retried revision going back to Pending with `message`, without its

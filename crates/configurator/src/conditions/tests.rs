@@ -355,3 +355,40 @@ fn a_held_revision_that_stops_rolling_out_says_its_capability_check_is_no_longer
     );
     assert!(list.contains(&capable), "a True one stays");
 }
+
+#[test]
+fn the_write_that_ends_a_rollout_clears_its_hold_and_one_that_goes_on_keeps_it() {
+    let mut ncr = NetworkConfigRevision::new("ncr-a", Default::default());
+    ncr.status = Some(netrollout_api::NetworkConfigRevisionStatus {
+        phase: Some(RevisionPhase::Progressing),
+        hold: Some(RevisionHold {
+            reason: netrollout_api::reason::AWAITING_PROMOTION.into(),
+            sequence: 1,
+            gate: Some(2),
+            gates: Some(2),
+            nodes: Some(2),
+            message: "paused at approval gate 2 of 2".into(),
+        }),
+        ..Default::default()
+    });
+    use RevisionPhase::*;
+    for phase in [Succeeded, Failed, Superseded, Blocked] {
+        let fields = for_phase(&ncr, phase, "done", false, None);
+        let hold = fields.as_object().unwrap().get("hold");
+        assert_eq!(hold, Some(&serde_json::Value::Null), "{phase:?}: {fields}");
+    }
+    for phase in [Pending, Progressing] {
+        let fields = for_phase(&ncr, phase, "again", false, None);
+        assert!(
+            !fields.as_object().unwrap().contains_key("hold"),
+            "{phase:?}: {fields}"
+        );
+        let list: Vec<Condition> = serde_json::from_value(fields["conditions"].clone()).unwrap();
+        let reconciling = list.iter().find(|c| c.type_ == RECONCILING_CONDITION);
+        assert_eq!(
+            reconciling.map(|c| c.reason.as_str()),
+            Some(netrollout_api::reason::AWAITING_PROMOTION),
+            "{phase:?}: still held"
+        );
+    }
+}

@@ -207,11 +207,17 @@ fn a_change_is_one_script_then_frrs_config_read_back() {
 
 #[test]
 fn a_no_line_that_takes_more_with_it_is_put_back_by_the_second_round() {
-    let mut frr = Model::new("10.3", BASE);
-    let text = BASE.replace("remote-as 65100", "remote-as 65200");
+    // An interface neighbour's identity line changes (not its AS, which is replaced in place):
+    // its old line is deleted first, and `no neighbor swp1 interface ...` deletes the peer with
+    // every line about it, as bgpd does.
+    let running = "router bgp 65000\n bgp router-id 192.0.2.1\n neighbor fabric peer-group\n \
+        neighbor fabric remote-as external\n neighbor swp1 interface peer-group fabric\n \
+        neighbor swp1 description spine\nexit\n";
+    let mut frr = Model::new("10.3", running);
+    let text = running.replace("interface peer-group", "interface v6only peer-group");
     assert_eq!(applied(&mut frr, &text), (1, 0));
-    // The first script's `no neighbor 192.0.2.2 remote-as 65100` took the description with
-    // it; only the read-back shows it, and the second script puts it back.
+    // The first script's `no neighbor swp1 interface peer-group fabric` took the description
+    // with it; only the read-back shows it, and the second script puts it back.
     assert!(frr.holds(&text), "FRR runs\n{}", frr.show());
     assert_eq!((frr.sends, frr.reads, frr.reloads), (2, 2, 0));
 }
