@@ -66,12 +66,17 @@ if [ "${VM_FRR:-0}" = 10.3 ]; then
     --exclude=./var/lib/apt/lists --exclude='__pycache__' . | tar -C "$r$frr10" -xf -
   printf 'root:x:0:0:root:/root:/bin/sh\nfrr:x:100:101::/nonexistent:/bin/false\n' >"$r/etc/passwd"
   printf 'root:x:0:\nfrr:x:101:\nfrrvty:x:102:frr,root\n' >"$r/etc/group"
+  # The daemons run as root in the guest and look root up in the root file system's groups:
+  # root must be in its frrvty group (FRR's privs_init refuses to start otherwise).
+  sed -i 's/^\(frrvty:x:[0-9]*:\)\(.*\)$/\1\2,root/; s/^\(frrvty:x:[0-9]*:\),root$/\1root/' \
+    "$r$frr10/etc/group"
   frr_env="export NETROLLOUT_FRR_VERSION=10.3 NETROLLOUT_FRR10_ROOT=$frr10"
   memory=2048
 fi
-if [ "${VM_PYTHON:-0}" = 1 ] && [ "${VM_FRR:-0}" != 10.3 ]; then
-  # The agent applies FRR changes with frr-reload.py: Debian's python3 (the script's #! line),
-  # its standard library without the build files, tests and GUI/packaging modules, and the script.
+if [ "${VM_PYTHON:-0}" = 1 ]; then
+  # The agent applies FRR changes with frr-reload.py: Debian's python3 (the script's #! line;
+  # FRR 10.3's copy in ROOT/netrollout/bin names it too, as on this machine), its standard
+  # library without the build files, tests and GUI/packaging modules, and the script.
   py=/usr/bin/python3
   [ -x "$py" ] && [ -x /usr/lib/frr/frr-reload.py ] ||
     { echo "vm: VM_PYTHON=1 needs $py and frr-reload.py (frr-pythontools, hack/install-deps.sh)" >&2; exit 2; }

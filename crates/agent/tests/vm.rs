@@ -1,8 +1,11 @@
 //! The agent with real FRR and real VRFs: two nodes exchange EVPN type-5 routes for a tenant VRF,
 //! every change made by the agent's own apply cycle (kernel, then FRR through the agent's own
-//! diff of FRR's running config, `frr-reload.py` as its fallback; probes, commit or restore). Built only with the `vm` feature; `hack/test.d/56-agent-frr-vm.sh`
-//! boots Debian's stock kernel (`hack/vm/run.sh` with `VM_FRR=1 VM_PYTHON=1`: FRR, python3 and
-//! `frr-reload.py` in the initramfs) and runs it there, as root.
+//! diff of FRR's running config, `frr-reload.py` as its fallback; probes, commit or restore). Built
+//! only with the `vm` feature; `hack/test.d/56-agent-frr-vm.sh` boots Debian's stock kernel
+//! (`hack/vm/run.sh` with `VM_FRR=1 VM_PYTHON=1`: FRR 8.4, python3 and `frr-reload.py` in the
+//! initramfs; with `VM_FRR=10.3` FRR 10.3's root file system instead, the daemons started by
+//! chroot as on the host) and runs it there, as root, on the FRR version `NETROLLOUT_FRR_VERSION`
+//! names.
 //!
 //! Each node is an agent lab ([`Lab`]: a namespace wired to the VM's root namespace, the
 //! in-process lab API server, a Node) with zebra + bgpd in the namespace (FRR pathspace named
@@ -17,7 +20,9 @@
 //! the veth leak) its default VRF; the routing probe "every VRF with a VNI is known to FRR's EVPN"
 //! passes; a new export filter on node 1 withdraws a prefix on node 2; an import filter on node 2
 //! keeps a prefix out of its default VRF; a route target FRR rejects fails the attempt with FRR's
-//! error, and kernel and FRR are back at the previous revision; the no-op re-apply writes nothing.
+//! error, and kernel and FRR are back at the previous revision; the no-op re-apply writes nothing;
+//! the type-5 routes carry the sender's router MAC; a second VRF added to the running nodes gets
+//! its layer-3 VNI, router MAC and traffic right (the apply order, [`order`]).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // a test may panic
 

@@ -101,8 +101,9 @@ pub fn with_t2(mut c: NodeConfig, address: &str) -> NodeConfig {
         veth_vrf_interface: "vv.t2".into(),
         vni: Some(VNI2),
         route_target: Some(format!("65000:{VNI2}")),
+        // Not `lo.t2`: node 1's t1 already has loopbacks `lo.t0`..`lo.t2`.
         loopbacks: vec![LoopbackConfig {
-            name: "lo.t2".into(),
+            name: "lo.x2".into(),
             address: address.into(),
         }],
         policies: vec![VrfPolicy {
