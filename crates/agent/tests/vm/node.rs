@@ -298,8 +298,22 @@ impl Node {
                 "show vrf vni",
                 "show evpn vni",
                 "show bgp l2vpn evpn route type prefix",
+                "show bgp vrf vr.t2 ipv4 unicast",
             ])
         });
+        // What forwarding in a tenant VRF needs beside the routes: the remote router MACs as
+        // neighbours of the VRFs' bridges and the remote VTEPs in the VXLAN devices' tables.
+        for (program, what) in [("ip", "neigh"), ("bridge", "fdb")] {
+            let text = std::process::Command::new(program)
+                .args(["-n", &self.lab.ns, what, "show"])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_else(|e| format!("running it: {e}"));
+            out.push_str(&format!(
+                "--- {} {program} {what} show\n{text}\n",
+                self.ps()
+            ));
+        }
         let conf = std::fs::read_to_string(&self.conf).unwrap_or_default();
         out.push_str(&format!("--- {}\n{conf}\n", self.conf.display()));
         out.push_str(&format!("--- agent log\n{}\n", self.lab.log()));
