@@ -35,8 +35,8 @@ pub(super) trait Io {
     async fn reload(&mut self) -> Result<(), FrrError>;
 }
 
-/// Makes FRR's running config (`running` before) hold `marked` (FRR's parse of the written
-/// text): a script of the difference, FRR's running config read back, again, up to [`ROUNDS`]
+/// Makes FRR's running config (`running` before, parsed once by the caller, who also decided
+/// with it whether to start the script early) hold `marked` (FRR's parse of the written text): a script of the difference, FRR's running config read back, again, up to [`ROUNDS`]
 /// scripts; returns the FRR writes (0 when FRR already runs it, else 1). When a script fails,
 /// the read-back fails (other than FRR unavailable) or FRR still differs after the rounds, the
 /// change goes to [`Io::reload`], counted in `fallbacks` and logged with what was left.
@@ -46,11 +46,10 @@ pub(super) trait Io {
 pub(super) async fn converge(
     io: &mut impl Io,
     marked: &str,
-    running: &str,
+    mut running: Conf,
     fallbacks: &AtomicU64,
 ) -> Result<u32, FrrError> {
     let new = Conf::parse(marked);
-    let mut running = Conf::parse(running);
     let mut writes = 0;
     // The first round's script is empty when FRR already runs the text; each later round
     // reads FRR's running config back (and asks the daemons) after a write.
@@ -116,7 +115,7 @@ impl Io for Node<'_> {
 
 impl Frr {
     /// Makes FRR run `full`, read as `marked` (FRR's parse of the written `frr.conf`, from the
-    /// check), starting from `running` (its running config before): [`converge`], counted in
+    /// check), starting from `running` (its running config before, parsed): [`converge`], counted in
     /// [`Frr::fallbacks`].
     ///
     /// `early` is the script's vtysh when it was started already ([`Frr::start_early`]); it is
@@ -125,7 +124,7 @@ impl Frr {
         &self,
         full: &str,
         marked: &str,
-        running: &str,
+        running: Conf,
         early: Option<Script>,
     ) -> Result<u32, FrrError> {
         let mut node = Node {
@@ -142,8 +141,8 @@ impl Frr {
 
     /// Whether FRR's `running` config differs from `full` as written (not yet as FRR parses
     /// it): then the script's vtysh is started now ([`super::script`]), `None` otherwise.
-    pub(super) fn start_early(&self, full: &str, running: &str) -> Option<Script> {
-        if script(&Conf::parse(full), &Conf::parse(running)).is_empty() {
+    pub(super) fn start_early(&self, full: &str, running: &Conf) -> Option<Script> {
+        if script(&Conf::parse(full), running).is_empty() {
             return None;
         }
         self.start_script().ok()

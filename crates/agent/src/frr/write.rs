@@ -5,6 +5,7 @@ use std::path::Path;
 
 use netrollout_api::NodeConfig;
 
+use super::conf::Conf;
 use super::identity::check_clash;
 use super::{Frr, FrrError};
 
@@ -61,8 +62,9 @@ impl Frr {
         // so that its start overlaps the check (`script`).
         let (up, checked) = match via {
             Via::Diff => {
+                // FRR's running config is parsed once: for the early start and the diff.
                 let read = async {
-                    let running = self.running_config().await?;
+                    let running = Conf::parse(&self.running_config().await?);
                     let early = self.start_early(full, &running);
                     Ok((running, early))
                 };
@@ -70,7 +72,7 @@ impl Frr {
             }
             Via::ReloadScript => {
                 let (up, checked) = tokio::join!(self.require_running(), self.check(&tmp));
-                (up.map(|()| (String::new(), None)), checked)
+                (up.map(|()| (Conf::default(), None)), checked)
             }
         };
         let ((running, early), marked) = match (up, checked) {
@@ -106,7 +108,7 @@ impl Frr {
         *loaded = None;
         let writes = match via {
             // Asks the daemons again with each read-back, and after frr-reload.py.
-            Via::Diff => self.sync(full, &marked, &running, early).await?,
+            Via::Diff => self.sync(full, &marked, running, early).await?,
             Via::ReloadScript => {
                 let reloaded = self.reload_script_apply(full).await;
                 // A daemon that died during the reload explains its failure better than the
