@@ -57,6 +57,7 @@ mod defaults;
 mod diff;
 mod error;
 mod identity;
+mod l3vni;
 mod merge;
 mod parse;
 mod query;

@@ -7,6 +7,7 @@ use netrollout_api::NodeConfig;
 
 use super::conf::Conf;
 use super::identity::check_clash;
+use super::l3vni::new_l3_vnis;
 use super::{Frr, FrrError};
 
 impl Frr {
@@ -108,7 +109,14 @@ impl Frr {
         *loaded = None;
         let writes = match via {
             // Asks the daemons again with each read-back, and after frr-reload.py.
-            Via::Diff => self.sync(full, &marked, running, early).await?,
+            Via::Diff => {
+                let new_vnis = new_l3_vnis(full, &running);
+                let writes = self.sync(full, &marked, running, early).await?;
+                if !new_vnis.is_empty() && self.is_frr8() {
+                    self.register_l3_vnis_again(&new_vnis).await?;
+                }
+                writes
+            }
             Via::ReloadScript => {
                 let reloaded = self.reload_script_apply(full).await;
                 // A daemon that died during the reload explains its failure better than the
