@@ -7,6 +7,7 @@ use netrollout_api::NodeConfig;
 
 use super::conf::Conf;
 use super::identity::check_clash;
+use super::l3vni::new_l3_vnis;
 use super::{Frr, FrrError};
 
 impl Frr {
@@ -72,6 +73,8 @@ impl Frr {
             }
             Via::ReloadScript => {
                 let (up, checked) = tokio::join!(self.require_running(), self.check(&tmp));
+                // frr-reload.py reads the text itself: FRR's parse only has to succeed.
+                let checked = checked.map(|_| std::sync::Arc::new(Conf::default()));
                 (up.map(|()| (Conf::default(), None)), checked)
             }
         };
@@ -108,7 +111,14 @@ impl Frr {
         *loaded = None;
         let writes = match via {
             // Asks the daemons again with each read-back, and after frr-reload.py.
-            Via::Diff => self.sync(full, &marked, running, early).await?,
+            Via::Diff => {
+                let new_vnis = new_l3_vnis(full, &running);
+                let writes = self.sync(full, &marked, running, early).await?;
+                if !new_vnis.is_empty() && self.is_frr8() {
+                    self.register_l3_vnis_again(&new_vnis).await?;
+                }
+                writes
+            }
             Via::ReloadScript => {
                 let reloaded = self.reload_script_apply(full).await;
                 // A daemon that died during the reload explains its failure better than the
