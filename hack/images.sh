@@ -24,7 +24,10 @@
 #   apt from Debian's archive); podman's layer cache makes a second run with the same binaries
 #   take seconds.
 # Tags are the bundle's: the registry and version of deploy/netrollout.yaml's agent image
-# (ghcr.io/netrollout/NAME:0.1.0).
+# (ghcr.io/netrollout/NAME:0.1.0). An image on another Debian release than bookworm (the agent's
+# carries that release's FRR: trixie's is 10.3) is tagged with the release after the version
+# (ghcr.io/netrollout/netrollout-agent:0.1.0-trixie), so it does not replace bookworm's (FRR
+# 8.4), which the bundle and the container-mode lab run.
 #
 # Prints one hack/bench.sh row per image on stdout: the image's size against its binary's.
 # Installs podman, runc and mmdebstrap when missing (Debian's packages). podman runs with runc
@@ -147,6 +150,7 @@ for image in "${images[@]}"; do
   mkdir -p "$ctx/out"
   cp "$bin_dir/$binary" "$ctx/out/$binary"
   tag=$registry/$image:$version
+  if needs 'docker.io/library/debian:' && [ "$release" != bookworm ]; then tag=$tag-$release; fi
   start=$SECONDS
   log=$cache/build-$image.log
   podman build --network host "${build_args[@]}" --build-context "build=$ctx" \

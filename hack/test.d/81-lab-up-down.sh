@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --locked --bins -q
 state="${TMPDIR:-/tmp}/netrollout-lab-updown"
+frr10="$(hack/frr10.sh)" # FRR 10.3's root file system (one lab below runs on it)
 lab=target/debug/netrollout-lab
 # A failed check leaves no lab running behind it (the suites after this one, or the next run).
 pid= group=
@@ -52,8 +53,8 @@ leftovers() {
   # The lab's own processes (their command lines), not builds of these packages running nearby.
   pgrep -af -- "netrollout-agent --node-name lab-node|netrollout-configurator --update-limit|netrollout-lab pinger" \
     && { echo "FAIL: processes left" >&2; fail=1; }
-  pgrep -af "(zebra|bgpd) .*-N nrlab-" && { echo "FAIL: FRR daemons left" >&2; fail=1; }
-  ls -d /etc/frr/nrlab-* /var/run/frr/nrlab-* 2>/dev/null && { echo "FAIL: FRR directories left" >&2; fail=1; }
+  pgrep -af "(zebra|bgpd|mgmtd) .*-N nrlab-" && { echo "FAIL: FRR daemons left" >&2; fail=1; }
+  ls -d /etc/frr/nrlab-* /var/run/frr/nrlab-* "$frr10"/run/frr/nrlab-* 2>/dev/null && { echo "FAIL: FRR directories left" >&2; fail=1; }
   return "$fail"
 }
 # Waits until the `up` of $pid, logging to $state/up.log, says its rollout succeeded.
@@ -97,11 +98,25 @@ leftovers || exit 1
 echo "after down: nothing left"
 
 # `down` from a second terminal while `up` runs (as a new user does): `up` notices its lab is
-# gone, says so and exits non-zero by itself, leaving nothing behind.
+# gone, says so and exits non-zero by itself, leaving nothing behind. This lab runs FRR 10.3
+# (`--frr 10.3`, docs/lab.md): every node and the route reflector on it, the rollout succeeds
+# and tenant traffic flows, each agent reports the version it found; `down` ends FRR 10.3's
+# daemons (mgmtd too) and removes their directories in its root file system.
 rm -f "$state/up.log"
-$lab --state-dir "$state" up --nodes 2 >"$state/up.log" 2>&1 &
+$lab --state-dir "$state" up --nodes 2 --frr 10.3 >"$state/up.log" 2>&1 &
 pid=$!
 up_succeeded
+for _ in $(seq 1 60); do grep -q "^rollout succeeded; tenant traffic flows" "$state/up.log" && break; sleep 1; done
+grep -q "^rollout succeeded; tenant traffic flows" "$state/up.log" \
+  || { cat "$state/up.log"; echo "FAIL: the FRR 10.3 lab never said tenant traffic flows" >&2; exit 1; }
+kubectl get ncr -o jsonpath='{.items[0].status.phase}' | grep -qx Succeeded \
+  || { echo "FAIL: the FRR 10.3 lab's revision is not Succeeded" >&2; exit 1; }
+versions=$(kubectl get nnc -o jsonpath='{range .items[*]}{.metadata.name}={.status.capabilities.frrVersion}{"\n"}{end}')
+echo "$versions"
+[ "$(echo "$versions" | grep -c '=10\.3')" -eq 2 ] \
+  || { echo "FAIL: not every agent of the --frr 10.3 lab found FRR 10.3" >&2; exit 1; }
+"$frr10/netrollout/bin/vtysh" -N nrlab-rr --vty_socket "$frr10/run/frr" -c "show version" | grep -q "FRRouting 10.3" \
+  || { echo "FAIL: the route reflector does not run FRR 10.3" >&2; exit 1; }
 $lab --state-dir "$state" down
 for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
 kill -0 "$pid" 2>/dev/null && { echo "FAIL: up still runs 30 s after down removed its lab" >&2; exit 1; }

@@ -4,7 +4,7 @@
 //! the watch and the capability detection already running.
 //!
 //! Its background tasks (the status writer, the watch, the capability report, the removal of
-//! startup taints) are supervised ([`Tasks`]): one that panics, or a status writer or watch
+//! startup taints, the neighbour host routes of [`crate::neighbours`]) are supervised ([`Tasks`]): one that panics, or a status writer or watch
 //! that returns, fails `/healthz` at once and ends the agent with an error naming it (a
 //! non-zero exit: the kubelet restarts it), once the transaction under way is finished.
 
@@ -161,6 +161,12 @@ pub async fn run(
         frr,
         metrics.clone(),
         reports_tx,
+    );
+
+    tasks.spawn(
+        "neighbours",
+        Life::Process,
+        crate::neighbours::run(agent.host_route_targets()),
     );
 
     let mut result = Ok(());
@@ -343,6 +349,10 @@ fn watch_backoff() -> watcher::ExponentialBackoff {
 mod tests {
     use super::*;
 
+    async fn healthz(addr: std::net::SocketAddr) -> (u16, String) {
+        netrollout_testkit::http::get(addr, "/healthz").await
+    }
+
     #[tokio::test]
     async fn a_task_that_panics_fails_healthz_at_once_and_is_named() {
         let metrics = Arc::new(Metrics::default());
@@ -357,7 +367,7 @@ mod tests {
             app,
             std::future::pending(),
         ));
-        assert_eq!(get(addr).await.0, 200);
+        assert_eq!(healthz(addr).await.0, 200);
         let mut tasks = supervised(&metrics);
         let (go, wait) = tokio::sync::oneshot::channel::<()>();
         tasks.spawn("status-writer", Life::Process, async move {
@@ -367,35 +377,18 @@ mod tests {
         go.send(()).unwrap();
         // /healthz fails before the main loop joins the task (it may be in a transaction).
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while get(addr).await.0 == 200 {
+        while healthz(addr).await.0 == 200 {
             assert!(std::time::Instant::now() < deadline, "/healthz stayed 200");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        assert_eq!(get(addr).await, (503, "task status-writer panicked".into()));
+        assert_eq!(
+            healthz(addr).await,
+            (503, "task status-writer panicked".into())
+        );
         let death = tasks.dead().await;
         assert!(death.contains("made to panic"), "{death}");
         let e = Error::TaskDied(death);
         assert!(e.to_string().contains("the agent ends"), "{e}");
-    }
-
-    /// `GET /healthz` on `addr`: (status, body).
-    async fn get(addr: std::net::SocketAddr) -> (u16, String) {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let req = "GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
-        s.write_all(req.as_bytes()).await.unwrap();
-        let mut buf = String::new();
-        s.read_to_string(&mut buf).await.unwrap();
-        let status = buf
-            .split_whitespace()
-            .nth(1)
-            .unwrap_or("0")
-            .parse()
-            .unwrap();
-        (
-            status,
-            buf.split("\r\n\r\n").nth(1).unwrap_or("").to_string(),
-        )
     }
 
     #[test]

@@ -94,10 +94,11 @@ async fn dispatch_while_the_kernel_is_busy(
     let mut seen: Vec<(String, String)> = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
-        let health = healthz(lab).await;
-        assert!(
-            health.contains("200"),
-            "/healthz failed during a wait on the kernel: {health}\n{}",
+        let (status, body) = lab.http_get(9101, "/healthz").await;
+        assert_eq!(
+            status,
+            200,
+            "/healthz failed during a wait on the kernel: {body}\n{}",
             lab.log()
         );
         let nnc = lab.nnc_api().get(&lab.node).await.unwrap();
@@ -128,18 +129,6 @@ async fn dispatch_while_the_kernel_is_busy(
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-}
-
-async fn healthz(lab: &Lab) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect((lab.ns_ip.as_str(), 9101))
-        .await
-        .unwrap();
-    let req = "GET /healthz HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n";
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).await.unwrap();
-    buf
 }
 
 fn waited_on_the_kernel(seen: &[(String, String)]) -> bool {

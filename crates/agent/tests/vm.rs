@@ -1,8 +1,11 @@
 //! The agent with real FRR and real VRFs: two nodes exchange EVPN type-5 routes for a tenant VRF,
 //! every change made by the agent's own apply cycle (kernel, then FRR through the agent's own
-//! diff of FRR's running config, `frr-reload.py` as its fallback; probes, commit or restore). Built only with the `vm` feature; `hack/test.d/56-agent-frr-vm.sh`
-//! boots Debian's stock kernel (`hack/vm/run.sh` with `VM_FRR=1 VM_PYTHON=1`: FRR, python3 and
-//! `frr-reload.py` in the initramfs) and runs it there, as root.
+//! diff of FRR's running config, `frr-reload.py` as its fallback; probes, commit or restore). Built
+//! only with the `vm` feature; `hack/test.d/56-agent-frr-vm.sh` boots Debian's stock kernel
+//! (`hack/vm/run.sh` with `VM_FRR=1 VM_PYTHON=1`: FRR 8.4, python3 and `frr-reload.py` in the
+//! initramfs; with `VM_FRR=10.3` FRR 10.3's root file system instead, the daemons started by
+//! chroot as on the host) and runs it there, as root, on the FRR version `NETROLLOUT_FRR_VERSION`
+//! names.
 //!
 //! Each node is an agent lab ([`Lab`]: a namespace wired to the VM's root namespace, the
 //! in-process lab API server, a Node) with zebra + bgpd in the namespace (FRR pathspace named
@@ -17,7 +20,11 @@
 //! the veth leak) its default VRF; the routing probe "every VRF with a VNI is known to FRR's EVPN"
 //! passes; a new export filter on node 1 withdraws a prefix on node 2; an import filter on node 2
 //! keeps a prefix out of its default VRF; a route target FRR rejects fails the attempt with FRR's
-//! error, and kernel and FRR are back at the previous revision; the no-op re-apply writes nothing.
+//! error, and kernel and FRR are back at the previous revision; the no-op re-apply writes nothing;
+//! the type-5 routes carry the sender's router MAC; a second VRF added to the running nodes gets
+//! its layer-3 VNI, router MAC and traffic right (the apply order, [`order`]);
+//! `advertiseNeighbors` announces a workload's address on node 1 as a host route that node 2
+//! reaches it by (`vm/neighbours.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // a test may panic
 
@@ -27,16 +34,22 @@ use std::time::Instant;
 use clap::Parser;
 use netrollout_agent::routing;
 use netrollout_api::{LoopbackConfig, NodePhase, PrefixAction};
-use netrollout_frr::daemons::FRR_LIB;
+use netrollout_frr::daemons::{FRR_LIB, Version};
 use netrollout_testkit::cmd::run;
 
 #[path = "vm/config.rs"]
 mod config;
+#[path = "vm/neighbours.rs"]
+mod neighbours;
 #[path = "vm/node.rs"]
 mod node;
 
 use config::*;
 use node::Node;
+
+#[path = "vm/order.rs"]
+mod order;
+use order::new_vrf_on_running_nodes;
 
 #[path = "common/lab_ext.rs"]
 mod lab_ext;
@@ -83,18 +96,24 @@ fn strip_header(text: &str) -> String {
 }
 
 async fn agent_applies_vrf_routing_through_frr_between_two_nodes() {
-    for bin in [
-        format!("{FRR_LIB}/zebra"),
-        format!("{FRR_LIB}/bgpd"),
-        format!("{FRR_LIB}/frr-reload.py"),
-        "/usr/bin/vtysh".into(),
-        "/usr/bin/python3".into(),
-    ] {
+    let version = Version::from_env();
+    if let Err(e) = version.check_installed(Path::new(FRR_LIB), false) {
+        panic!("{e}: run this test with VM_FRR=1 VM_PYTHON=1 (or VM_FRR=10.3) hack/vm/run.sh");
+    }
+    for bin in [version.reload_script(), version.vtysh()] {
         assert!(
-            Path::new(&bin).exists(),
-            "{bin} is missing: run this test with VM_FRR=1 VM_PYTHON=1 hack/vm/run.sh"
+            bin.exists(),
+            "{} is missing: run this test with VM_FRR=1 VM_PYTHON=1 (or VM_FRR=10.3) hack/vm/run.sh",
+            bin.display()
         );
     }
+    if version.root().is_none() {
+        assert!(
+            Path::new("/usr/bin/python3").exists(),
+            "python3 is missing: VM_PYTHON=1"
+        );
+    }
+    say(&format!("FRR {version}"));
     let pid = std::process::id();
     let exe = std::env::current_exe().unwrap();
     let wrapper = PathBuf::from(format!("/tmp/nravm-agent-{pid}"));
@@ -206,7 +225,12 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
         route.contains(&format!("RT:{ROUTE_TARGET}")) && route.contains(COMMUNITY),
         "the type-5 route lacks the route target or the community: {route}"
     );
-    say("the type-5 route carries RT:65000:5000 and community 65000:100");
+    let rmac = n1.mac("br.t1");
+    assert!(
+        route.contains(&format!("Rmac:{rmac}")),
+        "the type-5 route does not carry node 1's router MAC {rmac} (br.t1's): {route}"
+    );
+    say("the type-5 route carries RT:65000:5000, community 65000:100 and br.t1's router MAC");
     wait(
         "node 2 receives the aggregate 10.50.0.0/21",
         ROUTE_WAIT,
@@ -239,7 +263,10 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
         item("10.50.0.0/16", 2, Some(32), PrefixAction::Permit),
     ];
     let good = config(&NODE2, import, permit_all(), ROUTE_TARGET);
-    tokio::join!(n1.apply_ok("rev-2", c1), n2.apply_ok("rev-2", good.clone()));
+    tokio::join!(
+        n1.apply_ok("rev-2", c1.clone()),
+        n2.apply_ok("rev-2", good.clone())
+    );
     let running = n1.running();
     assert!(
         running.contains("ip prefix-list pl_t1_export_10 seq 1 permit 10.50.3.0/24")
@@ -315,7 +342,7 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
     // 5. Re-applying the restored config: the FRR text is unchanged, nothing is written.
     let writes = n2.frr_writes();
     let mtime = std::fs::metadata(&n2.conf).unwrap().modified().unwrap();
-    n2.apply_ok("rev-4", good).await;
+    n2.apply_ok("rev-4", good.clone()).await;
     assert_eq!(n2.frr_writes(), writes, "the no-op re-apply wrote FRR");
     assert_eq!(
         std::fs::metadata(&n2.conf).unwrap().modified().unwrap(),
@@ -332,6 +359,9 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
         );
     }
     say("every read of FRR went over the daemons' vty sockets");
+
+    new_vrf_on_running_nodes(n1, n2, c1, good).await;
+
     assert!(n1.established(n2), "the underlay session survived");
     // The other direction, checked last: in one run node 1's EVPN table still held node 2's
     // route as not valid (next hop unresolved) 60 s after rev-1, so this waits longer (that
@@ -345,4 +375,7 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
                 .then_some(())
         },
     );
+
+    // 6. advertiseNeighbors: a workload on node 1 reached from node 2 over its host route.
+    neighbours::steps(n1, n2).await;
 }

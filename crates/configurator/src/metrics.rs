@@ -276,6 +276,8 @@ mod tests {
     #[tokio::test]
     async fn healthz_fails_with_the_task_once_a_background_task_panics() {
         use std::sync::Arc;
+
+        use netrollout_testkit::http::get;
         let m = Arc::new(super::Metrics::default());
         let any = "127.0.0.1:0".parse().unwrap();
         let (addrs, _, health) = super::serve(m.clone(), any, any).await.unwrap();
@@ -294,25 +296,5 @@ mod tests {
         );
         let (status, body) = get(addrs[1], "/healthz").await;
         assert_eq!((status, body.as_str()), (503, "task watch-Node panicked"));
-    }
-
-    /// A GET on a local address: (status, body).
-    async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let req = format!("GET {path} HTTP/1.1\r\nHost: c\r\nConnection: close\r\n\r\n");
-        s.write_all(req.as_bytes()).await.unwrap();
-        let mut buf = String::new();
-        s.read_to_string(&mut buf).await.unwrap();
-        let status = buf
-            .split_whitespace()
-            .nth(1)
-            .unwrap_or("0")
-            .parse()
-            .unwrap();
-        (
-            status,
-            buf.split("\r\n\r\n").nth(1).unwrap_or("").to_string(),
-        )
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use netrollout_frr::daemons::Version;
 use netrollout_lab_apiserver::{Config, LabServer};
 use serde_json::json;
 
@@ -72,7 +73,15 @@ impl Cluster {
             }
         }
         fabric::check_privileges()?;
-        crate::frr::check_installed()?;
+        if opts.frr != Version::V8_4 && (opts.vm || opts.containers) {
+            bail!(
+                "--frr {} does not work with {}: the VM lab's guest and the agent image carry \
+                 FRR 8.4; drop one of the two flags",
+                opts.frr,
+                if opts.vm { "--vm" } else { "--containers" }
+            );
+        }
+        crate::frr::check_installed(opts.frr)?;
         if opts.prometheus {
             if opts.vm {
                 bail!(
@@ -132,7 +141,8 @@ impl Cluster {
             Ipv4Addr::LOCALHOST
         } else {
             fabric::create_bridge()?;
-            let rr = crate::frr::start_reflector().context("starting the route reflector's FRR")?;
+            let rr = crate::frr::start_reflector(opts.frr)
+                .context("starting the route reflector's FRR")?;
             crate::pids::record_pids(&opts.state_dir, &rr)?;
             fabric::HOST_IP
         };
@@ -254,7 +264,7 @@ impl Cluster {
         let netns = fabric::netns(node);
         match &self.vm {
             Some(vm) => vm.call(crate::vm::Op::Evpn { netns }).await.map(drop),
-            None => crate::frr::evpn_established(&netns),
+            None => crate::frr::evpn_established(&netns, self.opts.frr),
         }
     }
 
@@ -269,7 +279,7 @@ impl Cluster {
                     Ok(v) => v.as_str().unwrap_or_default().to_string(),
                     Err(e) => format!("asking the guest: {e:#}"),
                 },
-                None => crate::frr::dump(&netns),
+                None => crate::frr::dump(&netns, self.opts.frr),
             };
             let file = (self.opts.state_dir.join("logs")).join(format!("frr-{node}-{why}.txt"));
             if std::fs::write(&file, text).is_ok() {

@@ -1,6 +1,8 @@
-//! FRR in the lab: one zebra + bgpd (Debian's `frr`) per node namespace, each in its own
+//! FRR in the lab: one zebra + bgpd + bfdd (FRR 10's mgmtd first) per node namespace, each in its own
 //! pathspace (`-N NAME`: config under `/etc/frr/NAME/`, sockets and pid files under
-//! `/var/run/frr/NAME/`), plus a route reflector in the namespace `nrlab-rr` at
+//! `/var/run/frr/NAME/`, for FRR 10.3 under its root file system's `run/frr/NAME/`), on the
+//! version `--frr` names ([`Version`]: Debian 12's 8.4 on the host, Debian 13's 10.3 from the
+//! root file system hack/frr10.sh builds), plus a route reflector in the namespace `nrlab-rr` at
 //! [`RR_IP`]. Every node peers iBGP (AS [`ASN`]) with the reflector in the `l2vpn evpn` family
 //! with `advertise-all-vni`, so each layer-2 VNI the agent creates gets type-2/3 routes and
 //! the remote VTEPs' flood entries. Pathspaces carry the `nrlab-` prefix, so
@@ -15,7 +17,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
-use netrollout_frr::daemons::{self, Log, Start};
+use netrollout_frr::daemons::{self, Log, Start, Version};
 
 use crate::fabric;
 
@@ -34,9 +36,26 @@ fn daemon_dir() -> PathBuf {
 const ETC: &str = "/etc/frr";
 const RUN: &str = "/var/run/frr";
 
-/// Checks that Debian's `frr` package is installed (daemons and the `frr` user).
-pub fn check_installed() -> Result<()> {
-    daemons::check_installed(&daemon_dir()).context("the lab runs FRR on every node")?;
+/// Checks that FRR of `version` is installed (daemons, vtysh, frr-reload.py) and, for 8.4 on
+/// the host, the `frr` user.
+pub fn check_installed(version: Version) -> Result<()> {
+    let context = || format!("the lab runs FRR {version} on every node (--frr {version})");
+    version
+        .check_installed(&daemon_dir(), true)
+        .with_context(context)?;
+    let reload = version.reload_script();
+    if !reload.exists() {
+        bail!(
+            "{}: {} is missing: the agents apply FRR changes with it (frr-pythontools; \
+             hack/install-deps.sh installs it)",
+            context(),
+            reload.display()
+        );
+    }
+    if version.root().is_some() {
+        // FRR 10.3 runs as the root file system's own `frr` user.
+        return Ok(());
+    }
     let user = Command::new("id").arg("frr").output();
     if !user.is_ok_and(|o| o.status.success()) {
         bail!("the lab runs FRR as user frr, which does not exist: reinstall the frr package");
@@ -49,9 +68,25 @@ pub fn config_dir(pathspace: &str) -> PathBuf {
     Path::new(ETC).join(pathspace)
 }
 
-/// The run directory of a pathspace (pid files, vty sockets).
-pub fn run_dir(pathspace: &str) -> PathBuf {
-    Path::new(RUN).join(pathspace)
+/// The run directory of a pathspace (pid files, vty sockets) of FRR `version`, seen from here.
+pub fn run_dir(version: Version, pathspace: &str) -> PathBuf {
+    version.run_dir(pathspace)
+}
+
+/// The agent's flags that reach FRR of `version`: its vtysh (`--frr-bindir`), `frr-reload.py`
+/// (`--frr-reload`) and, for FRR 10.3, the socket directory under its root file system
+/// (`--frr-vty-socket`).
+pub fn agent_args(version: Version) -> Vec<String> {
+    let mut args = vec![
+        "--frr-bindir".to_string(),
+        version.bindir().display().to_string(),
+        "--frr-reload".to_string(),
+        version.reload_script().display().to_string(),
+    ];
+    if let Some(dir) = version.vty_socket() {
+        args.extend(["--frr-vty-socket".to_string(), dir.display().to_string()]);
+    }
+    args
 }
 
 /// The base config file of a pathspace (what `--frr-base-config` points to): named as
@@ -86,31 +121,35 @@ pub fn reflector_config() -> String {
     )
 }
 
-/// Writes `config` as the pathspace's base config and starts zebra and then bgpd from it
-/// inside namespace `netns` (bgpd once zebra is up: the test kit's one FRR start); returns the
-/// daemons' pids. They keep running until [`teardown`].
-pub fn start(netns: &str, pathspace: &str, config: &str) -> Result<Vec<u32>> {
+/// Writes `config` as the pathspace's base config and starts FRR `version` from it inside
+/// namespace `netns` (zebra, then bgpd once zebra is up, then bfdd; FRR 10's mgmtd first, and the config
+/// sent with vtysh: the workspace's one FRR start); returns the daemons' pids. They keep
+/// running until [`teardown`].
+pub fn start(netns: &str, pathspace: &str, config: &str, version: Version) -> Result<Vec<u32>> {
     let etc = config_dir(pathspace);
-    let run = run_dir(pathspace);
-    for dir in [&etc, &run] {
+    // FRR 10.3's run directory is made by its start, inside the root file system.
+    let run = Path::new(RUN).join(pathspace);
+    let mut dirs = vec![&etc];
+    if version.root().is_none() {
+        dirs.push(&run);
+    }
+    for dir in &dirs {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let base = base_config(pathspace);
     std::fs::write(&base, config).with_context(|| format!("writing {}", base.display()))?;
     // vtysh looks for vtysh.conf in the pathspace; an empty one keeps it quiet.
     std::fs::write(etc.join("vtysh.conf"), "")?;
-    run_ok(
-        Command::new("chown")
-            .args(["-R", "frr:frr"])
-            .arg(&etc)
-            .arg(&run),
-    )?;
+    run_ok(Command::new("chown").args(["-R", "frr:frr"]).args(&dirs))?;
     let bin_dir = daemon_dir();
     let daemons = Start {
         config: Some(&base),
         log: Log::Config,
         timeout: Duration::from_secs(30),
         bin_dir: &bin_dir,
+        version,
+        // The workloads' BGP peerings may ask for BFD (`enableBFD`).
+        bfdd: true,
         ..Start::new(netns, pathspace)
     }
     .try_start()
@@ -129,16 +168,25 @@ fn run_ok(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
-/// Starts the route reflector: its namespace on the fabric at [`RR_IP`], zebra and bgpd.
-pub fn start_reflector() -> Result<Vec<u32>> {
+/// Starts the route reflector: its namespace on the fabric at [`RR_IP`], FRR `version`.
+pub fn start_reflector(version: Version) -> Result<Vec<u32>> {
     fabric::add_namespace(RR_NETNS, "nrlvrr", RR_IP)?;
-    start(RR_NETNS, RR_NETNS, &reflector_config())
+    start(RR_NETNS, RR_NETNS, &reflector_config(), version)
 }
 
-/// Runs `vtysh -N PATHSPACE -c COMMAND` in a namespace; returns its output.
-pub fn vtysh(netns: &str, pathspace: &str, command: &str) -> Result<String> {
-    let out = Command::new("ip")
-        .args(["netns", "exec", netns, "vtysh", "-N", pathspace])
+/// vtysh of FRR `version` for `pathspace`, run in namespace `netns`, with no command yet.
+fn vtysh_cmd(netns: &str, pathspace: &str, version: Version) -> Command {
+    let inner = version.vtysh_cmd(pathspace);
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", netns])
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    cmd
+}
+
+/// Runs `vtysh -N PATHSPACE -c COMMAND` of FRR `version` in a namespace; returns its output.
+pub fn vtysh(netns: &str, pathspace: &str, version: Version, command: &str) -> Result<String> {
+    let out = vtysh_cmd(netns, pathspace, version)
         .args(["-c", command])
         .output()
         .context("running vtysh")?;
@@ -153,8 +201,8 @@ pub fn vtysh(netns: &str, pathspace: &str, command: &str) -> Result<String> {
 
 /// Whether the node's bgpd has an Established session with the route reflector, read from
 /// `show bgp l2vpn evpn summary json`; the error says what it saw instead.
-pub fn evpn_established(netns: &str) -> Result<()> {
-    let out = vtysh(netns, netns, "show bgp l2vpn evpn summary json")?;
+pub fn evpn_established(netns: &str, version: Version) -> Result<()> {
+    let out = vtysh(netns, netns, version, "show bgp l2vpn evpn summary json")?;
     let json: serde_json::Value = serde_json::from_str(&out)
         .with_context(|| format!("vtysh in {netns} printed no JSON: {out}"))?;
     let state = json["peers"][RR_IP.to_string()]["state"]
@@ -172,10 +220,9 @@ pub fn evpn_established(netns: &str) -> Result<()> {
 /// start costs seconds under TCG), and the kernel's routes, neighbours and bridge forwarding
 /// entries. A command that fails leaves its
 /// error in the text instead.
-pub fn dump(netns: &str) -> String {
+pub fn dump(netns: &str, version: Version) -> String {
     let mut out = String::new();
-    let mut vtysh = Command::new("ip");
-    vtysh.args(["netns", "exec", netns, "vtysh", "-N", netns]);
+    let mut vtysh = vtysh_cmd(netns, netns, version);
     for command in [
         "show running-config",
         "show evpn vni",
@@ -213,8 +260,8 @@ pub fn dump(netns: &str) -> String {
     out
 }
 
-/// Ends every FRR daemon of a lab pathspace (by the pids in its pid files) and removes the
-/// pathspaces' directories; returns what it did.
+/// Ends every FRR daemon of a lab pathspace of either version (by the pids in its pid files)
+/// and removes the pathspaces' directories; returns what it did.
 pub fn teardown() -> Vec<String> {
     let mut done = Vec::new();
     let lab_dirs = |root: &str| -> Vec<PathBuf> {
@@ -231,8 +278,14 @@ pub fn teardown() -> Vec<String> {
             })
             .unwrap_or_default()
     };
-    for dir in lab_dirs(RUN) {
-        for daemon in ["zebra", "bgpd"] {
+    // Both versions' run directories: a lab of the other version may have left daemons.
+    let run_roots: Vec<String> = Version::ALL
+        .iter()
+        .map(|v| v.run_dir("").display().to_string())
+        .collect();
+    let runs = || run_roots.iter().flat_map(|r| lab_dirs(r));
+    for dir in runs() {
+        for daemon in ["bfdd", "bgpd", "zebra", "mgmtd"] {
             let Some(pid) = std::fs::read_to_string(dir.join(format!("{daemon}.pid")))
                 .ok()
                 .and_then(|t| t.trim().parse::<u32>().ok())
@@ -251,7 +304,7 @@ pub fn teardown() -> Vec<String> {
             }
         }
     }
-    for dir in lab_dirs(RUN).into_iter().chain(lab_dirs(ETC)) {
+    for dir in runs().chain(lab_dirs(ETC)) {
         if std::fs::remove_dir_all(&dir).is_ok() {
             done.push(format!("directory {}", dir.display()));
         }

@@ -14,6 +14,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
+use netrollout_frr::daemons::Version;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -29,7 +30,7 @@ use netrollout_support::tasks::{Life, Tasks};
 pub async fn run(control: SocketAddr, api_port: u16, state_dir: &Path) -> Result<()> {
     let vrf = fabric::kernel_has_vrf();
     fabric::create_bridge().context("creating the fabric bridge in the VM")?;
-    crate::frr::start_reflector().context("starting the route reflector in the VM")?;
+    crate::frr::start_reflector(Version::V8_4).context("starting the route reflector in the VM")?;
     let listener = TcpListener::bind((fabric::HOST_IP, api_port))
         .await
         .context("listening on the fabric for the agents' API traffic")?;
@@ -121,7 +122,7 @@ impl Guest {
             } => {
                 fabric::add_node(&name, index)?;
                 let ns = fabric::netns(&name);
-                crate::frr::start(&ns, &ns, &frr_config)
+                crate::frr::start(&ns, &ns, &frr_config, Version::V8_4)
                     .with_context(|| format!("starting FRR on {name}"))?;
                 let exe = std::env::current_exe().context("locating netrollout-lab")?;
                 let relay = Spawn {
@@ -175,10 +176,10 @@ impl Guest {
                 Ok(Value::Null)
             }
             Op::Evpn { netns } => {
-                crate::frr::evpn_established(&netns)?;
+                crate::frr::evpn_established(&netns, Version::V8_4)?;
                 Ok(Value::Null)
             }
-            Op::Dump { netns } => Ok(Value::String(crate::frr::dump(&netns))),
+            Op::Dump { netns } => Ok(Value::String(crate::frr::dump(&netns, Version::V8_4))),
         }
     }
 }

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use netrollout_frr::daemons::Version;
 pub use netrollout_rollout::UpdateLimit;
 pub use netrollout_rollout::guard::GuardMode;
 use netrollout_support::parse_duration;
@@ -85,6 +86,13 @@ pub struct Settings {
     /// --vm.
     #[arg(long)]
     pub containers: bool,
+    /// The FRR version every node and the route reflector run: `8.4` (Debian 12's, installed on
+    /// this machine) or `10.3` (Debian 13's, from the root file system hack/frr10.sh builds;
+    /// hack/install-deps.sh runs it). The agents get the flags that reach it. docs/lab.md says
+    /// why 8.4 is the default. Not with --vm or --containers (their guests and images carry
+    /// FRR 8.4).
+    #[arg(long, default_value = "8.4", value_name = "VERSION")]
+    pub frr: Version,
     /// Configurator flags a scenario adds to the lab's own (approval gates, failure domains,
     /// a bake time: `canary-promote`).
     #[arg(skip)]
@@ -168,6 +176,17 @@ mod tests {
         let exe = std::env::current_exe().unwrap();
         assert_eq!(Some(s.bin_dir.as_path()), exe.parent());
         assert!(matches!(s.inputs(), Source::Samples));
+        assert_eq!(s.frr, Version::V8_4);
+    }
+
+    #[test]
+    fn the_frr_version_is_one_the_lab_runs_or_a_clear_error() {
+        assert_eq!(parse(&["--frr", "10.3"]).unwrap().frr, Version::V10_3);
+        let bad = parse(&["--frr", "9.1"]).unwrap_err();
+        assert!(
+            bad.contains("--frr") && bad.contains("use 8.4") && bad.contains("or 10.3"),
+            "{bad}"
+        );
     }
 
     #[test]

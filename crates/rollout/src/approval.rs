@@ -73,15 +73,7 @@ impl FromStr for PauseAfter {
         if t.eq_ignore_ascii_case("canary") {
             return Ok(PauseAfter::Canary);
         }
-        let (digits, percent) = match t.strip_suffix('%') {
-            Some(d) => (d.trim_end(), true),
-            None => (t, false),
-        };
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(err());
-        }
-        let n: u32 = digits.parse().map_err(|_| err())?;
-        match (n, percent) {
+        match count_or_percent(t).ok_or_else(err)? {
             (0, _) => Err(err()),
             (p, true) if p >= 100 => Err(err()),
             (p, true) => Ok(PauseAfter::Percent(p)),
@@ -158,22 +150,26 @@ impl FromStr for Unhealthy {
     type Err = ParseUnhealthyError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let t = s.trim();
         let err = || ParseUnhealthyError(s.to_owned());
-        let (digits, percent) = match t.strip_suffix('%') {
-            Some(d) => (d.trim_end(), true),
-            None => (t, false),
-        };
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(err());
-        }
-        let n: u32 = digits.parse().map_err(|_| err())?;
-        match (n, percent) {
+        match count_or_percent(s.trim()).ok_or_else(err)? {
             (p, true) if p > 100 => Err(err()),
             (p, true) => Ok(Unhealthy::Percent(p)),
             (n, false) => Ok(Unhealthy::Count(n)),
         }
     }
+}
+
+/// `"5"` or `"50%"` (spaces before the `%` allowed) as the number and whether it is a
+/// percentage; `None` when it is neither (no sign, no other characters, at most `u32::MAX`).
+fn count_or_percent(t: &str) -> Option<(u32, bool)> {
+    let (digits, percent) = match t.strip_suffix('%') {
+        Some(d) => (d.trim_end(), true),
+        None => (t, false),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((digits.parse().ok()?, percent))
 }
 
 /// What holds the target at the start or at a gate, after a pass ([`crate::Summary::hold`]).

@@ -168,6 +168,12 @@ impl Lab {
         self.agent = Some(child);
     }
 
+    /// `GET path` from the host to the agent's listener on `port` (9101: its `--metrics-addr`):
+    /// the status code and the body.
+    pub async fn http_get(&self, port: u16, path: &str) -> (u16, String) {
+        crate::http::get((self.ns_ip.as_str(), port), path).await
+    }
+
     /// Waits until `path` exists, checking every 5 ms (so a kill that follows lands right
     /// after the agent wrote it, whatever the machine's speed); `what` names it in the panic
     /// (with the agent log) after `timeout`.

@@ -5,7 +5,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use netrollout_agent::frr::FrrSettings;
 use netrollout_api::{NodeConfig, PrefixAction, PrefixItem, VrfConfig, VrfPolicy};
 use netrollout_frr::daemons::{Daemons, Log, Start, Version};
 use netrollout_testkit::cmd::run;
@@ -54,24 +53,10 @@ pub fn config(vrfs: u32, changed: bool) -> NodeConfig {
     }
 }
 
-/// The agent's FRR settings for FRR `version` of `pathspace`: that version's vtysh,
-/// `frr-reload.py` and socket directory (as the agent's `--frr-bindir`, `--frr-reload`,
-/// `--frr-vty-socket`).
-pub fn settings(dir: &Path, pathspace: &str, version: Version) -> FrrSettings {
-    FrrSettings {
-        base_config: dir.join("base.conf"),
-        config: dir.join("frr.conf"),
-        pathspace: Some(pathspace.to_string()),
-        vty_socket: version.vty_socket(),
-        asn: None,
-        // Differs from the base's 192.0.2.1: VRFs peer with the default VRF over iBGP.
-        router_id: Some("192.0.2.101".parse().unwrap()),
-        vtep_ip: None,
-        reload_script: version.reload_script(),
-        bindir: version.bindir(),
-        rundir: dir.to_path_buf(),
-    }
-}
+/// The agent's FRR settings for FRR `version` of `pathspace` (the tests' own, shared).
+#[path = "../../tests/common/frr_settings.rs"]
+mod frr_settings;
+pub use frr_settings::frr_settings as settings;
 
 /// FRR in a namespace of its own (named like its pathspace).
 pub struct Node {

@@ -57,6 +57,7 @@ mod defaults;
 mod diff;
 mod error;
 mod identity;
+mod l3vni;
 mod merge;
 mod parse;
 mod query;
@@ -124,9 +125,9 @@ pub struct Frr {
     /// Reads of FRR (running config, daemons answering) that went through vtysh because the
     /// vty sockets could not be used.
     vty_fallbacks: AtomicU64,
-    /// FRR's parse (`vtysh -m -f`) of the texts checked last, newest last: the same text is
-    /// not parsed again.
-    marks: std::sync::Mutex<std::collections::VecDeque<(String, String)>>,
+    /// FRR's parse (`vtysh -m -f`) of the texts checked last, read as the diff reads it, newest
+    /// last: the same text is not parsed again.
+    marks: std::sync::Mutex<std::collections::VecDeque<(String, std::sync::Arc<conf::Conf>)>>,
     /// The FRR version the daemons showed last (their `frr version` line).
     version: std::sync::Mutex<Option<String>>,
 }

@@ -3,9 +3,11 @@
 
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::Arc;
 
 use tokio::process::Command;
 
+use super::conf::Conf;
 use super::parse::{error_lines, vrf_vnis};
 use super::{Frr, FrrError};
 
@@ -36,29 +38,33 @@ impl Frr {
         Err(FrrError::Rejected { line, wrote: false })
     }
 
-    /// [`Frr::check`] of `file`, which holds `full`, unless this process parsed the same text
-    /// before: then FRR's parse of it then (the same vtysh parses the same text the same way;
-    /// a text it refused is not kept). The last [`MARKS`] texts are kept.
-    pub(super) async fn check_once(&self, full: &str, file: &Path) -> Result<String, FrrError> {
-        let kept = |marks: &std::collections::VecDeque<(String, String)>| {
-            marks
-                .iter()
-                .find(|(t, _)| t == full)
-                .map(|(_, m)| m.clone())
-        };
-        // A poisoned lock only means a panic elsewhere while it was held; the list is whole.
-        if let Some(marked) = kept(&self.marks.lock().unwrap_or_else(|e| e.into_inner())) {
+    /// [`Frr::check`] of `file`, which holds `full`, read as the diff reads it ([`Conf`]),
+    /// unless this process parsed the same text before: then FRR's parse of it then, read then
+    /// (the same vtysh parses the same text the same way; a text it refused is not kept). The
+    /// last [`MARKS`] texts are kept.
+    pub(super) async fn check_once(&self, full: &str, file: &Path) -> Result<Arc<Conf>, FrrError> {
+        if let Some(marked) = self.kept_mark(full) {
             return Ok(marked);
         }
-        let marked = self.check(file).await?;
+        let marked = Arc::new(Conf::parse(&self.check(file).await?));
+        // A poisoned lock only means a panic elsewhere while it was held; the list is whole.
         let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
-        if kept(&marks).is_none() {
+        if !marks.iter().any(|(t, _)| t == full) {
             if marks.len() == MARKS {
                 marks.pop_front();
             }
             marks.push_back((full.to_string(), marked.clone()));
         }
         Ok(marked)
+    }
+
+    /// FRR's parse of `full` when [`Frr::check_once`] keeps it.
+    pub(super) fn kept_mark(&self, full: &str) -> Option<Arc<Conf>> {
+        let marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
+        marks
+            .iter()
+            .find(|(t, _)| t == full)
+            .map(|(_, m)| m.clone())
     }
 
     /// Configures the VNI of each VRF block of `full` whose VRF FRR has no config for yet,

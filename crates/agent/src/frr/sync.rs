@@ -35,8 +35,9 @@ pub(super) trait Io {
     async fn reload(&mut self) -> Result<(), FrrError>;
 }
 
-/// Makes FRR's running config (`running` before) hold `marked` (FRR's parse of the written
-/// text): a script of the difference, FRR's running config read back, again, up to [`ROUNDS`]
+/// Makes FRR's running config (`running` before, parsed once by the caller, who also decided
+/// with it whether to start the script early) hold `new` (FRR's parse of the written text, as
+/// the diff reads it): a script of the difference, FRR's running config read back, again, up to [`ROUNDS`]
 /// scripts; returns the FRR writes (0 when FRR already runs it, else 1). When a script fails,
 /// the read-back fails (other than FRR unavailable) or FRR still differs after the rounds, the
 /// change goes to [`Io::reload`], counted in `fallbacks` and logged with what was left.
@@ -45,17 +46,15 @@ pub(super) trait Io {
 /// and profile ([`super::defaults`]): a line FRR accepted and dropped stays a difference.
 pub(super) async fn converge(
     io: &mut impl Io,
-    marked: &str,
-    running: &str,
+    new: &Conf,
+    mut running: Conf,
     fallbacks: &AtomicU64,
 ) -> Result<u32, FrrError> {
-    let new = Conf::parse(marked);
-    let mut running = Conf::parse(running);
     let mut writes = 0;
     // The first round's script is empty when FRR already runs the text; each later round
     // reads FRR's running config back (and asks the daemons) after a write.
     for round in 0..=ROUNDS {
-        let lines = script(&new, &running);
+        let lines = script(new, &running);
         if lines.is_empty() {
             return Ok(writes);
         }
@@ -116,7 +115,8 @@ impl Io for Node<'_> {
 
 impl Frr {
     /// Makes FRR run `full`, read as `marked` (FRR's parse of the written `frr.conf`, from the
-    /// check), starting from `running` (its running config before): [`converge`], counted in
+    /// check, as the diff reads it), starting from `running` (its running config before,
+    /// parsed): [`converge`], counted in
     /// [`Frr::fallbacks`].
     ///
     /// `early` is the script's vtysh when it was started already ([`Frr::start_early`]); it is
@@ -124,8 +124,8 @@ impl Frr {
     pub(super) async fn sync(
         &self,
         full: &str,
-        marked: &str,
-        running: &str,
+        marked: &Conf,
+        running: Conf,
         early: Option<Script>,
     ) -> Result<u32, FrrError> {
         let mut node = Node {
@@ -140,10 +140,15 @@ impl Frr {
         synced
     }
 
-    /// Whether FRR's `running` config differs from `full` as written (not yet as FRR parses
-    /// it): then the script's vtysh is started now ([`super::script`]), `None` otherwise.
-    pub(super) fn start_early(&self, full: &str, running: &str) -> Option<Script> {
-        if script(&Conf::parse(full), &Conf::parse(running)).is_empty() {
+    /// Whether FRR's `running` config differs from `full` (as FRR parsed it when this process
+    /// checked the text before, else as written): then the script's vtysh is started now
+    /// ([`super::script`]), `None` otherwise.
+    pub(super) fn start_early(&self, full: &str, running: &Conf) -> Option<Script> {
+        let differs = match self.kept_mark(full) {
+            Some(marked) => !script(&marked, running).is_empty(),
+            None => !script(&Conf::parse(full), running).is_empty(),
+        };
+        if !differs {
             return None;
         }
         self.start_script().ok()

@@ -5,7 +5,9 @@ use std::path::Path;
 
 use netrollout_api::NodeConfig;
 
+use super::conf::Conf;
 use super::identity::check_clash;
+use super::l3vni::new_l3_vnis;
 use super::{Frr, FrrError};
 
 impl Frr {
@@ -61,8 +63,9 @@ impl Frr {
         // so that its start overlaps the check (`script`).
         let (up, checked) = match via {
             Via::Diff => {
+                // FRR's running config is parsed once: for the early start and the diff.
                 let read = async {
-                    let running = self.running_config().await?;
+                    let running = Conf::parse(&self.running_config().await?);
                     let early = self.start_early(full, &running);
                     Ok((running, early))
                 };
@@ -70,7 +73,9 @@ impl Frr {
             }
             Via::ReloadScript => {
                 let (up, checked) = tokio::join!(self.require_running(), self.check(&tmp));
-                (up.map(|()| (String::new(), None)), checked)
+                // frr-reload.py reads the text itself: FRR's parse only has to succeed.
+                let checked = checked.map(|_| std::sync::Arc::new(Conf::default()));
+                (up.map(|()| (Conf::default(), None)), checked)
             }
         };
         let ((running, early), marked) = match (up, checked) {
@@ -106,7 +111,14 @@ impl Frr {
         *loaded = None;
         let writes = match via {
             // Asks the daemons again with each read-back, and after frr-reload.py.
-            Via::Diff => self.sync(full, &marked, &running, early).await?,
+            Via::Diff => {
+                let new_vnis = new_l3_vnis(full, &running);
+                let writes = self.sync(full, &marked, running, early).await?;
+                if !new_vnis.is_empty() && self.is_frr8() {
+                    self.register_l3_vnis_again(&new_vnis).await?;
+                }
+                writes
+            }
             Via::ReloadScript => {
                 let reloaded = self.reload_script_apply(full).await;
                 // A daemon that died during the reload explains its failure better than the

@@ -13,6 +13,10 @@ pub async fn lab() -> Lab {
     Lab::new(env!("CARGO_BIN_EXE_netrollout-agent").into()).await
 }
 
+/// The agent's FRR settings for a test FRR (shared with the frr-apply bench).
+#[allow(dead_code)]
+pub mod frr_settings;
+
 /// The FRR world (only the FRR test files use it).
 #[allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 pub mod frr;

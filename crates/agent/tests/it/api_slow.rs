@@ -26,19 +26,6 @@ fn breaking(lab: &Lab, id: u16) -> NodeConfig {
     }
 }
 
-/// `GET path` on the agent's metrics listener: the whole answer.
-async fn agent_http(lab: &Lab, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect((lab.ns_ip.as_str(), 9101))
-        .await
-        .unwrap();
-    let req = format!("GET {path} HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).await.unwrap();
-    buf
-}
-
 /// A counter of the agent's metrics (0 when absent).
 fn counter(metrics: &str, series: &str) -> f64 {
     metrics
@@ -75,9 +62,9 @@ async fn status_writes_past_their_deadline_never_hold_up_an_apply_or_its_restore
     let mut in_flight_seen = false;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let health = agent_http(&lab, "/healthz").await;
-        assert!(health.contains(" 200 "), "/healthz: {health}");
-        let metrics = agent_http(&lab, "/metrics").await;
+        let (status, health) = lab.http_get(9101, "/healthz").await;
+        assert_eq!(status, 200, "/healthz: {health}");
+        let (_, metrics) = lab.http_get(9101, "/metrics").await;
         in_flight_seen |=
             metrics.contains("netrollout_agent_step_in_flight_seconds{step=\"status\"}");
         let log = lab.log();
@@ -110,7 +97,7 @@ async fn status_writes_past_their_deadline_never_hold_up_an_apply_or_its_restore
             "no {step} line for the status write\n{during}"
         );
     }
-    let metrics = agent_http(&lab, "/metrics").await;
+    let (_, metrics) = lab.http_get(9101, "/metrics").await;
     assert!(
         counter(&metrics, "netrollout_agent_slow_steps_total{part=\"api\"}") >= 1.0
             && counter(

@@ -6,7 +6,7 @@ use crate::common;
 use std::sync::{Arc, Mutex};
 
 use common::AgentLab as _;
-use common::{Lab, layer2s};
+use common::layer2s;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::events::v1::Event;
@@ -84,8 +84,8 @@ async fn a_new_revision_goes_provisioning_to_provisioned_and_the_node_turns_read
     assert!(lab.holds(&layer2s(101, 3)).await);
     assert!(!lab.ip("link show").contains("l2.100"));
 
-    let (status, body) = http_get(&lab, "/metrics").await;
-    assert!(status.contains("200"), "{status}");
+    let (status, body) = lab.http_get(9101, "/metrics").await;
+    assert_eq!(status, 200, "{body}");
     assert!(
         body.contains("netrollout_agent_applies_total{outcome=\"provisioned\"} 2"),
         "{body}"
@@ -103,22 +103,12 @@ async fn a_new_revision_goes_provisioning_to_provisioned_and_the_node_turns_read
         lab.node,
         events.items
     );
-    assert!(http_get(&lab, "/healthz").await.0.contains("200"));
-    assert!(http_get(&lab, "/readyz").await.0.contains("200"));
+    assert_eq!(lab.http_get(9101, "/healthz").await.0, 200);
+    assert_eq!(lab.http_get(9101, "/readyz").await.0, 200);
     // The separate health listener serves the probes and nothing else.
-    assert!(
-        http_get_port(&lab, 9102, "/healthz")
-            .await
-            .0
-            .contains("200")
-    );
-    assert!(http_get_port(&lab, 9102, "/readyz").await.0.contains("200"));
-    assert!(
-        http_get_port(&lab, 9102, "/metrics")
-            .await
-            .0
-            .contains("404")
-    );
+    assert_eq!(lab.http_get(9102, "/healthz").await.0, 200);
+    assert_eq!(lab.http_get(9102, "/readyz").await.0, 200);
+    assert_eq!(lab.http_get(9102, "/metrics").await.0, 404);
 }
 
 #[tokio::test]
@@ -242,25 +232,4 @@ async fn disable_segmentation_turns_offload_off_and_the_next_revision_restores_i
             assert!(has(&k, &format!("{f}: on")), "{dev} {f}:\n{k}");
         }
     }
-}
-
-/// An HTTP GET from the host to the agent's metrics server: (status line, body).
-async fn http_get(lab: &Lab, path: &str) -> (String, String) {
-    http_get_port(lab, 9101, path).await
-}
-
-/// An HTTP GET from the host to the agent on `port`: (status line, body).
-#[allow(clippy::unwrap_used)]
-async fn http_get_port(lab: &Lab, port: u16, path: &str) -> (String, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect((lab.ns_ip.as_str(), port))
-        .await
-        .unwrap();
-    let req = format!("GET {path} HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).await.unwrap();
-    let status = buf.lines().next().unwrap_or_default().to_string();
-    let body = buf.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
-    (status, body)
 }

@@ -294,19 +294,7 @@ fn lines(text: &str) -> BTreeSet<String> {
 /// The agent's FRR settings for an FRR of the tests' version (`NETROLLOUT_FRR_VERSION`) in
 /// namespace (and pathspace) `ns` whose files are in `dir`.
 pub(crate) fn settings(dir: &Path, ns: &str) -> FrrSettings {
-    let version = Version::from_env();
-    FrrSettings {
-        base_config: dir.join("base.conf"),
-        config: dir.join("frr.conf"),
-        pathspace: Some(ns.to_string()),
-        vty_socket: version.vty_socket(),
-        asn: None,
-        router_id: Some("192.0.2.101".parse().unwrap()),
-        vtep_ip: None,
-        reload_script: version.reload_script(),
-        bindir: version.bindir(),
-        rundir: dir.to_path_buf(),
-    }
+    common::frr_settings::frr_settings(dir, ns, Version::from_env())
 }
 
 /// The threads of the fresh FRRs, joined on drop (also when a step's assertion fails), so each

@@ -1,7 +1,7 @@
 //! The VM suite's configs and polling: the tenant VRF's config, prefix items, JSON look-ups,
 //! waiting for a condition.
 
-use netrollout_api::{LoopbackConfig, NodeConfig, PrefixItem, VrfConfig, VrfPolicy};
+use netrollout_api::{LoopbackConfig, NodeConfig, PrefixAction, PrefixItem, VrfConfig, VrfPolicy};
 use serde_json::Value;
 
 pub const VNI: u32 = 5000;
@@ -10,6 +10,11 @@ pub const COMMUNITY: &str = "65000:100";
 pub const AGGREGATE: &str = "10.50.0.0/21";
 pub const NODE1: [&str; 3] = ["10.50.1.1/24", "10.50.3.1/24", "10.50.4.1/24"];
 pub const NODE2: [&str; 1] = ["10.50.2.1/24"];
+/// The second tenant VRF, added to running nodes (`advertise-all-vni` already on): its VNI, and
+/// each node's loopback in it.
+pub const VNI2: u32 = 5001;
+pub const NODE1_T2: &str = "10.60.1.1/24";
+pub const NODE2_T2: &str = "10.60.2.1/24";
 
 /// The value of the first object key, at any depth, that `pred` accepts.
 pub fn find_key<'a>(v: &'a Value, pred: &dyn Fn(&str) -> bool) -> Option<&'a Value> {
@@ -80,4 +85,36 @@ pub fn config(
         }],
         ..Default::default()
     }
+}
+
+/// `c` with a second tenant VRF `t2` (VNI [`VNI2`], its own route target) holding a loopback
+/// with `address`; import and export everything in 10.60.0.0/16.
+pub fn with_t2(mut c: NodeConfig, address: &str) -> NodeConfig {
+    let all = || vec![item("10.60.0.0/16", 1, Some(32), PrefixAction::Permit)];
+    c.vrfs.push(VrfConfig {
+        name: "t2".into(),
+        table_id: VNI2,
+        vrf_interface: "vr.t2".into(),
+        bridge_interface: Some("br.t2".into()),
+        vxlan_interface: Some("vx.t2".into()),
+        veth_default_interface: "vd.t2".into(),
+        veth_vrf_interface: "vv.t2".into(),
+        vni: Some(VNI2),
+        route_target: Some(format!("65000:{VNI2}")),
+        // Not `lo.t2`: node 1's t1 already has loopbacks `lo.t0`..`lo.t2`.
+        loopbacks: vec![LoopbackConfig {
+            name: "lo.x2".into(),
+            address: address.into(),
+        }],
+        policies: vec![VrfPolicy {
+            source: "t2".into(),
+            seq: 10,
+            import: all(),
+            export: all(),
+            aggregate: Vec::new(),
+            communities: vec![COMMUNITY.into()],
+        }],
+        ..Default::default()
+    });
+    c
 }

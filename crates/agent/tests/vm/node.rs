@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use netrollout_agent::frr::{Frr, FrrSettings};
 use netrollout_api::{NodeConfig, NodeNetworkConfigStatus, NodePhase};
-use netrollout_frr::daemons::{Daemons, FRR_LIB, Log, Start};
+use netrollout_frr::daemons::{Daemons, Log, Start, Version};
 use netrollout_testkit::agent::Lab;
 use netrollout_testkit::cmd::run;
 use serde_json::Value;
@@ -105,7 +105,7 @@ impl Node {
             log: Log::Files(self.dir.clone()),
             underlay: Some(&self.lab.ns_ip),
             timeout: Duration::from_secs(60),
-            ..Start::new(&self.lab.ns, &self.lab.ns)
+            ..Start::from_env(&self.lab.ns, &self.lab.ns)
         }
         .start();
         say(&format!("{} FRR answers", self.ps()));
@@ -148,6 +148,19 @@ impl Node {
         ]
         .map(String::from)
         .to_vec();
+        // FRR of the run's version (`NETROLLOUT_FRR_VERSION`): its vtysh, frr-reload.py, sockets.
+        let version = Version::from_env();
+        self.lab.extra_args.extend([
+            "--frr-bindir".to_string(),
+            version.bindir().display().to_string(),
+            "--frr-reload".to_string(),
+            version.reload_script().display().to_string(),
+        ]);
+        if let Some(dir) = version.vty_socket() {
+            self.lab
+                .extra_args
+                .extend(["--frr-vty-socket".to_string(), dir.display().to_string()]);
+        }
     }
 
     /// Sets the spec and waits for the agent to finish with it.
@@ -205,12 +218,12 @@ impl Node {
             base_config: self.base.clone(),
             config: self.conf.clone(),
             pathspace: Some(self.lab.ns.clone()),
-            vty_socket: None,
+            vty_socket: Version::from_env().vty_socket(),
             asn: None,
             router_id: None,
             vtep_ip: Some(self.lab.ns_ip.parse().unwrap()),
-            reload_script: format!("{FRR_LIB}/frr-reload.py").into(),
-            bindir: "/usr/bin".into(),
+            reload_script: Version::from_env().reload_script(),
+            bindir: Version::from_env().bindir(),
             rundir: self.dir.clone(),
         })
         .unwrap()
@@ -227,6 +240,52 @@ impl Node {
         find_key(&json, &|k| k.starts_with("[5]:") && k.ends_with(&key)).map(|v| v.to_string())
     }
 
+    /// The MAC address of `link` in this node's namespace (`ip -br link show LINK`).
+    pub fn mac(&self, link: &str) -> String {
+        let line = self.lab.ip(&format!("-br link show {link}"));
+        line.split_whitespace()
+            .nth(2)
+            .unwrap_or_else(|| panic!("no MAC in {line:?}"))
+            .to_string()
+    }
+
+    /// zebra's view of VNI `vni` (`show evpn vni VNI json`).
+    pub fn evpn_vni(&self, vni: u32) -> Value {
+        serde_json::from_str(&self.vtysh(&format!("show evpn vni {vni} json"))).unwrap_or_default()
+    }
+
+    /// zebra's layer-3 VNI of `vrf` (`show vrf vni json`: VNI, state, router MAC).
+    pub fn vrf_vni(&self, vrf: &str) -> Option<Value> {
+        let json: Value =
+            serde_json::from_str(&self.vtysh("show vrf vni json")).unwrap_or_default();
+        json["vrfs"]
+            .as_array()?
+            .iter()
+            .find(|v| v["vrf"] == vrf)
+            .cloned()
+    }
+
+    /// One ICMP echo from this node's VRF `vrf` (the socket bound to its device: the source is
+    /// its loopback) to `addr`; whether it was answered.
+    pub fn ping(&self, vrf: &str, addr: &str) -> bool {
+        std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.lab.ns,
+                "ping",
+                "-c",
+                "1",
+                "-W",
+                "2",
+                "-I",
+                vrf,
+                addr,
+            ])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
     pub fn routes(&self, table: &str) -> String {
         self.lab.ip(&format!("route show {table}"))
     }
@@ -236,8 +295,25 @@ impl Node {
             d.dump(&[
                 "show bgp vrf vr.t1 ipv4 unicast",
                 "show bgp vrf vr.t1 ipv4 unicast 10.50.1.0/24",
+                "show vrf vni",
+                "show evpn vni",
+                "show bgp l2vpn evpn route type prefix",
+                "show bgp vrf vr.t2 ipv4 unicast",
             ])
         });
+        // What forwarding in a tenant VRF needs beside the routes: the remote router MACs as
+        // neighbours of the VRFs' bridges and the remote VTEPs in the VXLAN devices' tables.
+        for (program, what) in [("ip", "neigh"), ("bridge", "fdb")] {
+            let text = std::process::Command::new(program)
+                .args(["-n", &self.lab.ns, what, "show"])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_else(|e| format!("running it: {e}"));
+            out.push_str(&format!(
+                "--- {} {program} {what} show\n{text}\n",
+                self.ps()
+            ));
+        }
         let conf = std::fs::read_to_string(&self.conf).unwrap_or_default();
         out.push_str(&format!("--- {}\n{conf}\n", self.conf.display()));
         out.push_str(&format!("--- agent log\n{}\n", self.lab.log()));

@@ -39,11 +39,12 @@ async fn a_target_held_for_want_of_prometheus_is_told_once() {
     assert_eq!(conditions[0]["status"], "False");
     assert_eq!(conditions[0]["reason"], "PrometheusNotConfigured");
     assert_eq!(conditions[0]["observedGeneration"], 2);
-    let event = &seen[1];
-    assert_eq!(event.method, "POST");
-    assert_eq!(event.body["reason"], "PrometheusNotConfigured");
-    assert_eq!(event.body["type"], "Warning");
-    assert_eq!(event.body["regarding"]["name"], "ncr-a");
+    let [reason, kind, about, note] = seen[1].event_said();
+    assert_eq!(
+        [reason, kind, about],
+        ["PrometheusNotConfigured", "Warning", "ncr-a"]
+    );
+    assert!(note.contains("no --prometheus-url"), "{note}");
 
     analyst.run(&ctx, &summary).await.expect("second run");
     assert_eq!(server.take(), Vec::new());

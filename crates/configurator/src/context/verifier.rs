@@ -1,9 +1,10 @@
 //! The request verifier of the unit tests (as controller-rs's `ApiServerVerifier`): a real
 //! [`kube::Client`] over a recording service instead of a connection, so a test sees the exact
 //! requests a step makes — method, path, content type, body — and what the step does with the
-//! server's answer. The service answers a status patch of a revision it was given with that
-//! revision, the patch merged into its status and its resourceVersion raised; anything else
-//! with 404.
+//! server's answer. The service answers a merge patch of a revision it holds (its status or
+//! the object) with that revision, the patch merged in and its resourceVersion raised; the
+//! creation of a revision (kept) or a node config (answered, not kept) with the object at
+//! resourceVersion 1; a list of RolloutAnalyses with none; anything else with 404.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -49,6 +50,28 @@ impl Seen {
         );
         &self.body["status"]
     }
+    /// The body of an Event the step recorded (`events.k8s.io/v1`); panics saying what differs
+    /// when this is another request.
+    pub fn event(&self) -> &Value {
+        assert_eq!(self.method, "POST", "{self:?}");
+        assert!(self.uri.starts_with("/apis/events.k8s.io/v1/"), "{self:?}");
+        &self.body
+    }
+
+    /// What an Event the step recorded says: its reason, type (`Normal`, `Warning`), the name
+    /// of the object it is about, and its note ([`Seen::event`]).
+    pub fn event_said(&self) -> [&str; 4] {
+        fn text(v: &Value) -> &str {
+            v.as_str().unwrap_or_default()
+        }
+        let e = self.event();
+        [
+            text(&e["reason"]),
+            text(&e["type"]),
+            text(&e["regarding"]["name"]),
+            text(&e["note"]),
+        ]
+    }
 }
 
 /// The recording service.
@@ -67,27 +90,73 @@ impl Verifier {
             .unwrap_or_default()
     }
 
+    /// The revisions the server holds now, by name.
+    pub fn revision(&self, name: &str) -> Option<Value> {
+        self.revisions.lock().ok()?.get(name).cloned()
+    }
+
     fn answer(&self, method: &str, uri: &str, body: &Value) -> Option<Value> {
-        let name = uri
-            .strip_prefix("/apis/netrollout.io/v1alpha1/networkconfigrevisions/")?
-            .split('?')
-            .next()?
-            .strip_suffix("/status")?;
+        let path = uri.split('?').next()?;
+        if method == "POST" && path == format!("{GROUP}/nodenetworkconfigs") {
+            // Answered, not kept: a created node config with its first resourceVersion.
+            let mut obj = body.clone();
+            obj["metadata"]["resourceVersion"] = "1".into();
+            return Some(obj);
+        }
+        if method == "GET" && path == format!("{GROUP}/rolloutanalyses") {
+            return Some(serde_json::json!({
+                "apiVersion": "netrollout.io/v1alpha1",
+                "kind": "RolloutAnalysisList",
+                "metadata": { "resourceVersion": "1" },
+                "items": [],
+            }));
+        }
+        let rest = path.strip_prefix(&format!("{GROUP}/networkconfigrevisions"))?;
+        let mut revisions = self.revisions.lock().ok()?;
+        if method == "POST" && rest.is_empty() {
+            let mut obj = body.clone();
+            obj["metadata"]["resourceVersion"] = "1".into();
+            let name = obj["metadata"]["name"].as_str()?.to_string();
+            revisions.insert(name, obj.clone());
+            return Some(obj);
+        }
+        let name = rest.strip_prefix('/')?;
+        let name = name.strip_suffix("/status").unwrap_or(name);
         if method != "PATCH" {
             return None;
         }
-        let mut revisions = self.revisions.lock().ok()?;
         let ncr = revisions.get_mut(name)?;
-        let status = ncr.get_mut("status")?.as_object_mut()?;
-        for (k, v) in body.get("status")?.as_object()? {
-            status.insert(k.clone(), v.clone());
-        }
         let rv = ncr["metadata"]["resourceVersion"]
             .as_str()?
             .parse::<u64>()
             .ok()?;
+        merge(ncr, body);
         ncr["metadata"]["resourceVersion"] = (rv + 1).to_string().into();
         Some(ncr.clone())
+    }
+}
+
+/// The path of the `netrollout.io/v1alpha1` API.
+const GROUP: &str = "/apis/netrollout.io/v1alpha1";
+
+/// A JSON merge patch (RFC 7386), as the API server applies `application/merge-patch+json`.
+fn merge(target: &mut Value, patch: &Value) {
+    let Some(fields) = patch.as_object() else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(serde_json::Map::new());
+    }
+    let Some(obj) = target.as_object_mut() else {
+        return;
+    };
+    for (k, v) in fields {
+        if v.is_null() {
+            obj.remove(k);
+        } else {
+            merge(obj.entry(k.clone()).or_insert(Value::Null), v);
+        }
     }
 }
 

@@ -154,20 +154,28 @@ impl Writer {
     /// # Errors
     /// As [`Writer::write`].
     pub async fn patch_statuses(&self, patches: &[StatusPatch]) -> Result<()> {
-        let api: Api<NetworkConfigRevision> = self.api();
         for p in patches {
-            let name = p.revision.as_str();
-            self.write_revision(
-                || format!("{} NetworkConfigRevision {name}", p.what),
-                api.patch_status(
-                    name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&serde_json::json!({ "status": p.status })),
-                ),
-            )
-            .await?;
+            self.patch_status(p).await?;
         }
         Ok(())
+    }
+
+    /// Writes one [`StatusPatch`], laid over the cache; returns the revision as written.
+    ///
+    /// # Errors
+    /// As [`Writer::write`].
+    pub async fn patch_status(&self, p: &StatusPatch) -> Result<Arc<NetworkConfigRevision>> {
+        let api: Api<NetworkConfigRevision> = self.api();
+        let name = p.revision.as_str();
+        self.write_revision(
+            || format!("{} NetworkConfigRevision {name}", p.what),
+            api.patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(&serde_json::json!({ "status": p.status })),
+            ),
+        )
+        .await
     }
 
     /// Creates the node config `obj`. The response is asked for as the object's metadata alone

@@ -15,7 +15,7 @@ use super::Memos;
 use super::live::{Checked, Live};
 use crate::accepted;
 use crate::conditions;
-use crate::context::Context;
+use crate::context::{Context, StatusPatch};
 use crate::convert;
 use crate::error::{Error, Result};
 
@@ -69,16 +69,12 @@ impl<'a> Executor<'a> {
         name: &str,
         changes: &[netrollout_api::InputChange],
     ) -> Result<Arc<NetworkConfigRevision>> {
-        let patch = serde_json::json!({ "status": { "changes": changes } });
-        let patched = self
-            .ctx
-            .writer()
-            .write_revision(
-                || format!("record the changes of NetworkConfigRevision {name}"),
-                self.api()
-                    .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)),
-            )
-            .await?;
+        let write = StatusPatch {
+            revision: name.to_string(),
+            status: serde_json::json!({ "changes": changes }),
+            what: "record the changes of",
+        };
+        let patched = self.ctx.writer().patch_status(&write).await?;
         self.written(patched.clone());
         Ok(patched)
     }
@@ -170,24 +166,20 @@ impl<'a> Executor<'a> {
         let message = "retried by a person: rolled out again as the newest revision";
         let existing = self.revision(name)?;
         let fields = conditions::for_retry(&existing, message, self.ctx.read().globally_paused());
-        let patch = serde_json::json!({ "status": {
-            "phase": RevisionPhase::Pending,
-            "message": message,
-            "failedNodes": [],
-            // The analysis is measured afresh: a retry rolls it out again from its first wave.
-            "analysis": null,
-            "conditions": fields["conditions"],
-            "observedGeneration": fields["observedGeneration"],
-        }});
-        let cleared = self
-            .ctx
-            .writer()
-            .write_revision(
-                || format!("clear Failed on NetworkConfigRevision {name}"),
-                self.api()
-                    .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)),
-            )
-            .await?;
+        let write = StatusPatch {
+            revision: name.to_string(),
+            status: serde_json::json!({
+                "phase": RevisionPhase::Pending,
+                "message": message,
+                "failedNodes": [],
+                // The analysis is measured afresh: a retry rolls it out again from its first wave.
+                "analysis": null,
+                "conditions": fields["conditions"],
+                "observedGeneration": fields["observedGeneration"],
+            }),
+            what: "clear Failed on",
+        };
+        let cleared = self.ctx.writer().patch_status(&write).await?;
         self.written(cleared);
         Ok(())
     }

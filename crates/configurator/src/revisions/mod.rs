@@ -125,6 +125,9 @@ fn refusal(revision: &str, inputs: &[InputObject]) -> Refusal {
 }
 
 #[cfg(test)]
+mod requests;
+
+#[cfg(test)]
 mod tests {
     use kube::api::ObjectMeta;
     use netrollout_api::{

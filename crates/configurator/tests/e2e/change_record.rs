@@ -35,6 +35,39 @@ async fn as_user(lab: &LabApi, user: &str, args: &[&str], stdin: Option<&str>) -
     kubectl(&config, &cache, args, stdin, None).await
 }
 
+/// `kubectl apply` of the RoutingTable `manifest` as `user`.
+async fn apply_table(lab: &LabApi, user: &str, manifest: String) -> Run {
+    as_user(lab, user, &["apply", "-f", "-"], Some(&manifest)).await
+}
+
+/// `kubectl annotate` as `user`, setting the table's `netrollout.io/changed-by` to `to`.
+async fn claim(lab: &LabApi, user: &str, to: &str) -> Run {
+    let annotation = format!("netrollout.io/changed-by={to}");
+    let args = [
+        "annotate",
+        "--overwrite",
+        "routingtable",
+        "extra",
+        &annotation,
+    ];
+    as_user(lab, user, &args, None).await
+}
+
+/// The Event `reason` on revision `name`, within 5 s.
+async fn revision_event(
+    lab: &LabApi,
+    name: &str,
+    reason: &str,
+) -> anyhow::Result<k8s_openapi::api::events::v1::Event> {
+    lab.event(
+        "NetworkConfigRevision",
+        name,
+        reason,
+        Duration::from_secs(5),
+    )
+    .await
+}
+
 fn changes(r: &NetworkConfigRevision) -> Vec<netrollout_api::InputChange> {
     r.status.clone().map(|s| s.changes).unwrap_or_default()
 }
@@ -58,14 +91,9 @@ async fn each_revision_records_who_changed_which_input_and_why_and_nobody_writes
     let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(50)));
     let cfg = lab.configurator(&["--update-limit=2"]);
 
-    as_user(
-        &lab,
-        "alice",
-        &["apply", "-f", "-"],
-        Some(&table(100, "alice", "first table", "NET-1")),
-    )
-    .await
-    .ok("alice applies");
+    apply_table(&lab, "alice", table(100, "alice", "first table", "NET-1"))
+        .await
+        .ok("alice applies");
     let first = lab
         .newest_in(RevisionPhase::Succeeded, Duration::from_secs(20))
         .await?;
@@ -91,14 +119,7 @@ async fn each_revision_records_who_changed_which_input_and_why_and_nobody_writes
     );
     assert!(c[0].time.is_some() && c[0].generation == Some(1), "{c:?}");
     let name = first.metadata.name.clone().unwrap();
-    let event = lab
-        .event(
-            "NetworkConfigRevision",
-            &name,
-            "Created",
-            Duration::from_secs(5),
-        )
-        .await?;
+    let event = revision_event(&lab, &name, "Created").await?;
     assert_event(
         &event,
         false,
@@ -109,58 +130,23 @@ async fn each_revision_records_who_changed_which_input_and_why_and_nobody_writes
     );
 
     // Bob cannot change it in Alice's name, nor claim an earlier change as his own.
-    let refused = as_user(
-        &lab,
-        "bob",
-        &["apply", "-f", "-"],
-        Some(&table(101, "alice", "x", "NET-2")),
-    )
-    .await;
+    let refused = apply_table(&lab, "bob", table(101, "alice", "x", "NET-2")).await;
     let err = refused.fails("bob applies in alice's name");
     assert!(
         err.contains("netrollout.io/changed-by") && err.contains("set it to bob"),
         "{err}"
     );
-    let err = as_user(
-        &lab,
-        "bob",
-        &[
-            "annotate",
-            "--overwrite",
-            "routingtable",
-            "extra",
-            "netrollout.io/changed-by=bob",
-        ],
-        None,
-    )
-    .await;
+    let err = claim(&lab, "bob", "bob").await;
     // Setting it to himself without changing the spec is his own claim: allowed by the rule
     // "a write that sets it must come from the user it names"; changing someone else's name
     // to a third is not.
     err.ok("bob names himself");
-    let err = as_user(
-        &lab,
-        "bob",
-        &[
-            "annotate",
-            "--overwrite",
-            "routingtable",
-            "extra",
-            "netrollout.io/changed-by=carol",
-        ],
-        None,
-    )
-    .await;
+    let err = claim(&lab, "bob", "carol").await;
     assert!(err.fails("bob names carol").contains("set it to bob"));
 
-    as_user(
-        &lab,
-        "bob",
-        &["apply", "-f", "-"],
-        Some(&table(101, "bob", "a bigger table", "NET-2")),
-    )
-    .await
-    .ok("bob applies");
+    apply_table(&lab, "bob", table(101, "bob", "a bigger table", "NET-2"))
+        .await
+        .ok("bob applies");
     let second = succeeded_after(&lab, first.spec.sequence).await?;
     let c = changes(&second);
     assert_eq!(c.len(), 1, "{c:?}");
@@ -176,14 +162,9 @@ async fn each_revision_records_who_changed_which_input_and_why_and_nobody_writes
     assert_eq!(c[0].generation, Some(2));
 
     // Back to the first content: its revision is raised, and records this change instead.
-    as_user(
-        &lab,
-        "alice",
-        &["apply", "-f", "-"],
-        Some(&table(100, "alice", "back to 100", "NET-3")),
-    )
-    .await
-    .ok("alice goes back");
+    apply_table(&lab, "alice", table(100, "alice", "back to 100", "NET-3"))
+        .await
+        .ok("alice goes back");
     let raised = succeeded_after(&lab, second.spec.sequence).await?;
     assert_eq!(
         raised.metadata.name, first.metadata.name,
@@ -199,14 +180,7 @@ async fn each_revision_records_who_changed_which_input_and_why_and_nobody_writes
         ),
         (1, ChangeKind::Changed, "alice", "back to 100")
     );
-    let event = lab
-        .event(
-            "NetworkConfigRevision",
-            &name,
-            "SequenceRaised",
-            Duration::from_secs(5),
-        )
-        .await?;
+    let event = revision_event(&lab, &name, "SequenceRaised").await?;
     assert_event(
         &event,
         false,

@@ -10,7 +10,7 @@ use netrollout_api::{
 };
 
 use crate::agents::{Agents, healthy};
-use crate::lab::{ConfiguratorLab as _, LabApi, R, eventually};
+use crate::lab::{Configurator, ConfiguratorLab as _, LabApi, R, eventually};
 use crate::{all_provisioned, assert_event, condition, first_good, names, nodes, succeeded_after};
 
 /// What a node's agent reports: `present` and `missing` capability words.
@@ -42,6 +42,23 @@ async fn held_after(lab: &LabApi, sequence: i64) -> anyhow::Result<NetworkConfig
     .await;
     held.map_err(|e| anyhow::anyhow!("the new revision never said NodesCapable=False: {e}"))?;
     Ok(lab.revisions().await?.pop().unwrap())
+}
+
+/// Two nodes with healthy agents and a configurator (`--update-limit=2`), the first revision
+/// provisioned on both, then n-1 reporting it lacks vrf; returns the agents, the configurator
+/// and that first revision.
+async fn two_nodes_one_lacking_vrf(
+    lab: &LabApi,
+) -> anyhow::Result<(Agents, Configurator, NetworkConfigRevision)> {
+    nodes(lab, 2).await?;
+    let agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(100)));
+    let cfg = lab.configurator(&["--update-limit=2"]);
+    let first = first_good(lab).await?;
+    let first_name = first.metadata.name.clone().unwrap();
+    all_provisioned(lab, &names(2), &first_name, Duration::from_secs(10)).await?;
+    lab.set_config_status("n-1", reports(&["bridge", "vxlan"], &["vrf"]))
+        .await;
+    Ok((agents, cfg, first))
 }
 
 #[tokio::test]
@@ -113,14 +130,8 @@ async fn a_revision_needing_vrf_waits_for_the_node_that_lacks_it_and_rolls_out_o
 #[tokio::test]
 async fn a_held_revision_superseded_by_new_inputs_no_longer_promises_to_roll_out() -> R {
     let lab = LabApi::netrollout().await;
-    nodes(&lab, 2).await?;
-    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(100)));
-    let cfg = lab.configurator(&["--update-limit=2"]);
-    let first = first_good(&lab).await?;
+    let (_agents, cfg, first) = two_nodes_one_lacking_vrf(&lab).await?;
     let first_name = first.metadata.name.clone().unwrap();
-    all_provisioned(&lab, &names(2), &first_name, Duration::from_secs(10)).await?;
-    lab.set_config_status("n-1", reports(&["bridge", "vxlan"], &["vrf"]))
-        .await;
 
     // Held: n-1 lacks vrf.
     lab.set_table("extra", 200).await?;
@@ -165,14 +176,8 @@ async fn a_held_revision_superseded_by_new_inputs_no_longer_promises_to_roll_out
 async fn inputs_back_to_a_superseded_held_revision_hold_it_again_from_the_pass_that_raised_it() -> R
 {
     let lab = LabApi::netrollout().await;
-    nodes(&lab, 2).await?;
-    let agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(100)));
-    let cfg = lab.configurator(&["--update-limit=2"]);
-    let first = first_good(&lab).await?;
+    let (agents, cfg, first) = two_nodes_one_lacking_vrf(&lab).await?;
     let first_name = first.metadata.name.clone().unwrap();
-    all_provisioned(&lab, &names(2), &first_name, Duration::from_secs(10)).await?;
-    lab.set_config_status("n-1", reports(&["bridge", "vxlan"], &["vrf"]))
-        .await;
     lab.set_table("extra", 200).await?;
     let held = held_after(&lab, first.spec.sequence).await?;
     let held_name = held.metadata.name.clone().unwrap();
@@ -240,5 +245,61 @@ async fn inputs_back_to_a_superseded_held_revision_hold_it_again_from_the_pass_t
     lab.set_config_status("n-1", reports(&["bridge", "vrf", "vxlan"], &[]))
         .await;
     all_provisioned(&lab, &names(2), &held_name, Duration::from_secs(10)).await?;
+    cfg.stop().await
+}
+
+/// A `BGPPeering` with `enableBFD` needs FRR's bfdd: a node whose agent reported bfdd missing
+/// holds the revision back, naming bfdd and the fix; the same peering without BFD rolls out.
+#[tokio::test]
+async fn a_peering_with_bfd_waits_for_a_node_without_bfdd_and_one_without_bfd_does_not() -> R {
+    use kube::api::{Api, Patch, PatchParams};
+    use netrollout_api::{BGPPeering, BGPPeeringLoopback, BGPPeeringSpec};
+
+    let lab = LabApi::netrollout().await;
+    nodes(&lab, 2).await?;
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(100)));
+    let cfg = lab.configurator(&["--update-limit=2"]);
+    let first = first_good(&lab).await?;
+    let first_name = first.metadata.name.clone().unwrap();
+    all_provisioned(&lab, &names(2), &first_name, Duration::from_secs(10)).await?;
+    lab.set_config_status("n-1", reports(&["bgpd"], &["bfdd"]))
+        .await;
+    let peering = |bfd: bool| {
+        BGPPeering::new(
+            "lb",
+            BGPPeeringSpec {
+                loopback_peer: Some(BGPPeeringLoopback {
+                    ip_addresses: vec!["10.250.7.1".into()],
+                }),
+                remote_asn: 65100,
+                enable_bfd: bfd,
+                ..Default::default()
+            },
+        )
+    };
+    let api: Api<BGPPeering> = Api::all(lab.client.clone());
+    let apply = PatchParams::apply("e2e-test").force();
+    api.patch("lb", &apply, &Patch::Apply(&peering(true)))
+        .await?;
+    let held = held_after(&lab, first.spec.sequence).await?;
+    let c = condition(&held, NODES_CAPABLE_CONDITION);
+    assert!(
+        c.message.contains(
+            "node n-1 lacks bfdd (FRR daemon; enable bfdd in /etc/frr/daemons and restart FRR"
+        ) && !c.message.contains("n-0"),
+        "{}",
+        c.message
+    );
+
+    api.patch("lb", &apply, &Patch::Apply(&peering(false)))
+        .await?;
+    let done = succeeded_after(&lab, held.spec.sequence).await?;
+    all_provisioned(
+        &lab,
+        &names(2),
+        done.metadata.name.as_deref().unwrap(),
+        Duration::from_secs(10),
+    )
+    .await?;
     cfg.stop().await
 }

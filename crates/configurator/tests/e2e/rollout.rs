@@ -205,14 +205,9 @@ async fn an_invalid_input_is_rejected_and_no_revision_is_created() -> R {
     cfg.stop().await
 }
 
-async fn http_get(port: u16, path: &str) -> R<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
-        .await?;
-    let mut body = String::new();
-    s.read_to_string(&mut body).await?;
-    Ok(body)
+/// `GET path` on the configurator's listener at `port`: (status, body).
+async fn http_get(port: u16, path: &str) -> (u16, String) {
+    netrollout_testkit::http::get(("127.0.0.1", port), path).await
 }
 
 fn free_port() -> R<u16> {
@@ -233,9 +228,10 @@ async fn health_readiness_and_metrics_are_served_once_the_caches_are_synced() ->
         "--update-limit=2",
     ]);
     first_good(&lab).await?;
-    assert!(http_get(h, "/healthz").await?.starts_with("HTTP/1.0 200"));
-    assert!(http_get(h, "/readyz").await?.starts_with("HTTP/1.0 200"));
-    let metrics = http_get(m, "/metrics").await?;
+    assert_eq!(http_get(h, "/healthz").await.0, 200);
+    assert_eq!(http_get(h, "/readyz").await.0, 200);
+    let (status, metrics) = http_get(m, "/metrics").await;
+    assert_eq!(status, 200, "{metrics}");
     for line in [
         "netrollout_configurator_leader 1",
         "netrollout_configurator_dispatches_total{name=\"join\"} 2",

@@ -18,4 +18,5 @@ mod redteam_identities;
 mod redteam_requests;
 mod redteam_watch;
 mod security;
+mod security_agent;
 mod write_checks;

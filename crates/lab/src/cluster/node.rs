@@ -40,7 +40,7 @@ impl Cluster {
         if self.vm.is_none() {
             fabric::add_node(&name, index)?;
             let ns = fabric::netns(&name);
-            let pids = crate::frr::start(&ns, &ns, &frr_config)
+            let pids = crate::frr::start(&ns, &ns, &frr_config, self.opts.frr)
                 .with_context(|| format!("starting FRR on {name}"))?;
             crate::pids::record_pids(&self.opts.state_dir, &pids)?;
         }
@@ -159,6 +159,10 @@ impl Cluster {
             "--frr-pathspace".into(),
             pathspace.clone(),
         ]);
+        // FRR of the lab's version: its vtysh, frr-reload.py and (10.3) socket directory.
+        if self.vm.is_none() && !self.opts.containers {
+            args.extend(crate::frr::agent_args(self.opts.frr));
+        }
         // The managed instances' router id must differ from the base file's (the VTEP address
         // here): each VRF peers with the default VRF over iBGP. Never routed, only an id.
         let id = fabric::node_ip(index).octets();

@@ -142,7 +142,10 @@ impl Cluster {
             host_paths: [
                 ("/var/lib/netrollout".to_string(), state),
                 ("/etc/frr".into(), crate::frr::config_dir(&pathspace)),
-                ("/var/run/frr".into(), crate::frr::run_dir(&pathspace)),
+                (
+                    "/var/run/frr".into(),
+                    crate::frr::run_dir(self.opts.frr, &pathspace),
+                ),
             ]
             .into(),
             pod_dir: self.opts.state_dir.join("pods").join(&pod_name),

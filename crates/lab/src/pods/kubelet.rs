@@ -15,7 +15,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::watch;
 
 use super::podman;
-use super::spec::{HttpProbe, Run};
+use super::probe::HttpProbe;
+use super::spec::Run;
 
 /// What the kubelet knows of a pod.
 #[derive(Clone, Debug, Default)]

@@ -23,6 +23,7 @@ use serde_json::Value;
 use tokio::process::Command;
 
 pub mod kubelet;
+mod probe;
 pub mod spec;
 
 /// The deploy bundle, as `kubectl kustomize config/default` renders it.

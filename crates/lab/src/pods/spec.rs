@@ -30,9 +30,9 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use k8s_openapi::api::core::v1::{Container, Probe};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::Template;
+use super::probe::{HttpProbe, http_probe};
 
 /// Where the service account's files are mounted in a pod.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -79,25 +79,6 @@ pub struct Overlay {
     pub env: Vec<(String, String)>,
     /// `securityContext.supplementalGroups` of the pod, in place of the template's.
     pub supplemental_groups: Option<Vec<i64>>,
-}
-
-/// An HTTP probe as the kubelet polls it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HttpProbe {
-    /// Where: the pod's address (or the probe's `host`) and port.
-    pub addr: SocketAddr,
-    /// The path.
-    pub path: String,
-    /// `initialDelaySeconds`.
-    pub initial_delay: Duration,
-    /// `periodSeconds`.
-    pub period: Duration,
-    /// `timeoutSeconds`.
-    pub timeout: Duration,
-    /// `failureThreshold`.
-    pub failure_threshold: u32,
-    /// `successThreshold`.
-    pub success_threshold: u32,
 }
 
 /// How one container of a pod runs.
@@ -338,7 +319,7 @@ pub fn run(t: &Template, p: &Placement) -> Result<Run> {
     let probe = |which: &str, probe: &Option<Probe>| -> Result<Option<HttpProbe>> {
         probe
             .as_ref()
-            .map(|pr| http_probe(pr, c, p, &at(which)))
+            .map(|pr| http_probe(pr, c, p.pod_ip, &at(which)))
             .transpose()
     };
     Ok(Run {
@@ -351,53 +332,6 @@ pub fn run(t: &Template, p: &Placement) -> Result<Run> {
         readiness: probe("readinessProbe", &c.readiness_probe)?,
         grace,
     })
-}
-
-fn http_probe(pr: &Probe, c: &Container, p: &Placement, at: &str) -> Result<HttpProbe> {
-    let get = pr
-        .http_get
-        .as_ref()
-        .with_context(|| format!("{at}: only httpGet probes are modelled"))?;
-    if get.scheme.as_deref().is_some_and(|s| s != "HTTP") {
-        bail!("{at}.httpGet.scheme: only HTTP is modelled");
-    }
-    let port = match &get.port {
-        IntOrString::Int(n) => {
-            u16::try_from(*n).with_context(|| format!("{at}.httpGet.port {n}"))?
-        }
-        IntOrString::String(name) => (c.ports.iter().flatten())
-            .find(|cp| cp.name.as_deref() == Some(name))
-            .and_then(|cp| u16::try_from(cp.container_port).ok())
-            .with_context(|| {
-                format!("{at}.httpGet.port: the container has no port named {name}")
-            })?,
-    };
-    let host: std::net::IpAddr = match &get.host {
-        Some(h) => h
-            .parse()
-            .with_context(|| format!("{at}.httpGet.host {h}: the lab probes addresses only"))?,
-        None => p.pod_ip.into(),
-    };
-    let secs = |v: Option<i32>, default: u64| {
-        Duration::from_secs(v.and_then(|v| u64::try_from(v).ok()).unwrap_or(default))
-    };
-    let count =
-        |v: Option<i32>, default: u32| v.and_then(|v| u32::try_from(v).ok()).unwrap_or(default);
-    Ok(HttpProbe {
-        addr: SocketAddr::new(host, port),
-        path: get.path.clone().unwrap_or_else(|| "/".into()),
-        initial_delay: secs(pr.initial_delay_seconds, 0),
-        period: secs(pr.period_seconds, 10),
-        timeout: secs(pr.timeout_seconds, 1),
-        failure_threshold: count(pr.failure_threshold, 3),
-        success_threshold: count(pr.success_threshold, 1),
-    })
-}
-
-impl std::fmt::Display for HttpProbe {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "http://{}{}", self.addr, self.path)
-    }
 }
 
 /// Expands `$(NAME)` references to variables of `env` as the kubelet does: an unknown name stays

@@ -227,6 +227,7 @@ pub(crate) mod tests {
             prometheus: false,
             containers: false,
             manifests: None,
+            frr: Default::default(),
             configurator_flags: Vec::new(),
         }
     }

@@ -24,7 +24,7 @@ use netrollout_rollout::{
 use crate::agent::{Agent, Behavior};
 use crate::check::Checker;
 use crate::lifecycle::Inputs;
-use crate::scenario::{pass_checking, settled};
+use crate::scenario::{flip_random_health, pass_checking, settled};
 use crate::world::World;
 
 /// The number of nodes at the first gate of `target` not released under its sequence (`None`:
@@ -171,22 +171,7 @@ fn run(w: &mut World) -> Result<(), String> {
             w.change_inputs(content);
         }
         if w.rng.chance(8) {
-            let i = w.rng.below(w.state.nodes.len() as u64) as usize;
-            let name = w.state.nodes[i].name.clone();
-            let now = w.now;
-            let Some(n) = w.node_mut(&name) else { continue };
-            n.health = match n.health {
-                Health::Regressed { .. } => Health::Healthy,
-                _ => Health::Regressed {
-                    since: now,
-                    checks: vec!["tenant-ping".into()],
-                },
-            };
-            let line = format!(
-                "  {name} tenants unreachable={}",
-                n.health.regressed_since().is_some()
-            );
-            w.log.push(line);
+            flip_random_health(w, "tenants unreachable");
         }
         if w.rng.chance(8) {
             w.settings.start_check = match w.settings.start_check {

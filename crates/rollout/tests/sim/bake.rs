@@ -22,7 +22,7 @@ use netrollout_rollout::{
 use crate::agent::{Agent, Behavior};
 use crate::check::Checker;
 use crate::lifecycle::Inputs;
-use crate::scenario::{pass_checking, settled};
+use crate::scenario::{flip_random_health, pass_checking, settled};
 use crate::world::{STEP_MS, World};
 
 /// When `n` settled on its spec revision, if it did and the configurator recorded it.
@@ -112,22 +112,7 @@ fn run(w: &mut World) -> Result<(), String> {
             w.change_inputs(content);
         }
         if w.rng.chance(10) {
-            let i = w.rng.below(w.state.nodes.len() as u64) as usize;
-            let name = w.state.nodes[i].name.clone();
-            let now = w.now;
-            let Some(n) = w.node_mut(&name) else { continue };
-            n.health = match n.health {
-                Health::Regressed { .. } => Health::Healthy,
-                _ => Health::Regressed {
-                    since: now,
-                    checks: vec!["tenant-ping".into()],
-                },
-            };
-            let line = format!(
-                "  {name} health regressed={}",
-                n.health.regressed_since().is_some()
-            );
-            w.log.push(line);
+            flip_random_health(w, "health regressed");
         }
         step(w, &mut checker)?;
     }

@@ -4,7 +4,7 @@
 //! how many seeds run (default 10,000).
 //!
 //! Layout: `rng` (SplitMix64), `agent` (simulated agents), `world` (API state, faults,
-//! configurator), `check` (the invariants; `slots`: the window's and the awaited nodes'), `scenario` (chaos and wave scenarios),
+//! configurator), `check` (the invariants; `slots`: the window's and the awaited nodes'), `scenario` (chaos scenarios), `waves` (healthy fleets' waves),
 //! `regressions` (one named scenario per rule of the contract (docs/contract.md)), `lifecycle`
 //! (the revision lifecycle decides the revisions when the simulated inputs change, and its
 //! invariants are checked at every decision), `guard` (the fleet guard's world and invariants),
@@ -41,6 +41,7 @@ mod regressions_waves;
 mod scenario;
 mod schedule;
 mod slots;
+mod waves;
 
 // The simulator itself lives beside the planner (`src/sim/`; the benchmark uses it too).
 use netrollout_rollout::sim::{agent, rng, world};
@@ -291,7 +292,7 @@ fn healthy_fleets_reach_the_newest_revision_in_the_ideal_number_of_waves() {
         "healthy_fleets_reach_the_newest_revision_in_the_ideal_number_of_waves",
         "SIM_SCENARIOS",
         2_000,
-        scenario::waves,
+        waves::waves,
         &[
             "gone",
             "join",

@@ -1,12 +1,14 @@
 //! Seeded scenarios: random chaos with invariants after every step and convergence once healed
-//! (small fleets, and 10,000-node fleets), for both rollout strategies; and healthy fleets whose
-//! rollouts must take the ideal number of waves, or keep every slot busy with a window.
+//! (small fleets, and 10,000-node fleets), for both rollout strategies (the healthy fleets'
+//! waves are in `waves`).
 
 use std::time::Duration;
 
 use netrollout_rollout::{
-    Action, HistoryLimits, Mode, NodePhase, Plan, RolloutStrategy, Settings, State, UpdateLimit,
+    HistoryLimits, Mode, NodePhase, Plan, RolloutStrategy, Settings, State, UpdateLimit,
 };
+
+use netrollout_rollout::guard::Health;
 
 use crate::agent::{Agent, Behavior};
 use crate::check::Checker;
@@ -65,7 +67,7 @@ fn random_node(w: &mut World, zones: u64, size: Size) {
 /// Plan, execute with faults, check every invariant (after a pass that was written in full:
 /// its awaited nodes are the ones in flight, and with a window no slot is idle). Returns the
 /// plan.
-fn pass(w: &mut World, checker: &mut Checker) -> Result<Plan, String> {
+pub fn pass(w: &mut World, checker: &mut Checker) -> Result<Plan, String> {
     pass_checking(w, checker, |w, checker, before, p| {
         if let (Mode::Halted, Some(t)) = (&p.summary.mode, &p.summary.target) {
             w.log.push(format!(
@@ -105,6 +107,24 @@ pub fn pass_checking(
         check_window(&p, &w.state, w.now, &w.settings)?;
     }
     Ok(p)
+}
+
+/// Flips the health of one node picked at random (healthy to regressed with `tenant-ping`
+/// failing, regressed to healthy) and logs `  NAME WHAT=true|false` (regressed or not).
+pub fn flip_random_health(w: &mut World, what: &str) {
+    let i = w.rng.below(w.state.nodes.len() as u64) as usize;
+    let name = w.state.nodes[i].name.clone();
+    let now = w.now;
+    let Some(n) = w.node_mut(&name) else { return };
+    n.health = match n.health {
+        Health::Regressed { .. } => Health::Healthy,
+        _ => Health::Regressed {
+            since: now,
+            checks: vec!["tenant-ping".into()],
+        },
+    };
+    let line = format!("  {name} {what}={}", n.health.regressed_since().is_some());
+    w.log.push(line);
 }
 
 /// Whether the fleet has settled where the planner wants it.
@@ -334,124 +354,4 @@ fn node_event(w: &mut World) {
             }
         }
     }
-}
-
-/// A healthy fleet (no faults; agents apply in 1-4 steps, all the same or each its own) rolls a
-/// new revision out, once with each strategy. Waves: the number of passes that dispatched it
-/// must be exactly ceil(N / limit), plus at most one per join or leave. Window: no slot is idle
-/// while a node could move (checked after every pass), and without churn the rollout finishes
-/// no later than with waves.
-pub fn waves(seed: u64) -> (Result<(), String>, Vec<String>) {
-    let (waves, mut log) = rollout(seed, RolloutStrategy::Waves);
-    let waves = match waves {
-        Ok(w) => w,
-        Err(e) => return (Err(e), log),
-    };
-    let (window, more) = rollout(seed, RolloutStrategy::Window);
-    log.extend(more);
-    let result = window.and_then(|window| {
-        if waves.churn || window.steps <= waves.steps {
-            Ok(())
-        } else {
-            Err(format!(
-                "window: the rollout took {} steps, waves only {}",
-                window.steps, waves.steps
-            ))
-        }
-    });
-    (result, log)
-}
-
-/// How a healthy rollout went.
-struct Outcome {
-    churn: bool,
-    /// Steps until every node ran the target.
-    steps: u64,
-}
-
-fn rollout(seed: u64, strategy: RolloutStrategy) -> (Result<Outcome, String>, Vec<String>) {
-    let mut rng = crate::rng::Rng::new(seed);
-    let n0 = rng.range(1, 12);
-    let churn = rng.chance(50);
-    let limit = if churn || rng.chance(50) {
-        UpdateLimit::Count(rng.range(1, 4) as u32)
-    } else {
-        UpdateLimit::Percent(rng.range(5, 100) as u32)
-    };
-    let settings = Settings {
-        update_limit: limit,
-        strategy,
-        ..Settings::default()
-    };
-    let mut w = World::new(seed, settings);
-    w.log.push(format!("== {strategy}"));
-    let zones = rng.range(1, 3);
-    let varied = rng.chance(50);
-    for _ in 0..n0 {
-        let z = rng.below(zones);
-        let canary = rng.chance(20);
-        let apply_steps = if varied { rng.range(1, 4) as u32 } else { 1 };
-        w.add_node(z, canary, Agent::new(Behavior::Healthy, apply_steps));
-    }
-    if rng.chance(50) {
-        let s = w.change_inputs(0);
-        w.converge_on(&s);
-    }
-    let target = w.change_inputs(1);
-    let ideal = (n0 as usize).div_ceil(limit.resolve(n0 as usize));
-    let (mut joins, mut leaves) = (0, 0);
-    let mut checker = Checker::default();
-    let mut waves = 0;
-    let result = (|| {
-        for step in 0..400 {
-            if churn && step < 8 && rng.chance(15) {
-                if rng.chance(50) {
-                    joins += 1;
-                    w.add_node(rng.below(zones), false, Agent::new(Behavior::Healthy, 1));
-                } else if w.state.nodes.len() > 1 {
-                    leaves += 1;
-                    let name = w.state.nodes[rng.below(w.state.nodes.len() as u64) as usize]
-                        .name
-                        .clone();
-                    w.log.push(format!("gone {name}"));
-                    w.remove_node(&name);
-                }
-            }
-            w.step_agents();
-            let p = pass(&mut w, &mut checker)?;
-            let dispatched = p
-                .actions
-                .iter()
-                .any(|a| matches!(a, Action::Dispatch { revision, .. } if *revision == target));
-            waves += usize::from(dispatched);
-            let done = w.state.nodes.iter().all(|n| {
-                n.spec_revision.as_ref() == Some(&target)
-                    && n.current_status()
-                        .is_some_and(|s| s.phase == NodePhase::Provisioned)
-            });
-            if done && settled(&w, &p) {
-                w.log.push(format!(
-                    "{strategy}: {waves} dispatching passes in {step} steps, ideal {ideal} waves, joins {joins}, leaves {leaves}"
-                ));
-                let allowed = ideal + joins + leaves;
-                let ok = match (strategy, joins + leaves) {
-                    (RolloutStrategy::Window, _) => true,
-                    (RolloutStrategy::Waves, 0) => waves == ideal,
-                    (RolloutStrategy::Waves, _) => waves <= allowed,
-                };
-                return if ok {
-                    Ok(Outcome { churn, steps: step })
-                } else {
-                    Err(format!(
-                        "invariant 8: {waves} waves for {n0} nodes with limit {limit} (ideal {ideal}, joins {joins}, leaves {leaves})"
-                    ))
-                };
-            }
-            w.advance();
-        }
-        Err(format!(
-            "invariant 8: the healthy {strategy} rollout did not finish in 400 steps"
-        ))
-    })();
-    (result, w.log)
 }

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Io, converge};
+use super::{Conf, Io, converge};
 use crate::frr::FrrError;
 
 /// The model FRR.
@@ -175,7 +175,12 @@ fn run(model: &mut Model, text: &str) -> (Result<u32, FrrError>, u64) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let out = rt.block_on(converge(model, text, &running, &fallbacks));
+    let out = rt.block_on(converge(
+        model,
+        &Conf::parse(text),
+        Conf::parse(&running),
+        &fallbacks,
+    ));
     (out, fallbacks.load(Ordering::Relaxed))
 }
 

@@ -8,23 +8,25 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Node as KubeNode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, ObjectMeta, Patch, PatchParams};
+use kube::api::ObjectMeta;
 use netrollout_api::{
-    DISPATCH_ANNOTATION, FailedNode, MANAGED_BY_LABEL, NetworkConfigRevision, NodeNetworkConfig,
+    DISPATCH_ANNOTATION, MANAGED_BY_LABEL, NetworkConfigRevision, NodeNetworkConfig,
     NodeNetworkConfigSpec, RETRIED_ANNOTATION, UNRESPONSIVE_ANNOTATION,
 };
-use netrollout_rollout::{
-    Action, DispatchKind, DispatchRecord, FailureCause, NodeFailure, RevisionPhase,
-};
+use netrollout_rollout::{Action, DispatchKind, DispatchRecord, NodeFailure, RevisionPhase};
 use tracing::Instrument;
 
-use crate::conditions::{self, Refusal};
+use crate::conditions::Refusal;
 use crate::context::Context;
 use crate::convert;
 use crate::error::{Error, Result};
 use crate::render_cache::RenderCache;
 use crate::spans;
 use crate::views::NodeConfigView;
+
+mod phase;
+#[cfg(test)]
+mod requests;
 
 /// Node writes of one dispatch (or of consecutive dispatch records) sent at once. Each needs
 /// its own HTTP/1.1 connection. A real API server's write waits on etcd, so some width pays;
@@ -228,58 +230,8 @@ async fn set_phase(
     reason: &str,
     failed: &[NodeFailure],
 ) -> Result<()> {
-    let api: Api<NetworkConfigRevision> = ctx.writer().api();
-    let mut status = serde_json::json!({ "phase": convert::api_phase(phase), "message": reason });
-    // The conditions go with the phase, in the same write.
-    if let Some(ncr) = world.ncrs.get(revision) {
-        let fields = conditions::for_phase(
-            ncr,
-            convert::api_phase(phase),
-            reason,
-            world.globally_paused,
-            world.refusal,
-        );
-        // With `analysis: null` when it is of an earlier targeting (a raised revision).
-        for (k, v) in fields.as_object().into_iter().flatten() {
-            status[k] = v.clone();
-        }
-    }
-    if phase == RevisionPhase::Failed {
-        // At most MAX_LISTED, messages bounded: the revision must stay one storable object
-        // (`status.failed` counts every failure; late_failures keeps it in step).
-        let nodes: Vec<FailedNode> = failed
-            .iter()
-            .take(crate::late_failures::MAX_LISTED)
-            .map(|f| {
-                crate::late_failures::bounded(FailedNode {
-                    node: f.node.clone(),
-                    reason: convert::failure_reason(&f.cause).to_owned(),
-                    message: f.message.clone(),
-                    failing_checks: match &f.cause {
-                        FailureCause::HealthRegressed { checks }
-                        | FailureCause::BakeRegressed { checks } => checks.clone(),
-                        _ => Vec::new(),
-                    },
-                    time: Some(convert::to_time(f.at)),
-                })
-            })
-            .collect();
-        status["failedNodes"] = serde_json::to_value(nodes).map_err(|source| Error::Serialize {
-            what: "failed nodes",
-            source,
-        })?;
-    }
-    let patched = ctx
-        .writer()
-        .write_revision(
-            || format!("set phase {phase:?} on NetworkConfigRevision {revision}"),
-            api.patch_status(
-                revision,
-                &PatchParams::default(),
-                &Patch::Merge(&serde_json::json!({ "status": status })),
-            ),
-        )
-        .await?;
+    let write = phase::decide(world, revision, phase, reason, failed)?;
+    let patched = ctx.writer().patch_status(&write).await?;
     let warning = phase.is_bad();
     if warning {
         tracing::warn!(revision = %revision, phase = ?phase, reason = %reason, "revision phase");

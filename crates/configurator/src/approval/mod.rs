@@ -8,17 +8,16 @@
 //! - [`StartQuery`]: the blocking query of `--start-blocking-query`, measured at most every
 //!   [`START_QUERY_EVERY`] and handed to the planner as [`StartCheck`].
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::reason::{AWAITING_PROMOTION, FLEET_UNHEALTHY, PROMOTED, START_BLOCKED};
 use netrollout_api::{NetworkConfigRevision, Promotion, RevisionHold};
 use netrollout_rollout::Summary;
 use netrollout_rollout::approval::{Hold, HoldCause, StartCheck};
 
 use crate::analysis::Prometheus;
-use crate::context::Context;
+use crate::context::{Context, StatusPatch};
 use crate::error::Result;
 use crate::memo::NotedMemo;
 
@@ -49,13 +48,28 @@ pub fn hold_status(h: &Hold) -> RevisionHold {
     }
 }
 
-/// Writes the holds and records the promotions (see the module documentation).
-///
-/// # Errors
-/// The first failed write (the pass is retried with backoff).
-pub async fn tell(ctx: &Context, told: &NotedMemo, summary: &Summary) -> Result<()> {
+/// What [`tell`] writes on one revision: the patch of its `hold` and `promotions`, the hold
+/// of the target (told by an Event once per cause) and the promotion it records (told by an
+/// Event `Promoted`).
+#[derive(Clone, Debug)]
+pub struct Told {
+    /// The revision as the pass read it (the Events are about it).
+    pub revision: Arc<NetworkConfigRevision>,
+    /// The status write.
+    pub write: StatusPatch,
+    /// The hold the target has after the write.
+    pub hold: Option<RevisionHold>,
+    /// The promotion a person wrote that the write records.
+    pub promotion: Option<Promotion>,
+}
+
+/// The writes of [`tell`]: on each revision not being deleted whose `hold` differs from the
+/// planner's (the target's hold, none on the others) or whose `spec.promotion` is not yet in
+/// `status.promotions`.
+pub fn decide(revisions: &[Arc<NetworkConfigRevision>], summary: &Summary) -> Vec<Told> {
     let want = summary.hold.as_ref().map(hold_status);
-    for ncr in ctx.read().revisions() {
+    let mut told = Vec::new();
+    for ncr in revisions {
         if ncr.metadata.deletion_timestamp.is_some() {
             continue;
         }
@@ -87,31 +101,43 @@ pub async fn tell(ctx: &Context, told: &NotedMemo, summary: &Summary) -> Result<
         if patch.is_empty() {
             continue;
         }
-        let api: Api<NetworkConfigRevision> = ctx.writer().api();
-        ctx.writer()
-            .write_revision(
-                || format!("write the hold and promotions of NetworkConfigRevision {name}"),
-                api.patch_status(
-                    name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&serde_json::json!({ "status": patch })),
-                ),
-            )
-            .await?;
-        if let Some(h) = mine {
+        told.push(Told {
+            revision: ncr.clone(),
+            write: StatusPatch {
+                revision: name.to_string(),
+                status: serde_json::Value::Object(patch),
+                what: "write the hold and promotions of",
+            },
+            hold: mine.cloned(),
+            promotion: new_promotion,
+        });
+    }
+    told
+}
+
+/// Writes the holds and records the promotions ([`decide`]; see the module documentation).
+///
+/// # Errors
+/// The first failed write (the pass is retried with backoff).
+pub async fn tell(ctx: &Context, told: &NotedMemo, summary: &Summary) -> Result<()> {
+    for t in decide(&ctx.read().revisions(), summary) {
+        ctx.writer().patch_status(&t.write).await?;
+        let name = t.write.revision.as_str();
+        let ncr = t.revision.as_ref();
+        if let Some(h) = t.hold {
             let key = format!("{}/{}/{:?}", h.reason, h.sequence, h.gate);
             if told.first_time(name, &key) {
                 tracing::info!(revision = name, reason = %h.reason, "{}", h.message);
                 ctx.writer()
-                    .event(ncr.as_ref(), true, &h.reason, "Hold", &h.message)
+                    .event(ncr, true, &h.reason, "Hold", &h.message)
                     .await;
             }
         }
-        if let Some(p) = new_promotion {
+        if let Some(p) = t.promotion {
             let note = promoted_note(name, &p);
             tracing::info!(revision = name, by = %p.by, "{note}");
             ctx.writer()
-                .event(ncr.as_ref(), false, PROMOTED, "Promote", &note)
+                .event(ncr, false, PROMOTED, "Promote", &note)
                 .await;
         }
     }
@@ -191,6 +217,9 @@ impl StartQuery {
         check
     }
 }
+
+#[cfg(test)]
+mod requests;
 
 #[cfg(test)]
 mod tests {

@@ -8,11 +8,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kube::api::{Api, Patch, PatchParams};
 use netrollout_api::NetworkConfigRevision;
 use netrollout_api::reason::GUARD_TRIPPED;
 use netrollout_rollout::guard::GuardTrip;
-use netrollout_rollout::{Action, Mode, Plan, RevisionPhase, Settings, State, Summary, Timestamp};
+use netrollout_rollout::{Action, Mode, Plan, RevisionPhase, Settings, State, Summary};
 
 use crate::context::Context;
 use crate::convert;
@@ -24,6 +23,11 @@ use crate::memo::{NotedMemo, ProgressMemo};
 use crate::metrics::Metrics;
 use crate::render_cache::RenderCache;
 use crate::revisions;
+use progress::progress;
+
+mod progress;
+#[cfg(test)]
+mod requests;
 
 /// What passes keep between them, each part owned by the step that needs it: the planner's
 /// settings (from the flags; the global pause is read each pass), the fleet (the planner's node
@@ -187,30 +191,35 @@ async fn halted_rollback(ctx: &Context, told: &NotedMemo, summary: &Summary, max
         return;
     };
     let key = format!("rollback/{target}");
-    match summary.mode {
-        Mode::Halted => {
-            if !told.first_time(&key, "halted") {
-                return;
-            }
-            let note = format!(
-                "rollback to known-good revision {target} halted: {} node(s) failed it (more than --max-failures={max_failures}); nothing more moves until the failures are within the budget (retry the failed nodes or remove them) or a newer revision is applied",
-                summary.target_failed
-            );
-            tracing::warn!(
-                revision = target,
-                failed = summary.target_failed,
-                "rollback halted"
-            );
-            if let Some(ncr) = (summary.target.as_deref()).and_then(|t| ctx.read().revision(t)) {
-                ctx.writer()
-                    .event(ncr.as_ref(), true, "RollbackHalted", "Rollback", &note)
-                    .await;
-            }
-        }
-        _ => {
-            told.first_time(&key, "moving");
-        }
+    let Some(note) = halted_note(summary, max_failures) else {
+        told.first_time(&key, "moving");
+        return;
+    };
+    if !told.first_time(&key, "halted") {
+        return;
     }
+    tracing::warn!(
+        revision = target,
+        failed = summary.target_failed,
+        "rollback halted"
+    );
+    if let Some(ncr) = ctx.read().revision(target) {
+        ctx.writer()
+            .event(ncr.as_ref(), true, "RollbackHalted", "Rollback", &note)
+            .await;
+    }
+}
+
+/// What the Event `RollbackHalted` says when the rollback to the target is halted; `None` while
+/// it moves (or there is no target).
+fn halted_note(summary: &Summary, max_failures: usize) -> Option<String> {
+    let target = summary.target.as_deref()?;
+    (summary.mode == Mode::Halted).then(|| {
+        format!(
+            "rollback to known-good revision {target} halted: {} node(s) failed it (more than --max-failures={max_failures}); nothing more moves until the failures are within the budget (retry the failed nodes or remove them) or a newer revision is applied",
+            summary.target_failed
+        )
+    })
 }
 
 /// Tells a trip the pass carried out (its revision is Failed by now): a Warning Event
@@ -228,86 +237,6 @@ async fn tell_trip(ctx: &Context, trip: &GuardTrip, ncrs: &[Arc<NetworkConfigRev
             .event(ncr.as_ref(), true, GUARD_TRIPPED, "Guard", &note)
             .await;
     }
-}
-
-/// Writes the target's counts (`ready/total` and the rest) when they changed: at once when
-/// the plan sets a phase (`urgent`), otherwise at most every
-/// [`PROGRESS_INTERVAL`](crate::memo::PROGRESS_INTERVAL) (a later pass writes the last counts;
-/// the resync guarantees one).
-async fn progress(
-    ctx: &Context,
-    memo: &ProgressMemo,
-    summary: &Summary,
-    unresponsive: usize,
-    urgent: bool,
-) -> Result<()> {
-    let Some(ncr) = (summary.target.as_deref()).and_then(|t| ctx.read().revision(t)) else {
-        return Ok(());
-    };
-    let target = ncr.metadata.name.as_deref().unwrap_or_default();
-    let i = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
-    let total = summary.managed;
-    let queued = total
-        .saturating_sub(summary.target_updated)
-        .saturating_sub(summary.target_failed)
-        .saturating_sub(summary.in_flight)
-        .saturating_sub(summary.not_ready);
-    let want = serde_json::json!({
-        "total": i(total),
-        "queued": i(queued),
-        "inFlight": i(summary.in_flight),
-        "ready": i(summary.target_updated),
-        "failed": i(summary.target_failed),
-        "unresponsive": i(unresponsive),
-        "skipped": i(summary.not_ready),
-        "progress": format!("{}/{}", summary.target_updated, total),
-    });
-    let current = ncr.status.clone().unwrap_or_default();
-    let have = serde_json::json!({
-        "total": current.total,
-        "queued": current.queued,
-        "inFlight": current.in_flight,
-        "ready": current.ready,
-        "failed": current.failed,
-        "unresponsive": current.unresponsive,
-        "skipped": current.skipped,
-        "progress": current.progress.unwrap_or_default(),
-    });
-    let bake = summary.bake.as_ref().map(|b| {
-        // Whole seconds: the time reads back as written.
-        let until = Timestamp::from_millis(b.until.as_millis().div_ceil(1000) * 1000);
-        (i(b.nodes), convert::to_time(until), until)
-    });
-    let had = current.bake.as_ref().map(|b| (b.nodes, b.until.clone()));
-    let same_bake = bake.as_ref().map(|(n, t, _)| (*n, t.clone())) == had;
-    let schedule = summary.schedule.as_ref().map(crate::schedule::status);
-    let same_schedule = schedule == current.schedule;
-    if (want == have && same_bake && same_schedule) || !memo.due(target, urgent || !same_schedule) {
-        return Ok(());
-    }
-    let mut want = want;
-    want["bake"] = match bake {
-        Some((nodes, until, at)) => serde_json::json!({
-            "nodes": nodes,
-            "until": until,
-            "secondsLeft": at.saturating_since(convert::now()).as_secs(),
-        }),
-        None => serde_json::Value::Null,
-    };
-    want["schedule"] = serde_json::to_value(&schedule).unwrap_or_default();
-    let api: Api<NetworkConfigRevision> = ctx.writer().api();
-    ctx.writer()
-        .write_revision(
-            || format!("patch progress of NetworkConfigRevision {target}"),
-            api.patch_status(
-                target,
-                &PatchParams::default(),
-                &Patch::Merge(&serde_json::json!({ "status": want })),
-            ),
-        )
-        .await?;
-    memo.written(target);
-    Ok(())
 }
 
 fn gauges(m: &Metrics, summary: &Summary, ncrs: &[Arc<NetworkConfigRevision>]) {
