@@ -76,11 +76,13 @@ pub enum Capability {
     VlanFiltering,
     /// FRR's `bgpd` running (BGP per VRF, EVPN).
     Bgpd,
+    /// FRR's `bfdd` running (BFD on BGP sessions: a `BGPPeering` with `enableBFD`).
+    Bfdd,
 }
 
 impl Capability {
     /// Every capability, in wire order.
-    pub const ALL: [Capability; 9] = [
+    pub const ALL: [Capability; 10] = [
         Capability::Vrf,
         Capability::Bridge,
         Capability::Vxlan,
@@ -90,6 +92,7 @@ impl Capability {
         Capability::Vlan,
         Capability::VlanFiltering,
         Capability::Bgpd,
+        Capability::Bfdd,
     ];
 
     /// The word on the wire (`status.capabilities`).
@@ -104,6 +107,7 @@ impl Capability {
             Capability::Vlan => "8021q",
             Capability::VlanFiltering => "vlan_filtering",
             Capability::Bgpd => "bgpd",
+            Capability::Bfdd => "bfdd",
         }
     }
 
@@ -111,7 +115,7 @@ impl Capability {
     pub fn kind(self) -> &'static str {
         match self {
             Capability::VlanFiltering => "kernel option CONFIG_BRIDGE_VLAN_FILTERING",
-            Capability::Bgpd => "FRR daemon",
+            Capability::Bgpd | Capability::Bfdd => "FRR daemon",
             _ => "kernel module",
         }
     }
@@ -122,9 +126,10 @@ impl Capability {
             Capability::VlanFiltering => {
                 "boot a kernel built with CONFIG_BRIDGE_VLAN_FILTERING".into()
             }
-            Capability::Bgpd => {
-                "enable bgpd in /etc/frr/daemons and restart FRR on the node".into()
-            }
+            Capability::Bgpd | Capability::Bfdd => format!(
+                "enable {} in /etc/frr/daemons and restart FRR on the node",
+                self.as_str()
+            ),
             other => format!(
                 "load it (modprobe {}) or install the kernel's modules package",
                 other.as_str()
@@ -208,6 +213,10 @@ mod tests {
         assert_eq!(
             s,
             "node lab-node-2 lacks vrf (kernel module; load it (modprobe vrf) or install the kernel's modules package), bgpd (FRR daemon; enable bgpd in /etc/frr/daemons and restart FRR on the node)"
+        );
+        assert_eq!(
+            lacks_sentence("n", &[Capability::Bfdd]),
+            "node n lacks bfdd (FRR daemon; enable bfdd in /etc/frr/daemons and restart FRR on the node)"
         );
     }
 }

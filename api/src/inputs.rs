@@ -186,8 +186,9 @@ pub struct VrfLoopback {
     pub subnet: String,
 }
 
-/// Why `advertiseNeighbors: true` is refused (by the CRD, the configurator and `migrate`).
-pub const ADVERTISE_NEIGHBORS_REFUSED: &str = "advertiseNeighbors: true is not supported: netrollout installs no host routes for a network's local neighbours. The Go operator's versions since January 2025 ignore the field (nothing is lost); older versions installed a /32 or /128 route per neighbour into the network's VRF, which FRR announced, and that is lost: only the network's subnet is routed (EVPN type-2 routes still carry each neighbour to the network's other nodes); announce such addresses yourself, e.g. over a BGPPeering, and remove the field or set it to false (docs/migration.md)";
+/// Why `advertiseNeighbors: true` is refused on a network without a VRF (by the CRD, the
+/// configurator and `migrate`).
+pub const ADVERTISE_NEIGHBORS_NEEDS_VRF: &str = "advertiseNeighbors: true needs spec.vrf: the node announces each neighbour of the network as a /32 or /128 host route in the network's VRF, and a network in the default VRF has none to announce them in (the Go operator's old versions used a table of their own there); attach the network to a VRF, or remove the field or set it to false (docs/migration.md)";
 
 /// One layer-2 network: a VLAN stretched over VXLAN, optionally routed in a VRF.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -218,7 +219,7 @@ pub const ADVERTISE_NEIGHBORS_REFUSED: &str = "advertiseNeighbors: true is not s
         json_path = ".metadata.creationTimestamp"
     )
 )]
-#[x_kube(validation = Rule::new("!has(self.advertiseNeighbors) || !self.advertiseNeighbors").message(ADVERTISE_NEIGHBORS_REFUSED).field_path(".advertiseNeighbors"))]
+#[x_kube(validation = Rule::new("!has(self.advertiseNeighbors) || !self.advertiseNeighbors || has(self.vrf)").message(ADVERTISE_NEIGHBORS_NEEDS_VRF).field_path(".advertiseNeighbors"))]
 #[serde(rename_all = "camelCase")]
 pub struct Layer2NetworkConfigurationSpec {
     /// VLAN id of the network.
@@ -249,10 +250,10 @@ pub struct Layer2NetworkConfigurationSpec {
     #[x_kube(validation = Rule::new("self.all(g, self.exists_one(h, h == g))").message("an anycastGateways entry appears twice; list each gateway once"))]
     pub anycast_gateways: Vec<String>,
 
-    /// Advertise host routes for local neighbours. Not supported, only `false` is accepted:
-    /// netrollout has no neighbour tracker (the Go operator's current versions ignore the field;
-    /// its versions before January 2025 installed the routes), and EVPN type-2 routes carry the
-    /// neighbours to the network's other nodes.
+    /// Announce every neighbour the node learns on this network (reachable, stale, delay, probe
+    /// or permanent; not those EVPN brought from other nodes) as a /32 or /128 host route in
+    /// the network's VRF, kept in step as neighbours come and go; FRR announces them through
+    /// the VRF's export policy. Needs `vrf`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub advertise_neighbors: bool,
 

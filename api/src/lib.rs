@@ -73,7 +73,7 @@ pub use schedule::{
 };
 
 pub use inputs::{
-    ADVERTISE_NEIGHBORS_REFUSED, InputStatus, Layer2NetworkConfiguration,
+    ADVERTISE_NEIGHBORS_NEEDS_VRF, InputStatus, Layer2NetworkConfiguration,
     Layer2NetworkConfigurationSpec, PrefixAction, PrefixItem, RoutingTable, RoutingTableSpec,
     VRFRouteConfiguration, VRFRouteConfigurationSpec, VrfLoopback,
 };

@@ -67,6 +67,9 @@ pub struct Agent {
     frr_lane: Lane,
     disk: Lane,
     reports: watch::Sender<Option<Report>>,
+    /// What the neighbour task tracks: the host route targets of the config the kernel holds
+    /// ([`crate::neighbours`]).
+    host_routes: watch::Sender<crate::neighbours::Targets>,
     /// The journal of the last transaction when it ended with an error, not a crash: its
     /// attempt is made again under the same number ([`Disk::stopped`]).
     stopped: std::sync::Mutex<Option<Journal>>,
@@ -96,8 +99,23 @@ impl Agent {
             steps,
             metrics,
             reports,
+            host_routes: watch::Sender::new(None),
             stopped: std::sync::Mutex::new(None),
         }
+    }
+
+    /// What the neighbour task tracks, as the kernel applies and restores configs.
+    pub fn host_route_targets(&self) -> watch::Receiver<crate::neighbours::Targets> {
+        self.host_routes.subscribe()
+    }
+
+    /// The kernel now holds a config with these host route targets.
+    fn track(&self, targets: Vec<netrollout_dataplane::HostRoutes>) {
+        self.host_routes.send_if_modified(|t| {
+            let changed = t.as_ref() != Some(&targets);
+            *t = Some(targets);
+            changed
+        });
     }
 
     /// Publishes a report for the status writer.

@@ -8,8 +8,8 @@
 //!   kind whose driver it lacks (after trying to load its module): that kind is missing. Any
 //!   other answer leaves the kind unchecked (in neither list) and is logged: it says nothing
 //!   about the driver. Bridge VLAN filtering is tried as a bridge with `vlan_filtering 1`.
-//! - **FRR** (only with FRR support on): `bgpd` is present when `vtysh -c "show daemons"`
-//!   lists it, missing otherwise (FRR down counts as missing until it answers); the version its
+//! - **FRR** (only with FRR support on): `bgpd` and `bfdd` are each present when `vtysh -c
+//!   "show daemons"` lists it, missing otherwise (FRR down counts as missing until it answers); the version its
 //!   daemons run (`frrVersion`, from their running config's `frr version` line), absent while
 //!   FRR does not answer.
 //! - **Writes**: detected at start; the report is written when the object the agent's watch
@@ -157,17 +157,23 @@ pub async fn detect(dp: &Dataplane, frr: Option<&Frr>) -> NodeCapabilities {
         &mut missing,
     );
     if let Some(frr) = frr {
+        let daemons = [Capability::Bgpd, Capability::Bfdd];
         match frr.vtysh(&["-c", "show daemons"]).await {
-            Ok(out) if runs_bgpd(&out) => present.insert(Capability::Bgpd),
             Ok(out) => {
-                tracing::warn!(daemons = out.trim(), "FRR runs without bgpd");
-                missing.insert(Capability::Bgpd)
+                for cap in daemons {
+                    if runs(&out, cap) {
+                        present.insert(cap);
+                    } else {
+                        tracing::warn!(daemons = out.trim(), "FRR runs without {cap}");
+                        missing.insert(cap);
+                    }
+                }
             }
             Err(e) => {
-                tracing::warn!(error = %e, "FRR does not answer; bgpd counts as missing");
-                missing.insert(Capability::Bgpd)
+                tracing::warn!(error = %e, "FRR does not answer; bgpd and bfdd count as missing");
+                missing.extend(daemons);
             }
-        };
+        }
     }
     NodeCapabilities {
         present: words(&present),
@@ -227,9 +233,9 @@ fn words(set: &BTreeSet<Capability>) -> Vec<String> {
 }
 
 /// Whether `show daemons` (a space-separated list, e.g. " mgmtd zebra bgpd staticd") names
-/// bgpd.
-pub fn runs_bgpd(show_daemons: &str) -> bool {
-    show_daemons.split_whitespace().any(|d| d == "bgpd")
+/// the daemon `cap` ([`Capability::Bgpd`], [`Capability::Bfdd`]).
+pub fn runs(show_daemons: &str, cap: Capability) -> bool {
+    show_daemons.split_whitespace().any(|d| d == cap.as_str())
 }
 
 /// The status patch for `detected` when `seen` (the object as last seen) carries something
@@ -433,8 +439,10 @@ mod tests {
     }
 
     #[test]
-    fn bgpd_runs_only_when_show_daemons_names_it() {
-        assert!(runs_bgpd(" mgmtd zebra bgpd staticd\n"));
-        assert!(!runs_bgpd(" mgmtd zebra staticd bgpd-old\n"));
+    fn a_daemon_runs_only_when_show_daemons_names_it() {
+        assert!(runs(" mgmtd zebra bgpd staticd\n", Capability::Bgpd));
+        assert!(!runs(" mgmtd zebra staticd bgpd-old\n", Capability::Bgpd));
+        assert!(!runs(" mgmtd zebra bgpd staticd\n", Capability::Bfdd));
+        assert!(runs(" zebra bgpd bfdd\n", Capability::Bfdd));
     }
 }

@@ -3,12 +3,13 @@
 //! What the rendered config does not say about the node itself (the VTEP source address and the
 //! underlay device of VXLAN links) comes from agent flags as a [`Vtep`]. Route policies (import,
 //! export, aggregates, communities, route targets) are no kernel objects: they reach FRR through
-//! `netrollout-frr` and the agent's FRR step ([`crate::frr`]); `advertiseNeighbors` is rejected
-//! by the renderer.
+//! `netrollout-frr` and the agent's FRR step ([`crate::frr`]). `advertiseNeighbors` becomes a
+//! [`HostRoutes`] target (the network's bridge and its VRF's table), which the apply does not
+//! write: the agent's neighbour task keeps those routes ([`crate::neighbours`]).
 //!
 //! | rendered | kernel objects |
 //! |---|---|
-//! | layer2 `id` | bridge `l2.<id>` (MTU, anycast MAC, master = its VRF device), VXLAN `lx.<id>` enslaved to it, optional macvlan `mv.<id>` on the bridge, anycast gateway addresses on the bridge; segmentation offload (GSO, GRO, TSO) of the three off with `disableSegmentation`, on otherwise |
+//! | layer2 `id` | bridge `l2.<id>` (MTU, anycast MAC, master = its VRF device), VXLAN `lx.<id>` enslaved to it, optional macvlan `mv.<id>` on the bridge, anycast gateway addresses on the bridge; segmentation offload (GSO, GRO, TSO) of the three off with `disableSegmentation`, on otherwise; with `advertiseNeighbors`, its neighbours as host routes in its VRF's table (the neighbour task) |
 //! | VRF | VRF device `vr.<name>` (table), with a VNI: bridge `br.<name>` + VXLAN `vx.<name>`; veth pair `vd.<name>`/`vv.<name>` (`vv.` in the VRF); loopbacks as dummy devices in the VRF; one `from PREFIX lookup TABLE` rule per SBR prefix |
 //! | routing table | VRF device `tb.<id>` bound to the table |
 
@@ -17,7 +18,8 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use netrollout_api::{Layer2Config, NodeConfig, VrfConfig};
 use netrollout_dataplane::{
-    Address, Desired, Link, LinkKind, Mac, Managed, Rule, Segmentation, VXLAN_PORT, Vxlan,
+    Address, Desired, HostRoutes, Link, LinkKind, Mac, Managed, Rule, Segmentation, VXLAN_PORT,
+    Vxlan,
 };
 
 /// Priority (`ip rule pref`) of the source-based routing rules of VRFs.
@@ -176,6 +178,13 @@ fn add_layer2(
                     vrf: name.clone(),
                 })?;
         bridge = bridge.master(&vrf.vrf_interface);
+        // Render refuses the field on a network without a VRF (nothing would announce them).
+        if l2.advertise_neighbors {
+            desired.host_routes.push(HostRoutes {
+                link: l2.bridge_interface.clone(),
+                table: vrf.table_id,
+            });
+        }
     }
     desired.add_link(bridge);
     let kind = vxlan_kind(l2.vni, &l2.vxlan_interface, l2.neigh_suppression, vtep)?;

@@ -99,6 +99,31 @@ fn disable_segmentation_turns_offload_off_on_the_networks_three_devices_and_on_o
 }
 
 #[test]
+fn advertise_neighbors_makes_the_bridge_a_host_route_target_in_its_vrfs_table() {
+    let mut announced = layer2(100);
+    announced.vrf = Some("cluster".into());
+    announced.advertise_neighbors = true;
+    let mut quiet = layer2(101);
+    quiet.vrf = Some("cluster".into());
+    let config = NodeConfig {
+        vrfs: vec![vrf()],
+        layer2s: vec![announced, quiet],
+        ..Default::default()
+    };
+    let d = to_desired(&config, &vtep()).unwrap();
+    assert_eq!(
+        d.host_routes,
+        [HostRoutes {
+            link: "l2.100".into(),
+            table: 51
+        }]
+    );
+    let mut off = config.clone();
+    off.layer2s[0].advertise_neighbors = false;
+    assert!(to_desired(&off, &vtep()).unwrap().host_routes.is_empty());
+}
+
+#[test]
 fn a_vrf_with_a_vni_becomes_a_vrf_device_bridge_vxlan_veth_pair_loopback_and_rules() {
     let mut l2 = layer2(200);
     l2.vrf = Some("cluster".into());

@@ -33,6 +33,8 @@
 //!   `--watch-interval`, transitions written as the `TenantReachable` condition.
 //! - [`capabilities`]: what the node's kernel and FRR can do (scratch devices, `show
 //!   daemons`), reported once in `status.capabilities` for the configurator's pre-flight.
+//! - [`neighbours`]: the neighbour task (`advertiseNeighbors`): the neighbours of such networks
+//!   as host routes in their VRF's table, kept beside the transaction as neighbours come and go.
 //! - [`taints`]: removing the startup taints once the network works.
 //! - [`status`]: the `NodeNetworkConfig` status and the Node's `NetworkConfigReady` condition.
 //! - [`steps`]: the steps in flight, what the parts owe, the main loop's progress: the wait
@@ -56,6 +58,7 @@ mod healthcheck;
 mod icmp;
 mod lane;
 mod metrics;
+pub mod neighbours;
 mod outcome;
 mod peering;
 mod probe;

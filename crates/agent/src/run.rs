@@ -4,7 +4,7 @@
 //! the watch and the capability detection already running.
 //!
 //! Its background tasks (the status writer, the watch, the capability report, the removal of
-//! startup taints) are supervised ([`Tasks`]): one that panics, or a status writer or watch
+//! startup taints, the neighbour host routes of [`crate::neighbours`]) are supervised ([`Tasks`]): one that panics, or a status writer or watch
 //! that returns, fails `/healthz` at once and ends the agent with an error naming it (a
 //! non-zero exit: the kubelet restarts it), once the transaction under way is finished.
 
@@ -161,6 +161,12 @@ pub async fn run(
         frr,
         metrics.clone(),
         reports_tx,
+    );
+
+    tasks.spawn(
+        "neighbours",
+        Life::Process,
+        crate::neighbours::run(agent.host_route_targets()),
     );
 
     let mut result = Ok(());

@@ -22,7 +22,9 @@
 //! keeps a prefix out of its default VRF; a route target FRR rejects fails the attempt with FRR's
 //! error, and kernel and FRR are back at the previous revision; the no-op re-apply writes nothing;
 //! the type-5 routes carry the sender's router MAC; a second VRF added to the running nodes gets
-//! its layer-3 VNI, router MAC and traffic right (the apply order, [`order`]).
+//! its layer-3 VNI, router MAC and traffic right (the apply order, [`order`]);
+//! `advertiseNeighbors` announces a workload's address on node 1 as a host route that node 2
+//! reaches it by (`vm/neighbours.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // a test may panic
 
@@ -37,6 +39,8 @@ use netrollout_testkit::cmd::run;
 
 #[path = "vm/config.rs"]
 mod config;
+#[path = "vm/neighbours.rs"]
+mod neighbours;
 #[path = "vm/node.rs"]
 mod node;
 
@@ -93,7 +97,7 @@ fn strip_header(text: &str) -> String {
 
 async fn agent_applies_vrf_routing_through_frr_between_two_nodes() {
     let version = Version::from_env();
-    if let Err(e) = version.check_installed(Path::new(FRR_LIB)) {
+    if let Err(e) = version.check_installed(Path::new(FRR_LIB), false) {
         panic!("{e}: run this test with VM_FRR=1 VM_PYTHON=1 (or VM_FRR=10.3) hack/vm/run.sh");
     }
     for bin in [version.reload_script(), version.vtysh()] {
@@ -371,4 +375,7 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
                 .then_some(())
         },
     );
+
+    // 6. advertiseNeighbors: a workload on node 1 reached from node 2 over its host route.
+    neighbours::steps(n1, n2).await;
 }

@@ -14,8 +14,8 @@ use netlink_packet_route::route::{RouteMessage, RouteProtocol};
 use netlink_packet_route::rule::RuleMessage;
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use rtnetlink::packet_core::{
-    NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, NetlinkBuffer, NetlinkDeserializable,
-    NetlinkHeader, NetlinkMessage, NlasIterator, Parseable,
+    NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, NetlinkBuffer,
+    NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NlasIterator, Parseable,
 };
 use rtnetlink::sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 
@@ -133,7 +133,7 @@ impl DumpSocket {
         Ok(out)
     }
 
-    fn dump(
+    pub(crate) fn dump(
         &self,
         req: RouteNetlinkMessage,
         wanted: &dyn Fn(&[u8]) -> bool,
@@ -190,6 +190,45 @@ impl DumpSocket {
                     nl.payload()
                 };
                 each(RouteNetlinkMessage::deserialize(&header, payload).map_err(invalid)?);
+            }
+        }
+    }
+}
+
+impl DumpSocket {
+    /// Sends one write request (`flags` besides `NLM_F_REQUEST | NLM_F_ACK`) and waits for the
+    /// kernel's acknowledgement; its error as an [`io::Error`].
+    pub(crate) fn write(&self, req: RouteNetlinkMessage, flags: u16) -> io::Result<()> {
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let mut msg = NetlinkMessage::from(req);
+        msg.header.flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+        msg.header.sequence_number = seq;
+        msg.finalize();
+        let mut buf = vec![0; msg.buffer_len()];
+        msg.serialize(&mut buf);
+        let socket = self.socket.lock().unwrap_or_else(|p| p.into_inner());
+        socket.send(&buf, 0)?;
+        let mut data: Vec<u8> = Vec::with_capacity(RECV_BUF);
+        loop {
+            data.clear();
+            socket.recv(&mut data, 0)?;
+            let mut offset = 0;
+            while offset < data.len() {
+                let nl = NetlinkBuffer::new_checked(&data[offset..]).map_err(invalid)?;
+                let len = nl.length() as usize;
+                let header = NetlinkHeader::parse(&nl).map_err(invalid)?;
+                offset += (len + 3) & !3;
+                if header.sequence_number != seq || header.message_type != NLMSG_ERROR {
+                    continue;
+                }
+                let code = nl
+                    .payload()
+                    .get(..4)
+                    .map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+                return match code {
+                    0 => Ok(()),
+                    c => Err(io::Error::from_raw_os_error(-c)),
+                };
             }
         }
     }

@@ -24,6 +24,10 @@
 //! - `op`: [`Op`], one netlink write each.
 //! - `msg`: netlink request messages for ops (pure).
 //! - `dump`: fast dumps over a blocking socket, decoding only the attributes the model needs.
+//! - `neigh`: host routes for a network's neighbours (`advertiseNeighbors`), pure: which
+//!   neighbours count, the routes wanted, the plan; `neigh_kernel`: [`Neighbours`], the
+//!   connection that hears neighbour notifications and keeps those routes (the agent runs it as
+//!   a task of its own, outside [`Dataplane::apply`]).
 //! - `ethtool`: segmentation offload (GSO, GRO, TSO) over the ethtool generic netlink family.
 //! - `observe`: netlink dump messages into [`Observed`] (pure).
 //! - `exec`: which ops may run concurrently; kernel answers as typed outcomes.
@@ -40,6 +44,8 @@ mod exec;
 mod model;
 mod model_kernel;
 mod msg;
+mod neigh;
+mod neigh_kernel;
 mod observe;
 mod op;
 mod validate;
@@ -52,4 +58,8 @@ pub use model::{
     RTPROT_NETROLLOUT, Route, Rule, Segmentation, VXLAN_PORT, Vxlan,
 };
 pub use model_kernel::ModelKernel;
+pub use neigh::{
+    HostRoute, HostRoutes, Neighbour, Plan, RTPROT_NEIGHBOURS, host_len, is_announced, plan, wanted,
+};
+pub use neigh_kernel::{Neighbours, Synced};
 pub use op::{LinkChange, Op};

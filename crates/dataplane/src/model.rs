@@ -89,6 +89,10 @@ pub struct Desired {
     pub routes: Vec<Route>,
     /// Policy routing rules, all tagged with [`RTPROT_NETROLLOUT`] when installed.
     pub rules: Vec<Rule>,
+    /// Bridges whose neighbours are announced as host routes (`advertiseNeighbors`). Not
+    /// written by [`crate::Dataplane::apply`]: the agent hands them to its neighbour task,
+    /// which keeps the routes as neighbours come and go ([`crate::Neighbours`]).
+    pub host_routes: Vec<crate::HostRoutes>,
 }
 
 impl Desired {

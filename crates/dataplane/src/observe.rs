@@ -190,7 +190,7 @@ fn address(m: &AddressMessage) -> Option<IpNet> {
     IpNet::new(ip, m.header.prefix_len).ok()
 }
 
-fn ip_of(a: &RouteAddress) -> Option<IpAddr> {
+pub(crate) fn ip_of(a: &RouteAddress) -> Option<IpAddr> {
     match a {
         RouteAddress::Inet(v) => Some(IpAddr::V4(*v)),
         RouteAddress::Inet6(v) => Some(IpAddr::V6(*v)),

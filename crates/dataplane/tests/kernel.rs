@@ -1,11 +1,13 @@
 //! Kernel tests on this machine's kernel, each in a fresh network namespace (needs root):
 //! bridges, VXLAN, veth, macvlan, addresses, routes in tables, rules, MTU, master/nomaster,
 //! idempotency, drift repair, shrinking, foreign objects, errors; segmentation offload
-//! (`offload`).
+//! (`offload`); neighbour host routes (`neighbours`).
 // Test helpers may panic: a failed setup is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "kernel/neighbours.rs"]
+mod neighbours;
 #[path = "kernel/offload.rs"]
 mod offload;
 

@@ -1,4 +1,4 @@
-//! A real FRR (zebra + bgpd; FRR 10's mgmtd first) in a network namespace, with an FRR
+//! A real FRR (zebra + bgpd; FRR 10's mgmtd first; bfdd when asked) in a network namespace, with an FRR
 //! pathspace (`-N`) of its own: the one start of the workspace, used by the lab, the tests, the
 //! benchmarks and the test VM, on either FRR version the project runs ([`Version`]: Debian 12's
 //! 8.4 on the host, Debian 13's 10.3 by chroot into the root file system hack/frr10.sh builds).
@@ -87,17 +87,17 @@ pub enum Error {
 /// What [`Start::try_start`] returns.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Checks that FRR 8.4's zebra and bgpd are in `bin_dir` and vtysh is installed; the error
-/// names the missing file and what to install.
-pub fn check_installed(bin_dir: &Path) -> Result<()> {
-    Version::V8_4.check_installed(bin_dir)
+/// Checks that FRR 8.4's zebra and bgpd (and bfdd with `bfdd`) are in `bin_dir` and vtysh is
+/// installed; the error names the missing file and what to install.
+pub fn check_installed(bin_dir: &Path, bfdd: bool) -> Result<()> {
+    Version::V8_4.check_installed(bin_dir, bfdd)
 }
 
 /// Panics, naming what is missing, unless the FRR of the tests' version
 /// ([`Version::from_env`]) is installed.
 pub fn require_installed() {
     let version = Version::from_env();
-    if let Err(e) = version.check_installed(Path::new(FRR_LIB)) {
+    if let Err(e) = version.check_installed(Path::new(FRR_LIB), false) {
         panic!("{e} (the FRR tests need FRR {version})");
     }
 }
@@ -136,6 +136,8 @@ pub struct Start<'a> {
     pub bin_dir: &'a Path,
     /// The FRR version ([`Version::V8_4`] unless set).
     pub version: Version,
+    /// Start `bfdd` too, after bgpd (BFD on BGP sessions: a `BGPPeering`'s `enableBFD`).
+    pub bfdd: bool,
 }
 
 impl<'a> Start<'a> {
@@ -152,6 +154,7 @@ impl<'a> Start<'a> {
             timeout: Duration::from_secs(10),
             bin_dir: Path::new(FRR_LIB),
             version: Version::V8_4,
+            bfdd: false,
         }
     }
 
@@ -173,7 +176,7 @@ impl<'a> Start<'a> {
     /// bgpd, and waits until bgpd answers; on FRR 10 then sends them the config with vtysh, as
     /// FRR's own start does. On an error, whatever started is stopped again.
     pub fn try_start(self) -> Result<Daemons> {
-        self.version.check_installed(self.bin_dir)?;
+        self.version.check_installed(self.bin_dir, self.bfdd)?;
         let run_dir = self.version.run_dir(self.pathspace);
         let prepare = |what: String, message: String| Error::Prepare {
             pathspace: self.pathspace.to_string(),
@@ -197,7 +200,7 @@ impl<'a> Start<'a> {
             }
         }
         let daemons = self.daemons(run_dir);
-        for &daemon in self.version.daemons() {
+        for daemon in daemons.names() {
             self.spawn(&daemons, daemon)?;
             let what = match (daemon, self.underlay) {
                 ("zebra", Some(ip)) => format!("zebra up and showing the underlay address {ip}"),
@@ -230,6 +233,7 @@ impl<'a> Start<'a> {
             log: self.log.clone(),
             stop_on_drop: true,
             version: self.version,
+            bfdd: self.bfdd,
             binds: self.binds(),
         }
     }

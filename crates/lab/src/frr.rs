@@ -1,4 +1,4 @@
-//! FRR in the lab: one zebra + bgpd (FRR 10's mgmtd first) per node namespace, each in its own
+//! FRR in the lab: one zebra + bgpd + bfdd (FRR 10's mgmtd first) per node namespace, each in its own
 //! pathspace (`-N NAME`: config under `/etc/frr/NAME/`, sockets and pid files under
 //! `/var/run/frr/NAME/`, for FRR 10.3 under its root file system's `run/frr/NAME/`), on the
 //! version `--frr` names ([`Version`]: Debian 12's 8.4 on the host, Debian 13's 10.3 from the
@@ -41,7 +41,7 @@ const RUN: &str = "/var/run/frr";
 pub fn check_installed(version: Version) -> Result<()> {
     let context = || format!("the lab runs FRR {version} on every node (--frr {version})");
     version
-        .check_installed(&daemon_dir())
+        .check_installed(&daemon_dir(), true)
         .with_context(context)?;
     let reload = version.reload_script();
     if !reload.exists() {
@@ -122,7 +122,7 @@ pub fn reflector_config() -> String {
 }
 
 /// Writes `config` as the pathspace's base config and starts FRR `version` from it inside
-/// namespace `netns` (zebra, then bgpd once zebra is up; FRR 10's mgmtd first, and the config
+/// namespace `netns` (zebra, then bgpd once zebra is up, then bfdd; FRR 10's mgmtd first, and the config
 /// sent with vtysh: the workspace's one FRR start); returns the daemons' pids. They keep
 /// running until [`teardown`].
 pub fn start(netns: &str, pathspace: &str, config: &str, version: Version) -> Result<Vec<u32>> {
@@ -148,6 +148,8 @@ pub fn start(netns: &str, pathspace: &str, config: &str, version: Version) -> Re
         timeout: Duration::from_secs(30),
         bin_dir: &bin_dir,
         version,
+        // The workloads' BGP peerings may ask for BFD (`enableBFD`).
+        bfdd: true,
         ..Start::new(netns, pathspace)
     }
     .try_start()
@@ -283,7 +285,7 @@ pub fn teardown() -> Vec<String> {
         .collect();
     let runs = || run_roots.iter().flat_map(|r| lab_dirs(r));
     for dir in runs() {
-        for daemon in ["bgpd", "zebra", "mgmtd"] {
+        for daemon in ["bfdd", "bgpd", "zebra", "mgmtd"] {
             let Some(pid) = std::fs::read_to_string(dir.join(format!("{daemon}.pid")))
                 .ok()
                 .and_then(|t| t.trim().parse::<u32>().ok())

@@ -8,8 +8,7 @@
 //! when it has a VNI, and a `dummy` device per loopback; a layer-2 network is a `bridge` with a
 //! `vxlan` port and, when asked for, a `macvlan`; a routing table is a `vrf` device. VRFs and
 //! layer-2 networks are routed by FRR's `bgpd` (BGP per VRF, EVPN), and so are the workloads'
-//! BGP peerings (which add no device; `enableBFD` needs FRR's `bfdd` too, which the agent does
-//! not detect). No config today creates
+//! BGP peerings (which add no device; `enableBFD` needs FRR's `bfdd` too). No config today creates
 //! 802.1Q VLAN devices or turns bridge VLAN filtering on, so nothing needs `8021q` or
 //! `vlan_filtering` (the agent still reports them).
 
@@ -40,6 +39,9 @@ pub fn needs(config: &NodeConfig) -> BTreeSet<Capability> {
     }
     if !config.bgp_peerings.is_empty() {
         out.insert(Capability::Bgpd);
+    }
+    if config.bgp_peerings.iter().any(|p| p.bfd) {
+        out.insert(Capability::Bfdd);
     }
     out
 }
@@ -145,6 +147,12 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(needs(&c), set(&[Bgpd]));
+        let mut bfd = c.clone();
+        bfd.bgp_peerings.push(netrollout_api::BgpPeeringConfig {
+            bfd: true,
+            ..Default::default()
+        });
+        assert_eq!(needs(&bfd), set(&[Bgpd, Bfdd]), "enableBFD needs bfdd");
     }
 
     #[test]

@@ -114,11 +114,16 @@ impl Agent {
                     step(purpose, "apply", "restore"),
                     run.rev
                 );
+                let targets = desired.host_routes.clone();
                 let applied = self
                     .kernel
                     .submit(what, async move { dataplane.apply(&desired).await })
                     .get()
                     .await?;
+                if applied.is_ok() {
+                    // The neighbour task follows the config the kernel now holds (restores too).
+                    self.track(targets);
+                }
                 if purpose == Purpose::Apply {
                     self.metrics.apply_time(t.elapsed().as_secs_f64());
                 }

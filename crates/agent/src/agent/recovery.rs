@@ -13,6 +13,13 @@ impl Agent {
     pub async fn recover(&self) -> Result<()> {
         let disk = self.read_disk().await?;
         let Some(journal) = &disk.journal else {
+            // The kernel holds the last-known-good config: the neighbour task tracks its
+            // networks (an apply or restore tells it of later ones).
+            match crate::convert::to_desired(&disk.lkg.config, &self.settings.vtep) {
+                Ok(desired) => self.track(desired.host_routes),
+                Err(e) => tracing::warn!(error = %e,
+                    "the last-known-good config does not convert; neighbour host routes wait for the next apply"),
+            }
             return Ok(());
         };
         tracing::warn!(step = "recover", revision = %journal.revision, attempt = journal.attempt,

@@ -247,3 +247,59 @@ async fn inputs_back_to_a_superseded_held_revision_hold_it_again_from_the_pass_t
     all_provisioned(&lab, &names(2), &held_name, Duration::from_secs(10)).await?;
     cfg.stop().await
 }
+
+/// A `BGPPeering` with `enableBFD` needs FRR's bfdd: a node whose agent reported bfdd missing
+/// holds the revision back, naming bfdd and the fix; the same peering without BFD rolls out.
+#[tokio::test]
+async fn a_peering_with_bfd_waits_for_a_node_without_bfdd_and_one_without_bfd_does_not() -> R {
+    use kube::api::{Api, Patch, PatchParams};
+    use netrollout_api::{BGPPeering, BGPPeeringLoopback, BGPPeeringSpec};
+
+    let lab = LabApi::netrollout().await;
+    nodes(&lab, 2).await?;
+    let _agents = Agents::start(lab.client.clone(), healthy(Duration::from_millis(100)));
+    let cfg = lab.configurator(&["--update-limit=2"]);
+    let first = first_good(&lab).await?;
+    let first_name = first.metadata.name.clone().unwrap();
+    all_provisioned(&lab, &names(2), &first_name, Duration::from_secs(10)).await?;
+    lab.set_config_status("n-1", reports(&["bgpd"], &["bfdd"]))
+        .await;
+    let peering = |bfd: bool| {
+        BGPPeering::new(
+            "lb",
+            BGPPeeringSpec {
+                loopback_peer: Some(BGPPeeringLoopback {
+                    ip_addresses: vec!["10.250.7.1".into()],
+                }),
+                remote_asn: 65100,
+                enable_bfd: bfd,
+                ..Default::default()
+            },
+        )
+    };
+    let api: Api<BGPPeering> = Api::all(lab.client.clone());
+    let apply = PatchParams::apply("e2e-test").force();
+    api.patch("lb", &apply, &Patch::Apply(&peering(true)))
+        .await?;
+    let held = held_after(&lab, first.spec.sequence).await?;
+    let c = condition(&held, NODES_CAPABLE_CONDITION);
+    assert!(
+        c.message.contains(
+            "node n-1 lacks bfdd (FRR daemon; enable bfdd in /etc/frr/daemons and restart FRR"
+        ) && !c.message.contains("n-0"),
+        "{}",
+        c.message
+    );
+
+    api.patch("lb", &apply, &Patch::Apply(&peering(false)))
+        .await?;
+    let done = succeeded_after(&lab, held.spec.sequence).await?;
+    all_provisioned(
+        &lab,
+        &names(2),
+        done.metadata.name.as_deref().unwrap(),
+        Duration::from_secs(10),
+    )
+    .await?;
+    cfg.stop().await
+}

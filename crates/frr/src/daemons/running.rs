@@ -16,6 +16,8 @@ pub struct Daemons {
     /// Cleared by [`Daemons::detach`].
     pub(super) stop_on_drop: bool,
     pub(super) version: Version,
+    /// Whether bfdd was started too ([`super::Start::bfdd`]).
+    pub(super) bfdd: bool,
     /// Host directories bound into FRR 10.3's root file system, with their mount points there
     /// (removed on drop).
     pub(super) binds: Vec<(PathBuf, PathBuf)>,
@@ -66,6 +68,15 @@ impl Daemons {
             })
     }
 
+    /// The daemons in start order: the version's, then bfdd when started.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut names = self.version.daemons().to_vec();
+        if self.bfdd {
+            names.push("bfdd");
+        }
+        names
+    }
+
     /// The pid file of `daemon`.
     pub(super) fn pid_file(&self, daemon: &str) -> PathBuf {
         self.run_dir.join(format!("{daemon}.pid"))
@@ -73,8 +84,7 @@ impl Daemons {
 
     /// The daemons' pids (in start order), from their pid files.
     pub fn pids(&self) -> Vec<u32> {
-        self.version
-            .daemons()
+        self.names()
             .iter()
             .filter_map(|d| std::fs::read_to_string(self.pid_file(d)).ok())
             .filter_map(|text| text.trim().parse().ok())
@@ -148,7 +158,7 @@ impl Daemons {
     /// printed (their `.out` files in the run directory).
     pub fn logs(&self) -> String {
         let mut files = Vec::new();
-        for d in self.version.daemons() {
+        for d in self.names() {
             if let Log::Files(dir) = &self.log {
                 files.push(dir.join(format!("{d}.log")));
             }
@@ -169,7 +179,7 @@ impl Daemons {
     /// most 5 s).
     pub fn stop(&self) {
         let mut pids = Vec::new();
-        for daemon in self.version.daemons().iter().rev() {
+        for daemon in self.names().iter().rev() {
             let file = self.pid_file(daemon);
             if let Ok(pid) = std::fs::read_to_string(file) {
                 let pid = pid.trim().to_string();

@@ -137,17 +137,23 @@ impl Version {
 
     /// Checks that this version's daemons (in `bin_dir` for 8.4) and vtysh are there; the error
     /// names the missing file and what to run.
-    pub fn check_installed(self, bin_dir: &Path) -> super::Result<()> {
+    pub fn check_installed(self, bin_dir: &Path, bfdd: bool) -> super::Result<()> {
+        let extra: &[&str] = if bfdd { &["bfdd"] } else { &[] };
         let files: Vec<PathBuf> = match self.root() {
-            None => vec![
-                bin_dir.join("zebra"),
-                bin_dir.join("bgpd"),
-                PathBuf::from("/usr/bin/vtysh"),
-            ],
+            None => {
+                let mut files: Vec<PathBuf> = ["zebra", "bgpd"]
+                    .iter()
+                    .chain(extra)
+                    .map(|d| bin_dir.join(d))
+                    .collect();
+                files.push(PathBuf::from("/usr/bin/vtysh"));
+                files
+            }
             Some(root) => {
                 let mut files: Vec<PathBuf> = self
                     .daemons()
                     .iter()
+                    .chain(extra)
                     .map(|d| root.join("usr/lib/frr").join(d))
                     .collect();
                 files.push(root.join("netrollout/ready"));

@@ -117,3 +117,55 @@ fn missing_daemons_are_an_error_saying_what_to_install() {
         "{text}"
     );
 }
+
+/// `bfdd: true` starts bfdd after bgpd: `show daemons` names it (what the agent's capability
+/// detection reads), and a BGP neighbour with `bfd` gets a BFD session in it.
+#[test]
+fn bfdd_starts_when_asked_and_takes_the_bfd_sessions_of_bgp_neighbours() {
+    let (netns, ps, _bin) = world("nrfsb");
+    // The neighbour on a connected network (BFD needs the session's local address).
+    netns.ip("link add nrb0 type veth peer name nrb1");
+    netns.ip("addr add 10.9.9.1/24 dev nrb0");
+    netns.ip("link set nrb0 up");
+    netns.ip("link set nrb1 up");
+    let etc = Path::new("/etc/frr").join(&ps);
+    std::fs::write(
+        etc.join("frr.conf"),
+        "router bgp 65001\n bgp router-id 10.0.0.1\n neighbor 10.9.9.9 remote-as 65002\n \
+         neighbor 10.9.9.9 bfd\nexit\n",
+    )
+    .unwrap();
+    let conf = etc.join("frr.conf");
+    let daemons = Start {
+        bfdd: true,
+        config: Some(&conf),
+        timeout: Duration::from_secs(20),
+        ..Start::from_env(&netns.name, &ps)
+    }
+    .start();
+    let shown = daemons.vtysh("show daemons");
+    assert!(
+        shown.split_whitespace().any(|d| d == "bfdd"),
+        "show daemons: {shown}"
+    );
+    assert_eq!(
+        daemons.pids().len(),
+        daemons.names().len(),
+        "a pid per daemon"
+    );
+    let mut peers = String::new();
+    for _ in 0..100 {
+        peers = daemons.vtysh("show bfd peers brief");
+        if peers.contains("10.9.9.9") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        peers.contains("10.9.9.9"),
+        "no BFD session for the neighbour:\n{peers}\n{}",
+        daemons.vtysh("show running-config")
+    );
+    drop(daemons);
+    let _ = std::fs::remove_dir_all(etc);
+}

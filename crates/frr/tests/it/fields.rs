@@ -7,7 +7,6 @@
 //! - `KernelAndFrr`: both: the FRR text changes, and every changed `NodeConfig` field is read by
 //!   the kernel conversion or the FRR renderer (a VRF loopback: a dummy device, and its host route
 //!   in the export prefix list);
-//! - `Rejected`: the value is refused by render's validation with a problem naming the field;
 //!
 //! A new field without an entry, or an entry whose consumer does not react, fails the test.
 
@@ -27,7 +26,6 @@ enum Consumer {
     Frr,
     Kernel,
     KernelAndFrr,
-    Rejected,
 }
 use Consumer::*;
 
@@ -84,7 +82,7 @@ const CONSUMERS: &[Entry] = &[
     (L2, "vni", Kernel, "vlan501", "/vni", None, || json!(4000099)),
     (L2, "anycastMac", Kernel, "vlan501", "/anycastMac", None, || json!("02:00:00:00:00:01")),
     (L2, "anycastGateways", Kernel, "vlan501", "/anycastGateways", None, || json!(["10.250.0.2/24"])),
-    (L2, "advertiseNeighbors", Rejected, "vlan501", "/advertiseNeighbors", None, || json!(true)),
+    (L2, "advertiseNeighbors", Kernel, "vlan501", "/advertiseNeighbors", None, || json!(true)),
     (L2, "createMacVLANInterface", Kernel, "vlan501", "/createMacVLANInterface", None, || json!(true)),
     (L2, "neighSuppression", Kernel, "vlan501", "/neighSuppression", None, || json!(false)),
     (L2, "disableSegmentation", Kernel, "vlan501", "/disableSegmentation", None, || json!(true)),
@@ -293,19 +291,6 @@ fn every_input_field_has_a_consumer_that_reacts_to_it() {
             base.unwrap_or_else(|e| panic!("{what}: the baseline does not render: {e}"));
         let result = render_with(kind, object, pointer, Some(after()));
         match consumer {
-            Rejected => {
-                let Err(Error::Invalid(invalid)) = result else {
-                    panic!("{what}: {} is accepted but should be rejected", after());
-                };
-                let field_name = format!("spec.{}", pointer.trim_start_matches('/'));
-                assert!(
-                    invalid
-                        .problems
-                        .iter()
-                        .any(|p| p.object == *object && p.field == field_name),
-                    "{what}: rejected, but no problem names {field_name}: {invalid:?}"
-                );
-            }
             Frr => {
                 let (_, text) = result.unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert_ne!(
@@ -372,15 +357,9 @@ fn every_node_config_field_is_read_by_the_kernel_conversion_or_the_frr_renderer(
     let convert = convert_source();
     let frr = frr_source();
     // `source` names the input object for messages; the agent reports it, nothing configures it.
-    // Fields whose input is rejected (see CONSUMERS) are not read.
-    let exempt: Vec<&str> = CONSUMERS
-        .iter()
-        .filter(|e| matches!(e.2, Rejected))
-        .map(|e| e.1)
-        .collect();
     let unread: Vec<_> = keys
         .iter()
-        .filter(|k| *k != "source" && !exempt.contains(&k.as_str()))
+        .filter(|k| *k != "source")
         .filter(|k| {
             let read = format!(".{}", snake(k));
             !convert.contains(&read) && !frr.contains(&read)

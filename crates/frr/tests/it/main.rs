@@ -9,4 +9,5 @@ mod daemons;
 mod fields;
 mod frr_load;
 mod golden;
+mod kernel_routes;
 mod policy;

@@ -8,7 +8,7 @@
 //! `finalizers`, `ownerReferences`, `generateName`, ...) is dropped with a note per object and
 //! field saying why. Each spec is checked against netrollout's types: a field netrollout does
 //! not know is an error, never silently lost; a value netrollout's CRD refuses is an error
-//! naming the object, the field and why (e.g. `advertiseNeighbors: true`). Every object is
+//! naming the object, the field and why (e.g. `advertiseNeighbors: true` without a VRF). Every object is
 //! checked before the run fails, so one run lists them all. Kinds users write that netrollout
 //! does not carry (`MirrorTarget`, `MirrorSelector`) are errors too, saying what to do; the operator's node configs and revisions, which netrollout generates itself, are
 //! skipped with a note.
@@ -343,12 +343,18 @@ mod tests {
         assert!(line("l2a").contains("in.yaml document 1"), "{err}");
         assert!(line("l2a").contains("spec.advertiseNeighbors: "), "{err}");
         assert!(
-            line("l2a").contains(netrollout_api::ADVERTISE_NEIGHBORS_REFUSED),
+            line("l2a").contains(netrollout_api::ADVERTISE_NEIGHBORS_NEEDS_VRF),
             "{err}"
         );
         assert!(line("l2d").contains("in.yaml document 4"), "{err}");
         // Segmentation offload is netrollout's to turn off too: it migrates.
         assert!(!err.contains("l2b") && !err.contains("l2c"), "{err}");
+        // With a VRF, neighbours are announced in it: it migrates.
+        let in_vrf = text.replace(
+            "advertiseNeighbors: true}",
+            "advertiseNeighbors: true, vrf: mir}",
+        );
+        assert_eq!(convert("in.yaml", &in_vrf).unwrap().objects.len(), 4);
         // `false` is what netrollout does, and migrates.
         let ok = text.replace(": true}", ": false}");
         assert_eq!(convert("in.yaml", &ok).unwrap().objects.len(), 4);

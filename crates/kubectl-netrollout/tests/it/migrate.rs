@@ -140,10 +140,11 @@ async fn migrate_reads_stdin_and_refuses_fields_netrollout_does_not_know() {
     );
 }
 
-/// `advertiseNeighbors: true` (which netrollout does not implement) is refused where the user
-/// first meets it: `kubectl apply` of a netrollout object (the CRD's CEL rules, naming the field
-/// and why) and `migrate` of the Go operator's manifest (per object and field); `false`
-/// applies, and so does `disableSegmentation: true`, which netrollout carries out.
+/// `advertiseNeighbors: true` on a network without a VRF (which has no VRF to announce the host
+/// routes in) is refused where the user first meets it: `kubectl apply` of a netrollout object
+/// (the CRD's CEL rules, naming the field and why) and `migrate` of the Go operator's manifest
+/// (per object and field); with a VRF it applies and migrates, `false` applies, and so does
+/// `disableSegmentation: true`, which netrollout carries out.
 #[tokio::test]
 async fn unsupported_layer2_settings_are_refused_by_kubectl_apply_and_by_migrate_naming_the_field()
 {
@@ -156,7 +157,7 @@ async fn unsupported_layer2_settings_are_refused_by_kubectl_apply_and_by_migrate
     };
     for (field, why) in [(
         "advertiseNeighbors",
-        netrollout_api::ADVERTISE_NEIGHBORS_REFUSED,
+        netrollout_api::ADVERTISE_NEIGHBORS_NEEDS_VRF,
     )] {
         let refused = lab
             .kubectl_run(
@@ -184,6 +185,23 @@ async fn unsupported_layer2_settings_are_refused_by_kubectl_apply_and_by_migrate
             run.stderr
         );
         assert!(run.stdout.is_empty(), "{}", run.stdout);
+
+        let in_vrf = |d: String| d.replace("  id: 5\n", "  id: 5\n  vrf: mir\n");
+        std::fs::write(&file, in_vrf(legacy)).unwrap();
+        let run = lab.plugin(&["migrate", "-f", file.to_str().unwrap()]).await;
+        run.expect_code(0);
+        assert!(
+            run.stdout.contains(&format!("{field}: true")),
+            "{}",
+            run.stdout
+        );
+        let accepted = lab
+            .kubectl_run(
+                &["apply", "-f", "-"],
+                Some(&in_vrf(doc("netrollout.io", "l2-in-vrf", field, true))),
+            )
+            .await;
+        accepted.expect_code(0);
     }
     let accepted = lab
         .kubectl_run(

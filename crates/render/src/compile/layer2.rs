@@ -48,15 +48,15 @@ impl Compiler {
                 .as_ref()
                 .and_then(|mac| self.anycast_mac(name, mac));
             self.anycast_gateways(name, spec.vrf.as_deref(), &spec.anycast_gateways);
-            if spec.advertise_neighbors {
+            let vrf_name = spec.vrf.clone().filter(|v| !v.is_empty());
+            if spec.advertise_neighbors && vrf_name.is_none() {
                 self.invalid.push(
                     LAYER2_KIND,
                     name,
                     "spec.advertiseNeighbors",
-                    netrollout_api::ADVERTISE_NEIGHBORS_REFUSED.to_string(),
+                    netrollout_api::ADVERTISE_NEIGHBORS_NEEDS_VRF.to_string(),
                 );
             }
-            let vrf_name = spec.vrf.clone().filter(|v| !v.is_empty());
             let vrf = vrf_name.as_ref().and_then(|v| {
                 let found = self.out.vrfs.iter().position(|c| &c.name == v);
                 if found.is_none() {

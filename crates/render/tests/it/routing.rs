@@ -1,6 +1,6 @@
 //! The routing fields of the inputs as render carries them to the nodes: VRF loopbacks become
 //! host routes their policy exports, communities (standard and large) are checked against what
-//! FRR takes, `advertiseNeighbors` is refused naming the field, `disableSegmentation` reaches the
+//! FRR takes, `advertiseNeighbors` reaches the node in a VRF (refused without one, naming the field), `disableSegmentation` reaches the
 //! node's config.
 
 use crate::common;
@@ -173,7 +173,8 @@ fn large_communities_are_carried_and_communities_frr_refuses_are_named_where_the
 }
 
 #[test]
-fn advertise_neighbors_is_refused_naming_the_field_and_why_and_disable_segmentation_is_rendered() {
+fn advertise_neighbors_reaches_the_node_in_a_vrf_and_is_refused_without_one_and_disable_segmentation_is_rendered()
+ {
     let l2 = |name: &str, id: i32| {
         L2::new(
             name,
@@ -189,16 +190,24 @@ fn advertise_neighbors_is_refused_naming_the_field_and_why_and_disable_segmentat
     neighbours.spec.advertise_neighbors = true;
     let mut offload = l2("offload", 11);
     offload.spec.disable_segmentation = true;
-    let got = problems(&[], &[neighbours, offload.clone(), l2("fine", 12)]);
+    let got = problems(&[], &[neighbours.clone(), offload.clone(), l2("fine", 12)]);
     assert_eq!(
         fields(&got),
         ["Layer2NetworkConfiguration neighbours: spec.advertiseNeighbors"]
     );
-    assert_eq!(got[0].message, netrollout_api::ADVERTISE_NEIGHBORS_REFUSED);
+    assert_eq!(
+        got[0].message,
+        netrollout_api::ADVERTISE_NEIGHBORS_NEEDS_VRF
+    );
 
-    let config = config_of(&[], &[offload, l2("fine", 12)], "n1");
-    let offloads: Vec<(u16, bool)> = (config.layer2s.iter())
-        .map(|l| (l.id, l.disable_segmentation))
+    neighbours.spec.vrf = Some("mir".into());
+    let vrfs = [vrf("mirror", "mir", 10)];
+    let config = config_of(&vrfs, &[neighbours, offload, l2("fine", 12)], "n1");
+    let flags: Vec<(u16, bool, bool)> = (config.layer2s.iter())
+        .map(|l| (l.id, l.advertise_neighbors, l.disable_segmentation))
         .collect();
-    assert_eq!(offloads, [(11, true), (12, false)]);
+    assert_eq!(
+        flags,
+        [(10, true, false), (11, false, true), (12, false, false)]
+    );
 }
