@@ -328,6 +328,10 @@ impl Agent {
                         "the change failed; restoring last-known-good");
                 }
             }
+            Metric::Holding(hold) => {
+                tracing::info!(step = "hold", revision = %rev, hold_ms = hold.as_millis() as u64,
+                    "probes passed after the change; holding before the commit");
+            }
             Metric::Restored => self.metrics.restored(),
             Metric::Slow(part) => self.metrics.slow(part.as_str()),
             // Counted where the deadline passed (the driver's wait), with its log line.

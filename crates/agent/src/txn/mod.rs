@@ -259,6 +259,9 @@ pub enum Metric {
         /// Whether they passed (the change is committed).
         passed: bool,
     },
+    /// The probes after the change passed for the first time; the change is committed once
+    /// they keep passing for this hold (`--probe-hold`).
+    Holding(Duration),
     /// Last-known-good was restored.
     Restored,
     /// A question to this part had no answer for its slow threshold.

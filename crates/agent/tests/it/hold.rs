@@ -4,8 +4,6 @@
 
 use crate::common;
 
-use std::time::Duration;
-
 use common::AgentLab as _;
 use common::{Lab, layer2s};
 use netrollout_api::{NodeConfig, NodePhase};
@@ -66,22 +64,26 @@ async fn a_break_during_the_probe_hold_restores_last_known_good() {
     lab.start_agent();
     lab.wait_log("state recovered", 2, 30).await;
 
-    // The new config itself is harmless: its probes pass. Then, inside the hold, the route to
-    // the API server goes away (as when a routing protocol withdraws it a moment later) and comes
-    // back after a second, long enough for the agent to see it.
+    // The new config itself is harmless: its probes pass and the agent says it holds. Then,
+    // inside the hold, the route to the API server goes away (as when a routing protocol
+    // withdraws it a moment later) and comes back once the agent has seen the break. (Breaking
+    // it a fixed time after rev-next showed up raced the apply on a loaded machine: a break
+    // before the probes first passed was over before they ran, and the long hold went on.)
     let next: NodeConfig = layer2s(120, 2);
-    lab.set_spec("rev-next", next.clone()).await;
-    lab.wait_log("\"step\":\"probe-before\"", 2, 30).await;
-    lab.wait_nnc(30, "rev-next to be applied", |o| {
-        o.status
-            .as_ref()
-            .is_some_and(|s| s.observed_revision.as_deref() == Some("rev-next"))
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    lab.set_spec("rev-next", next).await;
+    lab.wait_log_line(&["\"step\":\"hold\"", "\"revision\":\"rev-next\""], 30)
+        .await;
     let host = format!("{}/32", lab.host_ip);
     lab.ip(&format!("route add blackhole {host}"));
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    lab.wait_log_line(
+        &[
+            "\"step\":\"probe-after\"",
+            "\"revision\":\"rev-next\"",
+            "\"passed\":false",
+        ],
+        30,
+    )
+    .await;
     lab.ip(&format!("route del blackhole {host}"));
 
     let nnc = lab.wait_finished("rev-next", 30).await;

@@ -41,8 +41,12 @@ impl Core {
         }
         let rev = a.spec.revision.clone();
         let result = if failed.is_empty() {
+            let first_pass = a.passed_at.is_none();
             let since = *a.passed_at.get_or_insert(now.instant);
             if now.instant.saturating_duration_since(since) < hold {
+                if first_pass {
+                    out.push(Effect::Record(Metric::Holding(hold)));
+                }
                 out.push(Effect::Sleep(interval));
                 self.phase = Phase::Sleeping;
                 return;

@@ -120,6 +120,15 @@ fn the_commit_waits_for_the_whole_probe_hold() {
     let held = node.now.instant - t0;
     assert!(held >= node.settings.probe_hold, "committed after {held:?}");
     assert_eq!(node.phase(), Some(NodePhase::Provisioned));
+    // The hold is told once, when the probes first pass (the agent logs it).
+    let holds = node
+        .metrics
+        .iter()
+        .filter(|m| matches!(m, Metric::Holding(_)));
+    assert_eq!(
+        holds.collect::<Vec<_>>(),
+        [&Metric::Holding(node.settings.probe_hold)]
+    );
 }
 
 #[test]
