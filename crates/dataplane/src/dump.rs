@@ -14,22 +14,19 @@ use netlink_packet_route::route::{RouteMessage, RouteProtocol};
 use netlink_packet_route::rule::RuleMessage;
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use rtnetlink::packet_core::{
-    NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, NetlinkBuffer,
-    NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NlasIterator, Parseable,
+    NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, NetlinkDeserializable,
+    NetlinkMessage, NlasIterator,
 };
 use rtnetlink::sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 
 use crate::ethtool::Ethtool;
+use crate::exchange::{acknowledged, error_code, exchange, invalid};
 use crate::model::{Managed, RTPROT_NETROLLOUT, Segmentation};
 use crate::observe::link_name;
 
 /// Link attributes the model reads besides the link info: address, name, MTU, lower link,
 /// master, lower link's namespace.
 const LINK_ATTRS: [u16; 6] = [1, 3, 4, 5, 10, 37];
-
-/// Receive buffer size; the kernel sizes dump datagrams to fit (up to 32 KiB, more only for a
-/// single oversized message).
-const RECV_BUF: usize = 256 * 1024;
 
 /// The raw dumps observe needs.
 #[derive(Debug, Default)]
@@ -140,97 +137,53 @@ impl DumpSocket {
         mut each: impl FnMut(RouteNetlinkMessage),
     ) -> io::Result<()> {
         let is_link = matches!(req, RouteNetlinkMessage::GetLink(_));
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let mut msg = NetlinkMessage::from(req);
-        msg.header.flags = NLM_F_REQUEST | NLM_F_DUMP;
-        msg.header.sequence_number = seq;
-        msg.finalize();
-        let mut buf = vec![0; msg.buffer_len()];
-        msg.serialize(&mut buf);
-        // A poisoned lock only means another dump panicked; the socket itself is fine.
-        let socket = self.socket.lock().unwrap_or_else(|p| p.into_inner());
-        socket.send(&buf, 0)?;
+        let (request, seq) = self.message(req, NLM_F_REQUEST | NLM_F_DUMP);
         let mut filtered = Vec::new();
-        // A large receive buffer lets the kernel pack many messages into each datagram.
-        let mut data: Vec<u8> = Vec::with_capacity(RECV_BUF);
-        loop {
-            data.clear();
-            let n = socket.recv(&mut data, 0)?;
-            if n > RECV_BUF {
-                return Err(invalid(format!(
-                    "netlink datagram of {n} bytes exceeds {RECV_BUF}"
-                )));
+        exchange(&self.socket, &request, seq, |header, payload| {
+            match header.message_type {
+                NLMSG_DONE => return Some(Ok(())),
+                NLMSG_ERROR => {
+                    return Some(Err(io::Error::from_raw_os_error(-error_code(payload))));
+                }
+                _ => {}
             }
-            let mut offset = 0;
-            while offset < data.len() {
-                let nl = NetlinkBuffer::new_checked(&data[offset..]).map_err(invalid)?;
-                let len = nl.length() as usize;
-                let header = NetlinkHeader::parse(&nl).map_err(invalid)?;
-                offset += (len + 3) & !3;
-                if header.sequence_number != seq {
-                    continue;
-                }
-                match header.message_type {
-                    NLMSG_DONE => return Ok(()),
-                    NLMSG_ERROR => {
-                        let code = nl
-                            .payload()
-                            .get(..4)
-                            .map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
-                        return Err(io::Error::from_raw_os_error(-code));
-                    }
-                    _ => {}
-                }
-                if !wanted(nl.payload()) {
-                    continue;
-                }
-                let payload = if is_link {
-                    keep_link_attrs(nl.payload(), &mut filtered)
-                } else {
-                    nl.payload()
-                };
-                each(RouteNetlinkMessage::deserialize(&header, payload).map_err(invalid)?);
+            if !wanted(payload) {
+                return None;
             }
-        }
+            let payload = if is_link {
+                keep_link_attrs(payload, &mut filtered)
+            } else {
+                payload
+            };
+            match RouteNetlinkMessage::deserialize(header, payload) {
+                Ok(m) => {
+                    each(m);
+                    None
+                }
+                Err(e) => Some(Err(invalid(e))),
+            }
+        })
     }
-}
 
-impl DumpSocket {
     /// Sends one write request (`flags` besides `NLM_F_REQUEST | NLM_F_ACK`) and waits for the
     /// kernel's acknowledgement; its error as an [`io::Error`].
     pub(crate) fn write(&self, req: RouteNetlinkMessage, flags: u16) -> io::Result<()> {
+        let (request, seq) = self.message(req, NLM_F_REQUEST | NLM_F_ACK | flags);
+        exchange(&self.socket, &request, seq, |header, payload| {
+            (header.message_type == NLMSG_ERROR).then(|| acknowledged(payload))
+        })
+    }
+
+    /// `req` with `flags` and a new sequence number, serialized; and that number.
+    fn message(&self, req: RouteNetlinkMessage, flags: u16) -> (Vec<u8>, u32) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         let mut msg = NetlinkMessage::from(req);
-        msg.header.flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+        msg.header.flags = flags;
         msg.header.sequence_number = seq;
         msg.finalize();
         let mut buf = vec![0; msg.buffer_len()];
         msg.serialize(&mut buf);
-        let socket = self.socket.lock().unwrap_or_else(|p| p.into_inner());
-        socket.send(&buf, 0)?;
-        let mut data: Vec<u8> = Vec::with_capacity(RECV_BUF);
-        loop {
-            data.clear();
-            socket.recv(&mut data, 0)?;
-            let mut offset = 0;
-            while offset < data.len() {
-                let nl = NetlinkBuffer::new_checked(&data[offset..]).map_err(invalid)?;
-                let len = nl.length() as usize;
-                let header = NetlinkHeader::parse(&nl).map_err(invalid)?;
-                offset += (len + 3) & !3;
-                if header.sequence_number != seq || header.message_type != NLMSG_ERROR {
-                    continue;
-                }
-                let code = nl
-                    .payload()
-                    .get(..4)
-                    .map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
-                return match code {
-                    0 => Ok(()),
-                    c => Err(io::Error::from_raw_os_error(-c)),
-                };
-            }
-        }
+        (buf, seq)
     }
 }
 
@@ -319,8 +272,4 @@ fn wanted_address(payload: &[u8], managed: &HashSet<u32>) -> bool {
         }
         _ => true,
     }
-}
-
-fn invalid(e: impl std::fmt::Display) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
 }

@@ -15,11 +15,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use rtnetlink::packet_core::{
-    NLA_F_NESTED, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, NetlinkBuffer,
-    NlasIterator,
+    NLA_F_NESTED, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, NlasIterator,
 };
 use rtnetlink::sys::{Socket, SocketAddr, protocols::NETLINK_GENERIC};
 
+use crate::exchange::{acknowledged, exchange, invalid};
 use crate::model::Segmentation;
 
 /// The features `ethtool -K NAME gso X gro X tso X` switches: GSO, GRO and the TSO bits (the
@@ -72,7 +72,6 @@ const ETHTOOL_A_BIT_VALUE: u16 = 3;
 const TYPE_MASK: u16 = 0x3fff;
 /// The control family's answer for a family the kernel does not have.
 const ENOENT: i32 = 2;
-const RECV_BUF: usize = 256 * 1024;
 
 /// A generic netlink socket bound to the `ethtool` family of one network namespace.
 #[derive(Debug)]
@@ -270,39 +269,16 @@ impl Ethtool {
         buf.extend_from_slice(&attrs.0);
         let dump = flags & NLM_F_DUMP == NLM_F_DUMP;
         let acked = flags & NLM_F_ACK == NLM_F_ACK;
-        // A poisoned lock only means another request panicked; the socket itself is fine.
-        let socket = self.socket.lock().unwrap_or_else(|p| p.into_inner());
-        socket.send(&buf, 0)?;
-        let mut data: Vec<u8> = Vec::with_capacity(RECV_BUF);
-        loop {
-            data.clear();
-            socket.recv(&mut data, 0)?;
-            let mut offset = 0;
-            while offset < data.len() {
-                let nl = NetlinkBuffer::new_checked(&data[offset..]).map_err(invalid)?;
-                offset += (nl.length() as usize + 3) & !3;
-                if nl.sequence_number() != seq {
-                    continue;
-                }
-                match nl.message_type() {
-                    NLMSG_DONE => return Ok(()),
-                    NLMSG_ERROR => {
-                        let code = (nl.payload().get(..4))
-                            .map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
-                        return match code {
-                            0 => Ok(()),
-                            c => Err(io::Error::from_raw_os_error(-c)),
-                        };
-                    }
-                    _ => {
-                        each(nl.payload().get(4..).unwrap_or_default());
-                        if !dump && !acked {
-                            return Ok(());
-                        }
-                    }
+        exchange(&self.socket, &buf, seq, |header, payload| {
+            match header.message_type {
+                NLMSG_DONE => Some(Ok(())),
+                NLMSG_ERROR => Some(acknowledged(payload)),
+                _ => {
+                    each(payload.get(4..).unwrap_or_default());
+                    (!dump && !acked).then_some(Ok(()))
                 }
             }
-        }
+        })
     }
 }
 
@@ -403,10 +379,6 @@ impl Attrs {
         fill(&mut inner);
         self.raw(kind | NLA_F_NESTED, &inner.0);
     }
-}
-
-fn invalid(e: impl std::fmt::Display) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ mod diff;
 mod dump;
 mod error;
 mod ethtool;
+mod exchange;
 mod exec;
 mod model;
 mod model_kernel;
