@@ -55,6 +55,22 @@ pub enum ConvertError {
         /// What was expected.
         expected: &'static str,
     },
+    /// Two objects of the config (or two fields of one) name the same link: the kernel has one
+    /// device per name, so one of them would silently take the other's place.
+    #[error(
+        "{object}: {field} {name:?} is the name {other} already gives a link; give each link its \
+         own name (nothing was applied)"
+    )]
+    DuplicateLink {
+        /// The config object, e.g. `vrf t2`.
+        object: String,
+        /// The field naming the link, e.g. `loopbacks[].name`.
+        field: &'static str,
+        /// The link name.
+        name: String,
+        /// The object and field that named it first, e.g. `vrf t1 loopbacks[].name`.
+        other: String,
+    },
     /// A layer-2 network names a VRF the node's config does not have.
     #[error("layer2 {id}: VRF {vrf:?} is not in the node's config")]
     UnknownVrf {
@@ -73,22 +89,47 @@ pub fn managed() -> Result<Managed, netrollout_dataplane::Error> {
 }
 
 pub fn to_desired(config: &NodeConfig, vtep: &Vtep) -> Result<Desired, ConvertError> {
-    let mut desired = Desired::default();
+    let mut links = Links::default();
     for vrf in &config.vrfs {
-        add_vrf(&mut desired, vrf, vtep)?;
+        add_vrf(&mut links, vrf, vtep)?;
     }
     for l2 in &config.layer2s {
-        add_layer2(&mut desired, l2, &config.vrfs, vtep)?;
+        add_layer2(&mut links, l2, &config.vrfs, vtep)?;
     }
     for table in &config.routing_tables {
-        desired.add_link(Link::new(
-            &table.interface,
-            LinkKind::Vrf {
-                table: table.table_id,
-            },
-        ));
+        let object = format!("routing table {}", table.table_id);
+        let kind = LinkKind::Vrf {
+            table: table.table_id,
+        };
+        links.add(&object, "interface", Link::new(&table.interface, kind))?;
     }
-    Ok(desired)
+    Ok(links.desired)
+}
+
+/// The objects being built, and which object and field named each link.
+#[derive(Default)]
+struct Links {
+    desired: Desired,
+    owners: std::collections::BTreeMap<String, String>,
+}
+
+impl Links {
+    /// Adds `link`, named by `object`'s `field`; a name already taken is
+    /// [`ConvertError::DuplicateLink`].
+    fn add(&mut self, object: &str, field: &'static str, link: Link) -> Result<(), ConvertError> {
+        if let Some(other) = self.owners.get(&link.name) {
+            return Err(ConvertError::DuplicateLink {
+                object: object.to_string(),
+                field,
+                name: link.name.clone(),
+                other: other.clone(),
+            });
+        }
+        self.owners
+            .insert(link.name.clone(), format!("{object} {field}"));
+        self.desired.add_link(link);
+        Ok(())
+    }
 }
 
 /// Names of the links a config creates, for the oper-state probe.
@@ -96,53 +137,46 @@ pub fn link_names(desired: &Desired) -> Vec<String> {
     desired.links.keys().cloned().collect()
 }
 
-fn add_vrf(desired: &mut Desired, vrf: &VrfConfig, vtep: &Vtep) -> Result<(), ConvertError> {
-    let object = || format!("vrf {}", vrf.name);
+fn add_vrf(links: &mut Links, vrf: &VrfConfig, vtep: &Vtep) -> Result<(), ConvertError> {
+    let object = format!("vrf {}", vrf.name);
     let with_mtu = |link: Link| match vrf.mtu {
         Some(mtu) => link.mtu(mtu),
         None => link,
     };
-    desired.add_link(Link::new(
-        &vrf.vrf_interface,
-        LinkKind::Vrf {
-            table: vrf.table_id,
-        },
-    ));
+    let kind = LinkKind::Vrf {
+        table: vrf.table_id,
+    };
+    links.add(&object, "vrfInterface", Link::new(&vrf.vrf_interface, kind))?;
     if let (Some(vni), Some(bridge), Some(vxlan)) =
         (vrf.vni, &vrf.bridge_interface, &vrf.vxlan_interface)
     {
-        desired.add_link(with_mtu(
-            Link::new(bridge, LinkKind::Bridge).master(&vrf.vrf_interface),
-        ));
-        desired.add_link(with_mtu(
-            Link::new(vxlan, vxlan_kind(vni, vxlan, false, vtep)?).master(bridge),
-        ));
+        let link = Link::new(bridge, LinkKind::Bridge).master(&vrf.vrf_interface);
+        links.add(&object, "bridgeInterface", with_mtu(link))?;
+        let link = Link::new(vxlan, vxlan_kind(vni, vxlan, false, vtep)?).master(bridge);
+        links.add(&object, "vxlanInterface", with_mtu(link))?;
     }
-    desired.add_link(with_mtu(Link::new(
-        &vrf.veth_default_interface,
-        LinkKind::Veth {
-            peer: vrf.veth_vrf_interface.clone(),
-        },
-    )));
-    desired.add_link(with_mtu(
-        Link::new(
-            &vrf.veth_vrf_interface,
-            LinkKind::Veth {
-                peer: vrf.veth_default_interface.clone(),
-            },
-        )
-        .master(&vrf.vrf_interface),
-    ));
+    let peer = vrf.veth_vrf_interface.clone();
+    let link = Link::new(&vrf.veth_default_interface, LinkKind::Veth { peer });
+    links.add(&object, "vethDefaultInterface", with_mtu(link))?;
+    let peer = vrf.veth_default_interface.clone();
+    let link = Link::new(&vrf.veth_vrf_interface, LinkKind::Veth { peer });
+    links.add(
+        &object,
+        "vethVrfInterface",
+        with_mtu(link.master(&vrf.vrf_interface)),
+    )?;
     for lo in &vrf.loopbacks {
-        desired.add_link(Link::new(&lo.name, LinkKind::Dummy).master(&vrf.vrf_interface));
-        desired.addresses.push(Address {
+        let link = Link::new(&lo.name, LinkKind::Dummy).master(&vrf.vrf_interface);
+        links.add(&object, "loopbacks[].name", link)?;
+        links.desired.addresses.push(Address {
             link: lo.name.clone(),
-            addr: parse_net(&object(), "loopbacks[].address", &lo.address)?,
+            addr: parse_net(&object, "loopbacks[].address", &lo.address)?,
         });
     }
     for prefix in &vrf.sbr_prefixes {
-        let net = parse_net(&object(), "sbrPrefixes[]", prefix)?;
-        desired
+        let net = parse_net(&object, "sbrPrefixes[]", prefix)?;
+        links
+            .desired
             .rules
             .push(Rule::from_prefix(SBR_RULE_PRIORITY, net, vrf.table_id));
     }
@@ -150,7 +184,7 @@ fn add_vrf(desired: &mut Desired, vrf: &VrfConfig, vtep: &Vtep) -> Result<(), Co
 }
 
 fn add_layer2(
-    desired: &mut Desired,
+    links: &mut Links,
     l2: &Layer2Config,
     vrfs: &[VrfConfig],
     vtep: &Vtep,
@@ -180,33 +214,26 @@ fn add_layer2(
         bridge = bridge.master(&vrf.vrf_interface);
         // Render refuses the field on a network without a VRF (nothing would announce them).
         if l2.advertise_neighbors {
-            desired.host_routes.push(HostRoutes {
+            links.desired.host_routes.push(HostRoutes {
                 link: l2.bridge_interface.clone(),
                 table: vrf.table_id,
             });
         }
     }
-    desired.add_link(bridge);
+    links.add(&object, "bridgeInterface", bridge)?;
     let kind = vxlan_kind(l2.vni, &l2.vxlan_interface, l2.neigh_suppression, vtep)?;
-    desired.add_link(
-        Link::new(&l2.vxlan_interface, kind)
-            .mtu(l2.mtu)
-            .master(&l2.bridge_interface)
-            .segmentation(offload),
-    );
+    let vxlan = Link::new(&l2.vxlan_interface, kind)
+        .mtu(l2.mtu)
+        .master(&l2.bridge_interface)
+        .segmentation(offload);
+    links.add(&object, "vxlanInterface", vxlan)?;
     if let Some(mv) = &l2.macvlan_interface {
-        desired.add_link(
-            Link::new(
-                mv,
-                LinkKind::Macvlan {
-                    parent: l2.bridge_interface.clone(),
-                },
-            )
-            .segmentation(offload),
-        );
+        let parent = l2.bridge_interface.clone();
+        let link = Link::new(mv, LinkKind::Macvlan { parent }).segmentation(offload);
+        links.add(&object, "macvlanInterface", link)?;
     }
     for gw in &l2.anycast_gateways {
-        desired.addresses.push(Address {
+        links.desired.addresses.push(Address {
             link: l2.bridge_interface.clone(),
             addr: parse_net(&object, "anycastGateways[]", gw)?,
         });

@@ -220,3 +220,52 @@ fn the_agent_hands_the_dataplane_the_contracts_prefixes_and_limit() {
         netrollout_api::MAX_IFNAME
     );
 }
+
+#[test]
+fn two_links_of_one_name_are_refused_naming_both_objects_the_field_and_the_name() {
+    // Two VRFs' loopbacks of one name: the kernel has one device per name, so the second would
+    // have taken the first's place (and its address) without a word.
+    let mut t2 = vrf();
+    t2.name = "t2".into();
+    t2.vrf_interface = "vr.t2".into();
+    t2.bridge_interface = Some("br.t2".into());
+    t2.vxlan_interface = Some("vx.t2".into());
+    t2.veth_default_interface = "vd.t2".into();
+    t2.veth_vrf_interface = "vv.t2".into();
+    t2.sbr_prefixes.clear();
+    let config = NodeConfig {
+        vrfs: vec![vrf(), t2.clone()],
+        ..Default::default()
+    };
+    let err = to_desired(&config, &vtep()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "vrf t2: loopbacks[].name \"lo.cluster\" is the name vrf cluster loopbacks[].name \
+         already gives a link; give each link its own name (nothing was applied)"
+    );
+    // A layer-2 network's bridge named like a VRF's bridge.
+    let mut l2 = layer2(100);
+    l2.bridge_interface = "br.cluster".into();
+    let config = NodeConfig {
+        vrfs: vec![vrf()],
+        layer2s: vec![l2],
+        ..Default::default()
+    };
+    assert_eq!(
+        to_desired(&config, &vtep()).unwrap_err(),
+        ConvertError::DuplicateLink {
+            object: "layer2 100".into(),
+            field: "bridgeInterface",
+            name: "br.cluster".into(),
+            other: "vrf cluster bridgeInterface".into(),
+        }
+    );
+    // Distinct names: both VRFs' links are there.
+    t2.loopbacks[0].name = "lo.t2".into();
+    let config = NodeConfig {
+        vrfs: vec![vrf(), t2],
+        ..Default::default()
+    };
+    let d = to_desired(&config, &vtep()).unwrap();
+    assert!(d.links.contains_key("lo.cluster") && d.links.contains_key("lo.t2"));
+}

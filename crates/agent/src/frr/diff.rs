@@ -165,5 +165,48 @@ pub(super) fn script(new: &Conf, running: &Conf) -> Vec<String> {
     delete
 }
 
+/// The lines of `new` that FRR's `running` config lacks (as [`script`] would add them), each
+/// named with its context: `` `route-target import 65000:x7` in router bgp 65002 vrf vr.t1 >
+/// address-family l2vpn evpn ``; a whole context FRR lacks is named by its header. At most
+/// [`LACKING_SHOWN`], then how many more.
+pub(super) fn lacking(new: &Conf, running: &Conf) -> Vec<String> {
+    let defaults = Defaults::of(running);
+    let mut out = Vec::new();
+    for key in new.order() {
+        if key.len() == 1 && foreign(&key[0]) {
+            continue;
+        }
+        let place = key.join(" > ");
+        if !running.has(key) {
+            let lines = new.lines_of(key);
+            if lines.is_empty() {
+                let header = format!("`{}`", key[key.len() - 1]);
+                out.push(match key.len() {
+                    1 => header,
+                    n => format!("{header} in {}", key[..n - 1].join(" > ")),
+                });
+            }
+            out.extend(lines.iter().map(|l| format!("`{l}` in {place}")));
+            continue;
+        }
+        let have: HashSet<&String> = running.lines_of(key).iter().collect();
+        out.extend(
+            new.lines_of(key)
+                .iter()
+                .filter(|l| !have.contains(l) && !hidden(running, &defaults, key, l))
+                .map(|l| format!("`{l}` in {place}")),
+        );
+    }
+    if out.len() > LACKING_SHOWN {
+        let more = out.len() - LACKING_SHOWN;
+        out.truncate(LACKING_SHOWN);
+        out.push(format!("{more} more"));
+    }
+    out
+}
+
+/// How many lacking lines an error names.
+const LACKING_SHOWN: usize = 5;
+
 #[cfg(test)]
 mod tests;

@@ -60,9 +60,11 @@ impl Frr {
 
 impl Script {
     /// Sends `lines` (the lines go to the daemons that own them, as a config file's would),
-    /// ends the session and waits; an error line of vtysh or a daemon is
-    /// [`FrrError::Rejected`].
-    pub(super) async fn run(mut self, lines: &[String]) -> Result<(), FrrError> {
+    /// ends the session and waits. Returns FRR's error lines when vtysh succeeded all the same
+    /// (a daemon's `CMD_WARNING`: vtysh prints its `% ...` line and goes on, e.g. FRR 8.4 and
+    /// 10.3 on a malformed route target; empty when FRR said nothing); a vtysh that failed
+    /// (a line a daemon refused outright, an unknown command) is [`FrrError::Rejected`].
+    pub(super) async fn run(mut self, lines: &[String]) -> Result<String, FrrError> {
         let mut text = lines.join("\n");
         text.push('\n');
         let stdin = self.child.stdin.take();
@@ -83,8 +85,8 @@ impl Script {
             String::from_utf8_lossy(&out.stderr)
         );
         let line = error_lines(&said);
-        if out.status.success() && line.is_empty() {
-            return Ok(());
+        if out.status.success() {
+            return Ok(line);
         }
         Err(FrrError::Rejected {
             line: if line.is_empty() {

@@ -13,10 +13,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tracing::warn;
+use tracing::{info, warn};
 
 use super::conf::Conf;
-use super::diff::script;
+use super::diff::{lacking, script};
 use super::script::Script;
 use super::{Frr, FrrError};
 
@@ -27,8 +27,9 @@ const ROUNDS: usize = 2;
 
 /// What the rounds do to FRR.
 pub(super) trait Io {
-    /// Sends `lines` as one `vtysh -f` session; an error line of FRR is [`FrrError::Rejected`].
-    async fn send(&mut self, lines: &[String]) -> Result<(), FrrError>;
+    /// Sends `lines` as one `vtysh -f` session: FRR's error lines when vtysh went on past them
+    /// (empty when FRR said nothing), [`FrrError::Rejected`] when vtysh failed.
+    async fn send(&mut self, lines: &[String]) -> Result<String, FrrError>;
     /// FRR's running config ([`FrrError::Unavailable`] when zebra or bgpd does not answer).
     async fn read(&mut self) -> Result<String, FrrError>;
     /// The fallback: `frr-reload.py --reload` of the written text, then the daemons asked.
@@ -44,6 +45,15 @@ pub(super) trait Io {
 ///
 /// A line FRR does not show counts as there only when it is a listed default of FRR's version
 /// and profile ([`super::defaults`]): a line FRR accepted and dropped stays a difference.
+///
+/// FRR's error lines (`% ...`) decide nothing by their text: FRR prints them for a line it
+/// refused (`% Malformed Route Target list`, vtysh going on as after a warning) and for one it
+/// took with a remark, in wording that differs per version. The running config decides: when
+/// FRR said error lines and its running config does not hold the text after the script, the
+/// change goes to `frr-reload.py` at once (the agent's own script may be what FRR refused), and
+/// when FRR does not hold the text after that either, the apply fails with FRR's lines and the
+/// lines FRR lacks ([`FrrError::Rejected`]: the agent restores). When FRR holds the text, the
+/// lines were remarks: logged, no failure.
 pub(super) async fn converge(
     io: &mut impl Io,
     new: &Conf,
@@ -51,12 +61,22 @@ pub(super) async fn converge(
     fallbacks: &AtomicU64,
 ) -> Result<u32, FrrError> {
     let mut writes = 0;
+    // FRR's error lines in answer to this apply's scripts.
+    let mut said = String::new();
     // The first round's script is empty when FRR already runs the text; each later round
     // reads FRR's running config back (and asks the daemons) after a write.
     for round in 0..=ROUNDS {
         let lines = script(new, &running);
         if lines.is_empty() {
+            if !said.is_empty() {
+                info!(said = %said, "FRR answered the agent's script with error lines but runs the text: remarks, not failures");
+            }
             return Ok(writes);
+        }
+        if !said.is_empty() {
+            warn!(said = %said, left = %lines.join(" | "),
+                "FRR answered with error lines and does not run the text; applying it with frr-reload.py");
+            break;
         }
         if round == ROUNDS {
             warn!(
@@ -66,9 +86,15 @@ pub(super) async fn converge(
             break;
         }
         writes = 1;
-        if let Err(e) = io.send(&lines).await {
-            warn!(error = %e, "the agent's diff of FRR's config failed; applying it with frr-reload.py");
-            break;
+        match io.send(&lines).await {
+            Ok(answer) => said = answer,
+            Err(e) => {
+                if let FrrError::Rejected { line, .. } = &e {
+                    said = line.clone();
+                }
+                warn!(error = %e, "the agent's diff of FRR's config failed; applying it with frr-reload.py");
+                break;
+            }
         }
         running = match io.read().await {
             Ok(text) => Conf::parse(&text),
@@ -80,7 +106,22 @@ pub(super) async fn converge(
         };
     }
     fallbacks.fetch_add(1, Ordering::Relaxed);
-    io.reload().await.map(|()| 1)
+    io.reload().await?;
+    if said.is_empty() {
+        return Ok(1);
+    }
+    // FRR said error lines: `frr-reload.py` succeeds past them as vtysh does, so FRR's running
+    // config tells whether it took the text.
+    let running = Conf::parse(&io.read().await?);
+    let lacking = lacking(new, &running);
+    if lacking.is_empty() {
+        info!(said = %said, "frr-reload.py brought FRR to the text after FRR's error lines");
+        return Ok(1);
+    }
+    Err(FrrError::Rejected {
+        line: format!("{said} (FRR does not hold {})", lacking.join("; ")),
+        wrote: true,
+    })
 }
 
 /// The node's FRR as [`converge`] reaches it: the script's vtysh (started early when it was),
@@ -92,7 +133,7 @@ struct Node<'a> {
 }
 
 impl Io for Node<'_> {
-    async fn send(&mut self, lines: &[String]) -> Result<(), FrrError> {
+    async fn send(&mut self, lines: &[String]) -> Result<String, FrrError> {
         let script = match self.early.take() {
             Some(script) => script,
             None => self.frr.start_script()?,

@@ -23,6 +23,7 @@ mod frr;
 mod frr_converge;
 mod frr_defaults;
 mod frr_dies;
+mod frr_errors;
 mod frr_vty;
 mod health;
 mod hold;

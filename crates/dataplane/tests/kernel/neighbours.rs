@@ -30,9 +30,8 @@ fn host_routes(ns: &TestNs) -> Vec<String> {
     out
 }
 
-/// Waits (at most 5 s) until the host routes are `want` (`DST dev LINK scope link` lines).
-async fn wait_for(ns: &TestNs, want: &[&str]) {
-    let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+/// Waits (at most 5 s) until the host routes are `want` ([`v4`] and [`v6`] lines, sorted).
+async fn wait_for(ns: &TestNs, want: &[String]) {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let got = host_routes(ns);
@@ -45,6 +44,24 @@ async fn wait_for(ns: &TestNs, want: &[&str]) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The host route of `10.77.0.HOST` on `l2.77`, as `ip route show` prints it.
+fn v4(host: u8) -> String {
+    format!("10.77.0.{host} dev l2.77 scope link")
+}
+
+/// The host route of `fd77::HOST` on `l2.77`, as `ip -6 route show` prints it.
+fn v6(host: u8) -> String {
+    format!("fd77::{host} dev l2.77 metric 1024 pref medium")
+}
+
+/// `ip [-6] neigh VERB ADDR lladdr 02:00:00:00:77:MAC REST` (`-6` for an IPv6 address).
+fn neigh(ns: &TestNs, verb: &str, addr: &str, mac: u8, rest: &str) {
+    let family = if addr.contains(':') { "-6 " } else { "" };
+    ns.ip(&format!(
+        "{family}neigh {verb} {addr} lladdr 02:00:00:00:77:{mac:02x} {rest}"
+    ));
 }
 
 /// A bridge `l2.77` with a port that has carrier (the kernel keeps neighbours of links up).
@@ -73,37 +90,20 @@ async fn host_routes_follow_the_bridges_neighbours_and_go_when_the_target_is_tur
         "route add 10.77.9.0/24 dev l2.77 table {TABLE} proto 177"
     ));
     ns.ip(&format!("route add 10.77.8.8/32 dev l2.77 table {TABLE}"));
-    let lladdr = |i: u8| format!("lladdr 02:00:00:00:77:{i:02x}");
-    ns.ip(&format!(
-        "neigh add 10.77.0.5 {} dev l2.77 nud permanent",
-        lladdr(5)
-    ));
-    ns.ip(&format!(
-        "neigh add 10.77.0.6 {} dev l2.77 nud reachable",
-        lladdr(6)
-    ));
-    ns.ip(&format!(
-        "neigh add 10.77.0.7 {} dev l2.77 nud stale",
-        lladdr(7)
-    ));
-    ns.ip(&format!(
-        "-6 neigh add fd77::5 {} dev l2.77 nud permanent",
-        lladdr(5)
-    ));
-    // Not announced: another node's (EVPN), a failed one, IPv6 link-local, another link's.
-    ns.ip(&format!(
-        "neigh add 10.77.0.20 {} dev l2.77 extern_learn",
-        lladdr(20)
-    ));
+    for (addr, mac, rest) in [
+        ("10.77.0.5", 5, "dev l2.77 nud permanent"),
+        ("10.77.0.6", 6, "dev l2.77 nud reachable"),
+        ("10.77.0.7", 7, "dev l2.77 nud stale"),
+        ("fd77::5", 5, "dev l2.77 nud permanent"),
+        // Not announced: another node's (EVPN), IPv6 link-local, another link's (and the
+        // failed one below).
+        ("10.77.0.20", 20, "dev l2.77 extern_learn"),
+        ("fe80::5", 5, "dev l2.77 nud permanent"),
+        ("10.77.0.30", 30, "dev nrt-p1 nud permanent"),
+    ] {
+        neigh(&ns, "add", addr, mac, rest);
+    }
     ns.ip("neigh add 10.77.0.21 dev l2.77 nud failed");
-    ns.ip(&format!(
-        "-6 neigh add fe80::5 {} dev l2.77 nud permanent",
-        lladdr(5)
-    ));
-    ns.ip(&format!(
-        "neigh add 10.77.0.30 {} dev nrt-p1 nud permanent",
-        lladdr(30)
-    ));
 
     let neighbours = Neighbours::in_netns(&ns.name).expect("connect in namespace");
     let (targets, rx) = watch::channel(None);
@@ -118,46 +118,17 @@ async fn host_routes_follow_the_bridges_neighbours_and_go_when_the_target_is_tur
         link: "l2.77".into(),
         table: TABLE,
     }]));
-    let initial = [
-        "10.77.0.5 dev l2.77 scope link",
-        "10.77.0.6 dev l2.77 scope link",
-        "10.77.0.7 dev l2.77 scope link",
-        "fd77::5 dev l2.77 metric 1024 pref medium",
-    ];
-    wait_for(&ns, &initial).await;
+    wait_for(&ns, &[v4(5), v4(6), v4(7), v6(5)]).await;
 
     // A neighbour appears, another goes: only a notification can tell (resync: an hour).
-    ns.ip(&format!(
-        "neigh add 10.77.0.8 {} dev l2.77 nud reachable",
-        lladdr(8)
-    ));
+    neigh(&ns, "add", "10.77.0.8", 8, "dev l2.77 nud reachable");
     ns.ip("neigh del 10.77.0.6 dev l2.77");
-    ns.ip(&format!(
-        "-6 neigh add fd77::8 {} dev l2.77 nud stale",
-        lladdr(8)
-    ));
-    let moved = [
-        "10.77.0.5 dev l2.77 scope link",
-        "10.77.0.7 dev l2.77 scope link",
-        "10.77.0.8 dev l2.77 scope link",
-        "fd77::5 dev l2.77 metric 1024 pref medium",
-        "fd77::8 dev l2.77 metric 1024 pref medium",
-    ];
-    wait_for(&ns, &moved).await;
+    neigh(&ns, "add", "fd77::8", 8, "dev l2.77 nud stale");
+    wait_for(&ns, &[v4(5), v4(7), v4(8), v6(5), v6(8)]).await;
     // A neighbour that fails is withdrawn; EVPN's becoming local is announced.
     ns.ip("neigh change 10.77.0.7 dev l2.77 nud failed");
-    ns.ip(&format!(
-        "neigh replace 10.77.0.20 {} dev l2.77 nud reachable",
-        lladdr(20)
-    ));
-    let failed = [
-        "10.77.0.20 dev l2.77 scope link",
-        "10.77.0.5 dev l2.77 scope link",
-        "10.77.0.8 dev l2.77 scope link",
-        "fd77::5 dev l2.77 metric 1024 pref medium",
-        "fd77::8 dev l2.77 metric 1024 pref medium",
-    ];
-    wait_for(&ns, &failed).await;
+    neigh(&ns, "replace", "10.77.0.20", 20, "dev l2.77 nud reachable");
+    wait_for(&ns, &[v4(20), v4(5), v4(8), v6(5), v6(8)]).await;
 
     // Turned off: every route of the protocol goes; the others stay.
     targets.send_replace(Some(vec![]));
@@ -171,10 +142,7 @@ async fn host_routes_follow_the_bridges_neighbours_and_go_when_the_target_is_tur
     let table = ns.ip(&format!("-6 route show table {TABLE}"));
     assert!(table.contains("fd77:9::/64 dev l2.77 proto 177"), "{table}");
     // Off, it listens to no neighbour: a new one stays unannounced.
-    ns.ip(&format!(
-        "neigh add 10.77.0.9 {} dev l2.77 nud permanent",
-        lladdr(9)
-    ));
+    neigh(&ns, "add", "10.77.0.9", 9, "dev l2.77 nud permanent");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(host_routes(&ns).is_empty(), "{:?}", host_routes(&ns));
 
@@ -189,7 +157,7 @@ async fn host_routes_follow_the_bridges_neighbours_and_go_when_the_target_is_tur
 async fn a_sync_in_place_writes_nothing_and_repairs_a_route_removed_by_hand_or_a_stray_one() {
     let ns = TestNs::new();
     bridge(&ns);
-    ns.ip("neigh add 10.77.0.5 lladdr 02:00:00:00:77:05 dev l2.77 nud permanent");
+    neigh(&ns, "add", "10.77.0.5", 5, "dev l2.77 nud permanent");
     let neighbours = Neighbours::in_netns(&ns.name).expect("connect in namespace");
     let targets = [HostRoutes {
         link: "l2.77".into(),
@@ -205,7 +173,7 @@ async fn a_sync_in_place_writes_nothing_and_repairs_a_route_removed_by_hand_or_a
     ns.ip("route add 10.77.3.0/24 dev l2.77 table 1078 proto 178");
     let s = neighbours.sync(&targets).await.unwrap();
     assert_eq!((s.added, s.deleted), (1, 1), "{s:?}");
-    assert_eq!(host_routes(&ns), ["10.77.0.5 dev l2.77 scope link"]);
+    assert_eq!(host_routes(&ns), [v4(5)]);
     assert!(ns.ip("route show table 1078").is_empty());
 
     // A target whose bridge does not exist (yet) is named, and nothing fails.

@@ -20,6 +20,11 @@ struct Model {
     dropped: Vec<&'static str>,
     /// A line FRR rejects with an error.
     rejects: Option<&'static str>,
+    /// A line FRR answers with a `% ...` line but goes on past (a daemon's `CMD_WARNING`), and
+    /// whether it took the line all the same.
+    warns: Option<(&'static str, bool)>,
+    /// The `% ...` lines of the last script.
+    said: Vec<String>,
     /// The text `frr-reload.py` applies (the written file).
     file: String,
     /// A read fails with FRR unavailable.
@@ -67,6 +72,14 @@ impl Model {
                     wrote: true,
                 });
             }
+            if let Some((warned, taken)) = self.warns
+                && line == warned
+            {
+                self.said.push("% Malformed Route Target list".into());
+                if !taken {
+                    continue;
+                }
+            }
             path.truncate(depth);
             if line.starts_with("exit") {
                 continue;
@@ -113,22 +126,35 @@ impl Model {
         }
     }
 
-    /// `show running-config`.
+    /// `show running-config`: each context with its lines, its nested contexts, its exit.
     fn show(&self) -> String {
         let mut out = self.head.clone();
-        for (key, lines, block) in &self.contexts {
+        for (key, _, block) in &self.contexts {
             if !block {
                 out.push_str(&format!("{}\n", key[0]));
-                continue;
+            } else if key.len() == 1 {
+                self.show_block(key, &mut out);
             }
-            let indent = " ".repeat(key.len() - 1);
-            out.push_str(&format!("{indent}{}\n", key[key.len() - 1]));
-            for line in lines {
-                out.push_str(&format!("{indent} {line}\n"));
-            }
-            out.push_str(&format!("{indent}exit\n"));
         }
         out
+    }
+
+    fn show_block(&self, key: &[String], out: &mut String) {
+        let indent = " ".repeat(key.len() - 1);
+        out.push_str(&format!("{indent}{}\n", key[key.len() - 1]));
+        for (k, lines, _) in &self.contexts {
+            if k.as_slice() == key {
+                for line in lines {
+                    out.push_str(&format!("{indent} {line}\n"));
+                }
+            }
+        }
+        for (k, ..) in &self.contexts {
+            if k.len() == key.len() + 1 && k.starts_with(key) {
+                self.show_block(k, out);
+            }
+        }
+        out.push_str(&format!("{indent}exit\n"));
     }
 
     /// Whether FRR's running config holds `text` (the agent's diff finds nothing to send).
@@ -139,9 +165,11 @@ impl Model {
 }
 
 impl Io for Model {
-    async fn send(&mut self, lines: &[String]) -> Result<(), FrrError> {
+    async fn send(&mut self, lines: &[String]) -> Result<String, FrrError> {
         self.sends += 1;
-        self.apply(lines)
+        self.said.clear();
+        self.apply(lines)?;
+        Ok(self.said.join(" | "))
     }
 
     async fn read(&mut self) -> Result<String, FrrError> {
@@ -276,4 +304,47 @@ fn frr_unavailable_after_a_script_is_the_error_without_a_fallback() {
     let (out, fallbacks) = run(&mut frr, &text);
     assert!(matches!(out, Err(FrrError::Unavailable { .. })), "{out:?}");
     assert_eq!((fallbacks, frr.reloads), (0, 0));
+}
+
+/// A VRF whose EVPN family gets a route target FRR answers `% Malformed Route Target list` to.
+fn with_route_target(rt: &str) -> String {
+    format!(
+        "{BASE}router bgp 65000 vrf vr.t1\n address-family l2vpn evpn\n  \
+         route-target import {rt}\n exit-address-family\nexit\n"
+    )
+}
+
+#[test]
+fn an_error_line_for_a_line_frr_did_not_take_fails_the_apply_naming_the_line_and_its_vrf() {
+    for version in ["8.4.4", "10.3"] {
+        let mut frr = Model::new(version, &with_route_target("65000:5000"));
+        frr.warns = Some(("route-target import 65000:x7", false));
+        let (out, fallbacks) = run(&mut frr, &with_route_target("65000:x7"));
+        let Err(FrrError::Rejected { line, wrote }) = out else {
+            panic!("{version}: {out:?}");
+        };
+        assert!(wrote, "{version}");
+        assert_eq!(
+            line,
+            "% Malformed Route Target list (FRR does not hold `route-target import 65000:x7` \
+             in router bgp 65000 vrf vr.t1 > address-family l2vpn evpn)",
+            "{version}"
+        );
+        // frr-reload.py had its turn (the agent's own script might have been at fault), and
+        // FRR's running config was read after it.
+        assert_eq!(fallbacks, 1, "{version}");
+        assert_eq!((frr.sends, frr.reads, frr.reloads), (1, 2, 1), "{version}");
+    }
+}
+
+#[test]
+fn an_error_line_for_a_line_frr_took_is_a_remark() {
+    for version in ["8.4.4", "10.3"] {
+        let mut frr = Model::new(version, &with_route_target("65000:5000"));
+        frr.warns = Some(("route-target import 65000:7", true));
+        let text = with_route_target("65000:7");
+        assert_eq!(applied(&mut frr, &text), (1, 0), "{version}");
+        assert!(frr.holds(&text), "{version}");
+        assert_eq!((frr.sends, frr.reads, frr.reloads), (1, 1, 0), "{version}");
+    }
 }
