@@ -180,6 +180,20 @@ impl Guest {
                 Ok(Value::Null)
             }
             Op::Dump { netns } => Ok(Value::String(crate::frr::dump(&netns, Version::V8_4))),
+            Op::StartFrr {
+                netns,
+                config,
+                daemon,
+            } => {
+                match daemon {
+                    Some(d) => {
+                        crate::frr::start_daemon(&netns, &netns, &config, &d, Version::V8_4)?
+                    }
+                    None => drop(crate::frr::start(&netns, &netns, &config, Version::V8_4)?),
+                }
+                Ok(Value::Null)
+            }
+            Op::Run { argv } => Ok(Value::String(crate::frr::run(&argv)?)),
         }
     }
 }
