@@ -188,7 +188,7 @@ pub struct VrfLoopback {
 
 /// Why `advertiseNeighbors: true` is refused on a network without a VRF (by the CRD, the
 /// configurator and `migrate`).
-pub const ADVERTISE_NEIGHBORS_NEEDS_VRF: &str = "advertiseNeighbors: true needs spec.vrf: the node announces each neighbour of the network as a /32 or /128 host route in the network's VRF, and a network in the default VRF has none to announce them in (the Go operator's old versions used a table of their own there); attach the network to a VRF, or remove the field or set it to false (docs/migration.md)";
+pub const ADVERTISE_NEIGHBORS_NEEDS_VRF: &str = "advertiseNeighbors: true needs spec.vrf: the node announces each neighbour of the network as a /32 or /128 host route in the network's VRF, and a network in the default VRF has none to announce them in (the Go operator's versions before 2025 wrote them into routing table 130, which only a VRF of the site's own FRR setup bound to that table announced); put the network into a VRF (a VRFRouteConfiguration; for a site VRF on table 130, that VRF) and export its host routes there, or remove the field or set it to false (docs/migration.md)";
 
 /// One layer-2 network: a VLAN stretched over VXLAN, optionally routed in a VRF.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]

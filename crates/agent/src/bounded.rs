@@ -60,16 +60,26 @@ impl Bounded {
         step: &'static str,
         request: impl Future<Output = kube::Result<T>>,
     ) -> Result<T, String> {
-        match self
-            .within(step, API, "the API server", self.api, request, || {})
+        self.api_answer(step, request)
+            .await?
+            .map_err(|e| e.to_string())
+    }
+
+    /// [`Bounded::api`] with the server's answer as it is (an error answer included, for a
+    /// caller that handles some, e.g. a 409 Conflict); `Err` only when there was none in time.
+    pub async fn api_answer<T>(
+        &self,
+        step: &'static str,
+        request: impl Future<Output = kube::Result<T>>,
+    ) -> Result<kube::Result<T>, String> {
+        self.within(step, API, "the API server", self.api, request, || {})
             .await
-        {
-            Some(answer) => answer.map_err(|e| e.to_string()),
-            None => Err(format!(
-                "no answer from the API server within {} s",
-                self.api.as_secs_f64()
-            )),
-        }
+            .ok_or_else(|| {
+                format!(
+                    "no answer from the API server within {} s",
+                    self.api.as_secs_f64()
+                )
+            })
     }
 
     /// Waits for `work` as step `step` on `part` (described by `waits_on`, e.g. `the API

@@ -8,6 +8,12 @@
 //! `event`; past `--step-slow` the wait is logged and counted, past `--api-deadline` the write
 //! failed and is tried again.
 //!
+//! A write the agent gave up on may still be served by the API server later, after the newer
+//! report the agent wrote next. So every write is conditional on the version of the object it
+//! was computed from (`metadata.resourceVersion` in the patch): the newer write changed that
+//! version, and the late one fails with 409 Conflict instead of overwriting it. A conflict the
+//! agent sees itself (a spec change landed first) reads the object again and writes at once.
+//!
 //! The `NodeNetworkConfig`'s `NetworkConfigReady` condition is kstatus-shaped: its
 //! `observedGeneration` is the `metadata.generation` whose spec the report is about, and its
 //! `lastTransitionTime` changes only when its status flips. Conditions of other types in the
@@ -134,6 +140,10 @@ pub async fn reporter(
     // The NetworkConfigReady condition this process last wrote; before its first write, the
     // one on the object (written before a restart).
     let mut last: Option<Condition> = None;
+    // The newest version of the object the writer knows: what its last write returned, or the
+    // watch's when that delivered one since. Each write is conditional on it.
+    let mut base: Option<NodeNetworkConfig> = None;
+    let mut conflicts = 0;
     let mut backoff = Duration::from_millis(200);
     loop {
         let latest = reports.borrow_and_update().clone();
@@ -143,22 +153,19 @@ pub async fn reporter(
             }
             continue;
         };
-        let Some(object) = seen.borrow_and_update().clone() else {
+        if base.is_none() || seen.has_changed().unwrap_or(false) {
+            // (An event of the writer's own last write delivered late is older than `base`:
+            // the write conditional on it gets a conflict and reads the object again.)
+            base = seen.borrow_and_update().clone().or(base);
+        }
+        let Some(object) = base.as_mut() else {
             tokio::select! {
                 changed = seen.changed() => if changed.is_err() { return },
                 changed = reports.changed() => if changed.is_err() { return },
             }
             continue;
         };
-        let on_object = object.status.map(|s| s.conditions).unwrap_or_default();
-        let previous = last.clone().or_else(|| {
-            on_object
-                .iter()
-                .find(|c| c.type_ == NODE_CONDITION)
-                .cloned()
-        });
         let now = jiff::Timestamp::now();
-        let list = conditions(&on_object, report.ready_condition(previous.as_ref(), now));
         let t = Instant::now();
         let target = Target {
             nnc: &nnc,
@@ -166,7 +173,21 @@ pub async fn reporter(
             node: &node,
             bounded: &bounded,
         };
-        match write(target, &report, &list, now, &mut last).await {
+        let outcome = match write(target, &report, object, now, &mut last).await {
+            Err(Failed::Conflict) if conflicts < MAX_CONFLICTS => {
+                // Another write landed first (a spec change, or one of the writer's own that
+                // the server served late): the object was read again, write on it at once.
+                conflicts += 1;
+                continue;
+            }
+            Err(Failed::Conflict) => Err(format!(
+                "NodeNetworkConfig {node} status: {MAX_CONFLICTS} conflicts in a row"
+            )),
+            Err(Failed::Other(e)) => Err(e),
+            Ok(()) => Ok(()),
+        };
+        conflicts = 0;
+        match outcome {
             Ok(()) => {
                 tracing::info!(
                     step = "status",
@@ -234,55 +255,124 @@ struct Target<'a> {
     bounded: &'a Bounded,
 }
 
-/// One report's writes: the `NodeNetworkConfig` status (with `conditions`, the whole list;
-/// once it lands, `last` is the agent's condition in it), then the Node's condition.
+/// Conflicts in a row after which a write is treated as failed (and tried again after the
+/// backoff): each one means another write landed in between, so they end unless something
+/// writes the object without pause.
+const MAX_CONFLICTS: u32 = 10;
+
+/// Why a report's writes failed.
+#[derive(Debug)]
+enum Failed {
+    /// The object changed since the version the write was conditional on; it was read again.
+    Conflict,
+    /// Any other failure, to retry after a backoff.
+    Other(String),
+}
+
+/// One report's writes: the `NodeNetworkConfig` status, then the Node's condition.
+///
+/// Each is conditional on the version of the object it was computed from (its
+/// `resourceVersion` in the patch, a 409 Conflict otherwise), so a write the server serves
+/// late, after the agent gave up on it and wrote a newer report, cannot overwrite that newer
+/// report: the newer one changed the version. The status is written on `object` (its
+/// conditions are kept, the agent's own replaced); once it lands `object` is what the server
+/// returned and `last` the agent's condition in it; on a conflict `object` is read again.
 async fn write(
     to: Target<'_>,
     report: &Report,
-    conditions: &[Condition],
+    object: &mut NodeNetworkConfig,
     now: jiff::Timestamp,
     last: &mut Option<Condition>,
-) -> Result<(), String> {
+) -> Result<(), Failed> {
     let Target {
         nnc,
         nodes,
         node,
         bounded,
     } = to;
-    let pp = PatchParams::apply(FIELD_MANAGER);
-    let patch = Patch::Merge(report.status_patch(conditions));
-    bounded
-        .api("status", nnc.patch_status(node, &pp, &patch))
-        .await
-        .map_err(|e| format!("NodeNetworkConfig {node} status: {e}"))?;
-    *last = conditions
-        .iter()
-        .find(|c| c.type_ == NODE_CONDITION)
-        .cloned();
-    let current = bounded
-        .api("node-condition", nodes.get_status(node))
-        .await
-        .map_err(|e| format!("Node {node}: {e}"))?;
-    let mut condition = report.node_condition(now);
-    let previous = current
+    let on_object = object
         .status
-        .and_then(|s| s.conditions)
-        .and_then(|cs| cs.into_iter().find(|c| c.type_ == NODE_CONDITION));
-    if let Some(prev) = previous
-        && prev.status == condition["status"]
-        && let Some(t) = prev.last_transition_time
-    {
-        condition["lastTransitionTime"] = json!(t);
-    }
-    let patch = Patch::Strategic(json!({ "status": { "conditions": [condition] } }));
-    bounded
-        .api(
-            "node-condition",
-            nodes.patch_status(node, &PatchParams::default(), &patch),
-        )
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let previous = last.clone().or_else(|| {
+        on_object
+            .iter()
+            .find(|c| c.type_ == NODE_CONDITION)
+            .cloned()
+    });
+    let list = conditions(&on_object, report.ready_condition(previous.as_ref(), now));
+    let mut body = report.status_patch(&list);
+    body["metadata"] = json!({ "resourceVersion": object.metadata.resource_version });
+    let pp = PatchParams::apply(FIELD_MANAGER);
+    let failed =
+        |e: &dyn std::fmt::Display| Failed::Other(format!("NodeNetworkConfig {node} status: {e}"));
+    match bounded
+        .api_answer("status", nnc.patch_status(node, &pp, &Patch::Merge(body)))
         .await
-        .map_err(|e| format!("Node {node} condition {NODE_CONDITION}: {e}"))?;
-    Ok(())
+        .map_err(|e| failed(&e))?
+    {
+        Ok(written) => *object = written,
+        Err(kube::Error::Api(s)) if s.code == 409 => {
+            *object = bounded
+                .api("status", nnc.get_status(node))
+                .await
+                .map_err(|e| failed(&e))?;
+            return Err(Failed::Conflict);
+        }
+        Err(e) => return Err(failed(&e)),
+    }
+    *last = list.into_iter().find(|c| c.type_ == NODE_CONDITION);
+    node_condition(nodes, node, bounded, report, now)
+        .await
+        .map_err(Failed::Other)
+}
+
+/// The Node's `NetworkConfigReady` condition, conditional on the Node as just read (read again
+/// on a conflict: kubelets and others write Nodes too); `lastTransitionTime` kept while the
+/// condition's status stays.
+async fn node_condition(
+    nodes: &Api<Node>,
+    node: &str,
+    bounded: &Bounded,
+    report: &Report,
+    now: jiff::Timestamp,
+) -> Result<(), String> {
+    for _ in 0..MAX_CONFLICTS {
+        let current = bounded
+            .api("node-condition", nodes.get_status(node))
+            .await
+            .map_err(|e| format!("Node {node}: {e}"))?;
+        let mut condition = report.node_condition(now);
+        let previous = current
+            .status
+            .and_then(|s| s.conditions)
+            .and_then(|cs| cs.into_iter().find(|c| c.type_ == NODE_CONDITION));
+        if let Some(prev) = previous
+            && prev.status == condition["status"]
+            && let Some(t) = prev.last_transition_time
+        {
+            condition["lastTransitionTime"] = json!(t);
+        }
+        let patch = Patch::Strategic(json!({
+            "metadata": { "resourceVersion": current.metadata.resource_version },
+            "status": { "conditions": [condition] },
+        }));
+        match bounded
+            .api_answer(
+                "node-condition",
+                nodes.patch_status(node, &PatchParams::default(), &patch),
+            )
+            .await?
+        {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(e) => return Err(format!("Node {node} condition {NODE_CONDITION}: {e}")),
+        }
+    }
+    Err(format!(
+        "Node {node} condition {NODE_CONDITION}: {MAX_CONFLICTS} conflicts in a row"
+    ))
 }
 
 #[cfg(test)]

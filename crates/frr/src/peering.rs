@@ -8,6 +8,9 @@
 //! - a `loopbackPeer` peering opens a session to each address, `ttl-security hops 2` (the Go
 //!   operator's multihop of two), activated for IPv4 unicast, and for IPv6 unicast too when the
 //!   address is IPv6 (as the Go operator does);
+//! - a peer group also gets `disable-connected-check` (its workloads are on the listen range's
+//!   connected subnet anyway): so zebra resolves their next hops recursively, also over a host
+//!   route `advertiseNeighbors` puts on a workload's address (the comment in `neighbors` says why);
 //! - each session gets `bfd` when asked, `timers KEEPALIVE HOLD` when set, per family
 //!   `maximum-prefix N` when set and the route maps `rm_bgpp_<source>_in` / `_out` (IPv4) and
 //!   `rm6_bgpp_<source>_in` / `_out` (IPv6): `permit 10` matching the prefix list
@@ -186,6 +189,17 @@ pub(crate) fn neighbors<'a>(
             }
             if peering.bfd {
                 let _ = writeln!(out, " neighbor {name} bfd");
+            }
+            if group {
+                // The workloads are on the listen range's own subnet, so this takes nothing of
+                // the check; it lets zebra resolve their next hops recursively. A workload's
+                // address also has a host route of the node's (`advertiseNeighbors`: a kernel
+                // route, protocol 178) more specific than the connected subnet, and zebra
+                // resolves an eBGP route's next hop only over a connected route unless
+                // recursion is allowed: without this line the workload's prefixes stay in BGP
+                // ("*>") but never reach the kernel (next hop "inactive"), as the lab's
+                // `peering` scenario found.
+                let _ = writeln!(out, " neighbor {name} disable-connected-check");
             }
             if let (Some(keepalive), Some(hold)) = (peering.keepalive_seconds, peering.hold_seconds)
             {

@@ -1,7 +1,9 @@
 //! Fault injection: latency, error rates per verb and resource, dropped watch streams and an
 //! API outage (every request fails with 503 or hangs until the outage ends). Controlled in
-//! process through [`Faults`] or over HTTP under `/lab/faults`.
+//! process through [`Faults`] or over HTTP under `/lab/faults`. Held requests (served only
+//! when the test releases them, [`Faults::hold`]) are controlled in process only.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -64,6 +66,11 @@ pub struct FaultConfig {
     /// Outage mode.
     #[serde(default)]
     pub outage: Outage,
+    /// Requests whose client hung up (say, it timed out during the latency) are still served
+    /// to their end, as kube-apiserver may still commit a write whose client gave up. Off, a
+    /// request is dropped with its connection.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub serve_abandoned: bool,
 }
 
 /// A handle to the server's faults; cheap to clone.
@@ -72,6 +79,36 @@ pub struct Faults {
     cfg: Arc<Mutex<FaultConfig>>,
     outage: Arc<tokio::sync::watch::Sender<Outage>>,
     state: Arc<Mutex<State>>,
+    holding: Arc<Holding>,
+}
+
+/// Requests held back until the test releases them ([`Faults::hold`]).
+#[derive(Debug)]
+struct Holding {
+    /// Which requests arriving now are held: `(verb, resource)`, each any when `None`; none
+    /// when `None`.
+    rule: Mutex<Option<(Option<String>, Option<String>)>>,
+    /// Bumped by each release; a held request waits until it changes.
+    released: tokio::sync::watch::Sender<u64>,
+    /// Requests held, or released and not yet answered.
+    count: AtomicUsize,
+}
+
+/// Counts a held request until it has been served (dropped after its answer was made).
+#[must_use]
+pub(crate) struct Held(Option<Arc<Holding>>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(h) = &self.0 {
+            h.count.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Whether a rule's `want` (any when `None`) names one of `have` (case-insensitive).
+fn matches(want: Option<&str>, have: &[&str]) -> bool {
+    want.is_none_or(|w| have.iter().any(|h| h.eq_ignore_ascii_case(w)))
 }
 
 impl Faults {
@@ -81,7 +118,61 @@ impl Faults {
             cfg: Arc::default(),
             outage: Arc::new(tx),
             state,
+            holding: Arc::new(Holding {
+                rule: Mutex::new(None),
+                released: tokio::sync::watch::channel(0).0,
+                count: AtomicUsize::new(0),
+            }),
         }
+    }
+
+    /// Holds back every request for `verb` on `resource` (plural or kind; either `None` = any)
+    /// that arrives from now on until [`Faults::release_held`]. With
+    /// [`Faults::set_serve_abandoned`] a test gets a write that its client gave up on and that
+    /// the server serves later, after writes sent since (as kube-apiserver may); without it, a
+    /// client that gives up takes its held request with it.
+    pub fn hold(&self, verb: Option<&str>, resource: Option<&str>) {
+        if let Ok(mut r) = self.holding.rule.lock() {
+            *r = Some((verb.map(str::to_string), resource.map(str::to_string)));
+        }
+    }
+
+    /// Holds back no request arriving from now on; those held stay held until released.
+    pub fn stop_holding(&self) {
+        if let Ok(mut r) = self.holding.rule.lock() {
+            *r = None;
+        }
+    }
+
+    /// Lets every held request go on (in no particular order).
+    pub fn release_held(&self) {
+        self.holding.released.send_modify(|n| *n += 1);
+    }
+
+    /// Requests held now, or released and not yet answered: after a release, 0 means every
+    /// held request has been served.
+    pub fn held(&self) -> usize {
+        self.holding.count.load(Ordering::SeqCst)
+    }
+
+    /// Waits while the request is to be held (see [`Faults::hold`]); the guard counts it until
+    /// dropped, after the request was served.
+    pub(crate) async fn held_back(&self, verb: &str, resource: &str, kind: &str) -> Held {
+        let holds = self.holding.rule.lock().is_ok_and(|r| {
+            r.as_ref().is_some_and(|(v, res)| {
+                matches(v.as_deref(), &[verb]) && matches(res.as_deref(), &[resource, kind])
+            })
+        });
+        if !holds {
+            return Held(None);
+        }
+        let mut released = self.holding.released.subscribe();
+        released.borrow_and_update();
+        self.holding.count.fetch_add(1, Ordering::SeqCst);
+        let held = Held(Some(self.holding.clone()));
+        // (The sender lives as long as `self`: `changed` ends only at a release.)
+        let _ = released.changed().await;
+        held
     }
 
     /// The current configuration.
@@ -103,6 +194,19 @@ impl Faults {
         if let Ok(mut c) = self.cfg.lock() {
             c.latency_ms = latency.as_millis() as u64;
         }
+    }
+
+    /// Serves requests whose client hung up to their end (`true`), or drops them with their
+    /// connection (`false`, the default).
+    pub fn set_serve_abandoned(&self, on: bool) {
+        if let Ok(mut c) = self.cfg.lock() {
+            c.serve_abandoned = on;
+        }
+    }
+
+    /// Whether requests whose client hung up are served to their end.
+    pub(crate) fn serves_abandoned(&self) -> bool {
+        self.cfg.lock().is_ok_and(|c| c.serve_abandoned)
     }
 
     /// Makes a fraction `rate` of requests for `verb` on `resource` (either `None` = any) fail
@@ -148,9 +252,11 @@ impl Faults {
         self.outage.send_replace(mode);
     }
 
-    /// Removes every fault.
+    /// Removes every fault (held requests are released).
     pub fn clear(&self) {
         self.set(FaultConfig::default());
+        self.stop_holding();
+        self.release_held();
     }
 
     /// Applies the faults to one request, before it is served.
@@ -192,15 +298,11 @@ impl Faults {
 
     /// The code of the first rule that fails this request, spending one of its count.
     fn injected(&self, verb: &str, resource: &str, kind: &str) -> Option<u16> {
-        let matches = |want: &Option<String>, have: &[&str]| {
-            want.as_deref()
-                .is_none_or(|w| have.iter().any(|h| h.eq_ignore_ascii_case(w)))
-        };
         let mut cfg = self.cfg.lock().ok()?;
         let rule = cfg.errors.iter_mut().find(|rule| {
             rule.count != Some(0)
-                && matches(&rule.verb, &[verb])
-                && matches(&rule.resource, &[resource, kind])
+                && matches(rule.verb.as_deref(), &[verb])
+                && matches(rule.resource.as_deref(), &[resource, kind])
                 && rand::random::<f64>() < rule.rate
         })?;
         if let Some(n) = rule.count.as_mut() {

@@ -21,6 +21,7 @@ mod configurator;
 mod liveness;
 mod node;
 mod pods;
+mod speaker;
 
 pub use node::{RACK_LABEL, STARTUP_TAINT, VM_CHECK_TIMEOUT, WATCH_INTERVAL, healthcheck, rack_of};
 pub use pods::{Proc, frr_groups};

@@ -146,19 +146,74 @@ pub fn start(netns: &str, pathspace: &str, config: &str, version: Version) -> Re
             .args(&dirs),
     )?;
     let bin_dir = daemon_dir();
-    let daemons = Start {
-        config: Some(&base),
+    let daemons = starter(netns, pathspace, &base, &bin_dir, version)
+        .try_start()
+        .with_context(|| format!("starting FRR in {netns}"))?;
+    Ok(daemons.detach())
+}
+
+/// How the lab starts FRR `version` in `netns` from the base config `base`.
+fn starter<'a>(
+    netns: &'a str,
+    pathspace: &'a str,
+    base: &'a Path,
+    bin_dir: &'a Path,
+    version: Version,
+) -> Start<'a> {
+    Start {
+        config: Some(base),
         log: Log::Config,
         timeout: Duration::from_secs(30),
-        bin_dir: &bin_dir,
+        bin_dir,
         version,
         // The workloads' BGP peerings may ask for BFD (`enableBFD`).
         bfdd: true,
         ..Start::new(netns, pathspace)
     }
-    .try_start()
-    .with_context(|| format!("starting FRR in {netns}"))?;
-    Ok(daemons.detach())
+}
+
+/// Starts `daemon` of the FRR [`start`] started in `netns` again, alone (the others run), as
+/// a supervisor restarts one that died; `config` is the base config it was started from.
+pub fn start_daemon(
+    netns: &str,
+    pathspace: &str,
+    config: &str,
+    daemon: &str,
+    version: Version,
+) -> Result<()> {
+    let base = base_config(pathspace);
+    std::fs::write(&base, config).with_context(|| format!("writing {}", base.display()))?;
+    let bin_dir = daemon_dir();
+    starter(netns, pathspace, &base, &bin_dir, version)
+        .start_one(daemon)
+        .with_context(|| format!("starting {daemon} in {netns} again"))
+}
+
+/// The command line of `vtysh -N PATHSPACE -c COMMAND` of FRR `version` in namespace `netns`
+/// (the pathspace is the namespace's name, as the lab starts every FRR), for [`run`].
+pub fn vtysh_argv(netns: &str, version: Version, command: &str) -> Vec<String> {
+    let cmd = vtysh_cmd(netns, netns, version);
+    let mut argv = vec![cmd.get_program().to_string_lossy().into_owned()];
+    argv.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
+    argv.extend(["-c".into(), command.into()]);
+    argv
+}
+
+/// Runs `argv` to its end; its stdout, or an error naming it with its stderr.
+pub fn run(argv: &[String]) -> Result<String> {
+    let (program, args) = argv.split_first().context("an empty command line")?;
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .with_context(|| format!("running {}", argv.join(" ")))?;
+    if !out.status.success() {
+        bail!(
+            "{} failed: {}",
+            argv.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Who owns a node's FRR directories: FRR's user, this machine's `frr` for 8.4, the root file

@@ -183,6 +183,18 @@ impl Guest {
                 Ok(Value::Null)
             }
             Op::Dump { netns } => Ok(Value::String(crate::frr::dump(&netns, self.frr))),
+            Op::StartFrr {
+                netns,
+                config,
+                daemon,
+            } => {
+                match daemon {
+                    Some(d) => crate::frr::start_daemon(&netns, &netns, &config, &d, self.frr)?,
+                    None => drop(crate::frr::start(&netns, &netns, &config, self.frr)?),
+                }
+                Ok(Value::Null)
+            }
+            Op::Run { argv } => Ok(Value::String(crate::frr::run(&argv)?)),
         }
     }
 }

@@ -245,6 +245,56 @@ pub fn border_policy(announce: bool) -> Result<DynamicObject> {
     )
 }
 
+/// The `BGPPeering` of the `peering` scenario: the border's routed workload
+/// (`lab-routed-1`) peers with the border in VRF [`ROUTED_VRF`] from AS `asn`, with BFD, fast
+/// timers and a prefix limit; the border imports only [`PEERING_PREFIX`] from it and exports
+/// nothing to it.
+pub fn peering(asn: u32) -> Result<DynamicObject> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "netrollout.io/v1alpha1",
+        "kind": "BGPPeering",
+        "metadata": {"name": PEERING},
+        "spec": {
+            "peeringVlan": {"name": format!("lab-routed-{BORDER_INDEX}")},
+            "remoteASN": asn, "enableBFD": true, "maximumPrefixes": 10,
+            "holdTime": "3s", "keepaliveTime": "1s",
+            "import": [{"cidr": PEERING_PREFIX, "action": "permit"}],
+            "nodeSelector": {"matchLabels": {"kubernetes.io/hostname": border()}},
+        },
+    }))?)
+}
+
+/// The `peering` scenario's `BGPPeering`.
+pub const PEERING: &str = "lab-peering";
+/// The workload's AS in it.
+pub const WORKLOAD_ASN: u32 = 65100;
+/// The prefix the peering workload announces (inside the routed tenant's export filter, so it
+/// leaves the border as a type-5 route); its loopback answers at [`PEERING_ADDR`].
+pub const PEERING_PREFIX: &str = "10.251.200.0/24";
+/// The address the peering workload answers at, in [`PEERING_PREFIX`].
+pub const PEERING_ADDR: std::net::Ipv4Addr = std::net::Ipv4Addr::new(10, 251, 200, 1);
+
+/// The `peering` scenario's neighbour host routes: the border's routed network with
+/// `advertiseNeighbors: true`, and `lab-neighbours`, a second export policy of the routed VRF
+/// that lets exactly the host routes (`ge 32 le 32`) of that network's subnet into EVPN (the
+/// tenant's own filter stops at `le 24`).
+pub fn neighbour_routes(nodes: usize) -> Result<Vec<DynamicObject>> {
+    let name = format!("lab-routed-{BORDER_INDEX}");
+    let mut network = routed(nodes)?
+        .into_iter()
+        .find(|o| o.metadata.name.as_deref() == Some(name.as_str()))
+        .context("the border's routed network")?;
+    network.data["spec"]["advertiseNeighbors"] = json!(true);
+    let policy = vrf_policy(
+        "lab-neighbours",
+        json!({
+            "vrf": ROUTED_VRF, "seq": 30,
+            "export": [{"cidr": format!("10.251.{BORDER_INDEX}.0/24"), "ge": 32, "le": 32, "action": "permit"}],
+        }),
+    )?;
+    Ok(vec![network, policy])
+}
+
 fn vrf_policy(name: &str, spec: Value) -> Result<DynamicObject> {
     Ok(serde_json::from_value(json!({
         "apiVersion": "netrollout.io/v1alpha1",
@@ -284,6 +334,25 @@ mod tests {
                 border()
             );
         }
+    }
+
+    #[test]
+    fn the_peering_scenarios_inputs_peer_on_the_borders_routed_network_and_export_its_hosts() {
+        let p = peering(WORKLOAD_ASN).unwrap();
+        let spec = &p.data["spec"];
+        assert_eq!(spec["peeringVlan"]["name"], "lab-routed-1");
+        assert_eq!(spec["remoteASN"], WORKLOAD_ASN);
+        assert_eq!(spec["import"][0]["cidr"], PEERING_PREFIX);
+        assert_eq!(
+            spec["nodeSelector"]["matchLabels"]["kubernetes.io/hostname"],
+            border()
+        );
+        let routes = neighbour_routes(3).unwrap();
+        assert_eq!(routes[0].metadata.name.as_deref(), Some("lab-routed-1"));
+        assert_eq!(routes[0].data["spec"]["advertiseNeighbors"], true);
+        let export = &routes[1].data["spec"]["export"][0];
+        assert_eq!((&export["ge"], &export["le"]), (&json!(32), &json!(32)));
+        assert_eq!(export["cidr"], "10.251.1.0/24", "the workload's subnet");
     }
 
     #[test]

@@ -158,8 +158,10 @@ impl Traffic {
         Ok(())
     }
 
-    /// Starts one ping stream from `netns` to `addr`, recorded as `pair`.
-    async fn stream(
+    /// Starts one ping stream from `netns` to `addr`, recorded as `pair` (a scenario adds
+    /// streams of its own this way, e.g. to a prefix a workload announces); it runs until the
+    /// next [`Traffic::start`] or [`Traffic::stop`].
+    pub async fn stream(
         &mut self,
         pair: Pair,
         netns: String,

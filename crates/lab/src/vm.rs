@@ -117,6 +117,22 @@ pub enum Op {
         /// The node's namespace.
         netns: String,
     },
+    /// Start FRR from `config` in a workload's namespace (pathspace: the namespace's name), or
+    /// only `daemon` of it again ([`crate::frr::start_daemon`]).
+    StartFrr {
+        /// The workload's namespace.
+        netns: String,
+        /// Its FRR config.
+        config: String,
+        /// One daemon to start again, or `None` for all.
+        daemon: Option<String>,
+    },
+    /// Run a program to its end; the reply is its stdout (an error with its stderr when it
+    /// fails).
+    Run {
+        /// The program and its arguments.
+        argv: Vec<String>,
+    },
 }
 
 /// A host request.

@@ -10,7 +10,21 @@ pub mod lab_ext;
 
 /// A fresh lab (namespace, veth, lab API server, Node) for this crate's agent binary.
 pub async fn lab() -> Lab {
+    test_log();
     Lab::new(env!("CARGO_BIN_EXE_netrollout-agent").into()).await
+}
+
+/// With `NETROLLOUT_TEST_LOG` set (a tracing filter, e.g.
+/// `netrollout_lab_apiserver::writes=debug`), what this process logs (its lab API servers
+/// run in it) goes to each test's captured output, shown when the test fails. Off by default.
+fn test_log() {
+    if let Ok(filter) = std::env::var("NETROLLOUT_TEST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_test_writer()
+            .with_ansi(false)
+            .try_init();
+    }
 }
 
 /// The agent's FRR settings for a test FRR (shared with the frr-apply bench).

@@ -44,7 +44,15 @@ async fn kubectl_wait_ready(lab: &Lab) {
 #[tokio::test]
 async fn kubectl_wait_returns_once_the_agent_provisions_the_current_generation() {
     let mut lab = common::lab().await;
-    lab.extra_args = vec!["--probe-tcp".into(), lab.api_target()];
+    // A kernel busy when the agent restarts (another suite removing namespaces) would have it
+    // say `WaitingForKernel` ("starting: ...", Ready False) before "already applied": a real
+    // flip of the condition, not the restart this test is about. Reported only past 60 s.
+    lab.extra_args = vec![
+        "--probe-tcp".into(),
+        lab.api_target(),
+        "--step-slow".into(),
+        "60s".into(),
+    ];
     lab.set_spec("rev-a", layer2s(100, 1)).await;
     lab.start_agent();
     kubectl_wait_ready(&lab).await;

@@ -9,6 +9,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod api_late;
 mod api_outage;
 mod api_slow;
 mod apply;

@@ -100,6 +100,9 @@ async fn a_workloads_peering_comes_up_and_a_change_that_breaks_it_is_restored() 
     w.lab.ip(&format!("link set wlp netns {wl_ns}"));
     w.lab.ip(&format!("addr add {NODE_SIDE}/24 dev wln"));
     w.lab.ip("link set wln up");
+    // A host route to the workload, as `advertiseNeighbors` writes them (there protocol 178;
+    // here a route the agent leaves alone), in place before the session comes up.
+    w.lab.ip(&format!("route add {WORKLOAD_IP}/32 dev wln"));
     for args in [
         "link set lo up".to_string(),
         format!("addr add {WORKLOAD_IP}/24 dev wlp"),
@@ -153,6 +156,15 @@ async fn a_workloads_peering_comes_up_and_a_change_that_breaks_it_is_restored() 
         f.try_vtysh("show bgp ipv4 unicast 10.250.60.1/32 json")
             .is_some_and(|t| t.contains(WORKLOAD_IP))
     });
+    // ... and reaches the node's kernel, also with the host route to the workload's address
+    // (above) more specific than the listen range's subnet: zebra resolves the eBGP next hop
+    // over it only because the peer group has `disable-connected-check`.
+    w.node
+        .wait(10, "the workload's prefix in the node's kernel", |_| {
+            let mut a = vec!["-n", w.lab.ns.as_str()];
+            a.extend("route show 10.250.60.1/32 proto bgp".split_whitespace());
+            run("ip", &a).contains(&format!("via {WORKLOAD_IP} dev wln"))
+        });
     let outside = w.node.vtysh("show bgp ipv4 unicast 172.31.0.0/24 json");
     assert!(!outside.contains(WORKLOAD_IP), "{outside}");
     assert!(

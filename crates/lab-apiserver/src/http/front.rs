@@ -75,7 +75,23 @@ pub async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
         body,
         user,
     };
-    match route(&app, path, r).await {
+    let routed = if app.faults.serves_abandoned() {
+        // In a task of its own: dropping this handler (the client hung up) does not end it.
+        let path = path.to_string();
+        let app = app.clone();
+        tokio::spawn(async move { route(&app, &path, r).await })
+            .await
+            .unwrap_or_else(|e| {
+                Err(ApiError::new(
+                    500,
+                    "InternalError",
+                    format!("serving the request failed: {e}"),
+                ))
+            })
+    } else {
+        route(&app, path, r).await
+    };
+    match routed {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     }
@@ -186,6 +202,11 @@ async fn route(app: &App, path: &str, r: Req) -> Result<Response, ApiError> {
     let target = resolve(app, group, version, rest)?;
     let verb = verb_of(&r, &target);
     authorize(app, &r, &target, verb)?;
+    // Counted until served: a test that released it knows when it was.
+    let _held = app
+        .faults
+        .held_back(verb, &target.rt.plural, &target.rt.kind)
+        .await;
     app.faults
         .before(verb, &target.rt.plural, &target.rt.kind)
         .await?;

@@ -8,6 +8,7 @@
 mod common;
 
 mod client;
+mod client_late;
 mod client_ops;
 mod client_watch;
 mod history_and_cel;

@@ -6,7 +6,7 @@
 //!   story itself); [`ALL`] lists them by name for the command line and `--help`; [`run`] plays
 //!   one on a started lab and adds the checks every story shares.
 //! - one file per story: `happy`, `bad_config`, `node_join`, `configurator_crash`, `api_outage`,
-//!   `tenant_break`, `remote_break`, `upgrade`, `canary_promote`.
+//!   `tenant_break`, `remote_break`, `upgrade`, `canary_promote`, `peering`.
 //! - `monitor`: the timeline ([`Monitor`]: a watch on node configs, polled revisions).
 //! - `checks`: the [`Summary`] and the checks stories share; `steps`: apply and wait for a
 //!   revision to succeed or fail; `traffic_checks`: tenant traffic and its loss report.
@@ -19,6 +19,7 @@ mod configurator_crash;
 mod happy;
 mod monitor;
 mod node_join;
+mod peering;
 mod pod_checks;
 mod preflight;
 mod remote_break;
@@ -93,7 +94,7 @@ impl Story<'_> {
 }
 
 /// Every scenario, in the order `--help` lists them and `all` runs those that need no VRF.
-pub const ALL: [&dyn Scenario; 9] = [
+pub const ALL: [&dyn Scenario; 10] = [
     &happy::Happy,
     &bad_config::BadConfig,
     &node_join::NodeJoin,
@@ -103,6 +104,7 @@ pub const ALL: [&dyn Scenario; 9] = [
     &remote_break::RemoteBreak,
     &upgrade::Upgrade,
     &canary_promote::CanaryPromote,
+    &peering::Peering,
 ];
 
 /// The scenario called `name`.
@@ -304,7 +306,7 @@ pub(crate) mod tests {
             let expected = match s.name() {
                 "configurator-crash" => (2, 2, UpdateLimit::Count(1)),
                 "node-join" => (3, 1, UpdateLimit::Count(1)),
-                "remote-break" => (2, 1, UpdateLimit::Count(1)),
+                "remote-break" | "peering" => (2, 1, UpdateLimit::Count(1)),
                 "upgrade" => (3, 1, UpdateLimit::Count(1)),
                 "canary-promote" => (4, 1, UpdateLimit::Count(2)),
                 _ => (2, 1, UpdateLimit::Count(2)),

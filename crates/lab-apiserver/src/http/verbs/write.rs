@@ -255,8 +255,48 @@ pub(super) fn update(app: &App, t: &Target, r: &Req) -> Result<Response, ApiErro
             .map(|_| render(&t.rt, &obj, Shape::Plain, 200))
             .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, name));
     }
-    let updated = st.update(&t.rt, (ns_of(t), name), obj, t.sub.is_some(), old)?;
+    let precondition = meta_str(&obj, "resourceVersion").to_string();
+    let current = old.clone();
+    let updated = st.update(&t.rt, (ns_of(t), name), obj, t.sub.is_some(), old);
+    traced(
+        "update",
+        t,
+        name,
+        &precondition,
+        current.as_deref(),
+        &updated,
+    );
+    let updated = updated?;
     Ok(render_written(&st, &t.rt, &updated, shape(r), 200))
+}
+
+/// Logs a write over a stored object (target `netrollout_lab_apiserver::writes`): at debug
+/// level the verb, the object, the `resourceVersion` the write was conditional on (empty:
+/// none), the stored one it met and what came of it; at trace level also the status written.
+/// Off unless asked for (`RUST_LOG=netrollout_lab_apiserver::writes=debug`): it tells which
+/// write of a test's many changed an object, and whether its precondition held.
+fn traced(
+    verb: &str,
+    t: &Target,
+    name: &str,
+    precondition: &str,
+    current: Option<&Value>,
+    result: &Result<std::sync::Arc<Value>, ApiError>,
+) {
+    let current = current.map_or("", |c| meta_str(c, "resourceVersion"));
+    let plural = &t.rt.plural;
+    let sub = t.sub.as_deref().unwrap_or_default();
+    match result {
+        Ok(o) => {
+            let stored = meta_str(o, "resourceVersion");
+            tracing::debug!(target: "netrollout_lab_apiserver::writes", verb, plural, name, sub,
+                precondition, current, stored, "written");
+            tracing::trace!(target: "netrollout_lab_apiserver::writes", verb, plural, name, sub,
+                stored, status = %o["status"], "written status");
+        }
+        Err(e) => tracing::debug!(target: "netrollout_lab_apiserver::writes", verb, plural, name,
+            sub, precondition, current, code = e.code, "refused"),
+    }
 }
 
 pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError> {
@@ -316,7 +356,21 @@ pub(super) fn patch(app: &App, t: &Target, r: &Req) -> Result<Response, ApiError
     if dry_run(r) {
         return Ok(render(&t.rt, &obj, Shape::Plain, 200));
     }
-    let updated = st.update(&t.rt, (ns_of(t), name), obj, t.sub.is_some(), Some(cur))?;
+    // (What the patch names, not what it left of the stored version.)
+    let precondition = p["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let current = cur.clone();
+    let updated = st.update(&t.rt, (ns_of(t), name), obj, t.sub.is_some(), Some(cur));
+    let verb = match kind {
+        PatchKind::Json => "patch (json)",
+        PatchKind::Merge => "patch (merge)",
+        PatchKind::Strategic => "patch (strategic merge)",
+        PatchKind::Apply => "patch (apply)",
+    };
+    traced(verb, t, name, &precondition, Some(&current), &updated);
+    let updated = updated?;
     Ok(render_written(&st, &t.rt, &updated, shape(r), 200))
 }
 
