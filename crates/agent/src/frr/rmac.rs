@@ -49,9 +49,11 @@ pub(super) struct Missing {
     pub vteps: BTreeSet<String>,
 }
 
-/// VRF → the VTEPs its BGP routes go through (an on-link next hop with an address), from
-/// `show ip route vrf all json` (FRR 8.4 prints one object per VRF, FRR 10 one for all: every
-/// route entry names its VRF).
+/// VRF → the VTEPs its BGP routes go through (an on-link next hop with an address on the
+/// layer-3 VNI's bridge `br.<vrf>`), from `show ip route vrf all json` (FRR 8.4 prints one
+/// object per VRF, FRR 10 one for all: every route entry names its VRF). Only the bridge's
+/// next hops are VTEPs: a route a workload announces over a `BGPPeering` goes through the
+/// workload's address on its layer-2 network, on-link too (zebra resolves it recursively).
 fn route_vteps(text: &str) -> BTreeMap<String, BTreeSet<String>> {
     fn walk(v: &Value, out: &mut BTreeMap<String, BTreeSet<String>>) {
         match v {
@@ -61,7 +63,12 @@ fn route_vteps(text: &str) -> BTreeMap<String, BTreeSet<String>> {
                 {
                     if map.get("protocol").and_then(Value::as_str) == Some("bgp") {
                         for nh in nexthops {
+                            let on_bridge = (nh.get("interfaceName").and_then(Value::as_str))
+                                .is_some_and(|i| {
+                                    i.starts_with(netrollout_api::naming::VRF_BRIDGE_PREFIX)
+                                });
                             if nh.get("onLink") == Some(&Value::Bool(true))
+                                && on_bridge
                                 && let Some(ip) = nh.get("ip").and_then(Value::as_str)
                             {
                                 out.entry(vrf.clone()).or_default().insert(ip.to_string());
@@ -257,6 +264,15 @@ mod tests {
         assert_eq!(missing(&vnis, &routes_10, hops), m);
         // zebra without EVPN next hops at all prints `{}`.
         assert_eq!(missing(&vnis, ROUTES_84, "{}").len(), 2);
+    }
+
+    #[test]
+    fn a_workloads_route_over_a_bgp_peering_is_no_vtep() {
+        // 10.251.200.0/24 from a workload peering with the node (`BGPPeering`), through its
+        // address on the layer-2 network: on-link (resolved recursively), but not a VTEP.
+        let routes = r#"{"10.251.200.0/24":[{"prefix":"10.251.200.0/24","protocol":"bgp","vrfName":"vr.labr","nexthops":[{"ip":"10.251.1.11","interfaceName":"l2.701","active":true,"onLink":true,"recursive":true}]}]}"#;
+        let vnis = [("vr.labr".to_string(), 2_000_700)];
+        assert_eq!(missing(&vnis, routes, "{}"), []);
     }
 
     #[test]
