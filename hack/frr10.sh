@@ -48,7 +48,9 @@ if [ ! -e "$stamp" ]; then
     ;;
   esac
   bin="$tmp/netrollout/bin"
-  mkdir -p "$bin"
+  # netrollout/mnt: where the FRR start binds the host's directories (made here too, so a
+  # guest that sees this tree read-only, the VM lab's, finds it).
+  mkdir -p "$bin" "$tmp/netrollout/mnt"
   # The root file system's own dynamic loader and libraries run its programs on the host's
   # paths (the config files, the socket directory given with --vty_socket).
   libs="$dir/usr/lib/x86_64-linux-gnu:$dir/lib/x86_64-linux-gnu:$dir/usr/lib/x86_64-linux-gnu/frr"

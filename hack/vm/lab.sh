@@ -14,7 +14,10 @@
 # the guest's own /proc, /sys, /dev, and tmpfs on /run, /tmp, /etc/frr, /var/tmp, /var/log.
 # The script ends by exec'ing qemu, so its pid is the VM's; the VM powers off when COMMAND ends
 # ("NRLAB-VM-RESULT rc=N" on the console). VM_MEMORY (MB, default 2048) and VM_CPUS (default 2)
-# size it.
+# size it. VM_FRR_ROOT names FRR 10.3's root file system (hack/frr10.sh; `netrollout-lab --vm
+# --frr 10.3`): the guest sees it read-only like the rest, so it mounts its own tmpfs over the
+# directories FRR 10.3's daemons write there (run, tmp, var/tmp, var/log, var/lib/frr and the
+# start's mount points netrollout/mnt).
 set -euo pipefail
 # shellcheck source=hack/vm/modules.sh
 source "$(dirname "$0")/modules.sh"
@@ -61,6 +64,14 @@ mount -t sysfs sys /host/sys
 mount -t devtmpfs dev /host/dev
 for d in run tmp etc/frr var/tmp var/log; do mount -t tmpfs -o mode=0755 \$d /host/\$d; done
 chmod 1777 /host/tmp /host/var/tmp
+frr_root=$(q "${VM_FRR_ROOT:-}")
+if [ -n "\$frr_root" ]; then
+  [ -d "/host\$frr_root/netrollout/mnt" ] || fail "\$frr_root/netrollout/mnt missing: rerun hack/frr10.sh"
+  for d in run tmp var/tmp var/log var/lib/frr netrollout/mnt; do
+    [ -d "/host\$frr_root/\$d" ] && mount -t tmpfs -o mode=0755 "fr-\${d##*/}" "/host\$frr_root/\$d"
+  done
+  chmod 1777 "/host\$frr_root/tmp" "/host\$frr_root/var/tmp"
+fi
 mkdir -p /host$(q "$shared")
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 shared /host$(q "$shared") || fail "mounting the shared directory"
 # FRR shows the system host name in its running config; the kernel's "(none)" does not parse.

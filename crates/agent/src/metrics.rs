@@ -11,6 +11,8 @@
 //!   bring to the text, which `frr-reload.py` then applied (each logged with what was left);
 //! - `netrollout_agent_frr_vty_fallbacks_total`: reads of FRR during an apply (running config,
 //!   daemons answering) done with vtysh because the daemons' vty sockets could not be used;
+//! - `netrollout_agent_frr_router_mac_repairs_total`: layer-3 VNIs the agent registered again
+//!   on FRR 8.x because zebra had lost the router MACs of their VRF's routes (`frr/rmac.rs`);
 //! - `netrollout_agent_frr_info{version}`: 1 for the FRR version the daemons showed last (their
 //!   `frr version` line; none before the agent first read FRR);
 //! - `netrollout_agent_probe_failures_total{probe}`: enforced probe failures that failed an
@@ -61,6 +63,7 @@ pub struct Metrics {
     frr_writes: Counter,
     frr_fallbacks: Counter,
     frr_vty_fallbacks: Counter,
+    frr_rmac_repairs: Counter,
     frr_info: Family<Labels, Gauge>,
     probe_failures: Family<Labels, Counter>,
     apply_seconds: Histogram,
@@ -85,6 +88,7 @@ impl Default for Metrics {
         let frr_writes = Counter::default();
         let frr_fallbacks = Counter::default();
         let frr_vty_fallbacks = Counter::default();
+        let frr_rmac_repairs = Counter::default();
         let frr_info = Family::<Labels, Gauge>::default();
         let probe_failures = Family::<Labels, Counter>::default();
         let apply_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
@@ -118,6 +122,11 @@ impl Default for Metrics {
             "frr_vty_fallbacks",
             "Reads of FRR done with vtysh because the daemons' vty sockets could not be used",
             frr_vty_fallbacks.clone(),
+        );
+        registry.register(
+            "frr_router_mac_repairs",
+            "Layer-3 VNIs registered again on FRR 8.x because zebra lost their routes' router MACs",
+            frr_rmac_repairs.clone(),
         );
         registry.register(
             "frr_info",
@@ -178,6 +187,7 @@ impl Default for Metrics {
             frr_writes,
             frr_fallbacks,
             frr_vty_fallbacks,
+            frr_rmac_repairs,
             frr_info,
             probe_failures,
             apply_seconds,
@@ -232,6 +242,11 @@ impl Metrics {
     /// Counts reads of FRR that went through vtysh instead of the vty sockets.
     pub fn frr_vty_fallbacks(&self, n: u64) {
         self.frr_vty_fallbacks.inc_by(n);
+    }
+
+    /// Counts layer-3 VNIs registered again for their router MACs (FRR 8.x).
+    pub fn frr_rmac_repairs(&self, n: u64) {
+        self.frr_rmac_repairs.inc_by(n);
     }
 
     /// Counts an enforced probe failure of kind `probe` (e.g. `bgp`).

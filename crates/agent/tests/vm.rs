@@ -39,6 +39,8 @@ use netrollout_testkit::cmd::run;
 
 #[path = "vm/config.rs"]
 mod config;
+#[path = "vm/echo.rs"]
+mod echo;
 #[path = "vm/neighbours.rs"]
 mod neighbours;
 #[path = "vm/node.rs"]
@@ -62,6 +64,9 @@ const AGENT_ROLE: &str = "NETROLLOUT_VM_AGENT";
 const HOSTNAME: &str = "agent-vm";
 
 fn main() {
+    if let Ok(spec) = std::env::var(echo::ECHO_ROLE) {
+        echo::run(&spec);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -338,6 +343,17 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
     say(
         "a route target and community FRR rejects: Failed with FRR's error; kernel and FRR back at rev-2",
     );
+    // Restored means traffic too: the failed attempt took vr.t1's imported routes out of FRR
+    // and the restore put them back (FRR 8.4's zebra then kept them without their router MACs
+    // in two runs: `src/frr/rmac.rs`).
+    t1_traffic(n1, n2, "after rev-3's restore");
+    // How often the agents found zebra without router MACs and repaired it (FRR 8.x; which
+    // node and VNI it hits, if any, varies from run to run): shown, not asserted.
+    eprintln!(
+        "agent-frr-vm: router MAC repairs so far: node 1 {}, node 2 {}",
+        n1.rmac_repairs(),
+        n2.rmac_repairs()
+    );
 
     // 5. Re-applying the restored config: the FRR text is unchanged, nothing is written.
     let writes = n2.frr_writes();
@@ -351,6 +367,7 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
     );
     assert_eq!(strip_header(&n2.running()), running_before);
     say("the no-op re-apply makes no FRR write");
+    t1_traffic(n1, n2, "after rev-4");
     for (name, n) in [("node 1", &n1), ("node 2", &n2)] {
         assert_eq!(
             n.frr_vty_fallbacks(),
@@ -378,4 +395,19 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
 
     // 6. advertiseNeighbors: a workload on node 1 reached from node 2 over its host route.
     neighbours::steps(n1, n2).await;
+}
+
+/// Traffic in vr.t1 both ways between the prefixes each node's rev-2 policies let through
+/// (node 2's 10.50.2.1 and node 1's 10.50.4.1): both nodes' routes and router MACs in use.
+fn t1_traffic(n1: &Node, n2: &Node, when: &str) {
+    for (name, from, src, dst) in [
+        ("node 2", n2, "10.50.2.1", "10.50.4.1"),
+        ("node 1", n1, "10.50.4.1", "10.50.2.1"),
+    ] {
+        wait(
+            &format!("{when}: an echo in vr.t1 from {name}'s {src} to {dst} is answered"),
+            ROUTE_WAIT,
+            || echo::echo(from, "vr.t1", src, dst).then_some(()),
+        );
+    }
 }

@@ -10,7 +10,6 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use netrollout_frr::daemons::Version;
 use netrollout_lab_apiserver::{Config, LabServer};
 use serde_json::json;
 
@@ -74,14 +73,6 @@ impl Cluster {
             }
         }
         fabric::check_privileges()?;
-        if opts.frr != Version::V8_4 && (opts.vm || opts.containers) {
-            bail!(
-                "--frr {} does not work with {}: the VM lab's guest and the agent image carry \
-                 FRR 8.4; drop one of the two flags",
-                opts.frr,
-                if opts.vm { "--vm" } else { "--containers" }
-            );
-        }
         crate::frr::check_installed(opts.frr)?;
         if opts.prometheus {
             if opts.vm {
@@ -102,7 +93,7 @@ impl Cluster {
                      the two flags"
                 );
             }
-            crate::pods::preflight()?;
+            crate::pods::preflight(opts.frr)?;
         }
         Ok(())
     }
@@ -164,6 +155,7 @@ impl Cluster {
                     &opts.state_dir,
                     server.addr().port(),
                     traffic.recorder(),
+                    opts.frr,
                 )
                 .await
                 .context("booting the lab's VM")?,

@@ -140,7 +140,11 @@ pub fn start(netns: &str, pathspace: &str, config: &str, version: Version) -> Re
     std::fs::write(&base, config).with_context(|| format!("writing {}", base.display()))?;
     // vtysh looks for vtysh.conf in the pathspace; an empty one keeps it quiet.
     std::fs::write(etc.join("vtysh.conf"), "")?;
-    run_ok(Command::new("chown").args(["-R", "frr:frr"]).args(&dirs))?;
+    run_ok(
+        Command::new("chown")
+            .args(["-R", &owner(version)?])
+            .args(&dirs),
+    )?;
     let bin_dir = daemon_dir();
     let daemons = starter(netns, pathspace, &base, &bin_dir, version)
         .try_start()
@@ -210,6 +214,29 @@ pub fn run(argv: &[String]) -> Result<String> {
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Who owns a node's FRR directories: FRR's user, this machine's `frr` for 8.4, the root file
+/// system's own for 10.3 (its daemons run as it, and a container-mode agent pod gets its
+/// groups), as numeric ids there (this machine's `frr` has others).
+fn owner(version: Version) -> Result<String> {
+    let Some(root) = version.root() else {
+        return Ok("frr:frr".into());
+    };
+    let file = root.join("etc/passwd");
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    text.lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.first() == Some(&"frr") && f.len() > 3).then(|| format!("{}:{}", f[2], f[3]))
+        })
+        .with_context(|| {
+            format!(
+                "{} has no frr user: rebuild the root file system with hack/frr10.sh",
+                file.display()
+            )
+        })
 }
 
 fn run_ok(cmd: &mut Command) -> Result<()> {

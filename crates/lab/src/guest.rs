@@ -27,10 +27,10 @@ use crate::workload::now_ms;
 use netrollout_support::tasks::{Life, Tasks};
 
 /// Runs the guest side until the host's connection at `control` closes.
-pub async fn run(control: SocketAddr, api_port: u16, state_dir: &Path) -> Result<()> {
+pub async fn run(control: SocketAddr, api_port: u16, state_dir: &Path, frr: Version) -> Result<()> {
     let vrf = fabric::kernel_has_vrf();
     fabric::create_bridge().context("creating the fabric bridge in the VM")?;
-    crate::frr::start_reflector(Version::V8_4).context("starting the route reflector in the VM")?;
+    crate::frr::start_reflector(frr).context("starting the route reflector in the VM")?;
     let listener = TcpListener::bind((fabric::HOST_IP, api_port))
         .await
         .context("listening on the fabric for the agents' API traffic")?;
@@ -66,6 +66,7 @@ pub async fn run(control: SocketAddr, api_port: u16, state_dir: &Path) -> Result
     });
     let mut guest = Guest {
         api_port,
+        frr,
         state_dir: state_dir.to_path_buf(),
         processes: Vec::new(),
         pingers: Vec::new(),
@@ -105,6 +106,8 @@ pub async fn run(control: SocketAddr, api_port: u16, state_dir: &Path) -> Result
 /// What the guest side runs.
 struct Guest {
     api_port: u16,
+    /// The FRR version the nodes run.
+    frr: Version,
     state_dir: std::path::PathBuf,
     processes: Vec<Child>,
     pingers: Vec<Child>,
@@ -122,7 +125,7 @@ impl Guest {
             } => {
                 fabric::add_node(&name, index)?;
                 let ns = fabric::netns(&name);
-                crate::frr::start(&ns, &ns, &frr_config, Version::V8_4)
+                crate::frr::start(&ns, &ns, &frr_config, self.frr)
                     .with_context(|| format!("starting FRR on {name}"))?;
                 let exe = std::env::current_exe().context("locating netrollout-lab")?;
                 let relay = Spawn {
@@ -176,20 +179,18 @@ impl Guest {
                 Ok(Value::Null)
             }
             Op::Evpn { netns } => {
-                crate::frr::evpn_established(&netns, Version::V8_4)?;
+                crate::frr::evpn_established(&netns, self.frr)?;
                 Ok(Value::Null)
             }
-            Op::Dump { netns } => Ok(Value::String(crate::frr::dump(&netns, Version::V8_4))),
+            Op::Dump { netns } => Ok(Value::String(crate::frr::dump(&netns, self.frr))),
             Op::StartFrr {
                 netns,
                 config,
                 daemon,
             } => {
                 match daemon {
-                    Some(d) => {
-                        crate::frr::start_daemon(&netns, &netns, &config, &d, Version::V8_4)?
-                    }
-                    None => drop(crate::frr::start(&netns, &netns, &config, Version::V8_4)?),
+                    Some(d) => crate::frr::start_daemon(&netns, &netns, &config, &d, self.frr)?,
+                    None => drop(crate::frr::start(&netns, &netns, &config, self.frr)?),
                 }
                 Ok(Value::Null)
             }

@@ -57,6 +57,9 @@ enum Cmd {
         /// The lab API server's port on the host's loopback.
         #[arg(long)]
         api_port: u16,
+        /// The FRR version the nodes and the route reflector run (the host's `--frr`).
+        #[arg(long, default_value = "8.4")]
+        frr: netrollout_frr::daemons::Version,
     },
     /// (internal) Relays TCP connections from LISTEN to TO (VM mode: the agents' way to the
     /// lab API server).
@@ -124,9 +127,11 @@ async fn run() -> Result<()> {
     // Both rustls providers are compiled into the workspace; pick one before any client exists.
     let _ = rustls::crypto::ring::default_provider().install_default();
     match cli.command {
-        Cmd::Guest { control, api_port } => {
-            netrollout_lab::guest::run(control, api_port, &cli.state_dir).await
-        }
+        Cmd::Guest {
+            control,
+            api_port,
+            frr,
+        } => netrollout_lab::guest::run(control, api_port, &cli.state_dir, frr).await,
         Cmd::Relay { listen, to } => {
             let listener = tokio::net::TcpListener::bind(listen)
                 .await

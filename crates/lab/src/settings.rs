@@ -89,8 +89,9 @@ pub struct Settings {
     /// The FRR version every node and the route reflector run: `8.4` (Debian 12's, installed on
     /// this machine) or `10.3` (Debian 13's, from the root file system hack/frr10.sh builds;
     /// hack/install-deps.sh runs it). The agents get the flags that reach it. docs/lab.md says
-    /// why 8.4 is the default. Not with --vm or --containers (their guests and images carry
-    /// FRR 8.4).
+    /// why 8.4 is the default. With --vm the guest runs it from the same root file system;
+    /// with --containers the agents run the Debian 13 agent image (tag `VERSION-trixie`:
+    /// `DEBIAN_RELEASE=trixie hack/images.sh`).
     #[arg(long, default_value = "8.4", value_name = "VERSION")]
     pub frr: Version,
     /// Configurator flags a scenario adds to the lab's own (approval gates, failure domains,

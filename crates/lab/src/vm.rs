@@ -17,6 +17,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
+use netrollout_frr::daemons::Version;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::TcpListener;
@@ -250,6 +251,7 @@ impl VmHost {
         state_dir: &Path,
         api_port: u16,
         recorder: Recorder,
+        frr: Version,
     ) -> Result<Self> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .await
@@ -268,6 +270,10 @@ impl VmHost {
             .arg(state_dir)
             .args(["guest", "--control", &control.to_string()])
             .args(["--api-port", &api_port.to_string()])
+            .args(["--frr", &frr.to_string()])
+            // FRR 10.3's root file system: the guest gives its daemons writable directories
+            // there (hack/vm/lab.sh).
+            .envs(frr.root().map(|root| ("VM_FRR_ROOT", root)))
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

@@ -166,7 +166,8 @@ impl Agent {
                 .full(&frr.managed(&config).map_err(Error::Frr)?)
                 .map_err(Error::Frr)?,
         };
-        let (fallbacks, vty_fallbacks) = (frr.fallbacks(), frr.vty_fallbacks());
+        let (fallbacks, vty_fallbacks, repairs) =
+            (frr.fallbacks(), frr.vty_fallbacks(), frr.rmac_repairs());
         let applied = match purpose {
             Purpose::Apply => {
                 let (f, text) = (frr.clone(), full.clone());
@@ -179,6 +180,7 @@ impl Agent {
             Purpose::Restore => self.restore_frr(run, frr, &full).await?,
         };
         self.metrics.frr_fallbacks(frr.fallbacks() - fallbacks);
+        self.metrics.frr_rmac_repairs(frr.rmac_repairs() - repairs);
         if let Some(version) = frr.version() {
             self.metrics.frr_version(&version);
         }

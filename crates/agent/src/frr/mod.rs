@@ -63,6 +63,7 @@ mod parse;
 mod query;
 mod read;
 mod reload;
+mod rmac;
 mod script;
 mod sync;
 mod vty;
@@ -125,6 +126,9 @@ pub struct Frr {
     /// Reads of FRR (running config, daemons answering) that went through vtysh because the
     /// vty sockets could not be used.
     vty_fallbacks: AtomicU64,
+    /// Layer-3 VNIs registered again because FRR 8.x's zebra lost their routes' router MACs
+    /// (`rmac`).
+    rmac_repairs: AtomicU64,
     /// FRR's parse (`vtysh -m -f`) of the texts checked last, read as the diff reads it, newest
     /// last: the same text is not parsed again.
     marks: std::sync::Mutex<std::collections::VecDeque<(String, std::sync::Arc<conf::Conf>)>>,
@@ -146,6 +150,7 @@ impl Frr {
             loaded: Mutex::new(None),
             fallbacks: AtomicU64::new(0),
             vty_fallbacks: AtomicU64::new(0),
+            rmac_repairs: AtomicU64::new(0),
             marks: std::sync::Mutex::default(),
             version: std::sync::Mutex::default(),
         })
@@ -162,6 +167,12 @@ impl Frr {
     /// logged with the reason).
     pub fn vty_fallbacks(&self) -> u64 {
         self.vty_fallbacks.load(Ordering::Relaxed)
+    }
+
+    /// How many layer-3 VNIs this process registered again because FRR 8.x's zebra had lost
+    /// the router MACs of their VRF's routes (each logged).
+    pub fn rmac_repairs(&self) -> u64 {
+        self.rmac_repairs.load(Ordering::Relaxed)
     }
 
     /// The FRR version the daemons showed in the last read of their running config (`None`

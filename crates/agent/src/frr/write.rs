@@ -117,6 +117,9 @@ impl Frr {
                 if !new_vnis.is_empty() && self.is_frr8() {
                     self.register_l3_vnis_again(&new_vnis).await?;
                 }
+                if writes > 0 {
+                    self.repair_router_macs(full).await?;
+                }
                 writes
             }
             Via::ReloadScript => {

@@ -200,6 +200,12 @@ impl Node {
         self.counter("netrollout_agent_frr_vty_fallbacks_total")
     }
 
+    /// `netrollout_agent_frr_router_mac_repairs_total`: layer-3 VNIs the agent registered
+    /// again because FRR 8.x's zebra lost their routes' router MACs.
+    pub fn rmac_repairs(&self) -> u64 {
+        self.counter("netrollout_agent_frr_router_mac_repairs_total")
+    }
+
     /// A counter from the agent's /metrics.
     fn counter(&self, name: &str) -> u64 {
         let text = netrollout_testkit::http::metrics(

@@ -7,6 +7,11 @@
 //! with kubectl (the CRDs' schemas and CEL rules) and renders for a fleet. The repository's own
 //! manifests of refused kinds (`tests/data/refused.yaml`, written for this project) always run;
 //! the test prints one line per object, which the migration notes quote.
+//!
+//! With `NETROLLOUT_GO_OPERATOR_OUT=DIR` it also writes, per file, a row of `DIR/report.tsv`
+//! (file, its objects' kinds, how many converted, the refused ones with why, the directory of
+//! its converted objects) and the converted objects to `DIR/NN/inputs.yaml`, for
+//! `hack/go-operator-manifests.sh`, which rolls them out in the lab and prints the table.
 
 use std::path::{Path, PathBuf};
 
@@ -20,12 +25,16 @@ use crate::common;
 
 /// The environment variable naming a checkout of the Go operator.
 const OPERATOR_DIR_VAR: &str = "NETROLLOUT_GO_OPERATOR_DIR";
+/// The environment variable naming where the per-file report and converted objects go.
+const OUT_VAR: &str = "NETROLLOUT_GO_OPERATOR_OUT";
 
 /// What became of one object.
 #[derive(Debug)]
 enum Outcome {
     Converted(Value),
     Refused(String),
+    /// A kind `migrate` leaves out with a note (generated or not an input): the note.
+    Skipped(String),
 }
 
 fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -101,8 +110,9 @@ fn outcomes(file: &str, docs: &[Value]) -> Vec<(String, Outcome)> {
                     m.objects.len() == 1 || !m.notes.is_empty(),
                     "{label}: neither converted nor noted"
                 );
-                if let Some(o) = m.objects.into_iter().next() {
-                    out.push((label, Outcome::Converted(o)));
+                match m.objects.into_iter().next() {
+                    Some(o) => out.push((label, Outcome::Converted(o))),
+                    None => out.push((label, Outcome::Skipped(m.notes.join(" ")))),
                 }
             }
             Err(e) => {
@@ -135,6 +145,8 @@ async fn the_go_operators_manifests_migrate_or_are_refused_naming_each_object() 
         );
     }
     let mut report = Vec::new();
+    let out = std::env::var_os(OUT_VAR).map(PathBuf::from);
+    let mut rows = Vec::new();
     let (mut converted_total, mut refused_total) = (0, 0);
     for path in &files {
         let text = std::fs::read_to_string(path).unwrap();
@@ -149,17 +161,20 @@ async fn the_go_operators_manifests_migrate_or_are_refused_naming_each_object() 
         let converted: Vec<Value> = (results.iter())
             .filter_map(|(_, o)| match o {
                 Outcome::Converted(v) => Some(v.clone()),
-                Outcome::Refused(_) => None,
+                Outcome::Refused(_) | Outcome::Skipped(_) => None,
             })
             .collect();
         for (label, o) in &results {
             match o {
                 Outcome::Converted(_) => report.push(format!("{file}: {label}: converted")),
-                Outcome::Refused(e) => report.push(format!("{file}: {label}: REFUSED: {e}")),
+                Outcome::Refused(e) => {
+                    refused_total += 1;
+                    report.push(format!("{file}: {label}: REFUSED: {e}"));
+                }
+                Outcome::Skipped(note) => report.push(format!("{file}: {label}: skipped: {note}")),
             }
         }
         converted_total += converted.len();
-        refused_total += results.len() - converted.len();
         if !converted.is_empty() {
             applies_and_renders(&file, &converted).await;
             report.push(format!(
@@ -167,6 +182,12 @@ async fn the_go_operators_manifests_migrate_or_are_refused_naming_each_object() 
                 converted.len()
             ));
         }
+        if let Some(dir) = &out {
+            rows.push(row(dir, rows.len() + 1, &file, &docs, &results, &converted));
+        }
+    }
+    if let Some(dir) = &out {
+        std::fs::write(dir.join("report.tsv"), rows.concat()).unwrap();
     }
     println!("{}", report.join("\n"));
     println!("{converted_total} converted, {refused_total} refused");
@@ -174,6 +195,76 @@ async fn the_go_operators_manifests_migrate_or_are_refused_naming_each_object() 
         refused_total >= 2,
         "the repository's refused kinds were refused"
     );
+}
+
+/// File number `n`'s row of `report.tsv` (file, kinds, converted, refused with why, the
+/// directory of its converted objects, which it writes).
+fn row(
+    dir: &Path,
+    n: usize,
+    file: &str,
+    docs: &[Value],
+    results: &[(String, Outcome)],
+    converted: &[Value],
+) -> String {
+    let mut kinds: Vec<(String, usize)> = Vec::new();
+    for d in docs {
+        let kind = d["kind"].as_str().unwrap_or("?").to_string();
+        match kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, count)) => *count += 1,
+            None => kinds.push((kind, 1)),
+        }
+    }
+    let kinds: Vec<String> = kinds.iter().map(|(k, c)| format!("{k} x{c}")).collect();
+    // A table cell: at most three names, then how many more.
+    let cell = |names: &[String], what: &str| match names.len() {
+        0..=3 => names.join(", "),
+        n => format!("{}, and {} more {what}", names[..2].join(", "), n - 2),
+    };
+    // The gist of a refusal or note, its first clause; objects with one gist share it.
+    let gist = |label: &str, text: &str| {
+        let why = text.lines().next().unwrap_or_default();
+        let why = why.rsplit(&format!("{label}: ")).next().unwrap_or(why);
+        let why = [";", " (", ", expected"]
+            .iter()
+            .fold(why, |w, cut| w.split(cut).next().unwrap_or(w));
+        why.trim().to_string()
+    };
+    let mut refused: Vec<(String, Vec<String>)> = Vec::new();
+    for (label, o) in results {
+        let why = match o {
+            Outcome::Refused(e) => format!("refused: {}", gist(label, e)),
+            Outcome::Skipped(note) => format!("skipped: {}", gist(label, note)),
+            Outcome::Converted(_) => continue,
+        };
+        match refused.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, labels)) => labels.push(label.clone()),
+            None => refused.push((why, vec![label.clone()])),
+        }
+    }
+    let refused: Vec<String> = (refused.iter())
+        .map(|(why, labels)| format!("{} {why}", cell(labels, "objects")))
+        .collect();
+    let sub = match converted.is_empty() {
+        true => "-".to_string(),
+        false => {
+            let sub = dir.join(format!("{n:02}"));
+            std::fs::create_dir_all(&sub).unwrap();
+            let yaml = serde_saphyr::to_string_multiple(converted).unwrap();
+            std::fs::write(sub.join("inputs.yaml"), yaml).unwrap();
+            sub.display().to_string()
+        }
+    };
+    format!(
+        "{file}\t{}\t{}\t{}\t{sub}\n",
+        cell(&kinds, "kinds"),
+        converted.len(),
+        if refused.is_empty() {
+            "-".to_string()
+        } else {
+            refused.join("; ")
+        },
+    )
 }
 
 /// The converted objects of one file apply with kubectl and render for three nodes.

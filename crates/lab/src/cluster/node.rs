@@ -159,8 +159,9 @@ impl Cluster {
             "--frr-pathspace".into(),
             pathspace.clone(),
         ]);
-        // FRR of the lab's version: its vtysh, frr-reload.py and (10.3) socket directory.
-        if self.vm.is_none() && !self.opts.containers {
+        // FRR of the lab's version: its vtysh, frr-reload.py and (10.3) socket directory (in
+        // the VM too: the guest sees this machine's files at the same paths).
+        if !self.opts.containers {
             args.extend(crate::frr::agent_args(self.opts.frr));
         }
         // The managed instances' router id must differ from the base file's (the VTEP address

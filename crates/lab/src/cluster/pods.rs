@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
+use netrollout_frr::daemons::Version;
 use netrollout_lab_apiserver::Identity;
 use tokio::process::Child;
 
@@ -37,23 +38,56 @@ impl Proc {
     }
 }
 
+/// The ids of the groups `frr` and `frrvty`, in that order, from `group(5)` lines.
+fn frr_gids(text: &str) -> Vec<i64> {
+    ["frr", "frrvty"]
+        .iter()
+        .filter_map(|name| {
+            let line = text.lines().find(|l| l.split(':').next() == Some(name))?;
+            line.split(':').nth(2)?.parse().ok()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[test]
+fn the_frr_groups_are_read_by_name_in_frr_frrvty_order() {
+    // FRR 10.3's root file system lists frrvty after frr; this machine's before it.
+    let root = "root:x:0:\nfrr:x:996:\nfrrvty:x:995:frr\n";
+    let host = "frrvty:x:105:frr\nfrr:x:106:\n";
+    assert_eq!(frr_gids(root), vec![996, 995]);
+    assert_eq!(frr_gids(host), vec![106, 105]);
+    assert_eq!(frr_gids("frrvtyx:x:1:\n"), Vec::<i64>::new());
+}
+
 /// First fabric number of the configurator replicas' own namespaces (`nrlab-configurator-N`,
 /// address 10.77.0.(10 + number)): their pod network.
 const CONFIGURATOR_INDEX: usize = 190;
 
-/// The groups FRR's files and vty sockets belong to on this machine (`frr`, `frrvty`), which
-/// docs/operations.md has an operator give the agent's pod as `supplementalGroups`.
-pub fn frr_groups() -> Result<Vec<i64>> {
-    let out = std::process::Command::new("getent")
-        .args(["group", "frr", "frrvty"])
-        .output()
-        .context("running getent")?;
-    let gids: Vec<i64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split(':').nth(2)?.parse().ok())
-        .collect();
+/// The groups FRR's files and vty sockets belong to on the node (`frr`, `frrvty`), which
+/// docs/operations.md has an operator give the agent's pod as `supplementalGroups`: this
+/// machine's for FRR 8.4, the root file system's own for FRR 10.3 (its daemons run as its
+/// `frr` user, whose ids differ from this machine's).
+pub fn frr_groups(version: Version) -> Result<Vec<i64>> {
+    let text = match version.root() {
+        None => {
+            let out = std::process::Command::new("getent")
+                .args(["group", "frr", "frrvty"])
+                .output()
+                .context("running getent")?;
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        }
+        Some(root) => {
+            let file = root.join("etc/group");
+            std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?
+        }
+    };
+    let gids = frr_gids(&text);
     if gids.len() != 2 {
-        bail!("the groups frr and frrvty do not both exist: reinstall the frr package");
+        bail!(
+            "the groups frr and frrvty of FRR {version} do not both exist: reinstall the frr \
+             package (8.4) or rebuild the root file system with hack/frr10.sh (10.3)"
+        );
     }
     Ok(gids)
 }
@@ -102,9 +136,14 @@ impl Cluster {
         let state = self.opts.state_dir.join("nodes").join(node);
         let pathspace = fabric::netns(node);
         prepare_frr(&crate::frr::config_dir(&pathspace))?;
+        // The image of the lab's FRR version (10.3: the Debian 13 one, `-trixie`).
+        let image = match image {
+            Some(image) => Some(image),
+            None => pods::agent_image(&template, self.opts.frr)?,
+        };
         let mut overlay = Overlay {
             image: image.clone(),
-            supplemental_groups: Some(frr_groups()?),
+            supplemental_groups: Some(frr_groups(self.opts.frr)?),
             ..Overlay::default()
         };
         // The lab's own flags: its probes, health checks and watch interval. The node's name,

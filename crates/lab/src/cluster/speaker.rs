@@ -46,12 +46,9 @@ impl Cluster {
             .await
     }
 
-    /// The FRR version the nodes run (the VM's guest runs 8.4).
+    /// The FRR version the nodes run (`--frr`; the VM's guest runs it too).
     pub fn frr_version(&self) -> netrollout_frr::daemons::Version {
-        match self.vm {
-            Some(_) => netrollout_frr::daemons::Version::V8_4,
-            None => self.opts.frr,
-        }
+        self.opts.frr
     }
 
     /// Runs `argv` where the nodes run (here, or in the VM) to its end; its stdout.

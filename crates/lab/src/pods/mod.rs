@@ -19,6 +19,7 @@ use std::process::Stdio;
 use anyhow::{Context as _, Result, bail};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::PodSpec;
+use netrollout_frr::daemons::Version;
 use serde_json::Value;
 use tokio::process::Command;
 
@@ -133,6 +134,15 @@ pub fn image(template: &Template) -> Result<String> {
         .with_context(|| format!("{}: container {} has no image", template.origin, c.name))
 }
 
+/// The agent's image for FRR `version` when it is not the template's: FRR 10.3's is the one
+/// built on Debian 13 (`hack/images.sh` tags it with `-trixie` after the version).
+pub fn agent_image(template: &Template, version: Version) -> Result<Option<String>> {
+    Ok(match version {
+        Version::V8_4 => None,
+        Version::V10_3 => Some(format!("{}-trixie", image(template)?)),
+    })
+}
+
 /// A `podman` command using `conf` (the lab's containers.conf: runc, no default ulimits).
 pub fn podman(conf: &Path) -> Command {
     let mut cmd = Command::new("podman");
@@ -155,10 +165,12 @@ pub fn containers_conf(state_dir: &Path) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Checks that podman runs and that the bundle's images exist on this machine; says how to
-/// get them.
-pub fn preflight() -> Result<()> {
-    let images = [image(&agent()?)?, image(&configurator()?)?];
+/// Checks that podman runs and that the bundle's images (the agent's of FRR `frr`) exist on
+/// this machine; says how to get them.
+pub fn preflight(frr: Version) -> Result<()> {
+    let agent = agent()?;
+    let agent_image = agent_image(&agent, frr)?.map_or_else(|| image(&agent), Ok)?;
+    let images = [agent_image, image(&configurator()?)?];
     let podman = || {
         let mut cmd = std::process::Command::new("podman");
         cmd.stdin(Stdio::null()).stderr(Stdio::null());
@@ -180,7 +192,8 @@ pub fn preflight() -> Result<()> {
             bail!(
                 "--containers needs the image {image}, which this machine does not have: \
                  build the images with hack/images.sh (e.g. `hack/images.sh --bin-dir \
-                 target/debug` after `cargo build --bins`)"
+                 target/debug` after `cargo build --bins`; for --frr 10.3 the agent's with \
+                 DEBIAN_RELEASE=trixie)"
             );
         }
     }
