@@ -29,8 +29,9 @@ pub async fn main(args: Args) -> anyhow::Result<()> {
     config.default_retry = false;
     let client = netrollout_support::client(config)?;
     let metrics = Arc::new(Metrics::default());
-    // Both listeners are bound before any work starts: an address in use stops the agent with
-    // an error naming it.
+    // Both listeners are bound before any work starts: an address in use (after 30 s of trying
+    // again: the agent killed a moment ago may still hold it) stops the agent with an error
+    // naming it.
     let metrics_listener = netrollout_support::bind("metrics", args.metrics_addr).await?;
     let health_listener = match args.health_addr {
         Some(addr) => Some(netrollout_support::bind("health", addr).await?),

@@ -8,7 +8,8 @@
 //! - [`logging`] holds [`LogFormat`] and [`init_logging`].
 //! - [`client`](mod@client) holds [`kube_config`] and [`client()`].
 //! - [`signals`] holds [`shutdown`].
-//! - [`http`] holds [`bind`] and [`serve`]; a bind failure is an error the binary stops on.
+//! - [`http`] holds [`bind`] and [`serve`]; a bind failure is an error the binary stops on (an
+//!   address in use only after [`http::BIND_RETRY`] of trying again).
 //! - [`exposition`] holds [`exposition::classic`], the `/metrics` body in the Prometheus text
 //!   format (`prometheus_client` writes OpenMetrics).
 //! - [`runtime`] holds [`block_on`], the runtime each binary's library runs its `main` on.
@@ -27,7 +28,7 @@ pub mod tasks;
 
 pub use client::{client, kube_config};
 pub use duration::{DurationError, parse_duration};
-pub use http::{bind, serve};
+pub use http::{bind, bind_within, serve};
 pub use logging::{LogFormat, init_logging};
 pub use runtime::{Flavor, block_on};
 pub use signals::shutdown;

@@ -19,6 +19,9 @@
 //!   without `no bgp default ipv4-unicast`.
 //! - A line equal to a default of FRR's `frr defaults` profile is accepted and never shown: the
 //!   defaults listed per FRR version ([`super::defaults`]) count as there.
+//! - FRR 10 shows an empty `vrf NAME` block for every VRF device of the kernel, also one the
+//!   text gives no FRR config (a routing table's `tb.N`), and keeps it after `no vrf NAME`
+//!   while the device exists: an empty `vrf` block is never deleted ([`kernel_vrf`]).
 //!
 //! A BGP neighbour or peer group is deleted by its identity line alone, and a changed AS is
 //! replaced, not deleted first (`neighbors`).
@@ -60,6 +63,15 @@ fn hidden(running: &Conf, defaults: &Defaults, key: &[String], line: &str) -> bo
             .lines_of(std::slice::from_ref(instance))
             .iter()
             .any(|l| l == "no bgp default ipv4-unicast")
+}
+
+/// Whether `key` is an empty `vrf NAME` block of FRR's running config: FRR 10 shows one for
+/// every VRF device of the kernel (a routing table's `tb.N`, which the text gives no FRR
+/// config), and `no vrf NAME` leaves it there while the device exists (the VM lab on 10.3:
+/// two rounds, then the counted fallback, on every change of the text). It is no config to
+/// delete; a `vrf` block with lines (a VNI) still goes.
+fn kernel_vrf(running: &Conf, key: &[String]) -> bool {
+    key[0].starts_with("vrf ") && running.is_block(key) && running.lines_of(key).is_empty()
 }
 
 /// The line that undoes `line` inside its context: `no LINE`, or `LINE` without its `no`.
@@ -123,7 +135,7 @@ pub(super) fn script(new: &Conf, running: &Conf) -> Vec<String> {
             if !gone.is_empty() {
                 within(&mut chunk, running, key, &gone);
             }
-        } else if key.len() == 1 && !foreign(&key[0]) {
+        } else if key.len() == 1 && !foreign(&key[0]) && !kernel_vrf(running, key) {
             // A whole context (or a top-level line) FRR has and the file does not.
             drop.push(undo(&key[0]));
         } else if key.len() > 1 && new.has(&key[..key.len() - 1]) && !lines.is_empty() {

@@ -49,11 +49,12 @@ pub(super) struct Missing {
     pub vteps: BTreeSet<String>,
 }
 
-/// VRF → the VTEPs its BGP routes go through (an on-link next hop with an address on the
-/// layer-3 VNI's bridge `br.<vrf>`), from `show ip route vrf all json` (FRR 8.4 prints one
-/// object per VRF, FRR 10 one for all: every route entry names its VRF). Only the bridge's
-/// next hops are VTEPs: a route a workload announces over a `BGPPeering` goes through the
-/// workload's address on its layer-2 network, on-link too (zebra resolves it recursively).
+/// VRF → the VTEPs its BGP routes go through (an on-link next hop with an IPv4 address on the
+/// layer-3 VNI's bridge `br.<vrf>`: the VTEPs are the underlay's; a route learnt over a VRF's
+/// unnumbered veth session has an IPv6 link-local one, and a route a workload announces over a
+/// `BGPPeering` goes through the workload's address on its layer-2 network, on-link too as
+/// zebra resolves it recursively), from `show ip route vrf all json` (FRR 8.4 prints one
+/// object per VRF, FRR 10 one for all: every route entry names its VRF).
 fn route_vteps(text: &str) -> BTreeMap<String, BTreeSet<String>> {
     fn walk(v: &Value, out: &mut BTreeMap<String, BTreeSet<String>>) {
         match v {
@@ -70,6 +71,7 @@ fn route_vteps(text: &str) -> BTreeMap<String, BTreeSet<String>> {
                             if nh.get("onLink") == Some(&Value::Bool(true))
                                 && on_bridge
                                 && let Some(ip) = nh.get("ip").and_then(Value::as_str)
+                                && ip.parse::<std::net::Ipv4Addr>().is_ok()
                             {
                                 out.entry(vrf.clone()).or_default().insert(ip.to_string());
                             }
@@ -229,7 +231,7 @@ mod tests {
 
     /// FRR 8.4's `show ip route vrf all json`: one object per VRF.
     const ROUTES_84: &str = r#"{"10.50.2.0/24":[{"prefix":"10.50.2.0/24","protocol":"bgp","vrfName":"vr.t1","selected":true,"installed":true,"nexthops":[{"ip":"10.202.1.2","afi":"ipv4","interfaceName":"br.t1","active":true,"onLink":true}]}],"10.50.4.0/24":[{"prefix":"10.50.4.0/24","protocol":"connected","vrfName":"vr.t1","nexthops":[{"directlyConnected":true,"interfaceName":"lo.t2"}]}]}
-{"10.60.2.0/24":[{"prefix":"10.60.2.0/24","protocol":"bgp","vrfName":"vr.t2","nexthops":[{"ip":"10.202.1.2","interfaceName":"br.t2","onLink":true}]}]}
+{"10.60.2.0/24":[{"prefix":"10.60.2.0/24","protocol":"bgp","vrfName":"vr.t2","nexthops":[{"ip":"10.202.1.2","interfaceName":"br.t2","onLink":true}]}],"0.0.0.0/0":[{"prefix":"0.0.0.0/0","protocol":"bgp","vrfName":"vr.t2","nexthops":[{"ip":"fe80::1","afi":"ipv6","interfaceName":"vv.t2","onLink":true}]}]}
 {"0.0.0.0/0":[{"prefix":"0.0.0.0/0","protocol":"bgp","vrfName":"default","nexthops":[{"ip":"10.9.9.9","interfaceName":"eth0"}]}]}
 "#;
 

@@ -101,6 +101,16 @@ fn an_ipv4_activate_is_sent_when_the_instance_has_no_default_ipv4_unicast() {
 }
 
 #[test]
+fn an_empty_vrf_block_frr_10_shows_for_a_kernel_vrf_is_not_deleted_and_one_with_a_vni_is() {
+    let new = "router bgp 65000\n bgp router-id 192.0.2.1\nexit\n";
+    // FRR 10.3 shows the routing table's VRF device, which the text has no config for.
+    let running = format!("frr version 10.3\n{new}!\nvrf tb.100\nexit-vrf\n!\n");
+    assert!(diff(new, &running).is_empty(), "{:?}", diff(new, &running));
+    let running = format!("{running}vrf vr.old\n vni 7\nexit-vrf\n!\n");
+    assert_eq!(diff(new, &running), ["no vrf vr.old"]);
+}
+
+#[test]
 fn a_removed_vrf_goes_line_by_line_from_kept_contexts_deepest_first_and_whole_contexts_last_written_first()
  {
     let new = "router bgp 65000\n bgp router-id 192.0.2.1\nexit\n";
