@@ -25,12 +25,20 @@ pub async fn ping_via(
     timeout: Duration,
     device: Option<String>,
 ) -> Result<(), String> {
-    tokio::task::spawn_blocking(move || ping_blocking(addr, timeout, device.as_deref()))
+    tokio::task::spawn_blocking(move || echo_blocking(addr, timeout, device.as_deref(), None))
         .await
         .map_err(|e| format!("ping task: {e}"))?
 }
 
-fn ping_blocking(addr: IpAddr, timeout: Duration, device: Option<&str>) -> Result<(), String> {
+/// One echo request to `addr`, waiting up to `timeout` for the reply on this thread: the socket
+/// bound to `device` (a VRF) and to the source address `source` when given (a node's VRF may
+/// hold addresses the other side has no route back to; the VM tests choose one it has).
+pub fn echo_blocking(
+    addr: IpAddr,
+    timeout: Duration,
+    device: Option<&str>,
+    source: Option<IpAddr>,
+) -> Result<(), String> {
     let (domain, proto, request, reply) = match addr {
         IpAddr::V4(_) => (
             Domain::IPV4,
@@ -51,6 +59,11 @@ fn ping_blocking(addr: IpAddr, timeout: Duration, device: Option<&str>) -> Resul
         socket
             .bind_device(Some(dev.as_bytes()))
             .map_err(|e| format!("binding to {dev}: {e}"))?;
+    }
+    if let Some(source) = source {
+        socket
+            .bind(&SocketAddr::new(source, 0).into())
+            .map_err(|e| format!("binding to {source}: {e}"))?;
     }
     // The identifier tells our replies from other processes' replies.
     let id = (std::process::id() as u16) ^ rand_u16();

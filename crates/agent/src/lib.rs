@@ -24,8 +24,9 @@
 //! - [`state`]: the state files' records, encoding and write plans (pure).
 //! - [`store`]: runs those plans in the state directory (last-known-good, journal, failures).
 //! - [`report`]: [`report::Report`], what the agent tells the API.
-//! - [`probe`] (with `icmp`, `ticks`): connectivity and link checks; runs the health-check
-//!   file's too. `ticks`: a check's time limit counted in real waiting (clock jumps).
+//! - [`probe`] (with [`icmp`], `ticks`): connectivity and link checks; runs the health-check
+//!   file's too. [`icmp`]: one echo over a raw socket (the VM tests send theirs with it).
+//!   `ticks`: a check's time limit counted in real waiting (clock jumps).
 //! - [`healthcheck`]: the health-check file (interfaces, TCP/ICMP reachability in a VRF).
 //! - `outcome`: [`probe::Outcome`], the result of one check (probe → healthcheck → outcome,
 //!   never back).
@@ -55,7 +56,7 @@ pub mod daemon;
 mod error;
 pub mod frr;
 mod healthcheck;
-mod icmp;
+pub mod icmp;
 mod lane;
 mod metrics;
 pub mod neighbours;
