@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The end-to-end suite, the product as shipped: every lab scenario (happy, bad-config,
-# node-join, configurator-crash, api-outage, tenant-break) in container mode. hack/images.sh
+# node-join, configurator-crash, api-outage, tenant-break) in container mode, on the lab's
+# default FRR, 10.3 (docs/lab.md; the agent's image is then the Debian 13 one, which carries
+# FRR 10.3's vtysh and frr-reload.py: `DEBIAN_RELEASE=trixie`, tag VERSION-trixie; the bundle's
+# Debian 12 image, FRR 8.4, is not built here). hack/images.sh
 # first builds the agent's and the configurator's images here (bases from Debian's packages,
 # made once and cached in podman's storage; the Containerfiles' runtime stages as they are; this
 # build's debug binaries put in through their build stage); then every agent and configurator
@@ -17,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --locked --bins -q
 start=$SECONDS
-hack/images.sh --bin-dir target/debug netrollout-agent netrollout-configurator
+DEBIAN_RELEASE=trixie hack/images.sh --bin-dir target/debug netrollout-agent netrollout-configurator
 echo "80-lab-scenarios: images ready in $((SECONDS - start)) s" >&2
 state="${TMPDIR:-/tmp}/netrollout-lab-ci"
 target/debug/netrollout-lab --state-dir "$state" down

@@ -5,12 +5,14 @@
 # process, FRR daemon or FRR directory behind. `down` run while `up` runs makes `up` say its lab
 # is gone and exit. Then `up 2>&1 | tee up.log`
 # ended by Ctrl-C (SIGINT to the whole pipeline, as a terminal sends it; tee dies too, so the
-# lab's stdout is a broken pipe) must tear everything down by itself.
+# lab's stdout is a broken pipe) must tear everything down by itself. The first lab runs FRR 8.4
+# (`--frr 8.4`: CI's lab on the version the agent still supports), the others the lab's default,
+# FRR 10.3.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --locked --bins -q
 state="${TMPDIR:-/tmp}/netrollout-lab-updown"
-frr10="$(hack/frr10.sh)" # FRR 10.3's root file system (one lab below runs on it)
+frr10="$(hack/frr10.sh)" # FRR 10.3's root file system (the default FRR of the labs below)
 lab=target/debug/netrollout-lab
 # A failed check leaves no lab running behind it (the suites after this one, or the next run).
 pid= group=
@@ -24,12 +26,18 @@ if out=$(setpriv --reuid=65534 --regid=65534 --clear-groups $lab --state-dir /tm
 fi
 echo "$out" | grep -q "needs root or CAP_NET_ADMIN" || { echo "FAIL: unclear message: $out" >&2; exit 1; }
 echo "without root: $out"
-# Without FRR it stops at once, says what to install, and leaves nothing behind.
-if out=$(NETROLLOUT_LAB_FRR_DIR=/nonexistent $lab --state-dir "$state" up --nodes 1 2>&1); then
+# Without FRR it stops at once, says what to install, and leaves nothing behind: FRR 8.4
+# (`--frr 8.4`, Debian's package) and the default, FRR 10.3 (its root file system).
+if out=$(NETROLLOUT_LAB_FRR_DIR=/nonexistent $lab --state-dir "$state" up --nodes 1 --frr 8.4 2>&1); then
   echo "FAIL: the lab started without FRR" >&2; exit 1
 fi
 echo "$out" | grep -q "install Debian's frr package" || { echo "FAIL: unclear message: $out" >&2; exit 1; }
-echo "without frr: $out"
+echo "without frr 8.4: $out"
+if out=$(NETROLLOUT_FRR10_ROOT=/nonexistent $lab --state-dir "$state" up --nodes 1 2>&1); then
+  echo "FAIL: the lab started without FRR 10.3's root file system" >&2; exit 1
+fi
+echo "$out" | grep -q "FRR 10.3 on every node.*hack/frr10.sh" || { echo "FAIL: unclear message: $out" >&2; exit 1; }
+echo "without frr 10.3: $out"
 ip netns list | grep nrlab- && { echo "FAIL: namespaces left after the FRR check" >&2; exit 1; }
 # A --manifests directory with a document that is not an input is refused before anything starts,
 # naming the file, the document and the fix.
@@ -66,9 +74,11 @@ up_succeeded() {
   done
   cat "$state/up.log"; echo "FAIL: no success in 120 s" >&2; exit 1
 }
+# This lab runs FRR 8.4 (`--frr 8.4`), which the agent still supports; the labs after it run
+# the default, FRR 10.3.
 rm -f "$state/up.log"
 mkdir -p "$state"
-$lab --state-dir "$state" up --nodes 3 >"$state/up.log" 2>&1 &
+$lab --state-dir "$state" up --nodes 3 --frr 8.4 >"$state/up.log" 2>&1 &
 pid=$!
 up_succeeded
 export KUBECONFIG="$state/kubeconfig"
@@ -86,6 +96,10 @@ reachable=$(kubectl get nnc -o jsonpath='{range .items[*]}{.metadata.name}={.sta
 echo "$reachable"
 [ "$(echo "$reachable" | grep -c '=True$')" -eq 3 ] \
   || { echo "FAIL: up said the lab is ready before every agent reported TenantReachable=True" >&2; exit 1; }
+versions=$(kubectl get nnc -o jsonpath='{range .items[*]}{.metadata.name}={.status.capabilities.frrVersion}{"\n"}{end}')
+echo "$versions"
+[ "$(echo "$versions" | grep -c '=8\.4')" -eq 3 ] \
+  || { echo "FAIL: not every agent of the --frr 8.4 lab found FRR 8.4" >&2; exit 1; }
 
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true
@@ -98,12 +112,12 @@ leftovers || exit 1
 echo "after down: nothing left"
 
 # `down` from a second terminal while `up` runs (as a new user does): `up` notices its lab is
-# gone, says so and exits non-zero by itself, leaving nothing behind. This lab runs FRR 10.3
-# (`--frr 10.3`, docs/lab.md): every node and the route reflector on it, the rollout succeeds
+# gone, says so and exits non-zero by itself, leaving nothing behind. This lab runs FRR 10.3,
+# the default (docs/lab.md): every node and the route reflector on it, the rollout succeeds
 # and tenant traffic flows, each agent reports the version it found; `down` ends FRR 10.3's
 # daemons (mgmtd too) and removes their directories in its root file system.
 rm -f "$state/up.log"
-$lab --state-dir "$state" up --nodes 2 --frr 10.3 >"$state/up.log" 2>&1 &
+$lab --state-dir "$state" up --nodes 2 >"$state/up.log" 2>&1 &
 pid=$!
 up_succeeded
 for _ in $(seq 1 60); do grep -q "^rollout succeeded; tenant traffic flows" "$state/up.log" && break; sleep 1; done
@@ -114,7 +128,7 @@ kubectl get ncr -o jsonpath='{.items[0].status.phase}' | grep -qx Succeeded \
 versions=$(kubectl get nnc -o jsonpath='{range .items[*]}{.metadata.name}={.status.capabilities.frrVersion}{"\n"}{end}')
 echo "$versions"
 [ "$(echo "$versions" | grep -c '=10\.3')" -eq 2 ] \
-  || { echo "FAIL: not every agent of the --frr 10.3 lab found FRR 10.3" >&2; exit 1; }
+  || { echo "FAIL: not every agent of the default (FRR 10.3) lab found FRR 10.3" >&2; exit 1; }
 "$frr10/netrollout/bin/vtysh" -N nrlab-rr --vty_socket "$frr10/run/frr" -c "show version" | grep -q "FRRouting 10.3" \
   || { echo "FAIL: the route reflector does not run FRR 10.3" >&2; exit 1; }
 $lab --state-dir "$state" down

@@ -57,8 +57,9 @@ enum Cmd {
         /// The lab API server's port on the host's loopback.
         #[arg(long)]
         api_port: u16,
-        /// The FRR version the nodes and the route reflector run (the host's `--frr`).
-        #[arg(long, default_value = "8.4")]
+        /// The FRR version the nodes and the route reflector run (the host's `--frr`, always
+        /// given).
+        #[arg(long)]
         frr: netrollout_frr::daemons::Version,
     },
     /// (internal) Relays TCP connections from LISTEN to TO (VM mode: the agents' way to the

@@ -86,13 +86,15 @@ pub struct Settings {
     /// --vm.
     #[arg(long)]
     pub containers: bool,
-    /// The FRR version every node and the route reflector run: `8.4` (Debian 12's, installed on
-    /// this machine) or `10.3` (Debian 13's, from the root file system hack/frr10.sh builds;
-    /// hack/install-deps.sh runs it). The agents get the flags that reach it. docs/lab.md says
-    /// why 8.4 is the default. With --vm the guest runs it from the same root file system;
-    /// with --containers the agents run the Debian 13 agent image (tag `VERSION-trixie`:
-    /// `DEBIAN_RELEASE=trixie hack/images.sh`).
-    #[arg(long, default_value = "8.4", value_name = "VERSION")]
+    /// The FRR version every node and the route reflector run: `10.3` (Debian 13's, from the
+    /// root file system hack/frr10.sh builds; hack/install-deps.sh runs it), the default because
+    /// it is what the field runs (FRR 10; the Go operator's agent drives 10.6) and the version
+    /// to prefer for many VRFs, or `8.4` (Debian 12's, installed on this machine), which the
+    /// agent still supports. The agents get the flags that reach it. With --vm the guest runs
+    /// it from the same root file system; with --containers the agents run the Debian 13 agent
+    /// image for 10.3 (tag `VERSION-trixie`: `DEBIAN_RELEASE=trixie hack/images.sh`), the
+    /// bundle's Debian 12 one for 8.4 (`hack/images.sh`). docs/lab.md says more.
+    #[arg(long, default_value = "10.3", value_name = "VERSION")]
     pub frr: Version,
     /// Configurator flags a scenario adds to the lab's own (approval gates, failure domains,
     /// a bake time: `canary-promote`).
@@ -177,11 +179,12 @@ mod tests {
         let exe = std::env::current_exe().unwrap();
         assert_eq!(Some(s.bin_dir.as_path()), exe.parent());
         assert!(matches!(s.inputs(), Source::Samples));
-        assert_eq!(s.frr, Version::V8_4);
+        assert_eq!(s.frr, Version::V10_3);
     }
 
     #[test]
     fn the_frr_version_is_one_the_lab_runs_or_a_clear_error() {
+        assert_eq!(parse(&["--frr", "8.4"]).unwrap().frr, Version::V8_4);
         assert_eq!(parse(&["--frr", "10.3"]).unwrap().frr, Version::V10_3);
         let bad = parse(&["--frr", "9.1"]).unwrap_err();
         assert!(
