@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The lab in VM mode (docs/lab.md "VM mode"): `scenario --vm happy` and `scenario --vm
 # remote-break` with 3 nodes running inside Debian's kernel under qemu (hack/vm/lab.sh), with
-# the VRF samples and the routed tenant (bridged and routed flows, the outside), the lab
+# the VRF samples and the routed tenant (bridged and routed flows, the outside), FRR 10.3 (the
+# lab's default: the guest runs it from hack/frr10.sh's root file system, seen over 9p), the lab
 # API server and the configurator on this machine. `remote-break` opens with `tenant-break`'s
 # whole story and its checks (limit 1, the border first), then breaks the border's export of the
 # outside: the fleet guard must halt and revert the rollout within the border's wave; restarted
