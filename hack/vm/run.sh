@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boots Debian's stock kernel in qemu (TCG) with a busybox initramfs holding iproute2, the
 # kernel modules the dataplane needs (vrf 8021q dummy vxlan bridge veth macvlan) and a test
-# binary (with VM_FRR=1 also FRR's zebra, bgpd and vtysh; with VM_PYTHON=1 also python3, its
+# binary (with VM_FRR=1 also FRR's zebra, bgpd, bfdd and vtysh; with VM_PYTHON=1 also python3, its
 # standard library and FRR's frr-reload.py; with VM_FRR=10.3 FRR 10.3's root file system instead,
 # which hack/frr10.sh builds and caches: its daemons run by chroot, as on the host, and the test
 # gets NETROLLOUT_FRR_VERSION=10.3), runs the binary there and exits with its status.
@@ -42,11 +42,11 @@ copy_with_libs "$(command -v ip)" "$r/usr/local/sbin/ip"
 copy_with_libs "$(command -v bridge)" "$r/usr/local/sbin/bridge"
 copy_with_libs "$bin" "$r/test"
 if [ "${VM_FRR:-0}" = 1 ]; then
-  # Routing tests: FRR's zebra, bgpd and vtysh with their libraries (run per namespace with -N,
-  # as root), the YANG modules, and the users and groups FRR looks up.
+  # Routing tests: FRR's zebra, bgpd, bfdd and vtysh with their libraries (run per namespace
+  # with -N, as root), the YANG modules, and the users and groups FRR looks up.
   [ -x /usr/lib/frr/bgpd ] || { echo "vm: VM_FRR=1 needs FRR (hack/install-deps.sh)" >&2; exit 2; }
   mkdir -p "$r/usr/lib/frr" "$r/etc/frr" "$r/var/tmp/frr" "$r/var/lib/frr"
-  for d in zebra bgpd; do copy_with_libs "/usr/lib/frr/$d" "$r/usr/lib/frr/$d"; done
+  for d in zebra bgpd bfdd; do copy_with_libs "/usr/lib/frr/$d" "$r/usr/lib/frr/$d"; done
   copy_with_libs "$(command -v vtysh)" "$r/usr/bin/vtysh"
   if [ -d /usr/share/yang ]; then mkdir -p "$r/usr/share" && cp -a /usr/share/yang "$r/usr/share/"; fi
   printf 'root:x:0:0:root:/root:/bin/sh\nfrr:x:100:101::/nonexistent:/bin/false\n' >"$r/etc/passwd"

@@ -8,6 +8,11 @@
 //!   kind whose driver it lacks (after trying to load its module): that kind is missing. Any
 //!   other answer leaves the kind unchecked (in neither list) and is logged: it says nothing
 //!   about the driver. Bridge VLAN filtering is tried as a bridge with `vlan_filtering 1`.
+//!   VRF is asked without a device ([`Dataplane::try_vrf_driver`]: a VRF without a table, which
+//!   the driver refuses before the device exists): FRR sees every device of the namespace, and
+//!   its bfdd (8.4 and 10.3) exits when a VRF it was told about is gone before it binds its
+//!   sockets to it, which a scratch VRF created and deleted at once made happen (the VM lab's
+//!   nodes ran without bfdd after their agents started).
 //! - **FRR** (only with FRR support on): `bgpd` and `bfdd` are each present when `vtysh -c
 //!   "show daemons"` lists it, missing otherwise (FRR down counts as missing until it answers); the version its
 //!   daemons run (`frrVersion`, from their running config's `frr version` line), absent while
@@ -77,17 +82,8 @@ pub async fn detect(dp: &Dataplane, frr: Option<&Frr>) -> NodeCapabilities {
     // Leftovers of a detection a crash interrupted go first.
     clean(dp).await;
     let bridge = Link::new(name("br"), LinkKind::Bridge);
-    let tries: [(Capability, Vec<Link>); 7] = [
+    let tries: [(Capability, Vec<Link>); 6] = [
         (Capability::Bridge, vec![bridge.clone()]),
-        (
-            Capability::Vrf,
-            vec![Link::new(
-                name("vrf"),
-                LinkKind::Vrf {
-                    table: 4_000_000_001,
-                },
-            )],
-        ),
         (
             Capability::Vxlan,
             vec![Link::new(
@@ -148,6 +144,9 @@ pub async fn detect(dp: &Dataplane, frr: Option<&Frr>) -> NodeCapabilities {
         clean(dp).await;
         sort(cap, result.map(|_| ()), &mut present, &mut missing);
     }
+    // No scratch VRF device: FRR would see it come and go (see the module's documentation).
+    let vrf = dp.try_vrf_driver(&name("vrf")).await;
+    sort(Capability::Vrf, vrf, &mut present, &mut missing);
     let filtering = dp.try_bridge_vlan_filtering(&name("vf")).await;
     clean(dp).await;
     sort(

@@ -8,7 +8,7 @@
 //! names.
 //!
 //! Each node is an agent lab ([`Lab`]: a namespace wired to the VM's root namespace, the
-//! in-process lab API server, a Node) with zebra + bgpd in the namespace (FRR pathspace named
+//! in-process lab API server, a Node) with zebra + bgpd + bfdd in the namespace (FRR pathspace named
 //! like it) and the operator's base file (eBGP EVPN to the other node, routed through the root
 //! namespace). The agent runs from this binary: [`main`] becomes the agent when
 //! `NETROLLOUT_VM_AGENT` is set (a two-line wrapper script sets it), so the VM needs no second
@@ -24,7 +24,8 @@
 //! the type-5 routes carry the sender's router MAC; a second VRF added to the running nodes gets
 //! its layer-3 VNI, router MAC and traffic right (the apply order, [`order`]);
 //! `advertiseNeighbors` announces a workload's address on node 1 as a host route that node 2
-//! reaches it by (`vm/neighbours.rs`).
+//! reaches it by (`vm/neighbours.rs`); the agents' capability detection leaves bfdd running
+//! (`vm/bfdd.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // a test may panic
 
@@ -37,6 +38,8 @@ use netrollout_api::{LoopbackConfig, NodePhase, PrefixAction};
 use netrollout_frr::daemons::{FRR_LIB, Version};
 use netrollout_testkit::cmd::run;
 
+#[path = "vm/bfdd.rs"]
+mod bfdd;
 #[path = "vm/config.rs"]
 mod config;
 #[path = "vm/echo.rs"]
@@ -184,6 +187,7 @@ async fn steps(n1: &mut Node, n2: &mut Node) {
         n2.apply_ok("rev-1", c2.clone())
     );
     say("rev-1 Provisioned on both nodes");
+    bfdd::detection_leaves_bfdd_running(n1, n2).await;
     let running = n1.running();
     for line in [
         "vrf vr.t1",

@@ -7,7 +7,9 @@
 mod common;
 
 use common::{TestNs, add_layer2, address, vxlan};
-use netrollout_dataplane::{Desired, Link, LinkKind, Op, Route, Rule, Segmentation, diff};
+use netrollout_dataplane::{
+    Dataplane, Desired, Link, LinkKind, Managed, Op, Route, Rule, Segmentation, diff,
+};
 
 /// A VRF the way the renderer lays it out: `vr.X` bound to `table`, bridge `br.X` and VXLAN
 /// `vx.X` in it, veth `vd.X` (default VRF) <-> `vv.X` (in the VRF), a loopback `lo.X`, an
@@ -198,4 +200,74 @@ async fn segmentation_offload_is_switched_off_and_on_in_a_vrfs_layer2_network() 
         assert_eq!(observed.links[name].link.segmentation, Segmentation::On);
     }
     assert_eq!(dp.apply(&desired).await.unwrap().writes, 0);
+}
+
+/// The VRF driver is asked without a VRF device ever existing (the agent's capability check,
+/// `Dataplane::try_vrf_driver`): `ip monitor link` in the namespace sees a scratch VRF created
+/// and deleted at once (what FRR's bfdd exits on, when it comes to bind to it after it is gone),
+/// but nothing of the probe, from a marker before it to one after.
+#[tokio::test]
+async fn the_vrf_driver_is_asked_without_a_vrf_device_coming_and_going() {
+    use std::io::BufRead as _;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    let ns = TestNs::new();
+    let dp = Dataplane::in_netns(&ns.name, Managed::new(["nrcap."]).unwrap()).unwrap();
+    let mut monitor = std::process::Command::new("ip")
+        .args(["-n", &ns.name, "monitor", "link"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let seen = Arc::new(Mutex::new(String::new()));
+    let out = monitor.stdout.take().unwrap();
+    let into = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            into.lock().unwrap().push_str(&(line + "\n"));
+        }
+    });
+    let ip = |args: &str| {
+        let args: Vec<&str> = args.split_whitespace().collect();
+        let ok = std::process::Command::new("ip")
+            .args(["-n", &ns.name])
+            .args(&args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "ip {args:?}");
+    };
+    // A marker link, added and deleted until the monitor shows it (it listens from then on).
+    let mark = |name: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !seen.lock().unwrap().contains(name) {
+            assert!(
+                Instant::now() < deadline,
+                "ip monitor link never showed {name}"
+            );
+            ip(&format!("link add {name} type dummy"));
+            ip(&format!("link del {name}"));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    mark("mark0");
+    ip("link add nrcap.seen type vrf table 4000000001");
+    ip("link del nrcap.seen");
+    dp.try_vrf_driver("nrcap.vrf").await.unwrap();
+    mark("mark1");
+    let _ = monitor.kill();
+    let _ = monitor.wait();
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.contains("nrcap.seen"),
+        "a VRF coming and going shows:\n{seen}"
+    );
+    assert!(
+        !seen.contains("nrcap.vrf"),
+        "the driver probe made a device:\n{seen}"
+    );
+    let links = netrollout_testkit::cmd::run("ip", &["-n", &ns.name, "-o", "link"]);
+    assert!(!links.contains("nrcap."), "{links}");
+    // Not a name of the connection: refused before the kernel is asked.
+    assert!(dp.try_vrf_driver("vr.other").await.is_err());
 }

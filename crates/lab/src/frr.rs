@@ -17,6 +17,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
+use netrollout_api::Capability;
 use netrollout_frr::daemons::{self, Log, Start, Version};
 
 use crate::fabric;
@@ -27,6 +28,10 @@ pub const ASN: u32 = 65000;
 pub const RR_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
 /// The route reflector's namespace (and pathspace).
 pub const RR_NETNS: &str = "nrlab-rr";
+/// The FRR daemons of a node that its agent reports (`status.capabilities`) and that the lab
+/// starts on every node ([`start`]): bgpd for everything, bfdd for a `BGPPeering`'s
+/// `enableBFD`. The lab is ready only once every agent reports them running.
+pub const DAEMONS: [Capability; 2] = [Capability::Bgpd, Capability::Bfdd];
 /// Where FRR's daemons are (Debian's `frr`); the environment variable
 /// `NETROLLOUT_LAB_FRR_DIR` names another directory.
 fn daemon_dir() -> PathBuf {
@@ -146,23 +151,59 @@ pub fn start(netns: &str, pathspace: &str, config: &str, version: Version) -> Re
             .args(&dirs),
     )?;
     let bin_dir = daemon_dir();
-    let daemons = starter(netns, pathspace, &base, &bin_dir, version)
-        .try_start()
-        .with_context(|| format!("starting FRR in {netns}"))?;
+    let daemons = starter(
+        netns,
+        pathspace,
+        &base,
+        &bin_dir,
+        version,
+        log_dir(pathspace)?,
+    )
+    .try_start()
+    .with_context(|| format!("starting FRR in {netns}"))?;
     Ok(daemons.detach())
 }
 
-/// How the lab starts FRR `version` in `netns` from the base config `base`.
+/// Where the daemons of this process's FRR starts log ([`log_to`]); unset: where their config
+/// says (`log stdout`, which a daemon in the background does not keep).
+static LOG_DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Makes every FRR this process starts log to `DIR/PATHSPACE/DAEMON.log` (the VM's guest side
+/// does: in the background a daemon does not keep the config's `log stdout`, and one that
+/// ends should say why; [`dump`] shows the logs). Only the first call counts.
+pub fn log_to(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let _ = LOG_DIR.set(dir.to_path_buf());
+    Ok(())
+}
+
+/// The log directory of a pathspace when [`log_to`] was called: made, and writable for FRR's
+/// user (8.4's `frr` on the host, 10.3's own in its root file system).
+fn log_dir(pathspace: &str) -> Result<Option<PathBuf>> {
+    let Some(root) = LOG_DIR.get() else {
+        return Ok(None);
+    };
+    let dir = root.join(pathspace);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))
+        .with_context(|| format!("making {} writable for FRR", dir.display()))?;
+    Ok(Some(dir))
+}
+
+/// How the lab starts FRR `version` in `netns` from the base config `base`, logging to `logs`
+/// (or where the config says).
 fn starter<'a>(
     netns: &'a str,
     pathspace: &'a str,
     base: &'a Path,
     bin_dir: &'a Path,
     version: Version,
+    logs: Option<PathBuf>,
 ) -> Start<'a> {
     Start {
         config: Some(base),
-        log: Log::Config,
+        log: logs.map_or(Log::Config, Log::Files),
         timeout: Duration::from_secs(30),
         bin_dir,
         version,
@@ -184,9 +225,16 @@ pub fn start_daemon(
     let base = base_config(pathspace);
     std::fs::write(&base, config).with_context(|| format!("writing {}", base.display()))?;
     let bin_dir = daemon_dir();
-    starter(netns, pathspace, &base, &bin_dir, version)
-        .start_one(daemon)
-        .with_context(|| format!("starting {daemon} in {netns} again"))
+    starter(
+        netns,
+        pathspace,
+        &base,
+        &bin_dir,
+        version,
+        log_dir(pathspace)?,
+    )
+    .start_one(daemon)
+    .with_context(|| format!("starting {daemon} in {netns} again"))
 }
 
 /// The command line of `vtysh -N PATHSPACE -c COMMAND` of FRR `version` in namespace `netns`
@@ -300,8 +348,8 @@ pub fn evpn_established(netns: &str, version: Version) -> Result<()> {
 /// What a node's FRR and kernel say about EVPN and the routed tenant, for a failure's logs:
 /// FRR's running config, its EVPN VNIs and type-5 routes, the VRFs' BGP tables (one vtysh: each
 /// start costs seconds under TCG), and the kernel's routes, neighbours and bridge forwarding
-/// entries. A command that fails leaves its
-/// error in the text instead.
+/// entries, and the last lines of each daemon's log when it logs to a file ([`log_to`]). A
+/// command that fails leaves its error in the text instead.
 pub fn dump(netns: &str, version: Version) -> String {
     let mut out = String::new();
     let mut vtysh = vtysh_cmd(netns, netns, version);
@@ -324,6 +372,7 @@ pub fn dump(netns: &str, version: Version) -> String {
     neigh.args(["-n", netns, "neigh", "show"]);
     let mut fdb = Command::new("bridge");
     fdb.args(["-n", netns, "fdb", "show"]);
+    let logs = LOG_DIR.get().map(|root| root.join(netns));
     for (what, mut cmd) in [
         ("vtysh (running config, EVPN, VRF tables)", vtysh),
         ("ip route show table all", ip),
@@ -339,8 +388,26 @@ pub fn dump(netns: &str, version: Version) -> String {
             Err(e) => out.push_str(&format!("running it: {e}\n")),
         }
     }
+    // The daemons' own words (the last lines: a daemon that ended says why last).
+    for daemon in ["mgmtd", "zebra", "bgpd", "bfdd"] {
+        let Some(text) = logs
+            .as_ref()
+            .and_then(|d| std::fs::read_to_string(d.join(format!("{daemon}.log"))).ok())
+        else {
+            continue;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        out.push_str(&format!("## {daemon}.log (last lines)\n"));
+        for line in &lines[lines.len().saturating_sub(DUMP_LOG_LINES)..] {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
     out
 }
+
+/// How many of each daemon's last log lines [`dump`] shows.
+const DUMP_LOG_LINES: usize = 40;
 
 /// Ends every FRR daemon of a lab pathspace of either version (by the pids in its pid files)
 /// and removes the pathspaces' directories; returns what it did.

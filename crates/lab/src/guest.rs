@@ -26,9 +26,15 @@ use crate::vm::{HOST_FROM_GUEST, Message, Op, Request, Spawn};
 use crate::workload::now_ms;
 use netrollout_support::tasks::{Life, Tasks};
 
+/// Where the nodes' FRR daemons log in the VM (`PATHSPACE/DAEMON.log`; [`crate::frr::dump`]
+/// shows them).
+const GUEST_FRR_LOGS: &str = "/var/log/netrollout-lab-frr";
+
 /// Runs the guest side until the host's connection at `control` closes.
 pub async fn run(control: SocketAddr, api_port: u16, state_dir: &Path, frr: Version) -> Result<()> {
     let vrf = fabric::kernel_has_vrf();
+    // The guest's own tmpfs: FRR's user may not reach the shared state directory.
+    crate::frr::log_to(Path::new(GUEST_FRR_LOGS))?;
     fabric::create_bridge().context("creating the fabric bridge in the VM")?;
     crate::frr::start_reflector(frr).context("starting the route reflector in the VM")?;
     let listener = TcpListener::bind((fabric::HOST_IP, api_port))

@@ -8,7 +8,8 @@ use anyhow::Result;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use netrollout_api::{
-    NetworkConfigRevision, NodeNetworkConfig, NodeNetworkConfigStatus, NodePhase, RevisionPhase,
+    Capability, NetworkConfigRevision, NodeNetworkConfig, NodeNetworkConfigStatus, NodePhase,
+    RevisionPhase,
 };
 
 use crate::workload::Pair;
@@ -105,10 +106,32 @@ impl Observed {
             .collect()
     }
 
+    /// Nodes whose agent does not report every one of `daemons` running in its FRR
+    /// (`status.capabilities.present`, from `show daemons`), each with what it lacks ("bfdd",
+    /// or "no capability report yet").
+    pub fn frr_lacking(&self, daemons: &[Capability]) -> Vec<(&str, String)> {
+        self.configs
+            .iter()
+            .filter_map(|c| {
+                let node = c.metadata.name.as_deref().unwrap_or_default();
+                let Some(caps) = c.status.as_ref().and_then(|s| s.capabilities.as_ref()) else {
+                    return Some((node, "no capability report yet".to_string()));
+                };
+                let lacking: Vec<&str> = (daemons.iter())
+                    .map(|d| d.as_str())
+                    .filter(|d| !caps.present.iter().any(|p| p == d))
+                    .collect();
+                (!lacking.is_empty())
+                    .then(|| (node, format!("FRR runs without {}", lacking.join(", "))))
+            })
+            .collect()
+    }
+
     /// What `up` says once its first rollout succeeded `waited` ago, with `silent` the workload
     /// pairs that did not answer every probe of the last 2 s: that the lab is ready when none
-    /// is silent and every agent reports `TenantReachable=True`; after `converge` without
-    /// that, what still does not work; else nothing yet.
+    /// is silent, every agent reports `TenantReachable=True` and every agent reports the FRR
+    /// daemons the lab runs ([`crate::frr::DAEMONS`]) running; after `converge` without that,
+    /// what still does not work; else nothing yet.
     pub fn readiness(
         &self,
         silent: &[Pair],
@@ -116,7 +139,8 @@ impl Observed {
         converge: Duration,
     ) -> Option<String> {
         let unhealthy = self.not_reachable();
-        if silent.is_empty() && unhealthy.is_empty() {
+        let lacking = self.frr_lacking(&crate::frr::DAEMONS);
+        if silent.is_empty() && unhealthy.is_empty() && lacking.is_empty() {
             return Some(
                 "rollout succeeded; tenant traffic flows between the nodes' workloads and every \
                  agent's health checks pass."
@@ -143,11 +167,26 @@ impl Observed {
                 nodes.join("; ")
             ));
         }
+        if !lacking.is_empty() {
+            let nodes: Vec<String> = (lacking.iter())
+                .map(|(node, what)| format!("{node} ({what})"))
+                .collect();
+            not.push(format!(
+                "agents whose FRR lacks a daemon the lab runs: {} (kubectl get nnc -o \
+                 yaml: status.capabilities; the VM's or node's FRR log)",
+                nodes.join("; ")
+            ));
+        }
+        let traffic = !silent.is_empty() || !unhealthy.is_empty();
         Some(format!(
-            "rollout succeeded, but {}s later tenant traffic does not flow everywhere: {}; a \
-             RolloutAnalysis over tenant loss would fail the next revision.",
+            "rollout succeeded, but {}s later the lab is not ready: {}{}",
             waited.as_secs(),
-            not.join("; ")
+            not.join("; "),
+            if traffic {
+                "; a RolloutAnalysis over tenant loss would fail the next revision."
+            } else {
+                "."
+            }
         ))
     }
 
@@ -289,8 +328,8 @@ mod tests {
                     "message": "", "lastTransitionTime": "2026-11-27T00:00:00Z"})
             })
             .collect();
-        let status =
-            serde_json::json!({"conditions": conditions, "health": {"failingChecks": failing}});
+        let status = serde_json::json!({"conditions": conditions, "health": {"failingChecks": failing},
+            "capabilities": {"present": ["bfdd", "bgpd", "bridge"], "missing": []}});
         c.status = Some(serde_json::from_value::<NodeNetworkConfigStatus>(status).unwrap());
         c
     }
@@ -339,5 +378,40 @@ mod tests {
             late.contains("n1 (icmp 172.31.88.12); n2 (no report yet)"),
             "{late}"
         );
+    }
+
+    #[test]
+    fn the_lab_is_not_ready_while_an_agent_reports_frr_without_a_daemon_the_lab_runs() {
+        let s = Duration::from_secs;
+        let mut no_bfdd = config("n1", Some("True"), &[]);
+        let caps = serde_json::json!({"present": ["bgpd"], "missing": ["bfdd"]});
+        no_bfdd.status.as_mut().unwrap().capabilities = Some(serde_json::from_value(caps).unwrap());
+        let mut unreported = config("n2", Some("True"), &[]);
+        unreported.status.as_mut().unwrap().capabilities = None;
+        let obs = Observed {
+            configs: vec![no_bfdd, unreported, config("n3", Some("True"), &[])],
+            ..Observed::default()
+        };
+        assert_eq!(
+            obs.frr_lacking(&crate::frr::DAEMONS),
+            [
+                ("n1", "FRR runs without bfdd".to_string()),
+                ("n2", "no capability report yet".to_string())
+            ]
+        );
+        assert_eq!(
+            obs.readiness(&[], s(29), s(30)),
+            None,
+            "not ready, not yet said"
+        );
+        let late = obs.readiness(&[], s(31), s(30)).unwrap();
+        assert!(
+            late.contains(
+                "not ready: agents whose FRR lacks a daemon the lab runs: n1 (FRR runs without \
+                 bfdd); n2 (no capability report yet)"
+            ),
+            "{late}"
+        );
+        assert!(!late.contains("RolloutAnalysis"), "traffic flows: {late}");
     }
 }

@@ -17,7 +17,7 @@ use crate::lab_ext::AgentLab as _;
 
 /// One node: the agent lab, FRR in its namespace, the files the agent's flags name.
 pub struct Node {
-    /// zebra + bgpd once started; declared before `lab`, so FRR stops before the namespace goes.
+    /// zebra + bgpd + bfdd once started; declared before `lab`, so FRR stops before the namespace goes.
     pub daemons: Option<Daemons>,
     pub lab: Lab,
     pub asn: u32,
@@ -105,6 +105,8 @@ impl Node {
             log: Log::Files(self.dir.clone()),
             underlay: Some(&self.lab.ns_ip),
             timeout: Duration::from_secs(60),
+            // As the lab's nodes: the agent's capability detection must leave it running.
+            bfdd: true,
             ..Start::from_env(&self.lab.ns, &self.lab.ns)
         }
         .start();

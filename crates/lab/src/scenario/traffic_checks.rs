@@ -14,13 +14,51 @@ use crate::traffic::{self, Loss};
 /// How long the traffic report watches after a rollout ends.
 const AFTER: Duration = Duration::from_secs(3);
 
-/// Attaches workloads, starts the ping streams and checks full reachability.
+/// Checks that every node's agent reports the FRR daemons the lab starts
+/// ([`crate::frr::DAEMONS`]) running, waiting for the reports as long as traffic may take to
+/// converge; stops the story with the nodes and what they lack otherwise (a story would only be
+/// held later: the configurator's pre-flight keeps a `BGPPeering` with `enableBFD` from a node
+/// whose agent reported bfdd missing).
+pub(super) async fn frr_daemons(
+    summary: &mut Summary,
+    m: &mut Monitor,
+    lab: &Cluster,
+) -> Result<()> {
+    let names: Vec<&str> = crate::frr::DAEMONS.iter().map(|d| d.as_str()).collect();
+    let what = format!("every node's FRR runs {}", names.join(" and "));
+    let waited = m
+        .until(
+            lab,
+            &format!("{what} (its agent's capabilities)"),
+            lab.converge(),
+            |o| o.frr_lacking(&crate::frr::DAEMONS).is_empty(),
+        )
+        .await;
+    let lacking: Vec<String> = (m.now.frr_lacking(&crate::frr::DAEMONS).iter())
+        .map(|(node, why)| format!("{node}: {why}"))
+        .collect();
+    let detail = if lacking.is_empty() {
+        format!("every agent reports {} present", names.join(", "))
+    } else {
+        lacking.join("; ")
+    };
+    summary.check(&what, waited.is_ok() && lacking.is_empty(), detail.clone());
+    if let Err(e) = waited {
+        dumped(m, lab, "frr-daemons-missing").await;
+        anyhow::bail!("{what}: not so ({detail}; {e})");
+    }
+    Ok(())
+}
+
+/// Attaches workloads, starts the ping streams and checks full reachability, after checking
+/// every node's FRR daemons ([`frr_daemons`]).
 pub(super) async fn start_traffic(
     summary: &mut Summary,
-    m: &Monitor,
+    m: &mut Monitor,
     lab: &mut Cluster,
     objects: &[kube::api::DynamicObject],
 ) -> Result<()> {
+    frr_daemons(summary, m, lab).await?;
     lab.start_traffic(objects).await?;
     let nets: Vec<String> = lab
         .traffic
