@@ -22,6 +22,10 @@ use netrollout_frr::daemons::{self, Log, Start, Version};
 
 use crate::fabric;
 
+mod logs;
+
+pub use logs::log_to;
+
 /// The lab's autonomous system (iBGP everywhere).
 pub const ASN: u32 = 65000;
 /// The route reflector's fabric address.
@@ -151,66 +155,31 @@ pub fn start(netns: &str, pathspace: &str, config: &str, version: Version) -> Re
             .args(&dirs),
     )?;
     let bin_dir = daemon_dir();
-    let daemons = starter(
-        netns,
-        pathspace,
-        &base,
-        &bin_dir,
-        version,
-        log_dir(pathspace)?,
-    )
-    .try_start()
-    .with_context(|| format!("starting FRR in {netns}"))?;
+    let daemons = starter(netns, pathspace, &base, &bin_dir, version)?
+        .try_start()
+        .with_context(|| format!("starting FRR in {netns}"))?;
     Ok(daemons.detach())
 }
 
-/// Where the daemons of this process's FRR starts log ([`log_to`]); unset: where their config
-/// says (`log stdout`, which a daemon in the background does not keep).
-static LOG_DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-
-/// Makes every FRR this process starts log to `DIR/PATHSPACE/DAEMON.log` (the VM's guest side
-/// does: in the background a daemon does not keep the config's `log stdout`, and one that
-/// ends should say why; [`dump`] shows the logs). Only the first call counts.
-pub fn log_to(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let _ = LOG_DIR.set(dir.to_path_buf());
-    Ok(())
-}
-
-/// The log directory of a pathspace when [`log_to`] was called: made, and writable for FRR's
-/// user (8.4's `frr` on the host, 10.3's own in its root file system).
-fn log_dir(pathspace: &str) -> Result<Option<PathBuf>> {
-    let Some(root) = LOG_DIR.get() else {
-        return Ok(None);
-    };
-    let dir = root.join(pathspace);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))
-        .with_context(|| format!("making {} writable for FRR", dir.display()))?;
-    Ok(Some(dir))
-}
-
-/// How the lab starts FRR `version` in `netns` from the base config `base`, logging to `logs`
-/// (or where the config says).
+/// How the lab starts FRR `version` in `netns` from the base config `base`, logging to the
+/// pathspace's directory of [`log_to`] (or where the config says).
 fn starter<'a>(
     netns: &'a str,
     pathspace: &'a str,
     base: &'a Path,
     bin_dir: &'a Path,
     version: Version,
-    logs: Option<PathBuf>,
-) -> Start<'a> {
-    Start {
+) -> Result<Start<'a>> {
+    Ok(Start {
         config: Some(base),
-        log: logs.map_or(Log::Config, Log::Files),
+        log: logs::dir(pathspace)?.map_or(Log::Config, Log::Files),
         timeout: Duration::from_secs(30),
         bin_dir,
         version,
         // The workloads' BGP peerings may ask for BFD (`enableBFD`).
         bfdd: true,
         ..Start::new(netns, pathspace)
-    }
+    })
 }
 
 /// Starts `daemon` of the FRR [`start`] started in `netns` again, alone (the others run), as
@@ -225,16 +194,9 @@ pub fn start_daemon(
     let base = base_config(pathspace);
     std::fs::write(&base, config).with_context(|| format!("writing {}", base.display()))?;
     let bin_dir = daemon_dir();
-    starter(
-        netns,
-        pathspace,
-        &base,
-        &bin_dir,
-        version,
-        log_dir(pathspace)?,
-    )
-    .start_one(daemon)
-    .with_context(|| format!("starting {daemon} in {netns} again"))
+    starter(netns, pathspace, &base, &bin_dir, version)?
+        .start_one(daemon)
+        .with_context(|| format!("starting {daemon} in {netns} again"))
 }
 
 /// The command line of `vtysh -N PATHSPACE -c COMMAND` of FRR `version` in namespace `netns`
@@ -372,7 +334,6 @@ pub fn dump(netns: &str, version: Version) -> String {
     neigh.args(["-n", netns, "neigh", "show"]);
     let mut fdb = Command::new("bridge");
     fdb.args(["-n", netns, "fdb", "show"]);
-    let logs = LOG_DIR.get().map(|root| root.join(netns));
     for (what, mut cmd) in [
         ("vtysh (running config, EVPN, VRF tables)", vtysh),
         ("ip route show table all", ip),
@@ -388,26 +349,9 @@ pub fn dump(netns: &str, version: Version) -> String {
             Err(e) => out.push_str(&format!("running it: {e}\n")),
         }
     }
-    // The daemons' own words (the last lines: a daemon that ended says why last).
-    for daemon in ["mgmtd", "zebra", "bgpd", "bfdd"] {
-        let Some(text) = logs
-            .as_ref()
-            .and_then(|d| std::fs::read_to_string(d.join(format!("{daemon}.log"))).ok())
-        else {
-            continue;
-        };
-        let lines: Vec<&str> = text.lines().collect();
-        out.push_str(&format!("## {daemon}.log (last lines)\n"));
-        for line in &lines[lines.len().saturating_sub(DUMP_LOG_LINES)..] {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
+    logs::tail(netns, &mut out);
     out
 }
-
-/// How many of each daemon's last log lines [`dump`] shows.
-const DUMP_LOG_LINES: usize = 40;
 
 /// Ends every FRR daemon of a lab pathspace of either version (by the pids in its pid files)
 /// and removes the pathspaces' directories; returns what it did.
